@@ -1,0 +1,1 @@
+"""rushhour: experiments."""
