@@ -1,11 +1,35 @@
-"""The `rushhour` command line: one group, each command owned by the package it drives."""
+"""The `rushhour` command line: one group; each command lives in the package it drives and is
+imported only when it runs, so `rushhour serve` does not pay for pandas or Locust."""
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
+COMMANDS = {
+    "serve": "reference_server.cli:serve",
+    "run": "scenarios.run_cli:run",
+    "traffic": "traffic_models.cli:traffic",
+    "report": "reports.cli:report",
+    "compare": "reports.cli:compare",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands or cmd_name not in COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        module, _, attr = COMMANDS[cmd_name].partition(":")
+        command = getattr(importlib.import_module(module), attr)
+        self.add_command(command, cmd_name)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rushhour")
 def cli() -> None:
     """Peak-traffic and chaos drills for inference services.
@@ -16,17 +40,12 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from reference_server.cli import serve
-    from reports.cli import compare, report
-    from scenarios.run_cli import run
-    from traffic_models.cli import traffic
-
-    for command in (serve, run, traffic, report, compare):
-        cli.add_command(command)
+    """Load every command now (tests that use click's CliRunner may call this first)."""
+    for name in COMMANDS:
+        cli.get_command(click.Context(cli), name)
 
 
 def main() -> None:
-    _register()
     cli()
 
 

@@ -1,0 +1,171 @@
+"""Configuration of the reference server: pools of nodes, batching, caching, admission.
+
+Every field has a default, so `rushhour serve` runs with no file at all; a YAML file
+overrides any part of it and is validated with errors that name the file and the field.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+DEFAULT_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ko")
+PRIORITIES = ("paid", "free", "batch")
+
+
+class ConfigError(ValueError):
+    """A server configuration file or value is invalid; the message names the file and field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PoolConfig(_Strict):
+    """One pool of identical model replicas ("GPU nodes")."""
+
+    model: Literal["quality", "fast"]
+    nodes: int = Field(1, ge=0, le=64)
+    max_batch_size: int = Field(8, ge=1, le=256)
+    max_queue_delay_ms: float = Field(10.0, ge=0, le=10_000)
+    max_node_queue: int = Field(256, ge=1)
+    intra_op_threads: int = Field(1, ge=1, le=64)
+    warmup_lengths: list[int] = Field(default_factory=lambda: [32, 256, 1024])
+    required: bool = True
+
+
+class CacheConfig(_Strict):
+    enabled: bool = True
+    max_entries: int = Field(50_000, ge=0)
+    ttl_s: float = Field(600.0, gt=0)
+    stale_ttl_s: float = Field(3600.0, ge=0)
+    redis_url: str | None = None
+
+
+class PriorityClass(_Strict):
+    """Admission settings of one priority class (issue: paid first, batch shed first)."""
+
+    rank: int = Field(ge=0)
+    max_queue: int = Field(ge=0)
+    max_wait_ms: float = Field(gt=0)
+    rate_per_tenant: float = Field(gt=0, description="token bucket refill, requests/s")
+    burst_per_tenant: float = Field(gt=0)
+
+
+def _default_classes() -> dict[str, PriorityClass]:
+    return {
+        "paid": PriorityClass(rank=0, max_queue=512, max_wait_ms=5000, rate_per_tenant=200, burst_per_tenant=400),
+        "free": PriorityClass(rank=1, max_queue=256, max_wait_ms=3000, rate_per_tenant=50, burst_per_tenant=100),
+        "batch": PriorityClass(rank=2, max_queue=128, max_wait_ms=20000, rate_per_tenant=50, burst_per_tenant=100),
+    }
+
+
+class AdmissionConfig(_Strict):
+    classes: dict[str, PriorityClass] = Field(default_factory=_default_classes)
+    default_priority: str = "free"
+    default_deadline_ms: float = Field(10_000, gt=0)
+    early_reject: bool = True
+    slots_per_node: int = Field(0, ge=0, description="concurrent requests a node is given; 0 = 2x max_batch_size")
+
+    @model_validator(mode="after")
+    def _default_priority_known(self) -> AdmissionConfig:
+        if self.default_priority not in self.classes:
+            raise ValueError(f'default_priority "{self.default_priority}" is not one of the classes {sorted(self.classes)}')
+        return self
+
+
+class BreakerConfig(_Strict):
+    window: int = Field(20, ge=2, description="calls in the sliding window")
+    min_calls: int = Field(5, ge=1)
+    failure_rate: float = Field(0.5, gt=0, le=1)
+    slow_call_ms: float = Field(5000, gt=0)
+    slow_call_rate: float = Field(0.8, gt=0, le=1)
+    open_s: float = Field(2.0, gt=0)
+    half_open_probes: int = Field(3, ge=1)
+
+
+class ServerConfig(_Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    pools: dict[str, PoolConfig] = Field(
+        default_factory=lambda: {
+            "quality": PoolConfig(model="quality", nodes=2, max_batch_size=8, max_queue_delay_ms=10),
+            "fast": PoolConfig(model="fast", nodes=1, max_batch_size=16, max_queue_delay_ms=5),
+        }
+    )
+    languages: list[str] = Field(default_factory=lambda: list(DEFAULT_LANGUAGES))
+    max_chars: int = Field(5000, ge=1)
+    max_body_bytes: int = Field(65_536, ge=1024)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
+    breaker: BreakerConfig = Field(default_factory=BreakerConfig)
+    node_timeout_s: float = Field(30.0, gt=0, description="upper bound on one gateway->node call")
+    restart_backoff_s: float = Field(0.5, ge=0)
+    max_restart_backoff_s: float = Field(10.0, ge=0)
+    model_cache_dir: Path | None = None
+    state_dir: Path = Field(default_factory=lambda: Path(os.environ.get("RUSHHOUR_STATE_DIR", "~/.rushhour")).expanduser())
+
+    @model_validator(mode="after")
+    def _pools_for_each_tier(self) -> ServerConfig:
+        if not self.pools:
+            raise ValueError("at least one pool is needed")
+        return self
+
+    def pool_for_tier(self, tier: str) -> str | None:
+        """The first pool serving `tier`, or None when the cluster has none."""
+        return next((name for name, pool in self.pools.items() if pool.model == tier), None)
+
+
+def _format_error(source: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        parts.append(f"{source}: {field}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def load_config(path: Path | None = None, **overrides: object) -> ServerConfig:
+    """Read a YAML config (or none) and apply CLI overrides; raise ConfigError naming file and field."""
+    source = str(path) if path else "server config"
+    data: dict = {}
+    if path is not None:
+        try:
+            data = yaml.safe_load(Path(path).read_text()) or {}
+        except OSError as exc:
+            raise ConfigError(f"{source}: cannot read the file ({exc.strerror}).") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{source}: is not valid YAML ({exc}).") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"{source}: the top level must be a mapping, not {type(data).__name__}.")
+    try:
+        config = ServerConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_error(source, exc)) from exc
+    return apply_overrides(config, **overrides)
+
+
+def apply_overrides(
+    config: ServerConfig,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    nodes: int | None = None,
+    max_batch_size: int | None = None,
+) -> ServerConfig:
+    """`--nodes` sizes the quality pool; `--max-batch-size` applies to every pool."""
+    update = config.model_copy(deep=True)
+    if host is not None:
+        update.host = host
+    if port is not None:
+        update.port = port
+    if nodes is not None:
+        name = update.pool_for_tier("quality") or next(iter(update.pools))
+        update.pools[name].nodes = nodes
+    if max_batch_size is not None:
+        for pool in update.pools.values():
+            pool.max_batch_size = max_batch_size
+    return ServerConfig.model_validate(update.model_dump())

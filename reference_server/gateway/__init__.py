@@ -1,0 +1,1 @@
+"""The gateway: admission, caching, routing and supervision in front of the nodes."""

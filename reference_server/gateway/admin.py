@@ -1,0 +1,130 @@
+"""Admin endpoints that chaos drills call. Every call needs `Authorization: Bearer <token>`."""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from reference_server.gateway.api import ApiError
+from reference_server.gateway.cluster import Cluster, UnknownNode
+from reference_server.gateway.faults import FaultSpec
+from reference_server.gateway.service import TranslationService
+
+TOKEN_ENV = "RUSHHOUR_ADMIN_TOKEN"
+
+
+def resolve_admin_token(state_dir: Path) -> tuple[str, Path | None]:
+    """The token from the environment, else a fresh one written (mode 0600) to the state directory."""
+    token = os.environ.get(TOKEN_ENV)
+    if token:
+        return token, None
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / "admin_token"
+    token = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(token + "\n")
+    os.chmod(path, 0o600)
+    return token, path
+
+
+class RestartBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    warm: bool = True
+
+
+class ScaleBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    nodes: int = Field(ge=0, le=64)
+
+
+def _node_view(node) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    return {"id": node.id, "pool": node.pool, "state": node.state, "pid": node.pid, "warm": node.warm}
+
+
+def admin_router(token: str) -> APIRouter:
+    expected = token.encode()
+
+    def require_token(request: Request) -> None:
+        header = request.headers.get("authorization", "")
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):
+            raise ApiError(401, "unauthorized", "Admin calls need a valid bearer token.")
+
+    router = APIRouter(prefix="/admin", dependencies=[Depends(require_token)], tags=["admin"])
+
+    def parts(request: Request) -> tuple[Cluster, TranslationService]:
+        return request.app.state.cluster, request.app.state.service
+
+    def node_or_404(cluster: Cluster, node_id: str):  # type: ignore[no-untyped-def]
+        try:
+            return cluster.node(node_id)
+        except UnknownNode as exc:
+            raise ApiError(404, "unknown_node", str(exc)) from None
+
+    @router.post("/nodes/{node_id}/kill")
+    async def kill(node_id: str, request: Request) -> dict[str, object]:
+        cluster, _ = parts(request)
+        node_or_404(cluster, node_id)
+        return _node_view(await cluster.kill(node_id))
+
+    @router.post("/nodes/{node_id}/restart")
+    async def restart(node_id: str, request: Request, body: RestartBody | None = None) -> dict[str, object]:
+        cluster, _ = parts(request)
+        node_or_404(cluster, node_id)
+        return _node_view(await cluster.restart(node_id, warm=(body or RestartBody()).warm))
+
+    @router.post("/nodes/{node_id}/faults")
+    async def inject(node_id: str, spec: FaultSpec, request: Request) -> dict[str, object]:
+        cluster, _ = parts(request)
+        node = node_or_404(cluster, node_id)
+        node.transport.inject(spec)
+        cluster.metrics.faults.labels(node.id, spec.kind).set(1)
+        request.app.state.events.append({"type": "fault_injected", "node": node.id, **spec.model_dump()})
+        return {"node": node.id, "faults": node.transport.active()}
+
+    @router.delete("/nodes/{node_id}/faults")
+    async def heal(node_id: str, request: Request) -> dict[str, object]:
+        cluster, _ = parts(request)
+        node = node_or_404(cluster, node_id)
+        node.transport.heal()
+        return {"node": node.id, "faults": []}
+
+    @router.post("/pools/{pool}/scale")
+    async def scale(pool: str, body: ScaleBody, request: Request) -> dict[str, object]:
+        cluster, _ = parts(request)
+        try:
+            nodes = await cluster.scale(pool, body.nodes)
+        except UnknownNode as exc:
+            raise ApiError(404, "unknown_pool", str(exc)) from None
+        return {"pool": pool, "nodes": [_node_view(n) for n in nodes]}
+
+    @router.post("/cache/flush")
+    async def flush(request: Request) -> dict[str, object]:
+        _, service = parts(request)
+        flushed = len(service.cache)
+        service.cache.clear()
+        return {"flushed": flushed}
+
+    @router.post("/reset")
+    async def reset(request: Request) -> dict[str, object]:
+        """Heal every fault, close every breaker, restore configured pool sizes, restart dead nodes now."""
+        cluster, _ = parts(request)
+        for node in cluster.nodes.values():
+            if node.transport is not None:
+                node.transport.heal()
+            node.breaker.reset()
+        for name, pool in cluster.config.pools.items():
+            if len(cluster.pool_nodes(name)) != pool.nodes:
+                await cluster.scale(name, pool.nodes)
+        for node in list(cluster.nodes.values()):
+            if node.state == "down":
+                await cluster.restart(node.id, warm=True)
+        return {"reset": True, "nodes": [_node_view(n) for n in cluster.nodes.values()]}
+
+    return router

@@ -1,0 +1,99 @@
+"""Request and response models of the public HTTP API, and its JSON error shape."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+Mode = Literal["auto", "fast", "quality"]
+OnOverload = Literal["reject", "fast", "cache"]
+
+
+class TranslateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, description="Text to translate.")
+    source_lang: str = Field(min_length=2, max_length=8)
+    target_lang: str = Field(min_length=2, max_length=8)
+    mode: Mode = "auto"
+    priority: str | None = Field(None, description="Priority class, e.g. paid, free, batch.")
+    tenant: str = Field("anonymous", min_length=1, max_length=64)
+    deadline_ms: float | None = Field(None, gt=0, le=600_000)
+    on_overload: OnOverload = "reject"
+
+
+class Timing(BaseModel):
+    queue_ms: float
+    infer_ms: float
+    total_ms: float
+
+
+class TranslateResponse(BaseModel):
+    translation: str
+    model: str
+    cached: bool
+    degraded: bool
+    node: str
+    chars: int
+    timing: Timing
+    queue_position: int | None = None
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+class ApiError(Exception):
+    """An error the gateway answers with its JSON error body."""
+
+    def __init__(self, status: int, code: str, message: str, *, retry_after_s: float | None = None, **extra: object) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.retry_after_s = retry_after_s
+        self.extra = extra
+
+
+def error_response(exc: ApiError) -> JSONResponse:
+    body: dict[str, object] = {"code": exc.code, "message": exc.message, **exc.extra}
+    headers = {}
+    if exc.retry_after_s is not None:
+        headers["Retry-After"] = str(max(1, int(exc.retry_after_s + 0.999)))
+    return JSONResponse({"error": body}, status_code=exc.status, headers=headers)
+
+
+async def handle_api_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return error_response(exc)
+
+
+async def handle_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    """Malformed JSON is a 400; a missing or ill-typed field is a 422 that names the field."""
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return error_response(ApiError(400, "malformed_json", "The request body is not valid JSON."))
+    if errors and all(e.get("loc") == ("body",) for e in errors):
+        return error_response(ApiError(400, "malformed_body", "The request body must be a JSON object."))
+    parts = []
+    for e in errors[:5]:
+        field = ".".join(str(p) for p in e.get("loc", ())[1:]) or "body"
+        parts.append(f'field "{field}": {e.get("msg")}')
+    return error_response(ApiError(422, "invalid_field", "; ".join(parts) + "."))
+
+
+async def handle_http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}.get(exc.status_code, "http_error")
+    return error_response(ApiError(exc.status_code, code, str(exc.detail)))

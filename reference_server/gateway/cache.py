@@ -1,0 +1,107 @@
+"""L1 translation cache (bounded LRU with a TTL and a stale grace) and request coalescing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+CacheKey = tuple[str, str, str, str]
+
+
+def cache_key(text: str, source_lang: str, target_lang: str, tier: str) -> CacheKey:
+    """Texts that differ only in Unicode form, case of language codes or whitespace share an entry."""
+    normalised = " ".join(unicodedata.normalize("NFC", text).split())
+    return (normalised, source_lang.lower(), target_lang.lower(), tier)
+
+
+@dataclass
+class CachedTranslation:
+    translation: str
+    model: str
+    stored_at: float
+
+
+class TranslationCache:
+    """LRU bounded in entries. A fresh hit is younger than `ttl_s`; an entry stays usable as
+    stale (for fallback when nothing can compute) until `ttl_s + stale_ttl_s`."""
+
+    def __init__(self, *, max_entries: int, ttl_s: float, stale_ttl_s: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._entries: OrderedDict[CacheKey, CachedTranslation] = OrderedDict()
+        self.max_entries = max_entries
+        self.ttl_s = ttl_s
+        self.stale_ttl_s = stale_ttl_s
+        self._clock = clock
+        self.hits = 0
+        self.misses = 0
+        self.stale_hits = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: CacheKey) -> CachedTranslation | None:
+        entry = self._entries.get(key)
+        if entry is None or self._clock() - entry.stored_at > self.ttl_s:
+            self.misses += 1
+            return None
+        self._entries.move_to_end(key)
+        self.hits += 1
+        return entry
+
+    def get_stale(self, key: CacheKey) -> CachedTranslation | None:
+        entry = self._entries.get(key)
+        if entry is None or self._clock() - entry.stored_at > self.ttl_s + self.stale_ttl_s:
+            return None
+        self.stale_hits += 1
+        return entry
+
+    def put(self, key: CacheKey, translation: str, model: str) -> None:
+        if self.max_entries <= 0:
+            return
+        self._entries[key] = CachedTranslation(translation, model, self._clock())
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+class Coalescer:
+    """Identical requests in flight share one computation: the first caller runs it, the
+    others await its result (or its error)."""
+
+    def __init__(self) -> None:
+        self._inflight: dict[object, asyncio.Future[object]] = {}
+        self.coalesced = 0
+
+    def __len__(self) -> int:
+        return len(self._inflight)
+
+    async def run(self, key: object, compute: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
+        """Returns the result and whether this caller shared someone else's computation."""
+        existing = self._inflight.get(key)
+        if existing is not None:
+            self.coalesced += 1
+            return await asyncio.shield(existing), True  # type: ignore[return-value]
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            result = await compute()
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved when nobody else waited
+            raise
+        else:
+            future.set_result(result)
+            return result, False
+        finally:
+            del self._inflight[key]

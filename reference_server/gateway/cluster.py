@@ -1,0 +1,242 @@
+"""The gateway's supervisor of local nodes, the way a kubelet supervises pods.
+
+It starts every node of every pool, watches their processes and health, restarts a
+crashed node with exponential backoff, and carries out the admin operations that chaos
+drills call: kill, restart (warm or cold), scale a pool, stop everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+import httpx
+
+from reference_server.config import ServerConfig
+from reference_server.gateway.breaker import CircuitBreaker
+from reference_server.gateway.metrics import Metrics
+from reference_server.gateway.nodes import NodeHandle, kill_process, make_client, spawn_process
+from reference_server.model import build_model
+
+log = logging.getLogger("rushhour.gateway")
+HEALTH_INTERVAL_S = 0.25
+STABLE_AFTER_S = 30.0
+
+
+class UnknownNode(LookupError):
+    pass
+
+
+class Cluster:
+    def __init__(self, config: ServerConfig, metrics: Metrics, *, on_event: Callable[[dict[str, object]], None] | None = None) -> None:
+        self.config = config
+        self.metrics = metrics
+        self.nodes: dict[str, NodeHandle] = {}
+        self._next_index: dict[str, int] = {name: 0 for name in config.pools}
+        self._carry: dict[str, list[int]] = {name: [0, 0] for name in config.pools}
+        self._backoff: dict[str, float] = {}
+        self._health = httpx.AsyncClient(timeout=httpx.Timeout(1.0, connect=0.25))
+        self._task: asyncio.Task[None] | None = None
+        self._on_event = on_event or (lambda event: None)
+        self.started = time.monotonic()
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        tiers = {pool.model for pool in self.config.pools.values() if pool.nodes > 0}
+        for tier in sorted(tiers):  # build once here, so nodes never race to build
+            await loop.run_in_executor(None, lambda t=tier: build_model(t, cache_dir=self.config.model_cache_dir))
+        for name, pool in self.config.pools.items():
+            for _ in range(pool.nodes):
+                self._add_node(name)
+        self._task = loop.create_task(self._supervise(), name="supervisor")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        for node in self.nodes.values():
+            kill_process(node.proc, graceful_s=2.0)
+            node.state = "down"
+            if node.client is not None:
+                await node.client.aclose()
+        await self._health.aclose()
+
+    # ---- queries ---------------------------------------------------------------------------
+    def node(self, node_id: str) -> NodeHandle:
+        try:
+            return self.nodes[node_id]
+        except KeyError:
+            raise UnknownNode(f'There is no node "{node_id}"; nodes are {sorted(self.nodes)}.') from None
+
+    def pool_nodes(self, pool: str) -> list[NodeHandle]:
+        return [n for n in self.nodes.values() if n.pool == pool and not n.removed]
+
+    def ready(self) -> bool:
+        """Ready when every required pool with nodes has at least one ready node."""
+        for name, pool in self.config.pools.items():
+            if pool.required and pool.nodes > 0 and not any(n.state == "ready" for n in self.pool_nodes(name)):
+                return False
+        return True
+
+    def batch_totals(self, pool: str) -> tuple[int, int]:
+        batches, items = self._carry[pool]
+        for node in self.pool_nodes(pool):
+            batches += node.batches_total
+            items += node.batch_items_total
+        return batches, items
+
+    # ---- operations ------------------------------------------------------------------------
+    def _add_node(self, pool: str, *, warm: bool = True) -> NodeHandle:
+        index = self._next_index[pool]
+        self._next_index[pool] += 1
+        node_id = f"{pool}-{index}"
+        breaker = CircuitBreaker(self.config.breaker, on_change=lambda s, n=node_id: self._breaker_changed(n, s))
+        node = NodeHandle(id=node_id, pool=pool, index=index, breaker=breaker)
+        self.nodes[node_id] = node
+        self.metrics.set_breaker_state(node_id, "closed")
+        self._launch(node, warm=warm)
+        return node
+
+    def _launch(self, node: NodeHandle, *, warm: bool) -> None:
+        pool = self.config.pools[node.pool]
+        self._retire_counters(node)
+        node.proc, node.port = spawn_process(node, pool, warm=warm, model_cache_dir=self.config.model_cache_dir)
+        old_client = node.client
+        node.client, node.transport = make_client(node.port, node_timeout_s=self.config.node_timeout_s)
+        if old_client is not None:
+            asyncio.get_running_loop().create_task(old_client.aclose())
+        node.warm = warm
+        node.started_at = time.monotonic()
+        node.ready_since = None
+        node.restart_at = None
+        node.cold_start_s = node.first_request_ms = None
+        self._set_state(node, "starting")
+        log.info("node %s started (pid %s, port %s, %s)", node.id, node.pid, node.port, "warm" if warm else "cold")
+
+    def _retire_counters(self, node: NodeHandle) -> None:
+        carry = self._carry[node.pool]
+        carry[0] += node.batches_total
+        carry[1] += node.batch_items_total
+        node.batches_total = node.batch_items_total = 0
+
+    async def kill(self, node_id: str) -> NodeHandle:
+        """SIGKILL, no goodbye. The supervisor notices and restarts it after its backoff."""
+        node = self.node(node_id)
+        if node.proc is not None and node.proc.poll() is None:
+            node.proc.kill()
+        self._event("node_killed", node)
+        return node
+
+    async def restart(self, node_id: str, *, warm: bool) -> NodeHandle:
+        node = self.node(node_id)
+        kill_process(node.proc)
+        node.restarts += 1
+        self.metrics.node_restarts.labels(node.id, "admin").inc()
+        node.breaker.reset()
+        self._launch(node, warm=warm)
+        self._event("node_restarted", node, warm=warm)
+        return node
+
+    async def scale(self, pool: str, count: int) -> list[NodeHandle]:
+        if pool not in self.config.pools:
+            raise UnknownNode(f'There is no pool "{pool}"; pools are {sorted(self.config.pools)}.')
+        current = sorted(self.pool_nodes(pool), key=lambda n: n.index)
+        direction = "up" if count > len(current) else "down"
+        for _ in range(count - len(current)):
+            self._add_node(pool)
+        for node in current[count:][::-1]:
+            await self._drain_and_remove(node)
+        if count != len(current):
+            self.metrics.scale_events.labels(pool, direction).inc()
+            self._on_event({"type": "scale", "pool": pool, "nodes": count})
+        return self.pool_nodes(pool)
+
+    async def _drain_and_remove(self, node: NodeHandle, *, timeout_s: float = 10.0) -> None:
+        node.removed = True
+        self._set_state(node, "draining")
+        deadline = time.monotonic() + timeout_s
+        while node.inflight > 0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        kill_process(node.proc, graceful_s=2.0)
+        self._retire_counters(node)
+        self._set_state(node, "down")
+        if node.client is not None:
+            await node.client.aclose()
+        del self.nodes[node.id]
+
+    # ---- supervision -----------------------------------------------------------------------
+    async def _supervise(self) -> None:
+        while True:
+            await asyncio.gather(*(self._check(node) for node in list(self.nodes.values())), return_exceptions=True)
+            await asyncio.sleep(HEALTH_INTERVAL_S)
+
+    async def _check(self, node: NodeHandle) -> None:
+        if node.removed:
+            return
+        if not node.alive():
+            self._handle_exit(node)
+            return
+        try:
+            response = await self._health.get(f"http://127.0.0.1:{node.port}/health")
+            health = response.json()
+        except (httpx.HTTPError, ValueError):
+            return  # still starting, or busy; the process check above decides life and death
+        self._apply_health(node, health)
+
+    def _apply_health(self, node: NodeHandle, health: dict[str, object]) -> None:
+        node.provider = str(health.get("provider", node.provider))
+        node.model = str(health.get("model", node.model))
+        node.queue_depth = int(health.get("queue_depth", 0))  # type: ignore[arg-type]
+        node.batches_total = int(health.get("batches_total", 0))  # type: ignore[arg-type]
+        node.batch_items_total = int(health.get("batch_items_total", 0))  # type: ignore[arg-type]
+        node.cold_start_s = health.get("cold_start_s")  # type: ignore[assignment]
+        node.first_request_ms = health.get("first_request_ms")  # type: ignore[assignment]
+        state = str(health.get("state", "starting"))
+        if state == "ready" and node.state != "ready":
+            node.ready_since = time.monotonic()
+            self._event("node_ready", node)
+        self._set_state(node, state)
+        if node.ready_since and time.monotonic() - node.ready_since > STABLE_AFTER_S:
+            self._backoff.pop(node.id, None)
+        self.metrics.node_queue_depth.labels(node.id, node.pool).set(node.queue_depth)
+        if node.provider != "unknown":
+            self.metrics.provider.labels(node.id, node.pool, node.provider).set(1)
+        if node.cold_start_s is not None:
+            self.metrics.cold_start_seconds.labels(node.id).set(float(node.cold_start_s))
+        if node.first_request_ms is not None:
+            self.metrics.first_request_seconds.labels(node.id).set(float(node.first_request_ms) / 1000.0)
+
+    def _handle_exit(self, node: NodeHandle) -> None:
+        now = time.monotonic()
+        if node.state != "down":
+            if node.proc is not None:
+                node.proc.wait()
+            self._set_state(node, "down")
+            delay = self._backoff.get(node.id, self.config.restart_backoff_s)
+            self._backoff[node.id] = min(max(delay * 2, 0.1), self.config.max_restart_backoff_s)
+            node.restart_at = now + delay
+            node.queue_depth = 0
+            self._event("node_down", node, restart_in_s=round(delay, 3))
+        elif node.restart_at is not None and now >= node.restart_at:
+            node.restarts += 1
+            self.metrics.node_restarts.labels(node.id, "crash").inc()
+            self._launch(node, warm=True)
+
+    def _set_state(self, node: NodeHandle, state: str) -> None:
+        if node.state != state:
+            node.state = state
+        self.metrics.set_node_state(node.id, node.pool, state)
+
+    def _breaker_changed(self, node_id: str, state: str) -> None:
+        self.metrics.set_breaker_state(node_id, state)
+        self.metrics.breaker_transitions.labels(node_id, state).inc()
+        self._on_event({"type": "breaker", "node": node_id, "state": state})
+
+    def _event(self, kind: str, node: NodeHandle, **extra: object) -> None:
+        self._on_event({"type": kind, "node": node.id, "pool": node.pool, **extra})

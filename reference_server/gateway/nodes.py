@@ -1,0 +1,126 @@
+"""One node as the gateway sees it: its process, its client (through the fault proxy), its breaker."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from reference_server.config import PoolConfig
+from reference_server.gateway.breaker import CircuitBreaker
+from reference_server.gateway.faults import FaultTransport
+
+CONNECT_TIMEOUT_S = 0.25
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass  # not Linux: the node's own parent watchdog still applies
+
+
+@dataclass
+class NodeHandle:
+    id: str
+    pool: str
+    index: int
+    breaker: CircuitBreaker
+    state: str = "starting"
+    warm: bool = True
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+    client: httpx.AsyncClient | None = None
+    transport: FaultTransport | None = None
+    provider: str = "unknown"
+    model: str = ""
+    restarts: int = 0
+    inflight: int = 0
+    queue_depth: int = 0
+    batches_total: int = 0
+    batch_items_total: int = 0
+    cold_start_s: float | None = None
+    first_request_ms: float | None = None
+    started_at: float = field(default_factory=time.monotonic)
+    ready_since: float | None = None
+    restart_at: float | None = None
+    removed: bool = False
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def routable(self) -> bool:
+        return self.state == "ready" and not self.removed and self.breaker.available()
+
+
+def spawn_process(
+    node: NodeHandle, pool: PoolConfig, *, warm: bool, model_cache_dir: Path | None
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start a node process on a listening socket the gateway made, so no port can be taken
+    between choosing it and binding it; the gateway keeps no copy of the socket, so a dead
+    node refuses connections as a dead host would."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)
+    port = sock.getsockname()[1]
+    sock.set_inheritable(True)
+    command = [
+        sys.executable, "-m", "reference_server.node",
+        "--id", node.id, "--pool", node.pool, "--tier", pool.model, "--fd", str(sock.fileno()),
+        "--max-batch-size", str(pool.max_batch_size), "--max-queue-delay-ms", str(pool.max_queue_delay_ms),
+        "--max-queue", str(pool.max_node_queue), "--threads", str(pool.intra_op_threads),
+        "--warmup-lengths", ",".join(str(n) for n in pool.warmup_lengths), "--parent-pid", str(os.getpid()),
+    ]
+    if not warm:
+        command.append("--cold")
+    if model_cache_dir is not None:
+        command += ["--model-cache-dir", str(model_cache_dir)]
+    try:
+        proc = subprocess.Popen(
+            command, pass_fds=(sock.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=_die_with_parent
+        )
+    finally:
+        sock.close()
+    return proc, port
+
+
+def make_client(port: int, *, node_timeout_s: float) -> tuple[httpx.AsyncClient, FaultTransport]:
+    inner = httpx.AsyncHTTPTransport(retries=0, limits=httpx.Limits(max_connections=512, max_keepalive_connections=256))
+    transport = FaultTransport(inner, connect_timeout_s=CONNECT_TIMEOUT_S)
+    client = httpx.AsyncClient(
+        transport=transport,
+        base_url=f"http://127.0.0.1:{port}",
+        timeout=httpx.Timeout(node_timeout_s, connect=CONNECT_TIMEOUT_S),
+    )
+    return client, transport
+
+
+def kill_process(proc: subprocess.Popen[bytes] | None, *, graceful_s: float = 0.0) -> None:
+    """SIGTERM with a grace period (or SIGKILL at once), then reap: no zombies, no orphans."""
+    if proc is None or proc.poll() is not None:
+        if proc is not None:
+            proc.wait()
+        return
+    if graceful_s > 0:
+        proc.terminate()
+        try:
+            proc.wait(timeout=graceful_s)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    proc.kill()
+    proc.wait()

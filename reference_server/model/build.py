@@ -1,0 +1,113 @@
+"""Build a tier's ONNX files once into a cache directory and reuse them afterwards.
+
+The directory name carries the spec hash, so a changed spec (or onnx/onnxruntime upgrade) lands
+in a fresh directory instead of silently reusing stale files. A build is written to a private
+temporary directory and renamed into place; rename is atomic, so two processes building at once
+both end up with one complete directory and neither ever sees a half-written one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import onnx
+
+from .graphs import build_decoder_step, build_encoder
+from .spec import ModelSpec, get_spec, spec_hash
+
+__all__ = [
+    "CACHE_ENV",
+    "DECODER_FILE",
+    "DEFAULT_CACHE_DIR",
+    "ENCODER_FILE",
+    "SPEC_FILE",
+    "build_model",
+    "model_dir",
+    "resolve_cache_dir",
+]
+
+CACHE_ENV = "RUSHHOUR_MODEL_CACHE"
+DEFAULT_CACHE_DIR = Path("~/.cache/rushhour/models")
+ENCODER_FILE = "encoder.onnx"
+DECODER_FILE = "decoder_step.onnx"
+SPEC_FILE = "spec.json"
+
+
+def resolve_cache_dir(cache_dir: Path | None = None) -> Path:
+    """The argument if given, else $RUSHHOUR_MODEL_CACHE, else ~/.cache/rushhour/models."""
+    if cache_dir is not None:
+        return Path(cache_dir).expanduser()
+    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE_DIR).expanduser()
+
+
+def model_dir(spec: ModelSpec, cache_dir: Path | None = None) -> Path:
+    """Where the build of `spec` lives (whether or not it exists yet)."""
+    return resolve_cache_dir(cache_dir) / f"{spec.name}-{spec_hash(spec)}"
+
+
+def build_model(tier: str, *, cache_dir: Path | None = None) -> Path:
+    """Return the directory holding encoder.onnx and decoder_step.onnx, building it if absent."""
+    return ensure_built(get_spec(tier), cache_dir)
+
+
+def ensure_built(spec: ModelSpec, cache_dir: Path | None = None) -> Path:
+    """Build `spec` unless a complete build is already in place; safe under concurrency."""
+    target = model_dir(spec, cache_dir)
+    if (target / SPEC_FILE).is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        _write_build(spec, staging)
+        os.rename(staging, target)
+    except OSError:
+        if not (target / SPEC_FILE).is_file():
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _write_build(spec: ModelSpec, out: Path) -> None:
+    """Write both graphs (quantized for INT8 tiers) and, last, the spec stamp."""
+    graphs = ((build_encoder(spec), ENCODER_FILE), (build_decoder_step(spec), DECODER_FILE))
+    for graph, filename in graphs:
+        if spec.int8:
+            _quantize(graph, out / filename)
+        else:
+            onnx.save_model(graph, str(out / filename))
+    stamp = {"spec": dataclasses.asdict(spec), "hash": spec_hash(spec)}
+    (out / SPEC_FILE).write_text(json.dumps(stamp, indent=2, sort_keys=True))
+
+
+class _DropPreprocessHint(logging.Filter):
+    """quantize_dynamic logs a pre-processing suggestion on every call; it is noise here."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
+
+
+def _quantize(graph: onnx.ModelProto, path: Path) -> None:
+    """INT8 dynamic quantization of the MatMuls whose B is a weight (activation x activation
+    MatMuls stay fp32, so no per-batch scale couples rows)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    hint = _DropPreprocessHint()
+    root = logging.getLogger()
+    root.addFilter(hint)
+    try:
+        quantize_dynamic(
+            graph,
+            path,
+            op_types_to_quantize=["MatMul"],
+            weight_type=QuantType.QInt8,
+            extra_options={"MatMulConstBOnly": True},
+        )
+    finally:
+        root.removeFilter(hint)

@@ -1,0 +1,93 @@
+"""HTTP face of a node: `POST /infer` into the batcher, `GET /health` for the gateway's supervisor."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from reference_server.batcher import DeadlineExceeded, DynamicBatcher, QueueFull
+from reference_server.model import ModelInput
+from reference_server.node.worker import ModelWorker
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def create_node_app(worker: ModelWorker) -> Starlette:
+    settings = worker.settings
+    batcher: DynamicBatcher[ModelInput, str] = DynamicBatcher(
+        worker.run_batch,
+        max_batch_size=settings.max_batch_size,
+        max_queue_delay_ms=settings.max_queue_delay_ms,
+        max_queue=settings.max_queue,
+    )
+
+    async def infer(request: Request) -> Response:
+        if worker.state != "ready":
+            return _error(503, "not_ready", f"Node {settings.node_id} is {worker.state}.")
+        try:
+            body = json.loads(await request.body())
+            item = ModelInput(str(body["text"]), str(body["source_lang"]), str(body["target_lang"]))
+            rank = int(body.get("rank", 0))
+            budget_ms = float(body.get("budget_ms", 60_000))
+        except (ValueError, KeyError, TypeError) as exc:
+            return _error(400, "bad_request", f"The node could not read the request: {exc}.")
+        deadline = time.monotonic() + budget_ms / 1000.0
+        try:
+            output, info = await batcher.submit(item, rank=rank, deadline=deadline)
+        except DeadlineExceeded as exc:
+            return _error(504, "deadline_exceeded", str(exc))
+        except QueueFull as exc:
+            return _error(503, "node_queue_full", str(exc))
+        return JSONResponse(
+            {
+                "translation": output,
+                "model": worker.model_name,
+                "queue_ms": round(info.queue_ms, 3),
+                "infer_ms": round(info.infer_ms, 3),
+                "batch_size": info.size,
+            }
+        )
+
+    async def health(request: Request) -> Response:
+        stats = batcher.stats
+        return JSONResponse(
+            {
+                "id": settings.node_id,
+                "pool": settings.pool,
+                "state": worker.state,
+                "provider": worker.provider,
+                "model": worker.model_name,
+                "warm": settings.warm,
+                "pid": os.getpid(),
+                "cold_start_s": worker.cold_start_s,
+                "first_request_ms": worker.first_request_ms,
+                "queue_depth": batcher.queue_depth,
+                "batches_total": stats.batches,
+                "batch_items_total": stats.items,
+                "expired_total": stats.expired,
+                "busy_s": round(stats.busy_s, 6),
+            }
+        )
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        batcher.start()
+        prepare = asyncio.get_running_loop().run_in_executor(None, worker.prepare)
+        try:
+            yield
+        finally:
+            prepare.cancel()
+            await batcher.close()
+
+    return Starlette(routes=[Route("/infer", infer, methods=["POST"]), Route("/health", health)], lifespan=lifespan)
