@@ -66,9 +66,12 @@ def ensure_built(spec: ModelSpec, cache_dir: Path | None = None) -> Path:
     try:
         _write_build(spec, staging)
         os.rename(staging, target)
-    except OSError:
-        if not (target / SPEC_FILE).is_file():
-            raise
+    except OSError as exc:
+        if not (target / SPEC_FILE).is_file():  # not simply another process winning the race
+            raise OSError(
+                f"Could not install the model build into {str(target)!r}; if that directory "
+                "exists without spec.json, remove it and retry."
+            ) from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target

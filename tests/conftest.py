@@ -1,0 +1,34 @@
+"""Fixtures shared by every suite: a reference server booted on loopback and always stopped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.server import RunningServer, start_server
+
+
+@pytest.fixture
+def server_factory(tmp_path: Path) -> Iterator[Callable[..., RunningServer]]:
+    """Start servers with a config override; all are stopped when the test ends."""
+    started: list[RunningServer] = []
+
+    def factory(config: dict[str, Any] | None = None, **kwargs: Any) -> RunningServer:
+        server = start_server(tmp_path / f"server{len(started)}", config, **kwargs)
+        started.append(server)
+        return server
+
+    yield factory
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """One small cluster for a whole test module (tests must leave it healthy)."""
+    server = start_server(tmp_path_factory.mktemp("shared-server"))
+    yield server
+    server.stop()

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from reports.faults import RecoveryLimits, fault_impact, fault_windows, recovery_time, steady_state
+from reports.slo import SloSpec
+from tests.reports.helpers import requests_frame
+
+LIMITS = RecoveryLimits(percentile=99, threshold_ms=100, max_error_rate=0.1)
+
+
+def _after_fault() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """10 req/s over [0, 15): fault in [5, 10); slow bin [10, 11), erroring bin [11, 12)."""
+    times = np.arange(150) * 0.1 + 0.05
+    latency = np.where((times >= 5) & (times < 11), 500.0, 20.0)
+    ok = ~((times >= 11) & (times < 12) & (np.arange(150) % 2 == 0))
+    return times, latency, ok
+
+
+def test_recovery_is_first_bin_back_within_slo() -> None:
+    times, latency, ok = _after_fault()
+    frame = requests_frame(times, latency, ok=ok)
+    assert recovery_time(frame, 10.0, LIMITS, 15.0) == pytest.approx(2.0)
+    assert recovery_time(frame, 10.0, RecoveryLimits(percentile=99, threshold_ms=100), 15.0) == 1.0
+
+
+def test_recovery_none_when_never_back_or_no_slo() -> None:
+    times, _, _ = _after_fault()
+    frame = requests_frame(times, np.full(times.size, 500.0))
+    assert recovery_time(frame, 10.0, LIMITS, 15.0) is None
+    assert recovery_time(frame, 10.0, RecoveryLimits(), 15.0) is None
+
+
+def test_recovery_limits_prefer_unfiltered_slos() -> None:
+    specs = [SloSpec(name="paid", kind="latency", percentile=95, threshold_ms=50, priority="paid"),
+             SloSpec(name="all", kind="latency", percentile=99, threshold_ms=300),
+             SloSpec(name="avail", kind="availability", objective=0.95)]
+    limits = RecoveryLimits.from_slos(specs)
+    assert (limits.percentile, limits.threshold_ms) == (99, 300)
+    assert limits.max_error_rate == pytest.approx(0.05)
+
+
+def test_fault_windows_pair_events_and_close_open_ones() -> None:
+    events = [{"type": "fault_start", "t_s": 5.0, "name": "kill", "experiment": "kill.json"},
+              {"type": "fault_start", "t_s": 7.0, "name": "net"},
+              {"type": "fault_end", "t_s": 10.0, "name": "kill"}]
+    kill, net = fault_windows(events, 20.0)
+    assert (kill.name, kill.start_s, kill.end_s, kill.ended) == ("kill", 5.0, 10.0, True)
+    assert (net.name, net.end_s, net.ended) == ("net", 20.0, False)
+
+
+def test_fault_impact_counts_and_worst_p99() -> None:
+    times, latency, ok = _after_fault()
+    frame = requests_frame(times, latency, ok=ok)
+    frame.loc[(times >= 6) & (times < 7), ["ok", "status"]] = [False, 503]
+    [window] = fault_windows([{"type": "fault_start", "t_s": 5.0, "name": "kill"},
+                              {"type": "fault_end", "t_s": 10.0, "name": "kill"}], 15.0)
+    journal = {"status": "completed", "steady_states": {"before": {"steady_state_met": True},
+                                                         "after": {"steady_state_met": False}}}
+    row = fault_impact(frame, window, LIMITS, 15.0, journal)
+    assert row["requests"] == 50 and row["failed_requests"] == 10 and row["shed_requests"] == 10
+    assert row["p99_during_ms"] == 500.0 and row["recovery_s"] == pytest.approx(2.0)
+    assert row["steady_state"] == {"status": "completed", "deviated": False,
+                                   "before_met": True, "after_met": False}
+    assert steady_state(None) is None

@@ -1,0 +1,136 @@
+"""Boot the reference server (`rushhour serve`) on a loopback port for a test, and stop it.
+
+Every server started here is stopped by the fixture that started it, and the test can
+check that no node process outlived it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+TOKEN = "test-admin-token"
+
+# Small and quick to boot: short warm-up, a quality pool of 2 and a fast pool of 1.
+SMALL_CONFIG: dict[str, Any] = {
+    "pools": {
+        "quality": {"model": "quality", "nodes": 2, "max_batch_size": 8, "max_queue_delay_ms": 10, "warmup_lengths": [32]},
+        "fast": {"model": "fast", "nodes": 1, "max_batch_size": 16, "max_queue_delay_ms": 5, "warmup_lengths": [32]},
+    },
+    "breaker": {"open_s": 1.0, "min_calls": 3, "window": 10},
+    "restart_backoff_s": 0.2,
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in override.items():
+        out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+@dataclass
+class RunningServer:
+    url: str
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    client: httpx.Client = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.client = httpx.Client(base_url=self.url, timeout=30.0)
+
+    def translate(self, text: str, **fields: Any) -> httpx.Response:
+        body = {"text": text, "source_lang": "en", "target_lang": "de", **fields}
+        return self.client.post("/v1/translate", json=body)
+
+    def status(self) -> dict[str, Any]:
+        return self.client.get("/v1/status").json()
+
+    def admin(self, method: str, path: str, json: Any = None, token: str | None = TOKEN) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return self.client.request(method, path, json=json, headers=headers)
+
+    def node_pids(self) -> list[int]:
+        return [int(n["pid"]) for n in self.status()["nodes"] if n.get("pid")]
+
+    def wait_for(self, predicate: Any, *, timeout_s: float = 30.0, interval_s: float = 0.1) -> dict[str, Any]:
+        """Poll /v1/status until `predicate(status)` holds; fail the test when it never does."""
+        deadline = time.monotonic() + timeout_s
+        status: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            status = self.status()
+            if predicate(status):
+                return status
+            time.sleep(interval_s)
+        raise AssertionError(f"condition not reached within {timeout_s} s; last status: {status}")
+
+    def stop(self) -> list[int]:
+        """SIGTERM the gateway; return the node pids that were alive before, for orphan checks."""
+        pids: list[int] = []
+        if self.proc.poll() is None:
+            try:
+                pids = self.node_pids()
+            except httpx.HTTPError:
+                pass
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.client.close()
+        return pids
+
+
+def start_server(workdir: Path, config: dict[str, Any] | None = None, *, extra_args: list[str] | None = None, timeout_s: float = 120.0) -> RunningServer:
+    workdir.mkdir(parents=True, exist_ok=True)
+    config_path = workdir / "server.yaml"
+    config_path.write_text(yaml.safe_dump(merge(SMALL_CONFIG, config or {})))
+    port = free_port()
+    log_path = workdir / "server.log"
+    env = {**os.environ, "RUSHHOUR_ADMIN_TOKEN": TOKEN, "RUSHHOUR_STATE_DIR": str(workdir / "state")}
+    command = [sys.executable, "-m", "scenarios.cli", "serve", "--config", str(config_path), "--port", str(port), *(extra_args or [])]
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = RunningServer(f"http://127.0.0.1:{port}", proc, log_path)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode}: {log_path.read_text()[-3000:]}")
+        try:
+            if server.client.get("/readyz").status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    server.stop()
+    raise RuntimeError(f"the server was not ready within {timeout_s} s: {log_path.read_text()[-3000:]}")
+
+
+def pids_alive(pids: list[int]) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
