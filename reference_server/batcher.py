@@ -86,6 +86,7 @@ class DynamicBatcher(Generic[In, Out]):
         self._wake = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batcher")
         self._task: asyncio.Task[None] | None = None
+        self._closed = False
         self.stats = BatcherStats()
 
     @property
@@ -97,6 +98,7 @@ class DynamicBatcher(Generic[In, Out]):
             self._task = asyncio.get_running_loop().create_task(self._loop(), name="batcher")
 
     async def close(self) -> None:
+        self._closed = True
         if self._task is not None:
             self._task.cancel()
             try:
@@ -112,6 +114,8 @@ class DynamicBatcher(Generic[In, Out]):
 
     async def submit(self, item: In, *, rank: int = 0, deadline: float = float("inf")) -> tuple[Out, BatchInfo]:
         """Queue one request; resolves with its output and the batch it ran in."""
+        if self._closed:
+            raise RuntimeError("The batcher is closed.")
         if len(self._heap) >= self._max_queue:
             raise QueueFull(f"The node queue holds {len(self._heap)} requests, its limit.")
         future: asyncio.Future[tuple[Out, BatchInfo]] = asyncio.get_running_loop().create_future()
@@ -162,6 +166,11 @@ class DynamicBatcher(Generic[In, Out]):
             outputs = await loop.run_in_executor(self._executor, self._run_batch, [w.item for w in batch])
             if len(outputs) != len(batch):
                 raise RuntimeError(f"The model returned {len(outputs)} results for a batch of {len(batch)}.")
+        except asyncio.CancelledError:
+            for waiting in batch:
+                if not waiting.future.done():
+                    waiting.future.set_exception(RuntimeError("The batcher was closed while this request ran."))
+            raise
         except Exception as exc:  # every waiting caller learns of the failure
             for waiting in batch:
                 if not waiting.future.done():

@@ -128,6 +128,23 @@ def _format_error(source: str, exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _merge_pools_onto_defaults(data: dict) -> dict:
+    """A file that tunes one field of a default pool keeps the rest of that pool and the other
+    pools; `pools: {name: null}` removes a default pool."""
+    pools = data.get("pools")
+    if not isinstance(pools, dict):
+        return data
+    merged = {name: pool.model_dump() for name, pool in ServerConfig().pools.items()}
+    for name, value in pools.items():
+        if value is None:
+            merged.pop(name, None)
+        elif isinstance(value, dict) and name in merged:
+            merged[name] = {**merged[name], **value}
+        else:
+            merged[name] = value
+    return {**data, "pools": merged}
+
+
 def load_config(path: Path | None = None, **overrides: object) -> ServerConfig:
     """Read a YAML config (or none) and apply CLI overrides; raise ConfigError naming file and field."""
     source = str(path) if path else "server config"
@@ -141,6 +158,7 @@ def load_config(path: Path | None = None, **overrides: object) -> ServerConfig:
             raise ConfigError(f"{source}: is not valid YAML ({exc}).") from exc
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: the top level must be a mapping, not {type(data).__name__}.")
+    data = _merge_pools_onto_defaults(data)
     try:
         config = ServerConfig.model_validate(data)
     except ValidationError as exc:
@@ -168,4 +186,7 @@ def apply_overrides(
     if max_batch_size is not None:
         for pool in update.pools.values():
             pool.max_batch_size = max_batch_size
-    return ServerConfig.model_validate(update.model_dump())
+    try:
+        return ServerConfig.model_validate(update.model_dump())
+    except ValidationError as exc:
+        raise ConfigError(_format_error("command-line options", exc)) from exc

@@ -1,1 +1,29 @@
-"""rushhour: traffic_models."""
+"""rushhour traffic models: traffic shapes and request mixes turned into arrival schedules.
+
+    model = load_traffic_model("promo-day")          # or a path, or "constant:20"
+    frame = generate_schedule(model, seed=1, time_scale=60, rate_scale=2)
+    run_phases = phases(model, time_scale=60)
+"""
+
+from __future__ import annotations
+
+from traffic_models.clock import parse_clock
+from traffic_models.errors import TrafficModelError
+from traffic_models.loader import bundled_models, load_traffic_model
+from traffic_models.model import TrafficModel
+from traffic_models.phases import Phase, phases
+from traffic_models.schedule import generate_schedule, rate_curve
+from traffic_models.text import text_for
+
+__all__ = [
+    "Phase",
+    "TrafficModel",
+    "TrafficModelError",
+    "bundled_models",
+    "generate_schedule",
+    "load_traffic_model",
+    "parse_clock",
+    "phases",
+    "rate_curve",
+    "text_for",
+]

@@ -30,13 +30,17 @@ class CircuitBreaker:
         self._calls: deque[tuple[bool, bool]] = deque(maxlen=config.window)
         self._state = CLOSED
         self._opened_at = 0.0
+        self._half_open_at = 0.0
         self._probes_started = 0
         self._probes_ok = 0
 
     @property
     def state(self) -> str:
-        if self._state == OPEN and self._clock() - self._opened_at >= self.config.open_s:
+        now = self._clock()
+        if self._state == OPEN and now - self._opened_at >= self.config.open_s:
             self._move(HALF_OPEN)
+        elif self._state == HALF_OPEN and now - self._half_open_at >= self.config.open_s + self.config.slow_call_ms / 1000.0:
+            self._move(HALF_OPEN)  # probes that never reported back do not hold the breaker forever
         return self._state
 
     def available(self) -> bool:
@@ -54,6 +58,8 @@ class CircuitBreaker:
 
     def record(self, *, ok: bool, duration_s: float) -> None:
         slow = duration_s * 1000.0 >= self.config.slow_call_ms
+        if self._state == HALF_OPEN and self._probes_ok >= self._probes_started:
+            return  # a call from before the breaker opened, not one of its probes
         if self._state == HALF_OPEN:
             self._record_probe(ok and not slow)
             return
@@ -90,6 +96,7 @@ class CircuitBreaker:
         if state == OPEN:
             self._opened_at = self._clock()
         if state == HALF_OPEN:
+            self._half_open_at = self._clock()
             self._probes_started = 0
             self._probes_ok = 0
         if self._on_change is not None:

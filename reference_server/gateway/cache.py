@@ -85,10 +85,15 @@ class Coalescer:
 
     async def run(self, key: object, compute: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
         """Returns the result and whether this caller shared someone else's computation."""
-        existing = self._inflight.get(key)
-        if existing is not None:
+        while (existing := self._inflight.get(key)) is not None:
             self.coalesced += 1
-            return await asyncio.shield(existing), True  # type: ignore[return-value]
+            try:
+                return await asyncio.shield(existing), True  # type: ignore[return-value]
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if existing.cancelled() and not (task is not None and task.cancelling()):
+                    continue  # the leader went away, not this caller: compute it here
+                raise
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:

@@ -130,7 +130,9 @@ class Cluster:
         node = self.node(node_id)
         if node.proc is not None and node.proc.poll() is None:
             node.proc.kill()
+            node.proc.wait()
         self._event("node_killed", node)
+        self._handle_exit(node)  # down at once, not at the next health tick
         return node
 
     async def restart(self, node_id: str, *, warm: bool) -> NodeHandle:
@@ -195,6 +197,7 @@ class Cluster:
         node.queue_depth = int(health.get("queue_depth", 0))  # type: ignore[arg-type]
         node.batches_total = int(health.get("batches_total", 0))  # type: ignore[arg-type]
         node.batch_items_total = int(health.get("batch_items_total", 0))  # type: ignore[arg-type]
+        node.expired_total = int(health.get("expired_total", 0))  # type: ignore[arg-type]
         node.cold_start_s = health.get("cold_start_s")  # type: ignore[assignment]
         node.first_request_ms = health.get("first_request_ms")  # type: ignore[assignment]
         state = str(health.get("state", "starting"))

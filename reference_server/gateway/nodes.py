@@ -48,6 +48,7 @@ class NodeHandle:
     queue_depth: int = 0
     batches_total: int = 0
     batch_items_total: int = 0
+    expired_total: int = 0
     cold_start_s: float | None = None
     first_request_ms: float | None = None
     started_at: float = field(default_factory=time.monotonic)
@@ -99,7 +100,11 @@ def spawn_process(
 
 
 def make_client(port: int, *, node_timeout_s: float) -> tuple[httpx.AsyncClient, FaultTransport]:
-    inner = httpx.AsyncHTTPTransport(retries=0, limits=httpx.Limits(max_connections=512, max_keepalive_connections=256))
+    inner = httpx.AsyncHTTPTransport(
+        retries=0,
+        limits=httpx.Limits(max_connections=512, max_keepalive_connections=256),
+        socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],  # no Nagle stalls on reused connections
+    )
     transport = FaultTransport(inner, connect_timeout_s=CONNECT_TIMEOUT_S)
     client = httpx.AsyncClient(
         transport=transport,

@@ -193,8 +193,10 @@ class TranslationService:
         candidates = [n for n in self.cluster.pool_nodes(pool) if n.id not in exclude and n.routable()]
         if not candidates:
             return None
-        turn = next(self._rr)
-        candidates.sort(key=lambda n: (n.inflight, (n.index - turn) % 1024))
+        candidates.sort(key=lambda n: n.index)
+        turn = next(self._rr) % len(candidates)
+        candidates = candidates[turn:] + candidates[:turn]
+        candidates.sort(key=lambda n: n.inflight)  # stable: ties keep the rotated order
         for node in candidates:
             if node.breaker.acquire():
                 return node

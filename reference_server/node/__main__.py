@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import threading
 import time
 from pathlib import Path
@@ -57,7 +58,12 @@ def main() -> None:
     if args.parent_pid:
         threading.Thread(target=_exit_with_parent, args=(args.parent_pid,), daemon=True).start()
     app = create_node_app(ModelWorker(settings))
-    uvicorn.run(app, fd=args.fd, log_level="warning", access_log=False, lifespan="on")
+    # uvicorn's own `fd=` treats an inherited socket as AF_UNIX, so accepted connections would
+    # miss TCP_NODELAY and stall 40 ms on delayed ACKs; wrap the fd with its real family instead.
+    sock = socket.socket(fileno=args.fd)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 if __name__ == "__main__":

@@ -279,10 +279,6 @@ def test_batcher_close_fails_queued_requests_and_stops_the_task() -> None:
     asyncio.run(main())
 
 
-@pytest.mark.xfail(
-    reason="bug: close() during compute cancels the worker task, so the callers of the in-flight batch are never answered",
-    strict=True,
-)
 def test_batcher_close_fails_the_batch_being_computed() -> None:
     async def main() -> None:
         recorder = Recorder(gated=True)
@@ -299,7 +295,6 @@ def test_batcher_close_fails_the_batch_being_computed() -> None:
     asyncio.run(main())
 
 
-@pytest.mark.xfail(reason="bug: submit() after close() queues the request forever instead of failing it", strict=True)
 def test_batcher_submit_after_close_fails() -> None:
     async def main() -> None:
         batcher: DynamicBatcher[str, str] = DynamicBatcher(lambda items: list(items), max_batch_size=1, max_queue_delay_ms=0)

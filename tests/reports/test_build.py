@@ -105,3 +105,18 @@ def test_build_with_baseline_adds_comparison(tmp_path: Path) -> None:
     suite = ET.parse(cur / "junit.xml").getroot()
     assert any(case.get("classname") == "regression" and case.find("failure") is not None
                for case in suite.iter("testcase"))
+
+
+def test_edge_runs_render_without_warnings(tmp_path: Path) -> None:
+    import numpy as np
+
+    from tests.reports.helpers import requests_frame, write_run
+
+    slos = {"slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 100}]}
+    empty = build_reports(write_run(tmp_path / "empty", requests_frame([], []), scenario=slos))
+    assert empty["verdict"] == "invalid"
+    failing = write_run(tmp_path / "fail", requests_frame(np.arange(20.0), np.full(20, np.nan), ok=[False] * 20),
+                        scenario=slos, events=[{"type": "fault_start", "t_s": 5, "name": "x"}])
+    summary = build_reports(failing)
+    assert summary["verdict"] == "fail" and summary["faults"][0]["recovered"] is False
+    assert "No request succeeded" in (failing / "report.html").read_text()

@@ -1,0 +1,130 @@
+"""The one HTTP client every local action and probe goes through.
+
+Chaos Toolkit hands each activity a `configuration` and `secrets` mapping; this module turns them
+into a small typed `AdminClient`, so that the URL default, the bearer token and the conversion of
+transport and HTTP errors into `ActivityFailed` (whole sentences naming the URL and status) live
+in one place instead of being repeated in twenty activities.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+from chaoslib.exceptions import ActivityFailed
+
+__all__ = ["AdminClient", "DEFAULT_TIMEOUT_S", "DEFAULT_URL", "client_from"]
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+DEFAULT_TIMEOUT_S = 10.0
+
+
+class AdminClient:
+    """Calls the reference server's public and admin endpoints; the token never reaches `repr`."""
+
+    def __init__(
+        self, *, url: str = DEFAULT_URL, token: str = "", timeout_s: float = DEFAULT_TIMEOUT_S
+    ) -> None:
+        self.url = url.rstrip("/")
+        self._token = token
+        self.timeout_s = timeout_s
+
+    def __repr__(self) -> str:
+        return f"AdminClient(url={self.url!r}, token={'***' if self._token else '<none>'})"
+
+    def get_json(self, path: str) -> Any:
+        return self._request("GET", path).json()
+
+    def get_text(self, path: str) -> str:
+        return self._request("GET", path).text
+
+    def status_code(self, path: str) -> int:
+        """The HTTP status of GET `path`, 0 when the server cannot be reached at all."""
+        try:
+            with httpx.Client(timeout=self.timeout_s) as http:
+                return http.get(self.url + path).status_code
+        except httpx.HTTPError:
+            return 0
+
+    def post(self, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        return _json_or_empty(self._request("POST", path, body=body, admin=True))
+
+    def delete(self, path: str) -> Any:
+        return _json_or_empty(self._request("DELETE", path, admin=True))
+
+    def request_raw(self, method: str, path: str, body: Mapping[str, Any]) -> httpx.Response:
+        """Send without judging the status: probes that measure the service want every answer."""
+        try:
+            with httpx.Client(timeout=self.timeout_s) as http:
+                return http.request(method, self.url + path, json=dict(body))
+        except httpx.HTTPError as exc:
+            raise ActivityFailed(f"Could not reach {self.url}{path}: {exc}.") from exc
+
+    def _request(
+        self, method: str, path: str, *, body: Mapping[str, Any] | None = None, admin: bool = False
+    ) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self._token}"} if admin else {}
+        target = self.url + path
+        try:
+            with httpx.Client(timeout=self.timeout_s) as http:
+                response = http.request(
+                    method, target, headers=headers, json=dict(body) if body is not None else None
+                )
+        except httpx.HTTPError as exc:
+            raise ActivityFailed(f"Could not reach {method} {target}: {exc}.") from exc
+        if response.status_code >= 400:
+            raise ActivityFailed(_describe_failure(method, target, response))
+        return response
+
+
+def client_from(
+    configuration: Mapping[str, Any] | None, secrets: Mapping[str, Any] | None
+) -> AdminClient:
+    """Build the client from the experiment's `rushhour_url` configuration and `admin_token` secret.
+
+    The environment is the fallback so that activities also work when called from Python
+    directly, outside `chaos run`.
+    """
+    config = configuration or {}
+    url = str(config.get("rushhour_url") or os.environ.get("RUSHHOUR_URL") or DEFAULT_URL)
+    token = _find_token(secrets) or os.environ.get("RUSHHOUR_ADMIN_TOKEN", "")
+    timeout_s = float(config.get("rushhour_timeout_s", DEFAULT_TIMEOUT_S))
+    return AdminClient(url=url, token=token, timeout_s=timeout_s)
+
+
+def _find_token(secrets: Mapping[str, Any] | None) -> str:
+    """Chaos Toolkit nests secrets by scope (`{"rushhour": {"admin_token": ...}}`); accept both."""
+    if not secrets:
+        return ""
+    if isinstance(secrets.get("admin_token"), str):
+        return str(secrets["admin_token"])
+    for scoped in secrets.values():
+        if isinstance(scoped, Mapping) and isinstance(scoped.get("admin_token"), str):
+            return str(scoped["admin_token"])
+    return ""
+
+
+def _describe_failure(method: str, target: str, response: httpx.Response) -> str:
+    detail = response.text[:300]
+    try:
+        error = response.json().get("error", {})
+        detail = f"{error.get('code', '')}: {error.get('message', '')}".strip(": ")
+    except (ValueError, AttributeError):
+        pass
+    hint = {
+        401: " Is RUSHHOUR_ADMIN_TOKEN the server's admin token?",
+        404: " Check the node id or pool name.",
+        422: " The server rejected the request body.",
+    }.get(response.status_code, "")
+    return f"{method} {target} answered {response.status_code} ({detail}).{hint}"
+
+
+def _json_or_empty(response: httpx.Response) -> Any:
+    if not response.content:
+        return {}
+    try:
+        return response.json()
+    except ValueError:
+        return {"text": response.text}

@@ -1,0 +1,53 @@
+"""build_reports: the one call that turns a results directory into every report file."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from reports.compare import compare_loaded
+from reports.faults import fault_windows
+from reports.figures import all_charts
+from reports.render import write_reports
+from reports.results import load_run
+from reports.summary import summarise
+
+EXIT_CODES = {"pass": 0, "fail": 1, "invalid": 3}
+
+
+def build_reports(results_dir: Path, *, baseline: Path | None = None) -> dict[str, Any]:
+    """Read the results, write summary.json, report.html, report.md, junit.xml; return the summary.
+
+    Raises reports.results.ResultsError when a required file is missing or malformed.
+    """
+    root = Path(results_dir)
+    run = load_run(root)
+    summary = summarise(run)
+    if baseline is not None:
+        summary["comparison"] = compare_loaded(load_run(Path(baseline)), run).as_dict()
+    charts = all_charts(run, fault_windows(run.events, run.duration_s))
+    (root / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2) + "\n")
+    write_reports(root, summary, charts)
+    return summary
+
+
+def exit_code(summary: dict[str, Any]) -> int:
+    """0 pass, 1 SLO missed or regression against the baseline, 3 invalid measurement."""
+    code = EXIT_CODES[summary["verdict"]]
+    comparison = summary.get("comparison")
+    if code == 0 and comparison and comparison["verdict"] == "regression":
+        return 1
+    return code
+
+
+def _json_safe(value: Any) -> Any:
+    """Strict JSON: NaN and infinities become null (json.dumps would write bare NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value

@@ -1,0 +1,83 @@
+"""Multi-window burn rates (Google SRE workbook): would this run have paged someone?
+
+A burn rate is the bad share in a window divided by the allowed bad share. The page rules pair a
+long window with a short one (1h/5m at 14.4x, 6h/30m at 6x); both must exceed the threshold at
+the same moment. A drill compresses time, so the windows shrink by the scenario's time_scale
+(model seconds replayed per run second).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+PAGE_RULES = ((3600.0, 300.0, 14.4), (21600.0, 1800.0, 6.0))
+BINS_PER_SHORT_WINDOW = 10
+MAX_BINS = 200_000
+
+
+@dataclass(frozen=True)
+class BurnRule:
+    """One long/short window pair with its result over the run."""
+
+    long_window_s: float
+    short_window_s: float
+    threshold: float
+    worst_long: float | None
+    worst_short: float | None
+    worst_both: float | None
+    pages: bool
+    first_page_s: float | None
+
+    def as_dict(self) -> dict[str, float | bool | None]:
+        return asdict(self)
+
+
+def burn_rates(times: np.ndarray, valid: np.ndarray, bad: np.ndarray, allowed: float,
+               duration_s: float, time_scale: float) -> list[BurnRule]:
+    """Evaluate every page rule over the run, windows scaled into run time."""
+    return [
+        _rule(times, valid, bad, allowed, duration_s, long_s / time_scale, short_s / time_scale,
+              threshold)
+        for long_s, short_s, threshold in PAGE_RULES
+    ]
+
+
+def _rule(times: np.ndarray, valid: np.ndarray, bad: np.ndarray, allowed: float,
+          duration_s: float, long_s: float, short_s: float, threshold: float) -> BurnRule:
+    width = max(short_s / BINS_PER_SHORT_WINDOW, duration_s / MAX_BINS, 1e-6)
+    n_bins = max(1, int(np.ceil(duration_s / width)))
+    index = np.clip((times[valid] // width).astype(np.int64), 0, n_bins - 1)
+    valid_counts = np.bincount(index, minlength=n_bins)
+    bad_counts = np.bincount(index, weights=bad[valid].astype(float), minlength=n_bins)
+    long_rate = _window_rate(valid_counts, bad_counts, max(1, round(long_s / width)), allowed)
+    short_rate = _window_rate(valid_counts, bad_counts, max(1, round(short_s / width)), allowed)
+    both = np.fmin(long_rate, short_rate)
+    paging = np.flatnonzero(both >= threshold)
+    return BurnRule(
+        long_window_s=long_s, short_window_s=short_s, threshold=threshold,
+        worst_long=_nanmax(long_rate), worst_short=_nanmax(short_rate),
+        worst_both=_nanmax(np.where(np.isnan(long_rate) | np.isnan(short_rate), np.nan, both)),
+        pages=bool(paging.size), first_page_s=float((paging[0] + 1) * width) if paging.size else None,
+    )
+
+
+def _window_rate(valid_counts: np.ndarray, bad_counts: np.ndarray, window: int,
+                 allowed: float) -> np.ndarray:
+    """Trailing-window burn rate at the end of every bin (partial windows at the start)."""
+    valid_sum = _trailing_sum(valid_counts.astype(float), window)
+    bad_sum = _trailing_sum(bad_counts, window)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(valid_sum > 0, bad_sum / valid_sum / allowed, np.nan)
+
+
+def _trailing_sum(counts: np.ndarray, window: int) -> np.ndarray:
+    total = np.concatenate(([0.0], np.cumsum(counts)))
+    ends = np.arange(1, counts.size + 1)
+    return total[ends] - total[np.maximum(ends - window, 0)]
+
+
+def _nanmax(values: np.ndarray) -> float | None:
+    finite = values[~np.isnan(values)]
+    return float(finite.max()) if finite.size else None

@@ -1,0 +1,145 @@
+"""How much each fault hurt and how long it took to heal.
+
+Recovery is measured in fixed bins after the fault ends: the service has recovered at the start
+of the first bin whose P99 latency and error rate are back within the run's SLOs. A bin with no
+requests proves nothing, so it never counts as recovered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from reports.slo import SloSpec
+from reports.stats import grouped_percentiles, percentile_of
+
+RECOVERY_BIN_S = 1.0
+SHED_STATUSES = (429, 503)
+
+
+@dataclass(frozen=True)
+class FaultWindow:
+    """One fault from its fault_start/fault_end events (end = run end if it never stopped)."""
+
+    name: str
+    experiment: str
+    start_s: float
+    end_s: float
+    ended: bool
+
+
+def fault_windows(events: list[dict[str, Any]], duration_s: float) -> list[FaultWindow]:
+    """Pair fault_start and fault_end events by name, in start order."""
+    open_faults: dict[str, dict[str, Any]] = {}
+    windows = []
+    for event in events:
+        name = str(event.get("name", "fault"))
+        if event["type"] == "fault_start":
+            open_faults[name] = event
+        elif event["type"] == "fault_end" and name in open_faults:
+            start = open_faults.pop(name)
+            windows.append(FaultWindow(name, str(start.get("experiment", "")),
+                                       float(start["t_s"]), float(event["t_s"]), True))
+    windows += [FaultWindow(name, str(e.get("experiment", "")), float(e["t_s"]), duration_s, False)
+                for name, e in open_faults.items()]
+    return sorted(windows, key=lambda window: window.start_s)
+
+
+@dataclass(frozen=True)
+class RecoveryLimits:
+    """What "back within SLO" means: a latency percentile bound and a maximum error rate."""
+
+    percentile: float | None = None
+    threshold_ms: float | None = None
+    max_error_rate: float | None = None
+
+    @classmethod
+    def from_slos(cls, specs: list[SloSpec]) -> RecoveryLimits:
+        """Take the first unfiltered latency and availability SLOs (any, if none is unfiltered)."""
+        latency = _first(specs, "latency")
+        availability = _first(specs, "availability")
+        return cls(
+            percentile=latency.percentile if latency else None,
+            threshold_ms=latency.threshold_ms if latency else None,
+            max_error_rate=1 - float(availability.objective or 0) if availability else None,
+        )
+
+    @property
+    def defined(self) -> bool:
+        return self.threshold_ms is not None or self.max_error_rate is not None
+
+
+def _first(specs: list[SloSpec], kind: str) -> SloSpec | None:
+    matching = [spec for spec in specs if spec.kind == kind]
+    plain = [spec for spec in matching if spec.priority is None and spec.mode is None and spec.phase is None]
+    return (plain or matching or [None])[0]
+
+
+def fault_impact(requests: pd.DataFrame, window: FaultWindow, limits: RecoveryLimits,
+                 duration_s: float, journal: dict[str, Any] | None) -> dict[str, Any]:
+    """The fault table row: requests hurt, worst P99 during, recovery time, steady state."""
+    intended = requests["intended_s"].to_numpy()
+    inside = (intended >= window.start_s) & (intended < window.end_s)
+    ok = requests["ok"].to_numpy()
+    shed = np.isin(requests["status"].to_numpy(), SHED_STATUSES)
+    p99 = percentile_of(requests["latency_ms"].to_numpy()[inside & ok], 99.0)
+    recovery = recovery_time(requests, window.end_s, limits, duration_s)
+    return {
+        "name": window.name, "experiment": window.experiment, "start_s": window.start_s,
+        "end_s": window.end_s, "ended": window.ended, "requests": int(inside.sum()),
+        "failed_requests": int((inside & ~ok).sum()), "shed_requests": int((inside & shed).sum()),
+        "p99_during_ms": p99.value, "p99_during_samples": p99.samples,
+        "p99_during_trusted": p99.trusted, "recovery_s": recovery,
+        "recovered": recovery is not None, "steady_state": steady_state(journal),
+    }
+
+
+def recovery_time(requests: pd.DataFrame, end_s: float, limits: RecoveryLimits,
+                  duration_s: float, bin_s: float = RECOVERY_BIN_S) -> float | None:
+    """Seconds from fault end to the first bin back within SLO; None if never (or no SLO)."""
+    if not limits.defined:
+        return None
+    n_bins = max(1, int(np.ceil((duration_s - end_s) / bin_s)))
+    offset = requests["intended_s"].to_numpy() - end_s
+    groups = np.floor(offset / bin_s)
+    groups = np.where((groups >= 0) & (groups < n_bins), groups, -1).astype(np.int64)
+    counts = np.bincount(groups[groups >= 0], minlength=n_bins)
+    healthy = counts > 0
+    if limits.max_error_rate is not None:
+        failed = ~requests["ok"].to_numpy() & (groups >= 0)
+        errors = np.bincount(groups[failed], minlength=n_bins)
+        healthy &= errors <= limits.max_error_rate * counts
+    if limits.threshold_ms is not None:
+        ok_latency = np.where(requests["ok"].to_numpy(), requests["latency_ms"].to_numpy(), np.nan)
+        tail, _ = grouped_percentiles(groups, ok_latency, float(limits.percentile or 99), n_bins)
+        healthy &= np.nan_to_num(tail, nan=np.inf) <= limits.threshold_ms
+    first = np.flatnonzero(healthy)
+    return float(first[0] * bin_s) if first.size else None
+
+
+def steady_state(journal: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The chaos journal's status and steady-state hypothesis outcome, before and after."""
+    if journal is None:
+        return None
+    states = journal.get("steady_states") or {}
+    return {
+        "status": journal.get("status"),
+        "deviated": bool(journal.get("deviated", False)),
+        "before_met": (states.get("before") or {}).get("steady_state_met"),
+        "after_met": (states.get("after") or {}).get("steady_state_met"),
+    }
+
+
+def journal_for(window: FaultWindow, journals: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The journal of one fault: by file name, else by the experiment's title or path stem."""
+    if window.name in journals:
+        return journals[window.name]
+    stem = window.experiment.rsplit("/", 1)[-1].split(".")[0]
+    for name, journal in journals.items():
+        title = (journal.get("experiment") or {}).get("title")
+        if name == stem or (title and title == window.experiment):
+            return journal
+    return None

@@ -1,0 +1,125 @@
+"""The rendering step: summary dict (+ charts) in, report.html / report.md / junit.xml out."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from reports.charts import Chart
+
+DASH = "—"
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return DASH if value is None else f"{value:,.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return DASH if value is None else f"{100 * value:.1f}%"
+
+
+def format_sig(value: float | None, digits: int = 4) -> str:
+    """Significant digits without exponents: 0.00000547, 708.5, 12,345."""
+    if value is None:
+        return DASH
+    if abs(value) >= 10 ** digits:
+        return f"{value:,.0f}"
+    return np.format_float_positional(value, precision=digits, unique=False, fractional=False, trim="-")
+
+
+def _usd(value: float | None) -> str:
+    if value is None:
+        return DASH
+    if abs(value) >= 1:
+        return f"${value:,.2f}"
+    return "$" + format_sig(value, 3)
+
+
+def _measured(slo: dict[str, Any]) -> str:
+    """An SLO's measured value in its own unit (ms for latency, % for shares)."""
+    if slo["kind"] == "latency":
+        return f"{_num(slo['measured'], 1)} ms"
+    return _pct(slo["measured"])
+
+
+def _ci(slo: dict[str, Any]) -> str:
+    low, high = slo["ci"]
+    if slo["kind"] == "latency":
+        return f"{_num(low, 1)}, {_num(high, 1)}"
+    return f"{_pct(low)}, {_pct(high)}"
+
+
+def environment() -> Environment:
+    """Jinja environment over reports/templates with the report's number filters."""
+    env = Environment(loader=PackageLoader("reports", "templates"),
+                      autoescape=select_autoescape(["html", "html.j2"]),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(sig=format_sig, num=_num, pct=_pct, usd=_usd, measured=_measured, ci=_ci)
+    return env
+
+
+def render_html(summary: dict[str, Any], charts: Sequence[Chart]) -> str:
+    """One self-contained HTML page: inline CSS, charts as data: URIs, no external assets."""
+    return environment().get_template("report.html.j2").render(s=_with_defaults(summary),
+                                                               charts=charts)
+
+
+def render_markdown(summary: dict[str, Any]) -> str:
+    """A short summary fit for a pull-request comment."""
+    return environment().get_template("report.md.j2").render(s=_with_defaults(summary))
+
+
+def _with_defaults(summary: dict[str, Any]) -> dict[str, Any]:
+    return {"comparison": None, **summary}
+
+
+def render_junit(summary: dict[str, Any]) -> str:
+    """JUnit XML: one testcase per SLO and per fault recovery, plus the generator's validity."""
+    suite = ET.Element("testsuite", name=f"rushhour.{summary['scenario']['name']}")
+    for slo in summary["slos"]:
+        _case(suite, "slo", slo["name"],
+              None if slo["met"] else f"{slo['name']} missed: measured {_measured(slo)}, objective "
+              f"{slo['objective_text']}, budget consumed {_pct(slo['budget_consumed'])}.")
+    for fault in summary["faults"]:
+        _case(suite, "fault_recovery", fault["name"], _fault_failure(fault))
+    generator = summary["generator"]
+    _case(suite, "generator", "load generator kept up",
+          None if generator["valid"] else "; ".join(generator["reasons"]) + ".", error=True)
+    comparison = summary.get("comparison")
+    if comparison:
+        _case(suite, "regression", "p99 vs baseline",
+              comparison["reason"] if comparison["verdict"] == "regression" else None)
+    cases = suite.findall("testcase")
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+    suite.set("errors", str(sum(1 for c in cases if c.find("error") is not None)))
+    ET.indent(suite)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _fault_failure(fault: dict[str, Any]) -> str | None:
+    if not fault["recovered"]:
+        return f"{fault['name']} did not recover within SLO before the run ended."
+    state = fault.get("steady_state")
+    if state and (state["deviated"] or state["after_met"] is False):
+        return f"{fault['name']}: the steady-state hypothesis was not met after the experiment."
+    return None
+
+
+def _case(suite: ET.Element, classname: str, name: str, failure: str | None,
+          error: bool = False) -> None:
+    case = ET.SubElement(suite, "testcase", classname=classname, name=name)
+    if failure is not None:
+        ET.SubElement(case, "error" if error else "failure", message=failure).text = failure
+
+
+def write_reports(root: Path, summary: dict[str, Any], charts: Sequence[Chart]) -> None:
+    """Write report.html, report.md and junit.xml beside the results."""
+    (root / "report.html").write_text(render_html(summary, charts), encoding="utf-8")
+    (root / "report.md").write_text(render_markdown(summary), encoding="utf-8")
+    (root / "junit.xml").write_text(render_junit(summary), encoding="utf-8")

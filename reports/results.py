@@ -1,0 +1,211 @@
+"""Reading one results directory into typed, validated frames.
+
+Only requests.parquet and scenario.yaml are required; every other file may be missing or empty,
+and `RunData.missing` lists what was absent so the report can say so instead of guessing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from reports.cost import CostModel
+from reports.slo import SloSpec
+from scenarios.units import parse_clock_s, parse_duration
+
+REQUIRED_COLUMNS = ("intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "status", "ok")
+OPTIONAL_COLUMNS: dict[str, Any] = {
+    "error": "", "kind": "", "chars": 0, "priority": "", "mode": "", "model": "",
+    "cached": False, "degraded": False, "node": "", "tenant": "", "phase": "",
+}
+DEFAULT_MAX_LAG_P99_MS = 50.0
+
+
+class ResultsError(ValueError):
+    """A results directory is missing a required file or holds a malformed one."""
+
+
+class TrafficInfo(BaseModel):
+    """The part of the scenario's traffic block the report needs."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str | None = None
+    time_scale: float = Field(default=1.0, gt=0)
+    rate_scale: float = 1.0
+    start_clock_s: float = 0.0
+    duration_s: float | None = None
+
+    @field_validator("duration_s", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return parse_duration(value) if isinstance(value, str) else value
+
+    @field_validator("start_clock_s", mode="before")
+    @classmethod
+    def _clock(cls, value: Any) -> Any:
+        return parse_clock_s(value) if isinstance(value, str) and ":" in value else value
+
+
+class LoadInfo(BaseModel):
+    """Load-generator limits; above them the measurement is not trusted."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    max_lag_p99_ms: float = Field(default=DEFAULT_MAX_LAG_P99_MS, gt=0)
+
+
+class ReportScenario(BaseModel):
+    """The resolved scenario as far as the report reads it; other keys are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = "unnamed"
+    seed: int | None = None
+    traffic: TrafficInfo = Field(default_factory=TrafficInfo)
+    load: LoadInfo = Field(default_factory=LoadInfo)
+    slos: list[SloSpec] = Field(default_factory=list)
+    cost: CostModel | None = None
+    chaos: list[Any] = Field(default_factory=list)
+
+
+@dataclass
+class RunData:
+    """Everything one run left behind, loaded once and shared by every aggregation."""
+
+    root: Path
+    scenario: ReportScenario
+    requests: pd.DataFrame
+    metrics: pd.DataFrame | None
+    events: list[dict[str, Any]]
+    journals: dict[str, dict[str, Any]]
+    missing: list[str] = field(default_factory=list)
+
+    def events_of(self, kind: str) -> list[dict[str, Any]]:
+        """Events of one type, in file order."""
+        return [event for event in self.events if event.get("type") == kind]
+
+    @property
+    def duration_s(self) -> float:
+        """Run length: run_end's duration, else the last thing that happened."""
+        ends = self.events_of("run_end")
+        if ends and ends[-1].get("duration_s"):
+            return float(ends[-1]["duration_s"])
+        times = self.requests[["intended_s", "done_s"]].max()
+        latest = float(pd.Series(times).max(skipna=True)) if len(self.requests) else 0.0
+        return latest if latest == latest else 0.0
+
+
+def load_run(root: Path) -> RunData:
+    """Load and validate a results directory; raise ResultsError naming the file and field."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ResultsError(f'Results directory "{root}" does not exist or is not a directory.')
+    missing: list[str] = []
+    scenario = _load_scenario(root / "scenario.yaml")
+    requests = _load_requests(root / "requests.parquet")
+    metrics = _load_optional_parquet(root / "server_metrics.parquet", missing)
+    events = _load_events(root / "events.jsonl", missing)
+    journals = _load_journals(root / "chaos", missing)
+    if not (root / "schedule.parquet").exists():
+        missing.append("schedule.parquet")
+    return RunData(root, scenario, requests, metrics, events, journals, missing)
+
+
+def _load_scenario(path: Path) -> ReportScenario:
+    if not path.exists():
+        raise ResultsError(f'"{path}" is missing; a results directory needs its scenario.yaml.')
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ResultsError(f'"{path}" is not valid YAML: {exc}') from exc
+    if not isinstance(raw, dict):
+        raise ResultsError(f'"{path}" must hold a mapping, not {type(raw).__name__}.')
+    try:
+        return ReportScenario.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ResultsError(f'"{path}" field "{where}": {first["msg"]}.') from exc
+
+
+def _load_requests(path: Path) -> pd.DataFrame:
+    if not path.exists():
+        raise ResultsError(f'"{path}" is missing; a results directory needs its requests.parquet.')
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+        raise ResultsError(f'"{path}" could not be read as parquet: {exc}') from exc
+    absent = [column for column in REQUIRED_COLUMNS if column not in frame.columns]
+    if absent:
+        raise ResultsError(f'"{path}" lacks the column(s) {", ".join(absent)}.')
+    return _normalise_requests(frame)
+
+
+def _normalise_requests(frame: pd.DataFrame) -> pd.DataFrame:
+    """Fill optional columns and fix dtypes so the aggregations never branch on them."""
+    for column, default in OPTIONAL_COLUMNS.items():
+        if column not in frame.columns:
+            frame[column] = default
+    for column in ("intended_s", "sent_s", "done_s", "latency_ms", "service_ms"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+    frame["status"] = pd.to_numeric(frame["status"], errors="coerce").fillna(0).astype("int64")
+    frame["chars"] = pd.to_numeric(frame["chars"], errors="coerce").fillna(0).astype("int64")
+    for column in ("ok", "cached", "degraded"):
+        frame[column] = frame[column].fillna(False).astype(bool)
+    for column in ("priority", "mode", "model", "phase", "error", "kind", "node", "tenant"):
+        frame[column] = frame[column].fillna("").astype(str)
+    return frame
+
+
+def _load_optional_parquet(path: Path, missing: list[str]) -> pd.DataFrame | None:
+    if not path.exists():
+        missing.append(path.name)
+        return None
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # same reason as above
+        raise ResultsError(f'"{path}" could not be read as parquet: {exc}') from exc
+    if frame.empty or "t_s" not in frame.columns:
+        missing.append(f"{path.name} (empty or without t_s)")
+        return None
+    return frame.sort_values("t_s", kind="stable").reset_index(drop=True)
+
+
+def _load_events(path: Path, missing: list[str]) -> list[dict[str, Any]]:
+    if not path.exists():
+        missing.append(path.name)
+        return []
+    events = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ResultsError(f'"{path}" line {number} is not JSON: {exc.msg}.') from exc
+        if not isinstance(event, dict) or "type" not in event:
+            raise ResultsError(f'"{path}" line {number} has no "type" field.')
+        events.append(event)
+    if not events:
+        missing.append(f"{path.name} (empty)")
+    return events
+
+
+def _load_journals(folder: Path, missing: list[str]) -> dict[str, dict[str, Any]]:
+    if not folder.is_dir():
+        missing.append("chaos/*.journal.json")
+        return {}
+    journals = {}
+    for path in sorted(folder.glob("*.journal.json")):
+        try:
+            journals[path.name.removesuffix(".journal.json")] = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            missing.append(f"chaos/{path.name} (not JSON)")
+    return journals

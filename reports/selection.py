@@ -1,0 +1,61 @@
+"""Which requests an SLO or a phase covers.
+
+Phases come from the requests' own `phase` column when the generator filled it, else from the
+`phase` events; either way every request gets one label so SLOs can be cut per phase.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from reports.slo import SloSpec
+
+
+def phase_labels(requests: pd.DataFrame, phase_events: list[dict[str, Any]]) -> pd.Series:
+    """One phase name per request ("" when none applies), by intended send time."""
+    column = requests["phase"]
+    if (column != "").any() or not phase_events:
+        return column
+    labels = np.full(len(requests), "", dtype=object)
+    intended = requests["intended_s"].to_numpy()
+    for event in phase_events:
+        inside = (intended >= float(event["start_s"])) & (intended < float(event["end_s"]))
+        labels[inside] = str(event["name"])
+    return pd.Series(labels, index=requests.index, name="phase")
+
+
+def phase_order(labels: pd.Series, phase_events: list[dict[str, Any]]) -> list[str]:
+    """Phase names in the order they happened, events first, then any others seen."""
+    names = [str(event["name"]) for event in phase_events]
+    seen = pd.unique(labels[labels != ""]).tolist()
+    return list(dict.fromkeys(names + [str(name) for name in seen]))
+
+
+def slo_scope(requests: pd.DataFrame, phases: pd.Series, spec: SloSpec) -> np.ndarray:
+    """Boolean mask of the requests that `spec`'s priority/mode/phase filters select."""
+    mask = np.ones(len(requests), dtype=bool)
+    if spec.priority is not None:
+        mask &= (requests["priority"] == spec.priority).to_numpy()
+    if spec.mode is not None:
+        mask &= (requests["mode"] == spec.mode).to_numpy()
+    if spec.phase is not None:
+        mask &= (phases == spec.phase).to_numpy()
+    return mask
+
+
+def valid_and_bad(requests: pd.DataFrame, spec: SloSpec) -> tuple[np.ndarray, np.ndarray]:
+    """Per request: does it count towards `spec` (valid), and does it spend budget (bad)?
+
+    Latency and degraded objectives are about answers, so only ok requests are valid for them;
+    availability counts every scheduled request, a missing answer included.
+    """
+    ok = requests["ok"].to_numpy()
+    if spec.kind == "availability":
+        return np.ones(len(requests), dtype=bool), ~ok
+    if spec.kind == "latency":
+        latency = requests["latency_ms"].to_numpy()
+        return ok, ok & (latency > float(spec.threshold_ms or 0))
+    return ok, ok & requests["degraded"].to_numpy()

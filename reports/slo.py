@@ -1,0 +1,67 @@
+"""The SLO schema a scenario file writes; scenarios/spec.py imports `SloSpec` from here.
+
+One flat model with a `kind` field keeps the YAML readable and lets the scenario loader call
+`SloSpec.model_validate(...)` directly; a validator checks that each kind has its own fields.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SloKind = Literal["latency", "availability", "degraded"]
+
+
+class SloSpec(BaseModel):
+    """One service level objective, evaluated over the whole run and per phase.
+
+    - latency: `percentile` of the corrected latency of successful requests <= `threshold_ms`.
+    - availability: share of scheduled requests answered ok >= `objective`.
+    - degraded: share of ok answers marked degraded <= `max_share`.
+    `priority`, `mode` and `phase` narrow the requests the objective applies to.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    kind: SloKind
+    percentile: float | None = Field(default=None, gt=0, lt=100)
+    threshold_ms: float | None = Field(default=None, gt=0)
+    objective: float | None = Field(default=None, gt=0, lt=1)
+    max_share: float | None = Field(default=None, gt=0, lt=1)
+    priority: str | None = None
+    mode: str | None = None
+    phase: str | None = None
+
+    @model_validator(mode="after")
+    def _fields_for_kind(self) -> SloSpec:
+        needed = {
+            "latency": ("percentile", "threshold_ms"),
+            "availability": ("objective",),
+            "degraded": ("max_share",),
+        }[self.kind]
+        missing = [field for field in needed if getattr(self, field) is None]
+        if missing:
+            raise ValueError(
+                f'SLO "{self.name}" of kind "{self.kind}" needs {", ".join(missing)}.'
+            )
+        return self
+
+    @property
+    def allowed_bad_share(self) -> float:
+        """The share of requests allowed to be bad: the error budget as a fraction."""
+        if self.kind == "latency":
+            return 1.0 - float(self.percentile or 0) / 100.0
+        if self.kind == "availability":
+            return 1.0 - float(self.objective or 0)
+        return float(self.max_share or 0)
+
+    @property
+    def objective_text(self) -> str:
+        """How the objective reads in a table: "P99 <= 1500 ms", ">= 99.00% ok"."""
+        if self.kind == "latency":
+            return f"P{self.percentile:g} <= {self.threshold_ms:g} ms"
+        if self.kind == "availability":
+            return f">= {100 * float(self.objective or 0):.2f}% ok"
+        return f"<= {100 * float(self.max_share or 0):.1f}% degraded"

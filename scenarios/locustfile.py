@@ -1,0 +1,38 @@
+"""Locust entry point of an open-loop drill (`rushhour run` starts it; not meant by hand).
+
+Thin on purpose: the firing logic lives in `scenarios.openloop` and `scenarios.worker`.
+Each Locust user is one worker of the drill; with `--processes N` there is one per process.
+"""
+
+from __future__ import annotations
+
+import os
+
+import gevent
+from locust import FastHttpUser, task
+
+from scenarios.openloop import TRANSLATE_PATH, Outcome, outcome_from
+from scenarios.worker import WorkerConfig, run_worker
+
+CONCURRENCY = int(os.environ.get("RUSHHOUR_CONCURRENCY", "2000"))
+
+
+class OpenLoopUser(FastHttpUser):
+    """Fires its share of the schedule at the intended times, never waiting on replies."""
+
+    concurrency = CONCURRENCY
+    network_timeout = 600.0
+    connection_timeout = 10.0
+
+    @task
+    def replay(self) -> None:
+        config = WorkerConfig.from_env()
+        run_worker(config, self.environment.runner.worker_index, self._send)
+        while True:  # done: idle until the runner stops Locust
+            gevent.sleep(3600)
+
+    def _send(self, payload: dict[str, object], timeout_s: float) -> Outcome:
+        response = self.client.post(TRANSLATE_PATH, json=payload, name=TRANSLATE_PATH)
+        status = int(response.status_code or 0)
+        error = "" if status else type(response.error).__name__ if response.error else "no response"
+        return outcome_from(status, response.content if status else None, error)

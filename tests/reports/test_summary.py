@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reports.results import load_run
+from reports.summary import summarise
+from tests.reports.helpers import requests_frame, write_run
+
+
+def _run(tmp_path: Path, events: list[dict] | None = None, scenario: dict | None = None) -> dict:
+    frame = requests_frame(np.arange(10.0), np.arange(1.0, 11.0) * 100)  # 100..1000 ms
+    frame["sent_s"] = frame["intended_s"] + 0.010  # sent 10 ms late
+    frame["service_ms"] = frame["latency_ms"] - 10.0
+    frame.loc[7, ["ok", "status"]] = [False, 429]
+    frame.loc[8, ["ok", "status"]] = [False, 503]
+    frame.loc[9, ["ok", "status", "done_s", "latency_ms", "service_ms"]] = [False, 0, np.nan, np.nan, np.nan]
+    return summarise(load_run(write_run(tmp_path / "run", frame, events=events, scenario=scenario)))
+
+
+def test_counts_throughput_and_both_latency_views(tmp_path: Path) -> None:
+    summary = _run(tmp_path, events=[{"type": "run_end", "t_s": 10.0, "duration_s": 10.0}])
+    assert summary["requests"] == {"scheduled": 10, "sent": 10, "completed": 9, "ok": 7,
+                                   "failed": 3, "shed": 2, "degraded": 0, "cached": 0}
+    assert summary["throughput_rps"] == pytest.approx(0.7)
+    assert summary["latency_ms"]["p50"] == 400.0  # ok latencies 100..700, rank ceil(3.5) = 4
+    assert summary["latency_uncorrected_ms"]["p50"] == 390.0
+    assert summary["latency_detail"]["corrected"]["p99"]["trusted"] is False
+
+
+def test_generator_lag_and_verdict_pass_without_slos(tmp_path: Path) -> None:
+    summary = _run(tmp_path)
+    assert summary["generator"]["schedule_lag_p99_ms"] == pytest.approx(10.0)
+    assert summary["generator"]["valid"] and summary["verdict"] == "pass"
+    assert {"server_metrics.parquet", "events.jsonl"} <= set(summary["missing"])
+
+
+def test_generator_cpu_saturation_makes_run_invalid(tmp_path: Path) -> None:
+    summary = _run(tmp_path, events=[{"type": "generator", "t_s": 9.0, "cpu_max": 0.97}])
+    assert summary["generator"]["valid"] is False and summary["verdict"] == "invalid"
+    assert "not the server" in summary["verdict_reason"]
+
+
+def test_lag_limit_comes_from_scenario_load_block(tmp_path: Path) -> None:
+    summary = _run(tmp_path, scenario={"load": {"max_lag_p99_ms": 5}})
+    assert summary["verdict"] == "invalid"
+    assert "above the 5 ms limit" in summary["verdict_reason"]

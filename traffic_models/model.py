@@ -1,0 +1,69 @@
+"""The typed traffic model: what a model file (or a spec string) says about a day of traffic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import Field, field_validator, model_validator
+
+from traffic_models.curves import DAY_S, NAMED_CURVES, curve_points, curve_values
+from traffic_models.events import Event, events_factor
+from traffic_models.fields import Clock, Positive, PositiveClock, Strict
+from traffic_models.mixspec import MixSpec
+
+CurvePoint = tuple[Clock, Annotated[float, Field(ge=0)]]
+
+
+class ReplaySpec(Strict):
+    """Arrivals taken from a real access log instead of the base curve and events."""
+
+    path: Path
+    format: Literal["azure-llm", "csv", "jsonl"] = "csv"
+    chars_per_token: Positive = 4.0
+    jitter: Clock = 1.0
+
+
+class TrafficModel(Strict):
+    """A day of traffic: base rate x base curve x events, the request mix, or a replayed log.
+
+    `duration` is the length of the model's clock in seconds (24 h for daily models,
+    the trace's span for replays, None for open-ended constant traffic).
+    """
+
+    name: str = ""
+    description: str = ""
+    duration: PositiveClock | None = DAY_S
+    base_rps: Annotated[float, Field(ge=0)] = 1.0
+    curve: str | list[CurvePoint] = "flat"
+    events: list[Event] = Field(default_factory=list)
+    mix: MixSpec = Field(default_factory=MixSpec)
+    replay: ReplaySpec | None = None
+
+    @field_validator("curve")
+    @classmethod
+    def _known_curve(cls, value: str | list[tuple[float, float]]) -> str | list:
+        if isinstance(value, str) and value not in NAMED_CURVES:
+            known = ", ".join(sorted(NAMED_CURVES))
+            raise ValueError(f'"{value}" is not a named curve; use one of {known} or a list of points')
+        if isinstance(value, list) and not value:
+            raise ValueError("a curve needs at least one [time, value] point")
+        return value
+
+    @model_validator(mode="after")
+    def _replay_alone(self) -> TrafficModel:
+        if self.replay is not None and self.events:
+            raise ValueError("a replayed model takes its shape from the log; remove events or replay")
+        return self
+
+    def base_rate(self, clock: np.ndarray) -> np.ndarray:
+        """Requests per model second of the base curve, before events."""
+        times, values = curve_points(self.curve)
+        return self.base_rps * curve_values(times, values, clock)
+
+    def rate(self, clock: npt.ArrayLike) -> np.ndarray:
+        """Requests per model second at each model clock time (events included)."""
+        clock = np.asarray(clock, dtype=np.float64)
+        return self.base_rate(clock) * events_factor(self.events, clock)

@@ -1,0 +1,43 @@
+"""Deterministic stand-in texts: the same id always gives the same words.
+
+The schedule only carries (text_id, chars); the load generator turns them into text right
+before sending. Sentences end in "." so document pipelines can split them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from traffic_models.catalog import splitmix64
+
+_SYLLABLES = ("ka", "lo", "mi", "ter", "san", "ve", "ro", "di", "na", "pol", "es", "tu", "ga", "rin", "be", "o")
+WORDS_PER_SENTENCE = (6, 16)
+
+
+def _vocabulary() -> np.ndarray:
+    """A fixed list of 512 pronounceable words, 1 to 3 syllables long."""
+    rng = np.random.default_rng(20231116)
+    sizes = rng.integers(1, 4, 512)
+    picks = rng.integers(0, len(_SYLLABLES), (512, 3))
+    return np.array(["".join(_SYLLABLES[i] for i in row[:n]) for row, n in zip(picks, sizes)], dtype=object)
+
+
+_VOCABULARY = _vocabulary()
+
+
+def text_for(text_id: int, chars: int) -> str:
+    """Exactly `chars` characters of word-like text for this id (same id and length, same text)."""
+    if chars < 0:
+        raise ValueError(f"chars must be >= 0, got {chars}.")
+    if chars == 0:
+        return ""
+    seed = int(splitmix64(np.array([text_id], dtype=np.int64).astype(np.uint64))[0])
+    rng = np.random.default_rng(seed)
+    words = _VOCABULARY[rng.integers(0, _VOCABULARY.size, chars // 3 + 8)]
+    ends = np.cumsum(rng.integers(*WORDS_PER_SENTENCE, words.size)) - 1
+    ends = ends[ends < words.size]
+    words[ends] = words[ends] + "."
+    body = " ".join(words)[: chars - 1]
+    if body.endswith((" ", ".")):
+        body = body[:-1] + "a"
+    return body + "."
