@@ -25,6 +25,44 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class ScheduledPeak(_Strict):
+    """A known peak: have `nodes` nodes from `warm_ahead_s` before it, so they are warm by then.
+
+    The time is `at_s` (seconds since server start) or `at_clock` (an ISO 8601 date-time, or
+    "HH:MM[:SS]" local time on the day the server starts, the next day when already past)."""
+
+    at_s: float | None = Field(None, ge=0)
+    at_clock: str | None = None
+    nodes: int = Field(ge=0, le=64)
+    warm_ahead_s: float = Field(0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _one_time(self) -> ScheduledPeak:
+        if (self.at_s is None) == (self.at_clock is None):
+            raise ValueError("give exactly one of at_s and at_clock")
+        return self
+
+
+class AutoscaleConfig(_Strict):
+    """Elastic pool sizing: reactive on queue depth and utilisation, predictive from a schedule."""
+
+    min_nodes: int = Field(1, ge=0, le=64)
+    max_nodes: int = Field(4, ge=1, le=64)
+    target_queue_per_node: float = Field(8.0, gt=0, description="waiting requests per node to aim for")
+    target_utilisation: float = Field(0.8, gt=0, le=1, description="busy slots / capacity to aim for")
+    scale_up_cooldown_s: float = Field(10.0, ge=0)
+    scale_down_cooldown_s: float = Field(60.0, ge=0)
+    interval_s: float = Field(1.0, gt=0)
+    window_s: float = Field(5.0, gt=0, description="the signal is averaged over this window")
+    schedule: list[ScheduledPeak] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> AutoscaleConfig:
+        if self.min_nodes > self.max_nodes:
+            raise ValueError(f"min_nodes ({self.min_nodes}) is above max_nodes ({self.max_nodes})")
+        return self
+
+
 class PoolConfig(_Strict):
     """One pool of identical model replicas ("GPU nodes")."""
 
@@ -36,6 +74,7 @@ class PoolConfig(_Strict):
     intra_op_threads: int = Field(1, ge=1, le=64)
     warmup_lengths: list[int] = Field(default_factory=lambda: [32, 256, 1024])
     required: bool = True
+    autoscale: AutoscaleConfig | None = None
 
 
 class CacheConfig(_Strict):
@@ -88,6 +127,23 @@ class BreakerConfig(_Strict):
     half_open_probes: int = Field(3, ge=1)
 
 
+class RoutingConfig(_Strict):
+    """Which tier serves a request: `by_mode` (the mode decides) or `cost_aware` (see placement.py)."""
+
+    policy: Literal["by_mode", "cost_aware"] = "by_mode"
+    short_chars: int = Field(200, ge=0, description="cost_aware: auto-mode texts up to this long go to the fast pool")
+    cpu_priorities: list[str] = Field(default_factory=lambda: ["batch"])
+
+
+class JobsConfig(_Strict):
+    """Long-document jobs and streams: bounded so that they cannot swallow the gateway."""
+
+    max_chars: int = Field(60_000, ge=1)
+    max_jobs: int = Field(1000, ge=1, description="jobs kept; the oldest finished are evicted")
+    max_active: int = Field(16, ge=1, description="queued + running jobs and streams; more answer 503")
+    concurrency: int = Field(8, ge=1, description="segments of one job in flight at once")
+
+
 class ServerConfig(_Strict):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
@@ -103,6 +159,8 @@ class ServerConfig(_Strict):
     cache: CacheConfig = Field(default_factory=CacheConfig)
     admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
     breaker: BreakerConfig = Field(default_factory=BreakerConfig)
+    routing: RoutingConfig = Field(default_factory=RoutingConfig)
+    jobs: JobsConfig = Field(default_factory=JobsConfig)
     node_timeout_s: float = Field(30.0, gt=0, description="upper bound on one gateway->node call")
     restart_backoff_s: float = Field(0.5, ge=0)
     max_restart_backoff_s: float = Field(10.0, ge=0)

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from scenarios.embedded import free_port
-from scenarios.load import LocustCommand, LocustProcess
+from scenarios.load import LocustCommand
 from scenarios.session import LoadPlan, LoadSession
 
 LAG_LIMIT_MS = 5.0
@@ -87,7 +87,7 @@ def plain_locust(url: str, users: int, seconds: float, work: Path) -> dict[str, 
 
 
 @click.command()
-@click.option("--rates", default="100,200,400,800", help="Open-loop rates to try (requests/s).")
+@click.option("--rates", default="200,400,800,1600,2400", help="Open-loop rates to try (requests/s).")
 @click.option("--seconds", default=5.0, help="Length of each run.")
 @click.option("--users", default=20, help="Users of the plain Locust baseline.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("results/bench-scenarios.json"))

@@ -20,7 +20,7 @@ from gevent.lock import Semaphore
 
 from scenarios.openloop import OpenLoopFirer, Sender
 from scenarios.parts import PartWriter
-from scenarios.worker import WorkerConfig, build_plan, wait_for_start
+from scenarios.worker import WorkerConfig, build_plan, wait_for_start, warm_up
 
 PACING_S = 1.0
 BIN_S = 5.0
@@ -52,6 +52,7 @@ class ClosedDrill:
             if self._firer is None:
                 control = Path(self._config.control_dir)
                 plan = build_plan(self._config, self._index)
+                warm_up(plan)
                 writer = PartWriter(Path(self._config.parts_dir), self._index)
                 (control / f"ready-{self._index}").write_text(str(len(plan.rows)), encoding="utf-8")
                 self.t0 = wait_for_start(control)

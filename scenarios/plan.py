@@ -15,7 +15,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from scenarios.spec import ChaosEntry, Scenario, ScenarioError, format_errors
-from scenarios.units import format_clock, parse_clock_s, parse_duration
+from scenarios.units import format_clock, parse_clock_s
 from traffic_models import Phase, TrafficModelError, generate_schedule, load_traffic_model, phases, rate_curve
 from traffic_models.model import TrafficModel
 
@@ -191,8 +191,3 @@ def describe(plan: DrillPlan) -> str:
     ]
     return "\n".join(lines)
 
-
-def parse_cli_duration(value: str) -> str:
-    """Check a --duration flag early (the scenario validator re-checks it in context)."""
-    parse_duration(value)
-    return value

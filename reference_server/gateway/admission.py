@@ -5,7 +5,9 @@ takes a slot at once when one is free and nobody of its class or higher waits;
 otherwise it waits in its class's bounded queue, at most the class's max wait. Higher
 classes are dispatched first, so under overload lower classes wait longer and are shed
 first. When the estimated wait already exceeds a request's deadline it is rejected at
-once instead of queueing a request that would miss it anyway.
+once instead of queueing a request that would miss it anyway, and a request waits for a
+slot only as long as still leaves it the pool's recent service time before its deadline:
+a slot granted later would only carry the request to a node that misses the deadline (504).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from reference_server.config import PriorityClass
 
 RATE_WINDOW_S = 5.0
 MIN_COMPLETIONS_FOR_ESTIMATE = 10
+SERVICE_EWMA_ALPHA = 0.2
 
 
 class Overloaded(Exception):
@@ -87,6 +90,7 @@ class PoolDispatcher:
         self._waiting: dict[str, deque[asyncio.Future[None]]] = {name: deque() for name in classes}
         self._order = sorted(classes, key=lambda name: classes[name].rank)
         self._completions: deque[float] = deque()
+        self._service_s: float | None = None
 
     def queued(self, priority: str | None = None) -> int:
         if priority is not None:
@@ -100,6 +104,10 @@ class PoolDispatcher:
             return None
         span = max(self._clock() - self._completions[0], 0.5)
         return len(self._completions) / span
+
+    def expected_service_s(self) -> float:
+        """Moving average of how long a completed request held its slot; 0.0 before any."""
+        return self._service_s or 0.0
 
     def estimated_wait_s(self, priority: str) -> float | None:
         rate = self.service_rate()
@@ -122,7 +130,7 @@ class PoolDispatcher:
         self._reject_early(priority, deadline - now)
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting[priority].append(future)
-        timeout = min(cls.max_wait_ms / 1000.0, max(deadline - now, 0.0))
+        timeout = min(cls.max_wait_ms / 1000.0, max(deadline - now - self.expected_service_s(), 0.0))
         try:
             await asyncio.wait_for(asyncio.shield(future), timeout=timeout)
         except TimeoutError:
@@ -137,12 +145,15 @@ class PoolDispatcher:
             raise
         return self._clock() - now, position
 
-    def release(self, *, completed: bool = False) -> None:
+    def release(self, *, completed: bool = False, held_s: float | None = None) -> None:
         self.busy = max(0, self.busy - 1)
         if completed:
             now = self._clock()
             self._completions.append(now)
             self._prune(now)
+            if held_s is not None:
+                previous = self._service_s
+                self._service_s = held_s if previous is None else previous + SERVICE_EWMA_ALPHA * (held_s - previous)
         self.dispatch()
 
     def dispatch(self) -> None:

@@ -56,8 +56,9 @@ class CircuitBreaker:
             self._probes_started += 1
         return True
 
-    def record(self, *, ok: bool, duration_s: float) -> None:
-        slow = duration_s * 1000.0 >= self.config.slow_call_ms
+    def record(self, *, ok: bool, duration_s: float, slow: bool = False) -> None:
+        """`slow=True` marks a call as slow whatever its duration (one cut off by its deadline)."""
+        slow = slow or duration_s * 1000.0 >= self.config.slow_call_ms
         if self._state == HALF_OPEN and self._probes_ok >= self._probes_started:
             return  # a call from before the breaker opened, not one of its probes
         if self._state == HALF_OPEN:

@@ -145,7 +145,7 @@ class Cluster:
         self._event("node_restarted", node, warm=warm)
         return node
 
-    async def scale(self, pool: str, count: int) -> list[NodeHandle]:
+    async def scale(self, pool: str, count: int, *, reason: str = "admin") -> list[NodeHandle]:
         if pool not in self.config.pools:
             raise UnknownNode(f'There is no pool "{pool}"; pools are {sorted(self.config.pools)}.')
         current = sorted(self.pool_nodes(pool), key=lambda n: n.index)
@@ -156,7 +156,7 @@ class Cluster:
             await self._drain_and_remove(node)
         if count != len(current):
             self.metrics.scale_events.labels(pool, direction).inc()
-            self._on_event({"type": "scale", "pool": pool, "nodes": count})
+            self._on_event({"type": "scale", "pool": pool, "nodes": count, "reason": reason})
         return self.pool_nodes(pool)
 
     async def _drain_and_remove(self, node: NodeHandle, *, timeout_s: float = 10.0) -> None:

@@ -163,12 +163,13 @@ class TranslationService:
         dispatcher = self.dispatchers[pool]
         waited_s, position = await dispatcher.acquire(priority, deadline)
         self.metrics.admission_seconds.labels(pool, priority).observe(waited_s)
-        completed = False
+        granted = time.monotonic()
+        held_s: float | None = None
         try:
             served = await self._call_with_retry(pool, req, priority, deadline)
-            completed = True
+            held_s = time.monotonic() - granted
         finally:
-            dispatcher.release(completed=completed)
+            dispatcher.release(completed=held_s is not None, held_s=held_s)
         served.queue_ms += waited_s * 1000.0
         served.queue_position = position or None
         return served
@@ -216,10 +217,14 @@ class TranslationService:
         started = time.monotonic()
         try:
             response = await node.client.post("/infer", json=body, timeout=min(remaining + 0.05, self.config.node_timeout_s))
-        except httpx.TimeoutException as exc:
+        except httpx.ConnectTimeout:
             node.breaker.record(ok=False, duration_s=time.monotonic() - started)
-            if isinstance(exc, httpx.ConnectTimeout):
-                raise
+            raise
+        except httpx.TimeoutException:
+            # Cut off by the request's own deadline: a slow call, not a failed one, so that
+            # overload (short budgets, long queues) does not open the breakers of busy but
+            # healthy nodes; a hung node still trips the breaker on its slow-call rate.
+            node.breaker.record(ok=True, duration_s=time.monotonic() - started, slow=True)
             raise ApiError(504, "deadline_exceeded", f"Node {node.id} did not answer within the deadline.") from None
         except RETRYABLE:
             node.breaker.record(ok=False, duration_s=time.monotonic() - started)

@@ -1,0 +1,295 @@
+"""Measurements behind `python -m reference_server.bench`: raw model, served load, cache hits.
+
+Each function measures one thing and returns plain numbers; the bench module decides what to
+compare and how to print it. Servers started here are always stopped by the context manager
+that started them, and load goes only to the loopback address the server was bound to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import psutil
+import yaml
+
+from reference_server.config import ServerConfig
+from reference_server.model import ModelInput, load_model
+from reference_server.model.bench import sample_text
+
+__all__ = [
+    "CacheHitResult",
+    "BenchServer",
+    "LoadResult",
+    "bench_config",
+    "cache_hits",
+    "closed_loop",
+    "distinct_texts",
+    "raw_throughput",
+    "running_server",
+]
+
+REPO = Path(__file__).resolve().parents[1]
+READY_TIMEOUT_S = 180.0
+STOP_TIMEOUT_S = 20.0
+UNLIMITED_RATE = 1e6
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """Closed-loop load over a fixed window: completions counted by when they finished."""
+
+    requests_per_s: float
+    completed: int
+    errors: int
+    window_s: float
+    latency_p50_ms: float
+    latency_p99_ms: float
+    mean_batch_size: float
+    node_busy_share: float
+    node_cpu_share: float
+    gateway_cpu_share: float
+    client_cpu_share: float
+
+
+@dataclass(frozen=True)
+class BenchServer:
+    url: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """The node's own counters, read from its /health (the gateway's copy lags by a poll), and
+    the CPU seconds of node, gateway and this client process."""
+
+    at: float
+    batches: int
+    items: int
+    busy_s: float
+    node_cpu_s: float
+    gateway_cpu_s: float
+    client_cpu_s: float
+
+
+@dataclass(frozen=True)
+class CacheHitResult:
+    """Sequential cache hits: the server's own timing beside the client's round trip."""
+
+    requests: int
+    cached_share: float
+    server_p50_ms: float
+    server_p99_ms: float
+    client_p50_ms: float
+    client_p99_ms: float
+
+
+def distinct_texts(count: int, chars: int, *, start: int = 0) -> list[str]:
+    """`count` different texts of exactly `chars` characters, so none is a cache hit for another."""
+    texts = []
+    for i in range(start, start + count):
+        prefix = f"{i:07d} "
+        texts.append(prefix + sample_text(chars - len(prefix), i))
+    return texts
+
+
+def raw_throughput(*, batch_size: int, chars: int, threads: int, duration_s: float) -> float:
+    """Requests/s of `translate_batch` on full batches in this process, after one warm-up call."""
+    model = load_model("quality", intra_op_threads=threads)
+    texts = distinct_texts(batch_size * 16, chars)
+    batches = [[ModelInput(t, "en", "de") for t in texts[i : i + batch_size]] for i in range(0, len(texts), batch_size)]
+    model.translate_batch(batches[0])
+    done = 0
+    started = time.perf_counter()
+    while time.perf_counter() - started < duration_s:
+        model.translate_batch(batches[done % len(batches)])
+        done += 1
+    return done * batch_size / (time.perf_counter() - started)
+
+
+def bench_config(*, max_batch_size: int, threads: int, cache: bool, warmup_lengths: list[int]) -> dict[str, Any]:
+    """One quality node, no fast pool, tenant limits out of the way; the cache only when asked."""
+    classes = {
+        name: {**cls.model_dump(), "rate_per_tenant": UNLIMITED_RATE, "burst_per_tenant": UNLIMITED_RATE, "max_wait_ms": 60_000}
+        for name, cls in ServerConfig().admission.classes.items()
+    }
+    quality = {"model": "quality", "nodes": 1, "max_batch_size": max_batch_size, "intra_op_threads": threads, "warmup_lengths": warmup_lengths}
+    return {
+        "pools": {"quality": quality, "fast": None},
+        "cache": {"enabled": cache},
+        "admission": {"classes": classes, "early_reject": False},
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes], log_path: Path) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"The server exited with status {proc.returncode} before it was ready: {log_path.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"The server at {url} was not ready within {READY_TIMEOUT_S:g} s: {log_path.read_text()[-2000:]}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the gateway (which stops its nodes) and wait; kill it only if it hangs."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@contextmanager
+def running_server(workdir: Path, config: dict[str, Any], *, extra_args: list[str] | None = None) -> Iterator[BenchServer]:
+    """Boot `rushhour serve` on a free loopback port with `config`; yield it; always stop it."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    config_path = workdir / "server.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_path = workdir / "server.log"
+    env = {**os.environ, "RUSHHOUR_STATE_DIR": str(workdir / "state")}
+    command = [sys.executable, "-m", "scenarios.cli", "serve", "--config", str(config_path), "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", *(extra_args or [])]
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_ready(url, proc, log_path)
+        yield BenchServer(url, proc.pid)
+    finally:
+        _stop(proc)
+
+
+def _body(text: str) -> dict[str, Any]:
+    return {"text": text, "source_lang": "en", "target_lang": "de", "mode": "quality", "priority": "paid", "tenant": "bench", "deadline_ms": 60_000}
+
+
+def _cpu_s(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+async def _snapshot(client: httpx.AsyncClient, gateway_pid: int) -> _Snapshot:
+    node = (await client.get("/v1/status")).json()["nodes"][0]
+    health = (await client.get(f"http://127.0.0.1:{node['port']}/health")).json()
+    return _Snapshot(
+        time.perf_counter(), int(health["batches_total"]), int(health["batch_items_total"]), float(health["busy_s"]),
+        _cpu_s(int(node["pid"])), _cpu_s(gateway_pid), _cpu_s(os.getpid()),
+    )
+
+
+async def _closed_loop(server: BenchServer, *, concurrency: int, chars: int, warmup_s: float, duration_s: float) -> LoadResult:
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    finished: list[float] = []
+    latencies: list[float] = []
+    errors = 0
+    counter = iter(range(10**9))
+    started = time.perf_counter()
+    window_start, window_end = started + warmup_s, started + warmup_s + duration_s
+
+    async def worker(client: httpx.AsyncClient) -> None:
+        nonlocal errors
+        while time.perf_counter() < window_end:
+            text = distinct_texts(1, chars, start=next(counter))[0]
+            sent = time.perf_counter()
+            try:
+                response = await client.post("/v1/translate", json=_body(text))
+            except httpx.HTTPError:
+                errors += 1
+                continue
+            done = time.perf_counter()
+            if response.status_code != 200:
+                errors += 1
+                continue
+            finished.append(done)
+            if window_start <= done < window_end:
+                latencies.append(done - sent)
+
+    async def observe(client: httpx.AsyncClient) -> tuple[_Snapshot, _Snapshot]:
+        await asyncio.sleep(window_start - time.perf_counter())
+        first = await _snapshot(client, server.pid)
+        await asyncio.sleep(window_end - time.perf_counter())
+        return first, await _snapshot(client, server.pid)
+
+    async with (
+        httpx.AsyncClient(base_url=server.url, limits=limits, timeout=60.0) as client,
+        httpx.AsyncClient(base_url=server.url, timeout=10.0) as side,
+    ):
+        (first, last), *_ = await asyncio.gather(observe(side), *(worker(client) for _ in range(concurrency)))
+    done_at = np.asarray(finished)
+    in_window = int(((done_at >= window_start) & (done_at < window_end)).sum())
+    lat_ms = np.asarray(latencies or [float("nan")]) * 1000.0
+    elapsed = last.at - first.at
+    return LoadResult(
+        requests_per_s=in_window / duration_s,
+        completed=in_window,
+        errors=errors,
+        window_s=duration_s,
+        latency_p50_ms=float(np.percentile(lat_ms, 50)),
+        latency_p99_ms=float(np.percentile(lat_ms, 99)),
+        mean_batch_size=(last.items - first.items) / max(1, last.batches - first.batches),
+        node_busy_share=(last.busy_s - first.busy_s) / elapsed,
+        node_cpu_share=(last.node_cpu_s - first.node_cpu_s) / elapsed,
+        gateway_cpu_share=(last.gateway_cpu_s - first.gateway_cpu_s) / elapsed,
+        client_cpu_share=(last.client_cpu_s - first.client_cpu_s) / elapsed,
+    )
+
+
+def closed_loop(server: BenchServer, *, concurrency: int, chars: int, warmup_s: float, duration_s: float) -> LoadResult:
+    """Saturate `server` with `concurrency` back-to-back clients sending distinct texts; count a window."""
+    return asyncio.run(_closed_loop(server, concurrency=concurrency, chars=chars, warmup_s=warmup_s, duration_s=duration_s))
+
+
+def cache_hits(server: BenchServer, *, texts: int, chars: int, max_requests: int, duration_s: float) -> CacheHitResult:
+    """Warm the cache with `texts` texts, then request them one at a time and time each answer."""
+    bodies = [_body(t) for t in distinct_texts(texts, chars, start=10**8)]
+    server_ms: list[float] = []
+    client_ms: list[float] = []
+    cached = 0
+    with httpx.Client(base_url=server.url, timeout=60.0) as client:
+        for body in bodies:
+            client.post("/v1/translate", json=body).raise_for_status()
+        deadline = time.perf_counter() + duration_s
+        while len(client_ms) < max_requests and time.perf_counter() < deadline:
+            body = bodies[len(client_ms) % len(bodies)]
+            sent = time.perf_counter()
+            response = client.post("/v1/translate", json=body)
+            client_ms.append((time.perf_counter() - sent) * 1000.0)
+            response.raise_for_status()
+            answer = response.json()
+            server_ms.append(float(answer["timing"]["total_ms"]))
+            cached += bool(answer["cached"])
+    server, client_rt = np.asarray(server_ms), np.asarray(client_ms)
+    return CacheHitResult(
+        requests=len(client_ms),
+        cached_share=cached / len(client_ms),
+        server_p50_ms=float(np.percentile(server, 50)),
+        server_p99_ms=float(np.percentile(server, 99)),
+        client_p50_ms=float(np.percentile(client_rt, 50)),
+        client_p99_ms=float(np.percentile(client_rt, 99)),
+    )
