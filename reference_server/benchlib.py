@@ -33,12 +33,14 @@ __all__ = [
     "CacheHitResult",
     "BenchServer",
     "LoadResult",
+    "LoadWindow",
+    "RawModel",
     "bench_config",
     "cache_hits",
     "closed_loop",
     "distinct_texts",
-    "raw_throughput",
     "running_server",
+    "summarise",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,7 +51,7 @@ UNLIMITED_RATE = 1e6
 
 @dataclass(frozen=True)
 class LoadResult:
-    """Closed-loop load over a fixed window: completions counted by when they finished."""
+    """Closed-loop load summed over its windows: completions counted by when they finished."""
 
     requests_per_s: float
     completed: int
@@ -60,6 +62,7 @@ class LoadResult:
     mean_batch_size: float
     node_busy_share: float
     node_cpu_share: float
+    node_cpu_s: float
     gateway_cpu_share: float
     client_cpu_share: float
 
@@ -105,18 +108,33 @@ def distinct_texts(count: int, chars: int, *, start: int = 0) -> list[str]:
     return texts
 
 
-def raw_throughput(*, batch_size: int, chars: int, threads: int, duration_s: float) -> float:
-    """Requests/s of `translate_batch` on full batches in this process, after one warm-up call."""
-    model = load_model("quality", intra_op_threads=threads)
-    texts = distinct_texts(batch_size * 16, chars)
-    batches = [[ModelInput(t, "en", "de") for t in texts[i : i + batch_size]] for i in range(0, len(texts), batch_size)]
-    model.translate_batch(batches[0])
-    done = 0
-    started = time.perf_counter()
-    while time.perf_counter() - started < duration_s:
-        model.translate_batch(batches[done % len(batches)])
-        done += 1
-    return done * batch_size / (time.perf_counter() - started)
+class RawModel:
+    """The quality model in this process, fed full batches of `batch_size` distinct texts."""
+
+    def __init__(self, *, batch_size: int, chars: int, threads: int) -> None:
+        self._model = load_model("quality", intra_op_threads=threads)
+        texts = distinct_texts(batch_size * 16, chars)
+        self._batches = [[ModelInput(t, "en", "de") for t in texts[i : i + batch_size]] for i in range(0, len(texts), batch_size)]
+        self._model.translate_batch(self._batches[0])
+        self.requests = 0
+        self.seconds = 0.0
+        self.cpu_seconds = 0.0
+
+    @property
+    def requests_per_s(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    def run(self, duration_s: float) -> None:
+        """Translate whole batches back to back for `duration_s`, adding to the running totals."""
+        done = 0
+        started, cpu_started = time.perf_counter(), time.process_time()
+        while time.perf_counter() - started < duration_s:
+            batch = self._batches[done % len(self._batches)]
+            self._model.translate_batch(batch)
+            done += 1
+            self.requests += len(batch)
+        self.seconds += time.perf_counter() - started
+        self.cpu_seconds += time.process_time() - cpu_started
 
 
 def bench_config(*, max_batch_size: int, threads: int, cache: bool, warmup_lengths: list[int]) -> dict[str, Any]:
@@ -203,12 +221,50 @@ async def _snapshot(client: httpx.AsyncClient, gateway_pid: int) -> _Snapshot:
     )
 
 
-async def _closed_loop(server: BenchServer, *, concurrency: int, chars: int, warmup_s: float, duration_s: float) -> LoadResult:
+@dataclass(frozen=True)
+class LoadWindow:
+    """One measured window of closed-loop load, before it is summed with the others."""
+
+    completed: int
+    errors: int
+    window_s: float
+    latencies_ms: list[float]
+    first: _Snapshot
+    last: _Snapshot
+
+
+def summarise(windows: list[LoadWindow]) -> LoadResult:
+    """Throughput over all windows together; shares are of the windows' total wall time."""
+    completed = sum(w.completed for w in windows)
+    window_s = sum(w.window_s for w in windows)
+    elapsed = sum(w.last.at - w.first.at for w in windows)
+    lat_ms = np.concatenate([w.latencies_ms for w in windows] + [[float("nan")] if completed == 0 else []])
+
+    def delta(field: str) -> float:
+        return float(sum(getattr(w.last, field) - getattr(w.first, field) for w in windows))
+
+    return LoadResult(
+        requests_per_s=completed / window_s,
+        completed=completed,
+        errors=sum(w.errors for w in windows),
+        window_s=window_s,
+        latency_p50_ms=float(np.percentile(lat_ms, 50)),
+        latency_p99_ms=float(np.percentile(lat_ms, 99)),
+        mean_batch_size=delta("items") / max(1.0, delta("batches")),
+        node_busy_share=delta("busy_s") / elapsed,
+        node_cpu_share=delta("node_cpu_s") / elapsed,
+        node_cpu_s=delta("node_cpu_s"),
+        gateway_cpu_share=delta("gateway_cpu_s") / elapsed,
+        client_cpu_share=delta("client_cpu_s") / elapsed,
+    )
+
+
+async def _closed_loop(server: BenchServer, *, concurrency: int, chars: int, warmup_s: float, duration_s: float, first_text: int) -> LoadWindow:
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     finished: list[float] = []
     latencies: list[float] = []
     errors = 0
-    counter = iter(range(10**9))
+    counter = iter(range(first_text, first_text + 10**9))
     started = time.perf_counter()
     window_start, window_end = started + warmup_s, started + warmup_s + duration_s
 
@@ -243,26 +299,15 @@ async def _closed_loop(server: BenchServer, *, concurrency: int, chars: int, war
         (first, last), *_ = await asyncio.gather(observe(side), *(worker(client) for _ in range(concurrency)))
     done_at = np.asarray(finished)
     in_window = int(((done_at >= window_start) & (done_at < window_end)).sum())
-    lat_ms = np.asarray(latencies or [float("nan")]) * 1000.0
-    elapsed = last.at - first.at
-    return LoadResult(
-        requests_per_s=in_window / duration_s,
-        completed=in_window,
-        errors=errors,
-        window_s=duration_s,
-        latency_p50_ms=float(np.percentile(lat_ms, 50)),
-        latency_p99_ms=float(np.percentile(lat_ms, 99)),
-        mean_batch_size=(last.items - first.items) / max(1, last.batches - first.batches),
-        node_busy_share=(last.busy_s - first.busy_s) / elapsed,
-        node_cpu_share=(last.node_cpu_s - first.node_cpu_s) / elapsed,
-        gateway_cpu_share=(last.gateway_cpu_s - first.gateway_cpu_s) / elapsed,
-        client_cpu_share=(last.client_cpu_s - first.client_cpu_s) / elapsed,
+    return LoadWindow(in_window, errors, duration_s, [x * 1000.0 for x in latencies], first, last)
+
+
+def closed_loop(server: BenchServer, *, concurrency: int, chars: int, warmup_s: float, duration_s: float, first_text: int = 0) -> LoadWindow:
+    """Saturate `server` with `concurrency` back-to-back clients sending distinct texts (numbered
+    from `first_text`); count what finishes in the window after `warmup_s`."""
+    return asyncio.run(
+        _closed_loop(server, concurrency=concurrency, chars=chars, warmup_s=warmup_s, duration_s=duration_s, first_text=first_text)
     )
-
-
-def closed_loop(server: BenchServer, *, concurrency: int, chars: int, warmup_s: float, duration_s: float) -> LoadResult:
-    """Saturate `server` with `concurrency` back-to-back clients sending distinct texts; count a window."""
-    return asyncio.run(_closed_loop(server, concurrency=concurrency, chars=chars, warmup_s=warmup_s, duration_s=duration_s))
 
 
 def cache_hits(server: BenchServer, *, texts: int, chars: int, max_requests: int, duration_s: float) -> CacheHitResult:

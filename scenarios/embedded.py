@@ -17,8 +17,10 @@ import time
 from pathlib import Path
 
 import httpx
+import yaml
 
 from scenarios.spec import EmbeddedTarget
+from scenarios.variants import config_file_data, deep_merge
 
 READY_WAIT_S = 180.0
 STOP_GRACE_S = 15.0
@@ -51,9 +53,21 @@ class EmbeddedServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def config_path(self) -> Path:
+        """Where an inline `server` config is written for the server (beside its log)."""
+        return self._log_path.parent / "server-config.yaml"
+
+    def _write_inline_config(self) -> None:
+        source = str(self._target.config or "embedded target")
+        data = deep_merge(config_file_data(self._target, self._base_dir, source), self._target.server or {})
+        self.config_path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
     def argv(self) -> list[str]:
         argv = [sys.executable, "-m", "scenarios.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
-        if self._target.config:
+        if self._target.server is not None:
+            argv += ["--config", str(self.config_path.resolve())]
+        elif self._target.config:
             argv += ["--config", str((self._base_dir / self._target.config).resolve())]
         if self._target.nodes is not None:
             argv += ["--nodes", str(self._target.nodes)]
@@ -64,6 +78,8 @@ class EmbeddedServer:
     def start(self, *, ready_wait_s: float = READY_WAIT_S) -> None:
         """Start the server and block until /readyz says 200."""
         env = dict(os.environ, RUSHHOUR_ADMIN_TOKEN=self.token, PYTHONUNBUFFERED="1")
+        if self._target.server is not None:
+            self._write_inline_config()
         with self._log_path.open("ab") as log:
             self._proc = subprocess.Popen(self.argv(), env=env, stdout=log, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, start_new_session=True)

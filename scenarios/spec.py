@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
@@ -92,6 +92,8 @@ class EmbeddedTarget(_Strict):
     config: str | None = None
     nodes: int | None = Field(default=None, ge=1)
     max_batch_size: int | None = Field(default=None, ge=1)
+    server: dict[str, Any] | None = Field(
+        default=None, description="a partial server config, deep-merged onto `config` (see variants.py)")
 
 
 class TargetSpec(_Strict):
@@ -156,6 +158,14 @@ class StopCondition(_Strict):
     for_s: float = Field(default=10.0, gt=0)
 
 
+class Variant(_Strict):
+    """One server policy to compare: a partial server config merged onto the embedded one."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    server: dict[str, Any] = {}
+
+
 class Scenario(_Strict):
     """One drill: traffic, target, load generator, SLOs, cost model, chaos and stop rules."""
 
@@ -168,6 +178,16 @@ class Scenario(_Strict):
     cost: CostModel | None = None
     chaos: list[ChaosEntry] = []
     stop_conditions: list[StopCondition] = []
+    variants: list[Variant] = []
+
+    @field_validator("variants")
+    @classmethod
+    def _unique_variants(cls, value: list[Variant]) -> list[Variant]:
+        names = [variant.name for variant in value]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"variant names must be unique; repeated: {', '.join(repeated)}")
+        return value
 
 
 def _location(error: dict) -> str:

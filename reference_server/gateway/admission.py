@@ -23,7 +23,7 @@ from reference_server.config import PriorityClass
 
 RATE_WINDOW_S = 5.0
 MIN_COMPLETIONS_FOR_ESTIMATE = 10
-SERVICE_EWMA_ALPHA = 0.2
+SERVICE_SAMPLES = 32
 
 
 class Overloaded(Exception):
@@ -90,7 +90,7 @@ class PoolDispatcher:
         self._waiting: dict[str, deque[asyncio.Future[None]]] = {name: deque() for name in classes}
         self._order = sorted(classes, key=lambda name: classes[name].rank)
         self._completions: deque[float] = deque()
-        self._service_s: float | None = None
+        self._held: deque[float] = deque(maxlen=SERVICE_SAMPLES)
 
     def queued(self, priority: str | None = None) -> int:
         if priority is not None:
@@ -106,8 +106,8 @@ class PoolDispatcher:
         return len(self._completions) / span
 
     def expected_service_s(self) -> float:
-        """Moving average of how long a completed request held its slot; 0.0 before any."""
-        return self._service_s or 0.0
+        """The longest that a recent completed request held its slot; 0.0 before any."""
+        return max(self._held, default=0.0)
 
     def estimated_wait_s(self, priority: str) -> float | None:
         rate = self.service_rate()
@@ -134,15 +134,17 @@ class PoolDispatcher:
         try:
             await asyncio.wait_for(asyncio.shield(future), timeout=timeout)
         except TimeoutError:
-            if future.done() and not future.cancelled():
-                return self._clock() - now, position  # granted just as the wait ran out
-            future.cancel()
-            raise Overloaded("max_wait", f"No capacity in pool {self.pool} within {timeout * 1000:.0f} ms.", retry_after_s=1.0) from None
+            if not (future.done() and not future.cancelled()):  # else: granted just as the wait ran out
+                future.cancel()
+                raise Overloaded("max_wait", f"No capacity in pool {self.pool} within {timeout * 1000:.0f} ms.", retry_after_s=1.0) from None
         except asyncio.CancelledError:
             if future.done() and not future.cancelled():
                 self.release()  # the slot was granted to a caller that went away
             future.cancel()
             raise
+        if self._clock() + self.expected_service_s() > deadline:
+            self.release()  # granted too late to be served in time: shed here, not 504 at the node
+            raise Overloaded("max_wait", f"A slot of pool {self.pool} came too late to serve the request before its deadline.", retry_after_s=1.0)
         return self._clock() - now, position
 
     def release(self, *, completed: bool = False, held_s: float | None = None) -> None:
@@ -152,8 +154,7 @@ class PoolDispatcher:
             self._completions.append(now)
             self._prune(now)
             if held_s is not None:
-                previous = self._service_s
-                self._service_s = held_s if previous is None else previous + SERVICE_EWMA_ALPHA * (held_s - previous)
+                self._held.append(held_s)
         self.dispatch()
 
     def dispatch(self) -> None:

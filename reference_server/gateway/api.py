@@ -84,7 +84,9 @@ async def handle_validation_error(request: Request, exc: Exception) -> JSONRespo
     errors = exc.errors()
     if any(e.get("type") == "json_invalid" for e in errors):
         return error_response(ApiError(400, "malformed_json", "The request body is not valid JSON."))
-    if errors and all(e.get("loc") == ("body",) for e in errors):
+    # A body that is no JSON object at all; a model-level validator's error (a value_error on
+    # the whole body, e.g. "a latency fault needs latency_ms > 0") stays a 422 below.
+    if errors and all(e.get("loc") == ("body",) and e.get("type") != "value_error" for e in errors):
         return error_response(ApiError(400, "malformed_body", "The request body must be a JSON object."))
     parts = []
     for e in errors[:5]:

@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from reference_server.config import ServerConfig
 from reference_server.gateway.admin import admin_router
+from reference_server.gateway.autoscaler import Autoscaler
 from reference_server.gateway.api import (
     ApiError, ErrorResponse, TranslateRequest, TranslateResponse, error_response,
     handle_api_error, handle_http_error, handle_validation_error,
@@ -43,16 +44,19 @@ def create_app(config: ServerConfig, *, admin_token: str) -> FastAPI:
 
     cluster = Cluster(config, metrics, on_event=on_event)
     service = TranslationService(config, cluster, metrics)
+    autoscaler = Autoscaler(config, cluster, service.dispatchers, metrics)
     counters = {"requests": 0}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await cluster.start()
         poker = asyncio.get_running_loop().create_task(service.poke_forever())
+        autoscaler.start()
         try:
             yield
         finally:
             poker.cancel()
+            await autoscaler.stop()
             await cluster.stop()
 
     app = FastAPI(title="rushhour reference translation server", version="0.1.0", lifespan=lifespan)
@@ -88,7 +92,10 @@ def create_app(config: ServerConfig, *, admin_token: str) -> FastAPI:
 
     @app.get("/v1/status")
     async def status() -> dict[str, object]:
-        return build_status(cluster, service, counters["requests"])
+        body = build_status(cluster, service, counters["requests"])
+        for name, view in autoscaler.status().items():
+            body["pools"][name]["autoscaler"] = view  # type: ignore[index]
+        return body
 
     @app.get("/metrics")
     async def prometheus_metrics() -> Response:

@@ -32,7 +32,8 @@ from reference_server.gateway.cluster import Cluster
 from reference_server.gateway.metrics import Metrics
 
 log = logging.getLogger("rushhour.gateway")
-TOLERANCE = 0.1  # a need within 10% of the current size is no reason to move
+TOLERANCE = 0.1  # grow only when the need exceeds the current size by more than this
+DOWN_HEADROOM = 0.3  # shrink only to a size the worst recent need fills to at most 70%
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def decide(
 
     Up: the smoothed need stayed above the current size (plus a tolerance band) for a whole
     window. Down: after a whole cool-down, to the size that covers the largest smoothed need of
-    that cool-down with the same band to spare. The gap between the two is the hysteresis that
+    that cool-down with DOWN_HEADROOM to spare. The gap between the two is the hysteresis that
     keeps a noisy signal from flapping the pool."""
     low, high = policy.min_nodes, policy.max_nodes
     floor_nodes = min(max(floor or 0, low), high)
@@ -113,7 +114,7 @@ def _scale_down(policy: AutoscaleConfig, samples: Sequence[Sample], current: int
     if samples[0].at > now - cooldown + policy.interval_s / 2:
         return Decision(current, "hold")  # not yet watched for a whole cool-down
     worst = max(n for n, _ in _needs_over(policy, samples, now - max(cooldown, policy.interval_s), now))
-    target = max(math.ceil(worst / (1 - TOLERANCE) - 1e-9), floor_nodes, policy.min_nodes)
+    target = max(math.ceil(worst / (1 - DOWN_HEADROOM) - 1e-9), floor_nodes, policy.min_nodes)
     return Decision(target, "idle") if target < current else Decision(current, "hold")
 
 

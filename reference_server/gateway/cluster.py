@@ -8,6 +8,7 @@ drills call: kill, restart (warm or cold), scale a pool, stop everything.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import Callable
@@ -34,7 +35,6 @@ class Cluster:
         self.config = config
         self.metrics = metrics
         self.nodes: dict[str, NodeHandle] = {}
-        self._next_index: dict[str, int] = {name: 0 for name in config.pools}
         self._carry: dict[str, list[int]] = {name: [0, 0] for name in config.pools}
         self._backoff: dict[str, float] = {}
         self._health = httpx.AsyncClient(timeout=httpx.Timeout(1.0, connect=0.25))
@@ -93,9 +93,12 @@ class Cluster:
 
     # ---- operations ------------------------------------------------------------------------
     def _add_node(self, pool: str, *, warm: bool = True) -> NodeHandle:
-        index = self._next_index[pool]
-        self._next_index[pool] += 1
+        # The lowest free ordinal, as a StatefulSet does: after a scale to 0 and back (or an
+        # admin reset) the pool has quality-0, quality-1 again, the names drills target.
+        taken = {n.index for n in self.nodes.values() if n.pool == pool}
+        index = next(i for i in itertools.count() if i not in taken)
         node_id = f"{pool}-{index}"
+        self._backoff.pop(node_id, None)  # a new node, not the crash history of an earlier one
         breaker = CircuitBreaker(self.config.breaker, on_change=lambda s, n=node_id: self._breaker_changed(n, s))
         node = NodeHandle(id=node_id, pool=pool, index=index, breaker=breaker)
         self.nodes[node_id] = node

@@ -17,6 +17,7 @@ from reference_server.gateway.cache import CachedTranslation, Coalescer, Transla
 from reference_server.gateway.cluster import Cluster
 from reference_server.gateway.metrics import Metrics
 from reference_server.gateway.nodes import NodeHandle
+from reference_server.gateway.placement import choose_tier
 
 RETRYABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 MIN_RETRY_BUDGET_S = 0.05
@@ -65,7 +66,7 @@ class TranslationService:
         if wait > 0:
             self.metrics.shed.labels("rate_limited", priority).inc()
             raise ApiError(429, "rate_limited", f'Tenant "{req.tenant}" is over its "{priority}" rate.', retry_after_s=wait)
-        tier = "fast" if req.mode == "fast" else "quality"
+        tier = choose_tier(self.config.routing, req, priority, has_fast_pool=self._fast_routable())
         key = cache_key(req.text, req.source_lang, req.target_lang, tier)
         hit = self.cache.get(key)
         if hit is not None:
@@ -250,6 +251,11 @@ class TranslationService:
         self.metrics.batch_size.labels(node.pool).observe(data["batch_size"])
         tier = self.config.pools[node.pool].model
         return Served(data["translation"], tier, node.id, float(data["queue_ms"]), float(data["infer_ms"]))
+
+    def _fast_routable(self) -> bool:
+        """Placement may move work to the fast pool only while that pool can take it."""
+        pool = self.config.pool_for_tier("fast")
+        return pool is not None and any(n.routable() for n in self.cluster.pool_nodes(pool))
 
     # ---- capacity ---------------------------------------------------------------------------
     def _capacity(self, pool: str) -> int:

@@ -68,14 +68,22 @@ def test_autoscaler_waits_out_the_scale_up_cooldown_between_steps() -> None:
     assert sim.nodes == 2 and len(up_times) == 1
 
 
-def test_autoscaler_does_not_flap_on_a_noisy_signal() -> None:
-    rng = random.Random(7)
-    sim = Simulation(nodes=2)
-    for _ in range(400):  # mean 8 waiting = 2 nodes' worth, with heavy noise either way
+def _reversals(start: int, changes: list[tuple[float, int, str]]) -> int:
+    sizes = [start] + [n for _, n, _ in changes]
+    ups = [new > old for old, new in zip(sizes, sizes[1:])]
+    return sum(1 for a, b in zip(ups, ups[1:]) if a != b)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_autoscaler_does_not_flap_on_a_noisy_signal(seed: int) -> None:
+    rng = random.Random(seed)
+    policy = POLICY.model_copy(update={"window_s": 5.0, "max_nodes": 6})
+    sim = Simulation(policy, nodes=2)
+    for _ in range(400):  # mean 8 waiting = 2 nodes' worth at target, noise of +-5 either way
         sim.tick(queue=max(0.0, rng.gauss(8.0, 5.0)))
-    assert len(sim.changes) <= 2, sim.changes
-    directions = [n for _, n, _ in sim.changes]
-    assert directions == sorted(directions)  # never up, down, up again
+    assert _reversals(2, sim.changes) <= 1, sim.changes  # never up, down and up again
+    assert len(sim.changes) <= 3, sim.changes
+    assert sim.nodes <= 4
 
 
 def test_autoscaler_single_spike_does_not_scale_up() -> None:

@@ -1,0 +1,138 @@
+"""Policy comparison: the same drill under several server configs, side by side.
+
+Each variant's results directory already has its summary.json (the normal report); this module
+adds what a side-by-side needs from the raw files (P99 in the busiest phase, node-hours per
+pool), names the cheapest variant that met every SLO, and writes comparison.json/.html/.md.
+"Cheapest" is the lowest total cost of the run: every variant replayed the same schedule, so
+total dollars compare like for like; ties go to the lower cost per 1k characters.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reports.build import _json_safe
+from reports.costing import node_intervals, node_seconds
+from reports.render import environment
+from reports.results import ResultsError, RunData, load_run
+from reports.selection import phase_labels
+from reports.stats import percentile_of
+
+__all__ = ["cheapest_passing", "comparison_dict", "render_comparison_html", "render_comparison_md",
+           "variant_row", "write_comparison"]
+
+
+def peak_phase(run: RunData) -> str | None:
+    """The phase with the highest scheduled arrival rate (None when the run has no phases)."""
+    events = run.events_of("phase")
+    labels = phase_labels(run.requests, events)
+    counts = labels[labels != ""].value_counts()
+    if counts.empty:
+        return None
+    lengths = {str(e["name"]): float(e["end_s"]) - float(e["start_s"]) for e in events
+               if e.get("end_s") is not None and e.get("start_s") is not None}
+    spans = counts.index.map(lambda name: lengths.get(str(name), 0.0)).to_numpy(float)
+    rates = np.where(spans > 0, counts.to_numpy(float) / np.where(spans > 0, spans, 1.0), counts.to_numpy(float))
+    return str(counts.index[int(np.argmax(rates))])
+
+
+def phase_p99(run: RunData, phase: str | None) -> float | None:
+    """P99 latency (from intended send) of the ok requests in `phase`, or of all when None."""
+    requests = run.requests
+    mask = requests["ok"].to_numpy()
+    if phase is not None:
+        mask = mask & (phase_labels(requests, run.events_of("phase")) == phase).to_numpy()
+    return percentile_of(requests["latency_ms"].to_numpy()[mask], 99.0).value
+
+
+def node_hours(run: RunData) -> dict[str, float]:
+    """Node-hours per pool over the run, from the scraped `nodes_alive`."""
+    metrics = run.metrics
+    if metrics is None or not {"pool", "nodes_alive"} <= set(metrics.columns):
+        return {}
+    return {pool: seconds / 3600.0 for pool, seconds in node_seconds(node_intervals(metrics)).items()}
+
+
+def variant_row(name: str, root: Path) -> dict[str, Any]:
+    """One row of the comparison, from a variant's results directory and its summary.json."""
+    row: dict[str, Any] = {"name": name, "results_dir": str(root), "verdict": "invalid", "verdict_reason": ""}
+    try:
+        summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
+        run = load_run(root)
+    except (OSError, json.JSONDecodeError, ResultsError) as exc:
+        return row | {"verdict_reason": f"no usable results: {exc}", "slos": [], "faults": [],
+                      "node_hours": {}, "total_usd": None, "usd_per_1k_chars": None}
+    phase = peak_phase(run)
+    cost = summary.get("cost") or {}
+    return row | {
+        "verdict": summary["verdict"], "verdict_reason": summary.get("verdict_reason", ""),
+        "slos": [{"name": s["name"], "met": bool(s["met"]), "measured": s.get("measured"), "kind": s.get("kind"),
+                  "objective_text": s.get("objective_text", "")} for s in summary.get("slos", [])],
+        "requests": summary.get("requests", {}),
+        "p99_ms": (summary.get("latency_ms") or {}).get("p99"),
+        "peak_phase": phase, "p99_peak_ms": phase_p99(run, phase),
+        "faults": [{"name": f["name"], "recovered": f.get("recovered"), "recovery_s": f.get("recovery_s"),
+                    "failed_requests": f.get("failed_requests")} for f in summary.get("faults", [])],
+        "node_hours": node_hours(run),
+        "total_usd": cost.get("total_usd"), "usd_per_1k_chars": cost.get("usd_per_1k_chars"),
+    }
+
+
+def _finite(value: float | None) -> float:
+    return value if value is not None and math.isfinite(value) else math.inf
+
+
+def cheapest_passing(rows: list[dict[str, Any]]) -> str | None:
+    """The passing variant with the lowest total cost (then cost per 1k chars, then node-hours)."""
+    passing = [row for row in rows if row["verdict"] == "pass"]
+    if not passing:
+        return None
+    best = min(passing, key=lambda r: (_finite(r.get("total_usd")), _finite(r.get("usd_per_1k_chars")),
+                                       sum((r.get("node_hours") or {}).values())))
+    return str(best["name"])
+
+
+def comparison_dict(top: Path, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The comparison.json content: rows, the cheapest passing variant, and the column sets."""
+    pools = sorted({pool for row in rows for pool in row.get("node_hours", {})})
+    slo_names = list(dict.fromkeys(s["name"] for row in rows for s in row.get("slos", [])))
+    faults = list(dict.fromkeys(f["name"] for row in rows for f in row.get("faults", [])))
+    cheapest = cheapest_passing(rows)
+    return {
+        "results_dir": str(top), "variants": rows, "pools": pools, "slo_names": slo_names,
+        "fault_names": faults, "passed": [row["name"] for row in rows if row["verdict"] == "pass"],
+        "cheapest_passing": cheapest,
+        "conclusion": (f'"{cheapest}" is the cheapest variant that met every SLO.' if cheapest
+                       else "No variant met every SLO."),
+    }
+
+
+def _lookups(comparison: dict[str, Any]) -> dict[str, Any]:
+    """Per row: SLOs and faults keyed by name, so the templates can fill fixed columns."""
+    return {row["name"]: {"slos": {s["name"]: s for s in row.get("slos", [])},
+                          "faults": {f["name"]: f for f in row.get("faults", [])}}
+            for row in comparison["variants"]}
+
+
+def render_comparison_html(comparison: dict[str, Any]) -> str:
+    return environment().get_template("policies.html.j2").render(c=comparison, by=_lookups(comparison))
+
+
+def render_comparison_md(comparison: dict[str, Any]) -> str:
+    return environment().get_template("policies.md.j2").render(c=comparison, by=_lookups(comparison))
+
+
+def write_comparison(top: Path, variants: list[tuple[str, Path]]) -> dict[str, Any]:
+    """Read every variant's results and write comparison.json, .html and .md into `top`."""
+    top = Path(top)
+    top.mkdir(parents=True, exist_ok=True)
+    comparison = _json_safe(comparison_dict(top, [variant_row(name, root) for name, root in variants]))
+    (top / "comparison.json").write_text(json.dumps(comparison, indent=2) + "\n", encoding="utf-8")
+    (top / "comparison.html").write_text(render_comparison_html(comparison), encoding="utf-8")
+    (top / "comparison.md").write_text(render_comparison_md(comparison), encoding="utf-8")
+    return comparison

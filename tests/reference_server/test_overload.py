@@ -1,0 +1,98 @@
+"""Integration (issue 3): overload at several times capacity on a deliberately tiny pool
+(one quality node, batches of 2, long texts): shed with 429/503 only, deadlines and memory
+held, paid traffic served first, throughput back once the load drops."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.support.load import percentile, run_load
+from tests.support.server import RunningServer, start_server
+
+TINY = {"pools": {"quality": {"nodes": 1, "max_batch_size": 2}, "fast": {"nodes": 1}}}
+PARAGRAPH = "A long paragraph that keeps the single node busy for a while, sentence after sentence. " * 10
+DEADLINE_MS = 3000
+OVERLOAD_FACTOR = 5
+MAX_RATE = 60.0  # what the test client can send on a small shared machine
+RSS_SLACK_BYTES = 150 * 2**20
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    running = start_server(tmp_path_factory.mktemp("overload"), TINY)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(autouse=True)
+def healthy(server: RunningServer) -> Iterator[None]:
+    yield
+    assert server.admin("POST", "/admin/reset").status_code == 200
+    server.wait_for(lambda s: all(n["state"] == "ready" for n in s["nodes"]), timeout_s=30)
+
+
+def _body(tag: str, **fields: Any) -> Callable[[int], dict[str, Any]]:
+    return lambda i: {"text": f"{tag} {i}. {PARAGRAPH}", "source_lang": "en", "target_lang": "de", **fields}
+
+
+def _capacity(server: RunningServer, tag: str) -> float:
+    """Requests/s the pool completes with its slots kept busy (closed loop, 4 callers)."""
+    body = _body(tag, priority="paid", deadline_ms=60_000)
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        codes = list(pool.map(lambda i: server.client.post("/v1/translate", json=body(i)).status_code, range(16)))
+    assert codes == [200] * 16
+    return 16 / (time.monotonic() - started)
+
+
+def _rss(server: RunningServer) -> int:
+    pids = [server.proc.pid, *server.node_pids()]
+    return sum(psutil.Process(pid).memory_info().rss for pid in pids)
+
+
+def test_overload_sheds_keeps_deadlines_and_memory_then_recovers(server: RunningServer) -> None:
+    capacity = _capacity(server, "warm")
+    rss_before = _rss(server)
+    rate = min(OVERLOAD_FACTOR * capacity, MAX_RATE)
+    outcomes = run_load(server.url, _body("overload", deadline_ms=DEADLINE_MS), rate_per_s=rate, duration_s=10, workers=128)
+    statuses = Counter(o.status for o in outcomes)
+    assert set(statuses) <= {200, 429, 503}, (statuses, [(round(o.sent_s, 2), round(o.latency_s, 2), o.body) for o in outcomes if o.status not in (200, 429, 503)])
+    assert statuses[503] > 0 and statuses[200] > 0, statuses
+    for shed in (o for o in outcomes if o.status == 503):
+        assert shed.body["error"]["code"] == "overloaded", shed.body
+    assert max(o.latency_s for o in outcomes) < DEADLINE_MS / 1000.0 + 1.0
+    assert _rss(server) < 1.5 * rss_before + RSS_SLACK_BYTES
+
+    calm = run_load(server.url, _body("calm", deadline_ms=DEADLINE_MS), rate_per_s=max(1.0, capacity / 3), duration_s=8)
+    after_5s = [o for o in calm if o.sent_s >= 5.0]
+    assert after_5s and all(o.ok for o in after_5s), [(round(o.sent_s, 1), o.status) for o in calm]
+
+
+def test_overload_paid_keeps_its_slo_while_free_is_shed(server: RunningServer) -> None:
+    capacity = _capacity(server, "warm-paid")
+    shed_before = sum(server.status()["shed"].values())
+    rate = min(OVERLOAD_FACTOR * capacity, MAX_RATE)
+    paid_every = 10  # paid is a tenth of the load: half the capacity at 5x
+
+    def body(i: int) -> dict[str, Any]:
+        priority = "paid" if i % paid_every == 0 else "free"
+        return _body("mixed", priority=priority, tenant=f"{priority}-tenant", deadline_ms=DEADLINE_MS)(i)
+
+    outcomes = run_load(server.url, body, rate_per_s=rate, duration_s=10, workers=128)
+    paid = [o for o in outcomes if o.index % paid_every == 0]
+    free = [o for o in outcomes if o.index % paid_every != 0]
+    paid_ok = [o for o in paid if o.ok]
+    assert len(paid_ok) >= 0.9 * len(paid), Counter(o.status for o in paid)
+    assert percentile([o.latency_s for o in paid_ok], 95) < DEADLINE_MS / 1000.0
+    free_shed = [o for o in free if o.status == 503]
+    assert len(free_shed) > 0.3 * len(free), Counter(o.status for o in free)
+    shed = server.status()["shed"]
+    assert sum(shed.values()) - shed_before >= len(free_shed)
+    assert {o.body["error"]["reason"] for o in free_shed} <= {"early_reject", "max_wait", "queue_full"}

@@ -1,0 +1,175 @@
+"""Integration (issue 3): node kills, partitions, injected faults and admin resets under load,
+against one small cluster (2 quality nodes, 1 fast node) shared by the module and reset
+between tests."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.load import run_load, start_load
+from tests.support.server import RunningServer, start_server
+
+DEADLINE_MS = 2000
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    running = start_server(tmp_path_factory.mktemp("resilience"))
+    yield running
+    running.stop()
+
+
+@pytest.fixture(autouse=True)
+def healthy(server: RunningServer) -> Iterator[None]:
+    """Every test starts and ends on a healed cluster with every node ready and closed."""
+    yield
+    assert server.admin("POST", "/admin/reset").status_code == 200
+    server.wait_for(_all_healthy, timeout_s=30)
+
+
+def _all_healthy(status: dict[str, Any]) -> bool:
+    return status["ready"] and all(n["state"] == "ready" and n["breaker"] == "closed" and not n["faults"] for n in status["nodes"])
+
+
+def _node(status: dict[str, Any], node_id: str) -> dict[str, Any]:
+    return next(n for n in status["nodes"] if n["id"] == node_id)
+
+
+def _metric(server: RunningServer, name: str, **labels: str) -> float:
+    total = 0.0
+    for line in server.client.get("/metrics").text.splitlines():
+        match = re.match(rf"{re.escape(name)}(\{{[^}}]*\}})? (\S+)$", line)
+        if match and all(f'{k}="{v}"' in (match.group(1) or "") for k, v in labels.items()):
+            total += float(match.group(2))
+    return total
+
+
+def _body(tag: str, **fields: Any):  # type: ignore[no-untyped-def]
+    return lambda i: {"text": f"{tag} request {i}: the delivery arrives on Tuesday morning.", "source_lang": "en", "target_lang": "de", **fields}
+
+
+def test_resilience_node_killed_under_load_is_restarted(server: RunningServer) -> None:
+    restarts_before = _node(server.status(), "quality-0")["restarts"]
+    load = start_load(server.url, _body("kill", deadline_ms=5000), rate_per_s=20, duration_s=11)
+    time.sleep(1.0)
+    killed = server.admin("POST", "/admin/nodes/quality-0/kill")
+    assert killed.status_code == 200, killed.text
+    assert killed.json()["state"] == "down"
+    recovered = server.wait_for(
+        lambda s: _node(s, "quality-0")["state"] == "ready" and _node(s, "quality-0")["breaker"] == "closed", timeout_s=9
+    )
+    outcomes = load.result(timeout=60)
+    assert _node(recovered, "quality-0")["restarts"] >= restarts_before + 1
+    following = [o for o in outcomes if 1.0 <= o.sent_s <= 11.0]
+    statuses = Counter(o.status for o in following)
+    assert len(following) >= 150
+    assert statuses[200] >= 0.99 * len(following), statuses
+    served_by = Counter(o.body.get("node") for o in outcomes if o.ok and o.sent_s > 1.0)
+    assert served_by["quality-1"] > 0
+
+
+def test_resilience_blackholed_node_is_routed_around_within_deadline(server: RunningServer) -> None:
+    opened_before = _metric(server, "rushhour_breaker_transitions_total", node="quality-0", to="open")
+    fault = {"kind": "partition", "mode": "blackhole", "ttl_s": 30}
+    injected = server.admin("POST", "/admin/nodes/quality-0/faults", json=fault)
+    assert injected.status_code == 200, injected.text
+    assert injected.json()["faults"][0]["kind"] == "partition"
+    outcomes = run_load(server.url, _body("blackhole", deadline_ms=DEADLINE_MS), rate_per_s=15, duration_s=4)
+    assert [o.status for o in outcomes] == [200] * len(outcomes)
+    assert max(o.latency_s for o in outcomes) < DEADLINE_MS / 1000.0
+    assert {o.body["node"] for o in outcomes} <= {"quality-1"}
+    assert _metric(server, "rushhour_breaker_transitions_total", node="quality-0", to="open") > opened_before
+    assert _node(server.status(), "quality-0")["breaker"] in ("open", "half_open")
+
+
+def test_resilience_all_quality_nodes_down_degrades_to_fast(server: RunningServer) -> None:
+    scaled = server.admin("POST", "/admin/pools/quality/scale", json={"nodes": 0})
+    assert scaled.status_code == 200, scaled.text
+    assert scaled.json()["nodes"] == []
+    for i in range(5):
+        response = server.translate(f"No quality node is left to translate sentence {i}.", mode="auto")
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["degraded"] is True and body["model"] == "fast" and body["node"] == "fast-0"
+    assert server.admin("POST", "/admin/reset").status_code == 200
+    restored = server.wait_for(_all_healthy, timeout_s=30)
+    assert sorted(n["id"] for n in restored["nodes"]) == ["fast-0", "quality-0", "quality-1"]
+    body = server.translate("The quality pool is back.", mode="auto").json()
+    assert body["model"] == "quality" and body["degraded"] is False
+
+
+def test_resilience_fault_ttl_heals_without_a_call(server: RunningServer) -> None:
+    fault = {"kind": "partition", "mode": "reset", "ttl_s": 1}
+    assert server.admin("POST", "/admin/nodes/quality-1/faults", json=fault).status_code == 200
+    assert _node(server.status(), "quality-1")["faults"]
+    time.sleep(1.3)
+    assert _node(server.status(), "quality-1")["faults"] == []
+    nodes = {server.translate(f"After the fault expired, sentence {i}.").json()["node"] for i in range(6)}
+    assert "quality-1" in nodes
+
+
+def test_resilience_latency_fault_shows_in_timing(server: RunningServer) -> None:
+    fault = {"kind": "latency", "latency_ms": 400, "ttl_s": 30}
+    assert server.admin("POST", "/admin/nodes/quality-0/faults", json=fault).status_code == 200
+    bodies = [server.translate(f"Slow road to node zero, sentence {i}.").json() for i in range(8)]
+    by_node: dict[str, list[float]] = {}
+    for body in bodies:
+        by_node.setdefault(body["node"], []).append(body["timing"]["total_ms"])
+    assert by_node.get("quality-0"), by_node
+    assert min(by_node["quality-0"]) >= 400
+    assert min(by_node.get("quality-1", [0.0])) < 400
+
+
+def test_resilience_error_fault_opens_breaker_and_other_node_serves(server: RunningServer) -> None:
+    fault = {"kind": "errors", "error_rate": 1, "ttl_s": 30}
+    assert server.admin("POST", "/admin/nodes/quality-0/faults", json=fault).status_code == 200
+    responses = [server.translate(f"Errors on node zero, sentence {i}.") for i in range(20)]
+    assert {r.status_code for r in responses} <= {200, 503}
+    for failed in (r for r in responses if r.status_code == 503):
+        assert failed.json()["error"]["code"] == "node_error" and "Retry-After" in failed.headers
+    assert _node(server.status(), "quality-0")["breaker"] in ("open", "half_open")
+    assert all(r.json()["node"] == "quality-1" for r in responses[-5:]), [r.status_code for r in responses]
+    assert sum(r.status_code == 200 for r in responses) >= 15
+
+
+def test_resilience_reset_heals_everything(server: RunningServer) -> None:
+    assert server.admin("POST", "/admin/nodes/quality-0/faults", json={"kind": "errors", "ttl_s": 60}).status_code == 200
+    assert server.admin("POST", "/admin/nodes/quality-1/faults", json={"kind": "latency", "latency_ms": 50, "ttl_s": 60}).status_code == 200
+    assert server.admin("POST", "/admin/nodes/fast-0/kill").status_code == 200
+    for i in range(6):
+        server.translate(f"Break the breaker {i}.")
+    assert server.admin("POST", "/admin/reset").json()["reset"] is True
+    status = server.wait_for(_all_healthy, timeout_s=30)
+    assert len(status["nodes"]) == 3
+    assert server.translate("Everything is healed.", mode="fast").json()["node"] == "fast-0"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "token", "status", "code"),
+    [
+        ("POST", "/admin/reset", None, None, 401, "unauthorized"),
+        ("POST", "/admin/nodes/quality-0/kill", None, "wrong-token", 401, "unauthorized"),
+        ("DELETE", "/admin/nodes/quality-0/faults", None, None, 401, "unauthorized"),
+        ("POST", "/admin/nodes/quality-9/kill", None, "ok", 404, "unknown_node"),
+        ("POST", "/admin/nodes/nope/faults", {"kind": "latency", "latency_ms": 5}, "ok", 404, "unknown_node"),
+        ("POST", "/admin/pools/gpu/scale", {"nodes": 1}, "ok", 404, "unknown_pool"),
+        ("POST", "/admin/nodes/quality-0/faults", {"kind": "meteor"}, "ok", 422, "invalid_field"),
+        ("POST", "/admin/nodes/quality-0/faults", {"kind": "latency"}, "ok", 422, "invalid_field"),
+        ("POST", "/admin/nodes/quality-0/faults", {"kind": "errors", "error_rate": 2}, "ok", 422, "invalid_field"),
+        ("POST", "/admin/nodes/quality-0/faults", {"kind": "partition", "ttl_s": 0}, "ok", 422, "invalid_field"),
+        ("POST", "/admin/pools/quality/scale", {"nodes": -1}, "ok", 422, "invalid_field"),
+    ],
+)
+def test_resilience_admin_errors(
+    server: RunningServer, method: str, path: str, body: Any, token: str | None, status: int, code: str
+) -> None:
+    response = server.admin(method, path, json=body, **({} if token == "ok" else {"token": token}))
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["code"] == code
+    assert _node(server.status(), "quality-0")["state"] == "ready"
