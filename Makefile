@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.rushhour-installed
 
-.PHONY: install drill test bench clean
+.PHONY: install drill test bench clean redis-server
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,12 @@ install: $(STAMP)
 drill: $(STAMP)
 	$(VENV)/bin/rushhour run scenarios/promo-day.yaml
 
-test: $(STAMP)
+# The L2-cache tests need a real redis-server; install it when missing and we may (root),
+# otherwise those tests skip and say why.
+redis-server:
+	@command -v redis-server >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; } || true
+
+test: $(STAMP) redis-server
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

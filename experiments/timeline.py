@@ -29,6 +29,7 @@ from chaoslib.exceptions import ChaosException
 from pydantic import BaseModel, ConfigDict
 
 from experiments.chaosproc import ChaosProcess, chaos_command
+from traffic_models import parse_clock as parse_duration  # accepts 90s / 20m / 2h too
 from experiments.clock import format_clock, parse_clock
 
 __all__ = ["ChaosEntry", "ChaosTimeline", "PlannedFault", "TimelineError", "load_experiment_file"]
@@ -51,6 +52,8 @@ class ChaosEntry(BaseModel):
     at: str | float
     experiment: Path
     name: str | None = None
+    hold: str | float | None = None  # how long the fault is held, on the scenario clock
+    env: dict[str, str] = {}
 
 
 class PlannedFault(BaseModel):
@@ -61,6 +64,15 @@ class PlannedFault(BaseModel):
     scenario_time: str
     offset_s: float
     targets: list[str]
+    hold_s: float | None = None
+    env: dict[str, str] = {}
+
+    def process_env(self, base: Mapping[str, str]) -> dict[str, str]:
+        """The experiment's environment: the hold, scaled to wall seconds, becomes RUSHHOUR_FAULT_HOLD_S."""
+        env = {**base, **self.env}
+        if self.hold_s is not None:
+            env["RUSHHOUR_FAULT_HOLD_S"] = f"{self.hold_s:.3f}"
+        return env
 
 
 class ChaosTimeline:
@@ -177,7 +189,7 @@ class ChaosTimeline:
                     name=fault.name,
                     experiment=fault.experiment,
                     out_dir=self.out_dir,
-                    env=self._env,
+                    env=fault.process_env(self._env),
                 )
                 try:
                     proc.launch()
@@ -254,6 +266,12 @@ def _resolve(
         experiment = _check_experiment(path.resolve(), label)
         name = _unique(entry.name or path.stem, used)
         targets = _targets(experiment)
+        hold_s = None
+        if entry.hold is not None:
+            try:
+                hold_s = parse_duration(entry.hold) / timeline.time_scale
+            except ValueError as exc:
+                raise TimelineError(f"{label}: hold: {exc}") from exc
         faults.append(
             PlannedFault(
                 name=name,
@@ -261,6 +279,8 @@ def _resolve(
                 scenario_time=format_clock(model_s),
                 offset_s=offset_s,
                 targets=targets,
+                hold_s=hold_s,
+                env=dict(entry.env),
             )
         )
     return faults

@@ -94,7 +94,7 @@ def _throughput(s: Settings, work: Path) -> tuple[RawModel, RawModel, LoadResult
     unbatched: list[LoadWindow] = []
     window_s = s.duration_s / s.rounds
     with ExitStack() as stack:
-        _progress("starting two servers: one quality node each, max batch 8 and max batch 1")
+        _progress(f"starting two servers: one quality node each, max batch {s.max_batch_size} and max batch 1")
         server = stack.enter_context(running_server(work / "batched", _served_config(s)))
         server_single = stack.enter_context(running_server(work / "unbatched", _served_config(s), extra_args=["--max-batch-size", "1"]))
         for i in range(s.rounds):

@@ -33,7 +33,10 @@ def start_chaos(plan: DrillPlan, *, url: str, token: str | None, out_dir: Path,
 
     traffic = plan.scenario.traffic
     timeline = ChaosTimeline(
-        [ChaosEntry(at=c.entry.at, experiment=c.experiment, name=c.entry.label) for c in planned],
+        [
+            ChaosEntry(at=c.entry.at, experiment=c.experiment, name=c.entry.label, hold=c.entry.hold, env=c.entry.env)
+            for c in planned
+        ],
         time_scale=traffic.time_scale, start_clock_s=traffic.start_clock_s, out_dir=out_dir,
         url=url, token=token or os.environ.get("RUSHHOUR_ADMIN_TOKEN", ""), on_event=on_event,
         base_dir=plan.base_dir, duration_s=plan.duration_s, clock=time.time,

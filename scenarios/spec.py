@@ -139,11 +139,20 @@ class ChaosEntry(_Strict):
     at: str
     experiment: str
     name: str | None = None
+    hold: str | None = Field(default=None, description="how long the fault is held, on the scenario clock (e.g. 20m)")
+    env: dict[str, str] = {}
 
     @field_validator("at")
     @classmethod
     def _clock(cls, value: str) -> str:
         parse_clock_s(value)
+        return value
+
+    @field_validator("hold")
+    @classmethod
+    def _hold(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
         return value
 
     @property

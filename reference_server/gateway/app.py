@@ -25,6 +25,8 @@ from reference_server.gateway.api import (
 )
 from reference_server.gateway.bodylimit import BodyLimitMiddleware
 from reference_server.gateway.cluster import Cluster
+from reference_server.gateway.jobs import JobManager
+from reference_server.gateway.jobs_api import jobs_router
 from reference_server.gateway.metrics import Metrics
 from reference_server.gateway.service import TranslationService
 from reference_server.gateway.status import build_status
@@ -45,6 +47,7 @@ def create_app(config: ServerConfig, *, admin_token: str) -> FastAPI:
     cluster = Cluster(config, metrics, on_event=on_event)
     service = TranslationService(config, cluster, metrics)
     autoscaler = Autoscaler(config, cluster, service.dispatchers, metrics)
+    jobs = JobManager(config.jobs, translate=service.translate, segment_chars=config.max_chars, check=service._check)
     counters = {"requests": 0}
 
     @asynccontextmanager
@@ -57,6 +60,9 @@ def create_app(config: ServerConfig, *, admin_token: str) -> FastAPI:
         finally:
             poker.cancel()
             await autoscaler.stop()
+            await jobs.close()
+            if service.l2 is not None:
+                await service.l2.close()
             await cluster.stop()
 
     app = FastAPI(title="rushhour reference translation server", version="0.1.0", lifespan=lifespan)
@@ -93,6 +99,8 @@ def create_app(config: ServerConfig, *, admin_token: str) -> FastAPI:
     @app.get("/v1/status")
     async def status() -> dict[str, object]:
         body = build_status(cluster, service, counters["requests"])
+        if service.l2 is not None:
+            body["cache"].update(service.l2.status())  # type: ignore[attr-defined]
         for name, view in autoscaler.status().items():
             body["pools"][name]["autoscaler"] = view  # type: ignore[index]
         return body
@@ -109,5 +117,6 @@ def create_app(config: ServerConfig, *, admin_token: str) -> FastAPI:
                 metrics.faults.labels(node.id, kind).set(1 if kind in active else 0)
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
+    app.include_router(jobs_router(jobs, service))
     app.include_router(admin_router(admin_token))
     return app

@@ -13,8 +13,9 @@ import httpx
 from reference_server.config import ServerConfig
 from reference_server.gateway.admission import Overloaded, PoolDispatcher, TokenBuckets
 from reference_server.gateway.api import ApiError, Timing, TranslateRequest, TranslateResponse
-from reference_server.gateway.cache import CachedTranslation, Coalescer, TranslationCache, cache_key
+from reference_server.gateway.cache import CachedTranslation, CacheKey, Coalescer, TranslationCache, cache_key
 from reference_server.gateway.cluster import Cluster
+from reference_server.gateway.l2cache import L2Cache
 from reference_server.gateway.metrics import Metrics
 from reference_server.gateway.nodes import NodeHandle
 from reference_server.gateway.placement import choose_tier
@@ -56,6 +57,8 @@ class TranslationService:
             for name in config.pools
         }
         self._rr = itertools.count()
+        redis_url = config.cache.redis_url if config.cache.enabled else None
+        self.l2 = L2Cache(redis_url, ttl_s=config.cache.ttl_s, metrics=metrics) if redis_url else None
 
     # ---- entry point ------------------------------------------------------------------------
     async def translate(self, req: TranslateRequest) -> TranslateResponse:
@@ -72,6 +75,8 @@ class TranslationService:
         if hit is not None:
             self.metrics.cache_hits.labels("l1").inc()
             served = Served(hit.translation, hit.model, "cache", 0.0, 0.0, cached=True)
+        elif (l2_hit := await self._l2_get(key)) is not None:
+            served = l2_hit
         else:
             self.metrics.cache_misses.inc()
             served, shared = await self.coalescer.run(
@@ -116,7 +121,7 @@ class TranslationService:
             if req.on_overload == "reject":
                 raise self._overload_error(exc) from None
             return await self._fallback(req, tier, priority, deadline, exc.reason, str(exc), allow_fast=req.on_overload == "fast" and tier == "quality", overload=exc)
-        self.cache.put(cache_key(req.text, req.source_lang, req.target_lang, tier), served.translation, served.model)
+        self._store(cache_key(req.text, req.source_lang, req.target_lang, tier), served)
         return served
 
     async def _fallback(
@@ -132,7 +137,7 @@ class TranslationService:
             else:
                 self.metrics.degraded.labels("fast_pool").inc()
                 served.degraded = True
-                self.cache.put(cache_key(req.text, req.source_lang, req.target_lang, "fast"), served.translation, served.model)
+                self._store(cache_key(req.text, req.source_lang, req.target_lang, "fast"), served)
                 return served
         stale = self._stale(req, tier)
         if stale is not None:
@@ -142,6 +147,22 @@ class TranslationService:
             raise self._overload_error(overload)
         self.metrics.shed.labels("unavailable", priority).inc()
         raise ApiError(503, "unavailable", f"No node can serve the request now: {message}", retry_after_s=1.0)
+
+    async def _l2_get(self, key: CacheKey) -> Served | None:
+        """An L1 miss asks the shared L2; a hit fills L1 so the next one stays in process."""
+        if self.l2 is None:
+            return None
+        hit = await self.l2.get(key)
+        if hit is None:
+            return None
+        self.metrics.cache_hits.labels("l2").inc()
+        self.cache.put(key, hit.translation, hit.model)
+        return Served(hit.translation, hit.model, "cache", 0.0, 0.0, cached=True)
+
+    def _store(self, key: CacheKey, served: Served) -> None:
+        self.cache.put(key, served.translation, served.model)
+        if self.l2 is not None:
+            self.l2.put_soon(key, served.translation, served.model)
 
     def _stale(self, req: TranslateRequest, tier: str) -> CachedTranslation | None:
         for t in (tier, "fast" if tier == "quality" else "quality"):

@@ -17,7 +17,7 @@ LOCAL = [f for f in FILES if not f.name.startswith("k8s-")]
 EXPECTED = {
     "gpu-node-loss", "network-partition", "cold-start-storm", "slow-gpu", "cache-flush",
     "all-gpu-down", "k8s-gpu-node-loss", "k8s-gpu-pod-loss", "k8s-network-partition",
-    "k8s-cold-start",
+    "k8s-cold-start", "redis-down",
 }
 
 

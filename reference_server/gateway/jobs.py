@@ -1,0 +1,222 @@
+"""Long documents: split into sentences, translated segment by segment through the normal path.
+
+A document too long for one request becomes a job. Each sentence is an ordinary translate
+request, so segments are rate limited, admitted, batched on nodes and cached one by one (the
+segment-level cache: a document that repeats a sentence, or a second document sharing some,
+computes it once). A few segments of a job are in flight at once, so a node can batch them, and
+results are published strictly in order. Jobs are bounded: at most `max_running` translate at
+once, at most `max_active` are queued or running (more answer 503), and at most `max_jobs` are
+kept, the oldest finished evicted first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+from reference_server.config import JobsConfig
+from reference_server.gateway.api import ApiError, TranslateRequest, TranslateResponse
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+RETRY_STATUSES = frozenset({429, 503, 504})
+MAX_ATTEMPTS = 6
+MAX_RETRY_SLEEP_S = 5.0
+
+Translate = Callable[[TranslateRequest], Awaitable[TranslateResponse]]
+
+
+def split_segments(text: str, max_chars: int) -> list[str]:
+    """Sentences (split after . ! ? followed by white space); a sentence longer than
+    `max_chars` is cut into pieces of at most that many characters."""
+    segments: list[str] = []
+    for sentence in SENTENCE_END.split(text.strip()):
+        sentence = sentence.strip()
+        segments.extend(sentence[i : i + max_chars] for i in range(0, len(sentence), max_chars))
+    return [s for s in segments if s]
+
+
+@dataclass(eq=False)  # identity, so a job can sit in a set
+class Job:
+    id: str
+    request: TranslateRequest
+    sources: list[str]
+    created: float = field(default_factory=time.monotonic)
+    state: str = "queued"
+    started: float | None = None
+    results: list[dict[str, object] | None] = field(default_factory=list)
+    error: dict[str, object] | None = None
+    task: asyncio.Task[None] | None = None
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.results = [None] * len(self.sources)
+
+    @property
+    def finished(self) -> bool:
+        return self.state in ("done", "failed")
+
+    def ready_prefix(self) -> list[dict[str, object]]:
+        """The finished segments that have every earlier one finished too, in order."""
+        out: list[dict[str, object]] = []
+        for result in self.results:
+            if result is None:
+                break
+            out.append(result)
+        return out
+
+    def eta_s(self, now: float) -> float | None:
+        """Seconds to go at the pace so far; None until a segment has finished."""
+        done = sum(1 for r in self.results if r is not None)
+        if self.state == "done":
+            return 0.0
+        if self.started is None or done == 0 or self.finished:
+            return None
+        return round((now - self.started) / done * (len(self.results) - done), 3)
+
+    def view(self) -> dict[str, object]:
+        body: dict[str, object] = {
+            "id": self.id,
+            "state": self.state,
+            "progress": {"done": sum(1 for r in self.results if r is not None), "total": len(self.results)},
+            "eta_s": self.eta_s(time.monotonic()),
+            "segments": self.ready_prefix(),
+        }
+        if self.error is not None:
+            body["error"] = self.error
+        return body
+
+    def notify(self) -> None:
+        """Wake everyone waiting for a change (streams), and arm a fresh event for the next."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def watch(self) -> asyncio.Event:
+        """The event the next change sets; take it before reading the state, so that no change
+        between the read and the wait goes unseen."""
+        return self._changed
+
+
+class JobManager:
+    def __init__(self, config: JobsConfig, *, translate: Translate, segment_chars: int, check: Callable[[TranslateRequest], object]) -> None:
+        self.config = config
+        self._translate = translate
+        self._segment_chars = segment_chars
+        self._check = check
+        self.jobs: OrderedDict[str, Job] = OrderedDict()
+        self._active: set[Job] = set()
+        self._running = asyncio.Semaphore(config.max_running)
+
+    def submit(self, req: TranslateRequest, *, keep: bool = True) -> Job:
+        """Validate, enqueue and start a job; `keep=False` for streams, which nobody polls."""
+        if len(req.text) > self.config.max_chars:
+            raise ApiError(413, "text_too_large", f"The document has {len(req.text)} characters; the limit for jobs is {self.config.max_chars}.")
+        sources = split_segments(req.text, self._segment_chars)
+        if not sources:
+            raise ApiError(422, "invalid_field", 'Field "text": the document has no text to translate.')
+        self._check(req.model_copy(update={"text": sources[0]}))
+        if len(self._active) >= self.config.max_active:
+            raise ApiError(503, "too_many_jobs", f"{len(self._active)} jobs are queued or running; the limit is {self.config.max_active}.", retry_after_s=1.0)
+        job = Job(uuid.uuid4().hex, req, sources)
+        self._active.add(job)
+        if keep:
+            self.jobs[job.id] = job
+            self._evict()
+        job.task = asyncio.get_running_loop().create_task(self._run(job), name=f"job-{job.id}")
+        return job
+
+    def get(self, job_id: str) -> Job:
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise ApiError(404, "unknown_job", f'There is no job "{job_id}"; it never existed or was evicted.')
+        return job
+
+    def _evict(self) -> None:
+        excess = len(self.jobs) - self.config.max_jobs
+        for job_id in [j.id for j in self.jobs.values() if j.finished][: max(excess, 0)]:
+            del self.jobs[job_id]
+
+    async def _run(self, job: Job) -> None:
+        try:
+            async with self._running:
+                job.state, job.started = "running", time.monotonic()
+                job.notify()
+                await self._translate_all(job)
+            job.state = "done"
+        except ApiError as exc:
+            job.state, job.error = "failed", {"code": exc.code, "message": exc.message}
+        except asyncio.CancelledError:
+            job.state, job.error = "failed", {"code": "cancelled", "message": "The job was cancelled."}
+            raise
+        finally:
+            self._active.discard(job)
+            job.notify()
+
+    async def _translate_all(self, job: Job) -> None:
+        """`concurrency` workers take the next segment in order; the first failure ends the job."""
+        indexes = iter(range(len(job.sources)))
+
+        async def worker() -> None:
+            for index in indexes:
+                job.results[index] = await self._segment(job, index)
+                job.notify()
+
+        workers = [asyncio.create_task(worker()) for _ in range(min(self.config.concurrency, len(job.sources)))]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    async def _segment(self, job: Job, index: int) -> dict[str, object]:
+        """One segment through the normal path; shed or rate-limited attempts wait and retry,
+        so overload slows a job down instead of failing it at once."""
+        req = job.request.model_copy(update={"text": job.sources[index]})
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                answer = await self._translate(req)
+            except ApiError as exc:
+                if exc.status not in RETRY_STATUSES or attempt == MAX_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(min(exc.retry_after_s or 0.5, MAX_RETRY_SLEEP_S))
+                continue
+            return {"index": index, "translation": answer.translation, "model": answer.model, "cached": answer.cached, "degraded": answer.degraded}
+        raise AssertionError("unreachable")
+
+    async def stream(self, job: Job) -> AsyncIterator[str]:
+        """Server-sent events: one `segment` event per segment in order, then `done` (or `error`).
+        A client that goes away cancels the job."""
+        sent = 0
+        try:
+            while True:
+                changed = job.watch()
+                ready = job.ready_prefix()
+                for result in ready[sent:]:
+                    yield sse("segment", result)
+                sent = len(ready)
+                if job.state == "done":
+                    yield sse("done", {"id": job.id, "segments": sent})
+                    return
+                if job.state == "failed":
+                    yield sse("error", job.error or {})
+                    return
+                await changed.wait()
+        finally:
+            if job.task is not None and not job.task.done():
+                job.task.cancel()
+
+    async def close(self) -> None:
+        tasks = [job.task for job in self._active if job.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def sse(event: str, data: object) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"

@@ -1,0 +1,62 @@
+"""HTTP routes of long-document jobs (`/v1/jobs`) and of the streaming translate (SSE).
+
+Both answer at once and tell the caller what lies ahead: `X-Queue-Position` (requests of the
+same or a higher priority class waiting in the pool that will serve the first segment; 0 = none)
+and, when the pool has an estimate, `X-Estimated-Wait-Ms` (the dispatcher's `estimated_wait_s`).
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from reference_server.gateway.api import TranslateRequest
+from reference_server.gateway.jobs import JobManager
+from reference_server.gateway.placement import choose_tier
+from reference_server.gateway.service import TranslationService
+
+
+def queue_headers(service: TranslationService, req: TranslateRequest) -> dict[str, str]:
+    """Where a new request of this kind would stand in its pool's admission queue now."""
+    config = service.config
+    priority = req.priority or config.admission.default_priority
+    if priority not in config.admission.classes:
+        return {}
+    tier = choose_tier(config.routing, req, priority, has_fast_pool=config.pool_for_tier("fast") is not None)
+    pool = config.pool_for_tier(tier)
+    if pool is None:
+        return {}
+    dispatcher = service.dispatchers[pool]
+    rank = config.admission.classes[priority].rank
+    ahead = sum(dispatcher.queued(name) for name, cls in config.admission.classes.items() if cls.rank <= rank)
+    headers = {"X-Queue-Position": str(ahead)}
+    estimate = dispatcher.estimated_wait_s(priority) if ahead else 0.0
+    if estimate is not None:
+        headers["X-Estimated-Wait-Ms"] = str(round(estimate * 1000.0, 1))
+    return headers
+
+
+def jobs_router(manager: JobManager, service: TranslationService) -> APIRouter:
+    router = APIRouter(tags=["jobs"])
+
+    @router.post("/v1/jobs", status_code=202)
+    async def submit(req: TranslateRequest) -> JSONResponse:
+        """Start translating a long document; poll `GET /v1/jobs/{id}` for progress."""
+        headers = queue_headers(service, req)
+        job = manager.submit(req)
+        return JSONResponse({"id": job.id}, status_code=202, headers={**headers, "Location": f"/v1/jobs/{job.id}"})
+
+    @router.get("/v1/jobs/{job_id}")
+    async def job_status(job_id: str) -> dict[str, object]:
+        """State, progress, estimated time left and the segments finished so far, in order."""
+        return manager.get(job_id).view()
+
+    @router.post("/v1/translate/stream")
+    async def stream(req: TranslateRequest) -> StreamingResponse:
+        """Translate a document and send each segment as a server-sent event as soon as it and
+        every segment before it are done; then a `done` event (or `error`)."""
+        headers = queue_headers(service, req)
+        job = manager.submit(req, keep=False)
+        return StreamingResponse(manager.stream(job), media_type="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
+
+    return router

@@ -1,0 +1,88 @@
+"""The redis-down experiment's actions and probes, against a real throw-away redis-server."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from chaoslib.exceptions import ActivityFailed
+
+from experiments.local.redis import redis_running, start_redis, stop_redis
+from tests.support.redis import RedisServer, redis_or_skip
+from tests.support.server import free_port
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    server = redis_or_skip(tmp_path / "redis")
+    yield server
+    server.stop()
+
+
+def test_stop_then_start_redis_by_port(redis_server: RedisServer) -> None:
+    assert redis_running(redis_server.port) is True
+    stopped = stop_redis(port=redis_server.port)
+    assert stopped == {"port": redis_server.port, "pid": redis_server.proc.pid, "stopped": True}  # type: ignore[union-attr]
+    assert redis_running(redis_server.port) is False
+    started = start_redis(port=redis_server.port)
+    try:
+        assert started["started"] is True and redis_running(redis_server.port) is True
+        assert redis_server.client().ping()
+        assert start_redis(port=redis_server.port) == {"port": redis_server.port, "started": False, "already_running": True}
+    finally:
+        psutil.Process(started["pid"]).terminate()
+        psutil.Process(started["pid"]).wait(timeout=10)
+
+
+def test_stop_redis_refuses_a_listener_that_is_not_redis() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with pytest.raises(ActivityFailed, match="not redis-server"):
+            stop_redis(port=port)
+        assert redis_running(port) is True
+
+
+def test_stop_redis_with_nothing_listening_fails() -> None:
+    with pytest.raises(ActivityFailed, match="Nothing listens"):
+        stop_redis(port=free_port())
+
+
+def test_chaos_run_of_redis_down_keeps_translations_served(redis_server: RedisServer, server_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.support.server import REPO, TOKEN
+
+    server = server_factory({"pools": {"fast": None, "quality": {"nodes": 1}}, "cache": {"redis_url": redis_server.url}})
+    journal = tmp_path / "journal.json"
+    env = {
+        **os.environ, "RUSHHOUR_URL": server.url, "RUSHHOUR_ADMIN_TOKEN": TOKEN, "RUSHHOUR_REDIS_PORT": str(redis_server.port),
+        "RUSHHOUR_FAULT_HOLD_S": "0.5", "RUSHHOUR_SLO_WINDOW_S": "0.5", "RUSHHOUR_SLO_P99_MS": "60000",
+    }
+    command = [
+        str(Path(sys.executable).parent / "chaos"), "--no-version-check", "--no-log-file", "run",
+        "--journal-path", str(journal), str(REPO / "experiments" / "redis-down.json"),
+    ]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180, cwd=REPO)
+    record = json.loads(journal.read_text())
+    restarted = next((r["output"] for r in record["rollbacks"] if r["activity"]["name"] == "start-redis"), {})
+    try:
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert record["status"] == "completed" and record["deviated"] is False
+        outputs = {r["activity"]["name"]: r["output"] for r in record["run"]}
+        assert outputs["redis-is-down"] is False
+        assert outputs["translations-served-without-redis"] is True
+        assert outputs["l2-errors-counted"] >= 1
+        assert restarted["started"] is True and redis_running(redis_server.port)
+    finally:
+        if restarted.get("pid"):
+            proc = psutil.Process(restarted["pid"])
+            proc.terminate()
+            proc.wait(timeout=10)

@@ -1,0 +1,67 @@
+"""Start a throw-away `redis-server` on a free loopback port for a test, and stop it by PID."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.support.server import free_port
+
+SKIP_REASON = "needs redis-server (apt-get install redis-server)"
+
+
+@dataclass
+class RedisServer:
+    port: int
+    workdir: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout_s: float = 20.0) -> None:
+        """Start (or start again, on the same port) a server that keeps nothing on disk."""
+        binary = shutil.which("redis-server")
+        if binary is None:
+            pytest.skip(SKIP_REASON)
+        command = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(self.workdir)]
+        log = (self.workdir / "redis.log").open("ab")
+        self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                if self.client().ping():
+                    return
+            except redis.RedisError:
+                time.sleep(0.05)
+        raise RuntimeError(f"redis-server on port {self.port} did not answer within {timeout_s} s.")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=2.0)
+
+
+def redis_or_skip(workdir: Path) -> RedisServer:
+    if shutil.which("redis-server") is None:
+        pytest.skip(SKIP_REASON)
+    workdir.mkdir(parents=True, exist_ok=True)
+    server = RedisServer(free_port(), workdir)
+    server.start()
+    return server
