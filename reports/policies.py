@@ -28,17 +28,23 @@ __all__ = ["cheapest_passing", "comparison_dict", "render_comparison_html", "ren
 
 
 def peak_phase(run: RunData) -> str | None:
-    """The phase with the highest scheduled arrival rate (None when the run has no phases)."""
+    """The phase with the highest scheduled arrival rate (None when the run has no phases).
+
+    A phase's length comes from its `phase` event; an aborted run never wrote the later ones,
+    so for those the span of the phase's own intended send times stands in."""
     events = run.events_of("phase")
     labels = phase_labels(run.requests, events)
-    counts = labels[labels != ""].value_counts()
-    if counts.empty:
+    named = labels != ""
+    if not named.any():
         return None
-    lengths = {str(e["name"]): float(e["end_s"]) - float(e["start_s"]) for e in events
-               if e.get("end_s") is not None and e.get("start_s") is not None}
-    spans = counts.index.map(lambda name: lengths.get(str(name), 0.0)).to_numpy(float)
-    rates = np.where(spans > 0, counts.to_numpy(float) / np.where(spans > 0, spans, 1.0), counts.to_numpy(float))
-    return str(counts.index[int(np.argmax(rates))])
+    times = run.requests.loc[named, "intended_s"].groupby(labels[named]).agg(["size", "min", "max"])
+    bounds = {str(e["name"]): (float(e["start_s"]), float(e["end_s"])) for e in events
+              if e.get("end_s") is not None and e.get("start_s") is not None}
+    starts = times.index.map(lambda name: bounds.get(str(name), (np.nan, np.nan))[0]).to_numpy(float)
+    ends = times.index.map(lambda name: bounds.get(str(name), (np.nan, np.nan))[1]).to_numpy(float)
+    spans = np.where(np.isnan(ends), times["max"] - times["min"], ends - starts)
+    rates = times["size"].to_numpy(float) / np.maximum(spans, 1e-3)
+    return str(times.index[int(np.argmax(rates))])
 
 
 def phase_p99(run: RunData, phase: str | None) -> float | None:

@@ -136,5 +136,5 @@ def translation_served(
     try:
         degraded = bool(response.json().get("degraded", False))
     except ValueError as exc:
-        raise ActivityFailed(f"/v1/translate answered 200 with a body that is not JSON: {exc}.")
+        raise ActivityFailed(f"/v1/translate answered 200 with a body that is not JSON: {exc}.") from exc
     return allow_degraded or not degraded

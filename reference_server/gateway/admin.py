@@ -109,7 +109,10 @@ def admin_router(token: str) -> APIRouter:
         _, service = parts(request)
         flushed = len(service.cache)
         service.cache.clear()
-        return {"flushed": flushed}
+        result: dict[str, object] = {"flushed": flushed}
+        if service.l2 is not None:
+            result["l2_flushed"] = await service.l2.flush()
+        return result
 
     @router.post("/reset")
     async def reset(request: Request) -> dict[str, object]:

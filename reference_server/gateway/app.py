@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -18,11 +18,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from reference_server.config import ServerConfig
 from reference_server.gateway.admin import admin_router
-from reference_server.gateway.autoscaler import Autoscaler
 from reference_server.gateway.api import (
     ApiError, ErrorResponse, TranslateRequest, TranslateResponse, error_response,
     handle_api_error, handle_http_error, handle_validation_error,
 )
+from reference_server.gateway.autoscaler import Autoscaler
 from reference_server.gateway.bodylimit import BodyLimitMiddleware
 from reference_server.gateway.cluster import Cluster
 from reference_server.gateway.jobs import JobManager

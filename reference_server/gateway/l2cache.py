@@ -105,6 +105,17 @@ class L2Cache:
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
+    async def flush(self) -> int:
+        """Delete this cache's keys (and only those: the Redis may be shared); -1 when Redis failed."""
+        try:
+            keys = [key async for key in self._redis.scan_iter(match=KEY_PREFIX + "*", count=1000)]
+            deleted = int(await self._redis.delete(*keys)) if keys else 0
+        except (RedisError, OSError) as exc:
+            self._failed("flush", exc)
+            return -1
+        self._succeeded()
+        return deleted
+
     def _failed(self, op: str, exc: BaseException) -> None:
         self.errors += 1
         self._errors_metric.inc()

@@ -47,7 +47,7 @@ class FakeCluster:
             lines.append(f"rushhour_request_duration_seconds_bucket{{{labels}}} {count}")
         total = self.buckets[float("inf")]
         lines.append(f'rushhour_request_duration_seconds_count{{pool="quality"}} {total}')
-        lines.append(f'rushhour_request_duration_seconds_sum{{pool="quality"}} 0.0')
+        lines.append('rushhour_request_duration_seconds_sum{pool="quality"} 0.0')
         lines.append("# TYPE rushhour_requests_total counter")
         for status, count in self.by_status.items():
             lines.append(f'rushhour_requests_total{{status="{status}"}} {count}')

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import random
 import threading
 from datetime import datetime, timedelta
@@ -11,7 +12,13 @@ import pytest
 
 from reference_server.config import AutoscaleConfig, ScheduledPeak
 from reference_server.gateway.autoscaler import (
-    Decision, History, Sample, decide, floor_at, peak_offset_s, schedule_steps,
+    Decision,
+    History,
+    Sample,
+    decide,
+    floor_at,
+    peak_offset_s,
+    schedule_steps,
 )
 from tests.support.server import RunningServer
 
@@ -70,8 +77,8 @@ def test_autoscaler_waits_out_the_scale_up_cooldown_between_steps() -> None:
 
 def _reversals(start: int, changes: list[tuple[float, int, str]]) -> int:
     sizes = [start] + [n for _, n, _ in changes]
-    ups = [new > old for old, new in zip(sizes, sizes[1:])]
-    return sum(1 for a, b in zip(ups, ups[1:]) if a != b)
+    ups = [new > old for old, new in itertools.pairwise(sizes)]
+    return sum(1 for a, b in itertools.pairwise(ups) if a != b)
 
 
 @pytest.mark.parametrize("seed", range(10))

@@ -9,7 +9,12 @@ import time
 import pytest
 
 from reference_server.config import JobsConfig
-from reference_server.gateway.api import ApiError, Timing, TranslateRequest, TranslateResponse
+from reference_server.gateway.api import (
+    ApiError,
+    Timing,
+    TranslateRequest,
+    TranslateResponse,
+)
 from reference_server.gateway.jobs import JobManager, split_segments
 from tests.support.server import RunningServer
 

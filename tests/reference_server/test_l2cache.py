@@ -136,3 +136,20 @@ def test_l2_redis_down_leaves_translate_working(redis_server: RedisServer, serve
         assert server.translate(f"After the outage, request {i}.").status_code == 200
         time.sleep(0.1)
     assert redis_server.client().keys(KEY_PREFIX + "*"), "L2 never resumed after Redis came back"
+
+
+def test_l2_flush_deletes_only_its_own_keys(redis_server: RedisServer) -> None:
+    redis_server.client().set("someone-else:key", "keep me")
+
+    async def main() -> int:
+        l2 = L2Cache(redis_server.url, ttl_s=30, metrics=Metrics())
+        for i in range(3):
+            await l2.put(cache_key(f"text {i}", "en", "de", "quality"), f"t{i}", "quality")
+        deleted = await l2.flush()
+        assert await l2.get(KEY) is None
+        await l2.close()
+        return deleted
+
+    assert asyncio.run(main()) == 3
+    assert redis_server.client().keys(KEY_PREFIX + "*") == []
+    assert redis_server.client().get("someone-else:key") == b"keep me"

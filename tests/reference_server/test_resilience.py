@@ -68,6 +68,7 @@ def test_resilience_node_killed_under_load_is_restarted(server: RunningServer) -
     assert _node(recovered, "quality-0")["restarts"] >= restarts_before + 1
     following = [o for o in outcomes if 1.0 <= o.sent_s <= 11.0]
     statuses = Counter(o.status for o in following)
+    print(f"after the kill: {dict(statuses)} of {len(following)}; retries {_metric(server, 'rushhour_retries_total'):.0f}")
     assert len(following) >= 150
     assert statuses[200] >= 0.99 * len(following), statuses
     served_by = Counter(o.body.get("node") for o in outcomes if o.ok and o.sent_s > 1.0)

@@ -48,6 +48,12 @@ def test_policies_peak_phase_is_the_busiest_per_second(tmp_path: Path) -> None:
     assert peak_phase(load_run(root)) == "promo"  # 4 requests in 2 s beats 8 in 8 s
 
 
+def test_policies_peak_phase_of_an_aborted_run_without_later_phase_events(tmp_path: Path) -> None:
+    root = _variant(tmp_path / "a", 1, _summary("invalid", 1.0, 0.1))
+    (root / "events.jsonl").write_text(json.dumps(PHASES[0] | {"wall": "2026-01-01T00:00:00Z"}) + "\n")
+    assert peak_phase(load_run(root)) == "promo"  # 4 arrivals over 1.5 s of intended times
+
+
 def test_policies_row_has_peak_p99_and_node_hours(tmp_path: Path) -> None:
     row = variant_row("a", _variant(tmp_path / "a", 3, _summary("pass", 1.0, 0.1)))
     assert row["peak_phase"] == "promo" and row["p99_peak_ms"] == 500.0
