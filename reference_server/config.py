@@ -28,7 +28,8 @@ class _Strict(BaseModel):
 class ScheduledPeak(_Strict):
     """A known peak: have `nodes` nodes from `warm_ahead_s` before it, so they are warm by then.
 
-    The time is `at_s` (seconds since server start) or `at_clock` (an ISO 8601 date-time, or
+    The time is `at_s` (seconds since server start, or since the drill's start once a drill anchors
+    the schedule with `POST /admin/autoscale/epoch`) or `at_clock` (an ISO 8601 date-time, or
     "HH:MM[:SS]" local time on the day the server starts, the next day when already past)."""
 
     at_s: float | None = Field(None, ge=0)

@@ -115,6 +115,14 @@ class EmbeddedServer:
                     pass
         return ok
 
+    def anchor_schedules(self, t0: float) -> None:
+        """Make the server's autoscale schedules count from the drill's start (best effort)."""
+        try:
+            httpx.post(f"{self.url}/admin/autoscale/epoch", json={"epoch": t0},
+                       headers={"Authorization": f"Bearer {self.token}"}, timeout=5.0)
+        except httpx.HTTPError:
+            pass
+
     def stop(self, *, grace_s: float = STOP_GRACE_S) -> int | None:
         """SIGTERM (the server stops its nodes), SIGKILL if it will not go."""
         proc = self._proc

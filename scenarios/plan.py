@@ -15,7 +15,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from scenarios.spec import ChaosEntry, Scenario, ScenarioError, format_errors
-from scenarios.units import format_clock, parse_clock_s
+from scenarios.units import format_clock, parse_clock_s, parse_duration
 from traffic_models import Phase, TrafficModelError, generate_schedule, load_traffic_model, phases, rate_curve
 from traffic_models.model import TrafficModel
 
@@ -186,6 +186,7 @@ def describe(plan: DrillPlan) -> str:
         *(f"  {p.start_s:7.1f}-{p.end_s:7.1f} s  {p.name}" for p in plan.phases),
         "chaos" + ("" if plan.chaos else "      none"),
         *(f"  {c.offset_s:7.1f} s  ({c.entry.at} model clock)  {c.entry.label}: {c.experiment}"
+          + (f"  held {c.entry.hold} = {parse_duration(c.entry.hold) / s.traffic.time_scale:.1f} s" if c.entry.hold else "")
           + ("" if c.in_run else "  [skipped: outside the run]") for c in plan.chaos),
         f"slos       {', '.join(slo.name for slo in s.slos) or 'none'}",
     ]

@@ -118,7 +118,9 @@ class Drill:
         self.session = LoadSession(self._load_plan())
         self.t0 = self.session.start()
         self._open_events()
-        self.scraper = StatusScraper(self.url, origin=self.t0)
+        if self.server is not None:
+            self.server.anchor_schedules(self.t0)
+        self.scraper = StatusScraper(self.url, origin=self.t0, on_server_event=self._server_event)
         self.scraper.start()
         self.chaos = start_chaos(self.plan, url=self.url, token=self.server.token if self.server else None,
                                  out_dir=self.results_dir / "chaos", events=self.events_log, t0=self.t0)
@@ -150,6 +152,11 @@ class Drill:
             processes=s.load.processes, time_scale=s.traffic.time_scale, rate_scale=self.plan.rate_scale,
             start_clock_s=s.traffic.start_clock_s, env=environment(),
         )
+
+    def _server_event(self, event: dict) -> None:
+        fields = {("fault_kind" if k == "kind" else k): v for k, v in event.items() if k not in ("type", "wall", "seq", "t_s")}
+        wall = float(event.get("wall", time.time()))
+        self.events_log.emit(str(event.get("type", "server")), t_s=wall - self.t0, source="server", **fields)
 
     def _watch(self) -> None:
         """The drill's heartbeat: progress, phase marks, stop conditions, until the load is done."""

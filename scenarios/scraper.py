@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -73,8 +74,14 @@ def metrics_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
 class StatusScraper:
     """Background thread polling `<base>/v1/status`; `rows` grows by one scrape per second."""
 
-    def __init__(self, base_url: str, *, origin: float, interval_s: float = SCRAPE_INTERVAL_S) -> None:
+    def __init__(
+        self, base_url: str, *, origin: float, interval_s: float = SCRAPE_INTERVAL_S,
+        on_server_event: Callable[[dict], None] | None = None,
+    ) -> None:
         self._url = base_url.rstrip("/") + "/v1/status"
+        self._events_url = base_url.rstrip("/") + "/v1/events"
+        self._on_server_event = on_server_event
+        self._last_seq = 0
         self._origin = origin
         self._interval = interval_s
         self._stop = threading.Event()
@@ -107,6 +114,24 @@ class StatusScraper:
         with self._lock:
             self._rows.extend(rows)
         self.last_status = status
+        self._pull_events(client)
+
+    def _pull_events(self, client: httpx.Client) -> None:
+        """Copy the server's own events (scale, node down/ready, breaker) into the drill's log.
+        A target without /v1/events (not the reference server) just has none."""
+        if self._on_server_event is None:
+            return
+        try:
+            response = client.get(self._events_url, params={"after": self._last_seq})
+            if response.status_code == 404:
+                self._on_server_event = None
+                return
+            events = response.json().get("events", [])
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return
+        for event in events:
+            self._last_seq = max(self._last_seq, int(event.get("seq", 0)))
+            self._on_server_event(event)
 
     def stop(self) -> None:
         self._stop.set()

@@ -38,6 +38,11 @@ class RestartBody(BaseModel):
     warm: bool = True
 
 
+class EpochBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    epoch: float = Field(gt=0, description="Unix time in seconds")
+
+
 class ScaleBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     nodes: int = Field(ge=0, le=64)
@@ -113,6 +118,12 @@ def admin_router(token: str) -> APIRouter:
         if service.l2 is not None:
             result["l2_flushed"] = await service.l2.flush()
         return result
+
+    @router.post("/autoscale/epoch")
+    async def autoscale_epoch(body: EpochBody, request: Request) -> dict[str, object]:
+        """Anchor the autoscalers' schedules (`at_s`) at a wall time, e.g. a drill's start."""
+        request.app.state.autoscaler.set_epoch(body.epoch)
+        return {"epoch": body.epoch}
 
     @router.post("/reset")
     async def reset(request: Request) -> dict[str, object]:

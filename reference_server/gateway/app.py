@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import time
@@ -39,8 +40,10 @@ def create_app(config: ServerConfig, *, admin_token: str) -> FastAPI:
     metrics = Metrics()
     events: deque[dict[str, object]] = deque(maxlen=2000)
 
+    sequence = itertools.count(1)
+
     def on_event(event: dict[str, object]) -> None:
-        event = {"wall": time.time(), **event}
+        event = {"seq": next(sequence), "wall": time.time(), **event}
         events.append(event)
         log.info("%s", json.dumps(event, default=str))
 
@@ -67,6 +70,7 @@ def create_app(config: ServerConfig, *, admin_token: str) -> FastAPI:
 
     app = FastAPI(title="rushhour reference translation server", version="0.1.0", lifespan=lifespan)
     app.state.cluster, app.state.service, app.state.events, app.state.config = cluster, service, events, config
+    app.state.autoscaler = autoscaler
     app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_body_bytes)
     app.add_exception_handler(ApiError, handle_api_error)
     app.add_exception_handler(RequestValidationError, handle_validation_error)
@@ -104,6 +108,12 @@ def create_app(config: ServerConfig, *, admin_token: str) -> FastAPI:
         for name, view in autoscaler.status().items():
             body["pools"][name]["autoscaler"] = view  # type: ignore[index]
         return body
+
+    @app.get("/v1/events")
+    async def recent_events(after: int = 0, limit: int = 500) -> dict[str, object]:
+        """Supervisor, breaker, fault and scale events with a sequence number above `after`."""
+        newer = [e for e in events if int(e["seq"]) > after][: max(1, min(limit, 2000))]  # type: ignore[call-overload]
+        return {"events": newer}
 
     @app.get("/metrics")
     async def prometheus_metrics() -> Response:

@@ -179,7 +179,7 @@ class Autoscaler:
         self, config: ServerConfig, cluster: Cluster, dispatchers: dict[str, PoolDispatcher], metrics: Metrics,
         *, clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
     ) -> None:
-        self.config, self.cluster, self.dispatchers, self._clock = config, cluster, dispatchers, clock
+        self.config, self.cluster, self.dispatchers, self._clock, self._wall = config, cluster, dispatchers, clock, wall
         self.started = clock()
         started_wall = wall()
         self.pools = {
@@ -188,6 +188,13 @@ class Autoscaler:
         }
         self.target_gauge = Gauge("rushhour_autoscaler_target_nodes", "Nodes the autoscaler wants per pool.", ["pool"], registry=metrics.registry)
         self._task: asyncio.Task[None] | None = None
+
+    def set_epoch(self, epoch_wall: float) -> None:
+        """Count schedule times from `epoch_wall` (a drill's start) instead of the server's start,
+        so a pre-warm planned for the promotion lines up with the drill's clock."""
+        self.started = self._clock() - (self._wall() - epoch_wall)
+        for scaler in self.pools.values():
+            scaler.steps = schedule_steps(scaler.policy.schedule, epoch_wall)
 
     def sample(self, pool: str, now: float) -> Sample:
         nodes = self.cluster.pool_nodes(pool)

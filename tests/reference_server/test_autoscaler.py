@@ -214,3 +214,23 @@ def test_autoscaler_live_schedule_scales_ahead_of_the_peak(server_factory) -> No
     # The new node goes through its warm-up and becomes ready (warm) without any traffic.
     ready = server.wait_for(lambda s: sum(1 for n in s["nodes"] if n["state"] == "ready") == 2, timeout_s=90)
     assert all(n["warm"] for n in ready["nodes"])
+
+
+def test_autoscaler_epoch_moves_the_schedule_to_the_drill_clock() -> None:
+    from reference_server.config import load_config
+    from reference_server.gateway.autoscaler import Autoscaler, floor_at
+    from reference_server.gateway.metrics import Metrics
+
+    config = load_config()
+    config.pools["quality"].autoscale = AutoscaleConfig(
+        min_nodes=1, max_nodes=3, schedule=[{"at_s": 30, "nodes": 3, "warm_ahead_s": 10}]
+    )
+    mono, wall = [1000.0], [5000.0]
+    scaler = Autoscaler(config, cluster=None, dispatchers={}, metrics=Metrics(), clock=lambda: mono[0], wall=lambda: wall[0])  # type: ignore[arg-type]
+    steps = scaler.pools["quality"].steps
+    assert floor_at(steps, 19.0) is None and floor_at(steps, 20.0) == 3
+    mono[0] += 12.0
+    wall[0] += 12.0
+    scaler.set_epoch(wall[0])  # the drill starts now, 12 s after the server
+    assert scaler.started == mono[0]
+    assert floor_at(scaler.pools["quality"].steps, 19.0) is None

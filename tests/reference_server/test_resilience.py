@@ -105,6 +105,17 @@ def test_resilience_all_quality_nodes_down_degrades_to_fast(server: RunningServe
     assert body["model"] == "quality" and body["degraded"] is False
 
 
+def test_resilience_both_quality_nodes_killed_degrades_until_restarted(server: RunningServer) -> None:
+    for node_id in ("quality-0", "quality-1"):
+        assert server.admin("POST", f"/admin/nodes/{node_id}/kill").json()["state"] == "down"
+    body = server.translate("Both quality nodes were just killed.", mode="auto").json()
+    assert body["degraded"] is True and body["model"] == "fast"
+    status = server.wait_for(lambda s: all(_node(s, n)["state"] == "ready" for n in ("quality-0", "quality-1")), timeout_s=20)
+    assert all(_node(status, n)["restarts"] >= 1 for n in ("quality-0", "quality-1"))
+    body = server.translate("The supervisor brought them back.", mode="auto").json()
+    assert body["model"] == "quality" and body["degraded"] is False
+
+
 def test_resilience_fault_ttl_heals_without_a_call(server: RunningServer) -> None:
     fault = {"kind": "partition", "mode": "reset", "ttl_s": 1}
     assert server.admin("POST", "/admin/nodes/quality-1/faults", json=fault).status_code == 200

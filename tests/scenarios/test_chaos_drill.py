@@ -61,8 +61,11 @@ def test_drill_with_node_loss_records_fault_and_recovery(tmp_path: Path, drills:
     drills.append(proc)
     output = proc.communicate(timeout=300)[0].decode()
     assert proc.returncode in (0, 1), output
-    kinds = [(e["type"], e.get("name")) for e in _events(out)]
+    events = _events(out)
+    kinds = [(e["type"], e.get("name")) for e in events]
     assert ("fault_start", "gpu-node-loss") in kinds and ("fault_end", "gpu-node-loss") in kinds
+    server_side = [e for e in events if e.get("source") == "server"]
+    assert any(e["type"] == "node_killed" for e in server_side) and any(e["type"] == "node_ready" for e in server_side)
     journal = json.loads((out / "chaos" / "gpu-node-loss.journal.json").read_text())
     assert journal["status"] in ("completed", "failed", "aborted", "interrupted")
     assert journal["rollbacks"], "the rollbacks of the experiment must have run"

@@ -71,7 +71,7 @@ def test_run_cli_dry_run_prints_plan_and_touches_nothing(tmp_path: Path, monkeyp
     assert code == 0, output
     assert "requests" in output and "scheduled" in output and "peak" in output
     assert "phases" in output and "peak" in output
-    assert "(20:10 model clock)  gpu-node-loss" in output and "151.2 s" in output
+    assert "(19:10 model clock)  gpu-node-loss" in output and "131.7 s" in output and "held 45m = 7.5 s" in output
     assert list(tmp_path.iterdir()) == []
 
 

@@ -50,3 +50,41 @@ def test_metrics_frame_has_contract_columns_even_empty() -> None:
     assert list(metrics_frame([]).columns) == list(METRIC_COLUMNS)
     frame = metrics_frame(status_rows(_status(1, 1, 1), None, 0.0))
     assert list(frame.columns) == list(METRIC_COLUMNS) and len(frame) == 2
+
+
+def test_scraper_copies_server_events_once_each() -> None:
+    import httpx
+
+    from scenarios.scraper import StatusScraper
+
+    served = [{"seq": 1, "wall": 100.0, "type": "node_down", "node": "quality-0"},
+              {"seq": 2, "wall": 101.0, "type": "scale", "pool": "quality", "nodes": 3, "reason": "queue"}]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        after = int(request.url.params["after"])
+        return httpx.Response(200, json={"events": [e for e in served if e["seq"] > after]})
+
+    seen: list[dict] = []
+    scraper = StatusScraper("http://127.0.0.1:9", origin=0.0, on_server_event=seen.append)
+    with httpx.Client(transport=httpx.MockTransport(handler)) as client:
+        scraper._pull_events(client)
+        scraper._pull_events(client)
+    assert [e["type"] for e in seen] == ["node_down", "scale"]
+
+
+def test_scraper_stops_asking_a_target_without_events() -> None:
+    import httpx
+
+    from scenarios.scraper import StatusScraper
+
+    calls: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(str(request.url))
+        return httpx.Response(404, json={"detail": "Not Found"})
+
+    scraper = StatusScraper("http://127.0.0.1:9", origin=0.0, on_server_event=lambda e: None)
+    with httpx.Client(transport=httpx.MockTransport(handler)) as client:
+        scraper._pull_events(client)
+        scraper._pull_events(client)
+    assert len(calls) == 1
