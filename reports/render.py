@@ -75,7 +75,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
 
 
 def _with_defaults(summary: dict[str, Any]) -> dict[str, Any]:
-    return {"comparison": None, **summary}
+    return {"comparison": None, "documents": None, **summary}
 
 
 def render_junit(summary: dict[str, Any]) -> str:

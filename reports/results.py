@@ -23,6 +23,7 @@ REQUIRED_COLUMNS = ("intended_s", "sent_s", "done_s", "latency_ms", "service_ms"
 OPTIONAL_COLUMNS: dict[str, Any] = {
     "error": "", "kind": "", "chars": 0, "priority": "", "mode": "", "model": "",
     "cached": False, "degraded": False, "node": "", "tenant": "", "phase": "",
+    "first_segment_ms": float("nan"), "via": "translate",
 }
 DEFAULT_MAX_LAG_P99_MS = 50.0
 
@@ -153,13 +154,13 @@ def _normalise_requests(frame: pd.DataFrame) -> pd.DataFrame:
     for column, default in OPTIONAL_COLUMNS.items():
         if column not in frame.columns:
             frame[column] = default
-    for column in ("intended_s", "sent_s", "done_s", "latency_ms", "service_ms"):
+    for column in ("intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "first_segment_ms"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     frame["status"] = pd.to_numeric(frame["status"], errors="coerce").fillna(0).astype("int64")
     frame["chars"] = pd.to_numeric(frame["chars"], errors="coerce").fillna(0).astype("int64")
     for column in ("ok", "cached", "degraded"):
         frame[column] = frame[column].fillna(False).astype(bool)
-    for column in ("priority", "mode", "model", "phase", "error", "kind", "node", "tenant"):
+    for column in ("priority", "mode", "model", "phase", "error", "kind", "node", "tenant", "via"):
         frame[column] = frame[column].fillna("").astype(str)
     return frame
 

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from reports.costing import compute_cost
+from reports.documents import documents_section
 from reports.environment import environment
 from reports.faults import SHED_STATUSES, RecoveryLimits, fault_impact, fault_windows, journal_for
 from reports.results import RunData
@@ -46,6 +47,9 @@ def summarise(run: RunData) -> dict[str, Any]:
         "missing": list(run.missing),
         "aborted": [e.get("reason", "") for e in run.events_of("abort")],
     }
+    documents = documents_section(requests)
+    if documents is not None:
+        summary["documents"] = documents
     summary["verdict"], summary["verdict_reason"] = verdict(summary)
     return summary
 

@@ -11,6 +11,7 @@ import os
 import gevent
 from locust import FastHttpUser, task
 
+from scenarios.jobs import JOB_POLL_NAME, JOBS_PATH, JobFollower, Reply
 from scenarios.openloop import TRANSLATE_PATH, Outcome, outcome_from
 from scenarios.worker import WorkerConfig, run_worker
 
@@ -27,7 +28,7 @@ class OpenLoopUser(FastHttpUser):
     @task
     def replay(self) -> None:
         config = WorkerConfig.from_env()
-        run_worker(config, self.environment.runner.worker_index, self._send)
+        run_worker(config, self.environment.runner.worker_index, self._send, send_job=self._send_job)
         while True:  # done: idle until the runner stops Locust
             gevent.sleep(3600)
 
@@ -36,3 +37,15 @@ class OpenLoopUser(FastHttpUser):
         status = int(response.status_code or 0)
         error = "" if status else type(response.error).__name__ if response.error else "no response"
         return outcome_from(status, response.content if status else None, error)
+
+    def _send_job(self, payload: dict[str, object], timeout_s: float) -> Outcome:
+        return JobFollower(self._call).run(payload, timeout_s)
+
+    def _call(self, path: str, body: dict[str, object] | None) -> Reply:
+        if body is None:
+            response = self.client.get(path, name=JOB_POLL_NAME)
+        else:
+            response = self.client.post(path, json=body, name=JOBS_PATH)
+        status = int(response.status_code or 0)
+        error = "" if status else type(response.error).__name__ if response.error else "no response"
+        return Reply(status, response.content if status else None, error)

@@ -24,6 +24,9 @@ from gevent.pool import Group
 from scenarios.parts import PartWriter
 
 TRANSLATE_PATH = "/v1/translate"
+JOB_CAP_S = 120.0
+"""The longest a document sent through the jobs API is followed, whatever its deadline."""
+JOB_GUARD_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,8 @@ class Outcome:
     cached: bool = False
     degraded: bool = False
     node: str = ""
+    first_segment_at: float | None = None
+    """Wall-clock time (time.time()) the first finished segment was seen; jobs only."""
 
 
 Sender = Callable[[dict[str, object], float], Outcome]
@@ -77,6 +82,7 @@ class FirePlan:
     timeout_margin_s: float
     request_timeout_s: float | None
     text_for: Callable[[int, int], str]
+    documents_via_jobs: bool = False
 
     def payload(self, i: int) -> dict[str, object]:
         """The JSON body of row `i` of this share (built just in time, to bound memory)."""
@@ -95,13 +101,19 @@ class FirePlan:
             return self.request_timeout_s
         return float(self.rows["deadline_ms"].iat[i]) / 1000.0 + self.timeout_margin_s
 
+    def via_job(self, i: int) -> bool:
+        """Whether row `i` is a document that goes through the jobs API."""
+        return self.documents_via_jobs and str(self.rows["kind"].iat[i]) == "document"
+
 
 class OpenLoopFirer:
     """Fires a FirePlan against `send`, recording each outcome into a PartWriter."""
 
-    def __init__(self, plan: FirePlan, send: Sender, writer: PartWriter) -> None:
+    def __init__(self, plan: FirePlan, send: Sender, writer: PartWriter, *,
+                 send_job: Sender | None = None) -> None:
         self._plan = plan
         self._send = send
+        self._send_job = send_job
         self._writer = writer
         self._group = Group()
 
@@ -129,19 +141,30 @@ class OpenLoopFirer:
         return longest + self._plan.timeout_margin_s + 1.0
 
     def shoot(self, i: int, t0: float, offset: float, send: Sender | None = None) -> None:
-        """Send row `i` now and record it (intended at `offset`); blocks until the reply."""
+        """Send row `i` now and record it (intended at `offset`); blocks until the reply.
+
+        A document goes through the jobs API when the plan says so and a job sender is given;
+        its follower bounds itself by the row's timeout (capped at JOB_CAP_S), so the outer
+        guard only catches a follower that overruns.
+        """
         sent = time.time() - t0
+        job = self._send_job if self._plan.via_job(i) else None
+        limit = min(self._plan.timeout_s(i), JOB_CAP_S) if job else self._plan.timeout_s(i)
+        chosen: Sender = job or send or self._send
         try:
-            outcome = self._timed_send(send or self._send, self._plan.payload(i), self._plan.timeout_s(i))
+            outcome = self._timed_send(chosen, self._plan.payload(i), limit,
+                                       guard_s=limit + JOB_GUARD_S if job else limit)
         except GreenletExit:
             outcome = Outcome(status=0, error="cancelled")
         except Exception as exc:  # a bad row must cost one row, never the whole worker
             outcome = Outcome(status=0, error=f"client error: {type(exc).__name__}: {exc}")
         done = time.time() - t0 if outcome.status else float("nan")
+        first = outcome.first_segment_at - t0 if outcome.first_segment_at is not None else float("nan")
         self._writer.add(
             row=int(self._plan.rows["row"].iat[i]), intended_s=offset, sent_s=sent, done_s=done,
             status=outcome.status, error=outcome.error, model=outcome.model,
             cached=outcome.cached, degraded=outcome.degraded, node=outcome.node,
+            first_segment_s=first, via="job" if job else "translate",
         )
 
     def flush(self) -> None:
@@ -149,9 +172,10 @@ class OpenLoopFirer:
         self._writer.flush()
 
     @staticmethod
-    def _timed_send(send: Sender, payload: dict[str, object], timeout_s: float) -> Outcome:
+    def _timed_send(send: Sender, payload: dict[str, object], timeout_s: float, *,
+                    guard_s: float) -> Outcome:
         try:
-            with gevent.Timeout(timeout_s):
+            with gevent.Timeout(guard_s):
                 return send(payload, timeout_s)
         except gevent.Timeout:
             return Outcome(status=0, error="timeout")

@@ -17,11 +17,12 @@ import pandas as pd
 
 PART_COLUMNS = (
     "row", "intended_s", "sent_s", "done_s", "status", "error",
-    "model", "cached", "degraded", "node",
+    "model", "cached", "degraded", "node", "first_segment_s", "via",
 )
 REQUEST_COLUMNS = (
     "intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "status", "ok", "error",
     "kind", "chars", "priority", "mode", "model", "cached", "degraded", "node", "tenant", "phase",
+    "first_segment_ms", "via",
 )
 DEFAULT_BATCH_ROWS = 2000
 DEFAULT_FLUSH_S = 1.0
@@ -83,7 +84,7 @@ def _part_dtype(name: str) -> str:
         return "int64"
     if name in ("cached", "degraded"):
         return "bool"
-    if name in ("error", "model", "node"):
+    if name in ("error", "model", "node", "via"):
         return "object"
     return "float64"
 
@@ -93,9 +94,15 @@ def list_parts(directory: Path) -> list[Path]:
     return sorted(directory.glob("part-w*.parquet"))
 
 
-def merge_requests(schedule: pd.DataFrame, parts: pd.DataFrame) -> pd.DataFrame:
-    """One row per scheduled request with the contract's columns; unanswered rows get status 0."""
+def merge_requests(schedule: pd.DataFrame, parts: pd.DataFrame, *,
+                   documents_via_jobs: bool = False) -> pd.DataFrame:
+    """One row per scheduled request with the contract's columns; unanswered rows get status 0.
+
+    `via` says which API a row went to ("job" or "translate"); a row never recorded gets the
+    one it would have gone to. Parts written before jobs existed lack both job columns.
+    """
     parts = parts.drop_duplicates("row", keep="last").set_index("row")
+    parts = parts.reindex(columns=[c for c in PART_COLUMNS if c != "row"])
     joined = schedule.reset_index(drop=True).join(parts, how="left")
     out = pd.DataFrame(index=joined.index)
     out["intended_s"] = schedule["offset_s"].to_numpy(dtype=float)
@@ -113,6 +120,9 @@ def merge_requests(schedule: pd.DataFrame, parts: pd.DataFrame) -> pd.DataFrame:
     out["cached"] = joined["cached"].fillna(False).astype(bool)
     out["degraded"] = joined["degraded"].fillna(False).astype(bool)
     out["node"] = _text(joined["node"], missing="")
+    out["first_segment_ms"] = (joined["first_segment_s"].astype(float) - out["intended_s"]) * 1000.0
+    planned = np.where(documents_via_jobs & (out["kind"] == "document"), "job", "translate")
+    out["via"] = joined["via"].astype(object).where(joined["via"].notna(), planned).astype(str)
     return out.loc[:, list(REQUEST_COLUMNS)]
 
 

@@ -181,7 +181,8 @@ def describe(plan: DrillPlan) -> str:
         f"{format_clock(s.traffic.start_clock_s + plan.duration_s * s.traffic.time_scale)})",
         f"requests   {len(sched)} scheduled, mean {len(sched) / plan.duration_s:.1f}/s, "
         f"peak {peak_rate(sched):.1f}/s (5 s bins)",
-        f"load       {s.load.mode} loop, {s.load.processes} Locust process(es), lag p99 limit {s.load.max_lag_p99_ms:g} ms",
+        f"load       {s.load.mode} loop, {s.load.processes} Locust process(es), lag p99 limit {s.load.max_lag_p99_ms:g} ms"
+        + (", documents via POST /v1/jobs" if s.load.documents_via_jobs and s.load.mode == "open" else ""),
         "phases",
         *(f"  {p.start_s:7.1f}-{p.end_s:7.1f} s  {p.name}" for p in plan.phases),
         "chaos" + ("" if plan.chaos else "      none"),

@@ -135,6 +135,7 @@ class Drill:
             languages=load.languages, timeout_margin_s=load.timeout_margin_s,
             request_timeout_s=load.request_timeout_s, mode=load.mode,
             max_timeout_s=load.request_timeout_s or longest + load.timeout_margin_s,
+            documents_via_jobs=load.documents_via_jobs,
         )
 
     @property

@@ -37,6 +37,12 @@ class LoadPlan:
     request_timeout_s: float | None = None
     mode: str = "open"
     max_timeout_s: float = 30.0
+    documents_via_jobs: bool = False
+
+    @property
+    def jobs_in_use(self) -> bool:
+        """Documents go through the jobs API only in open mode (closed personas translate)."""
+        return self.documents_via_jobs and self.mode == "open"
 
 
 @dataclass
@@ -79,6 +85,7 @@ class LoadSession:
             control_dir=str(self.control_dir.resolve()), workers=self.plan.processes,
             languages=self.plan.languages, timeout_margin_s=self.plan.timeout_margin_s,
             request_timeout_s=self.plan.request_timeout_s, duration_s=self.plan.duration_s,
+            documents_via_jobs=self.plan.jobs_in_use,
         )
 
     @property
@@ -108,4 +115,5 @@ class LoadSession:
 
     def requests(self, schedule: pd.DataFrame) -> pd.DataFrame:
         """Every part merged onto the schedule: one row per scheduled request."""
-        return merge_requests(schedule, read_parts(list_parts(self.parts_dir)))
+        return merge_requests(schedule, read_parts(list_parts(self.parts_dir)),
+                              documents_via_jobs=self.plan.jobs_in_use)

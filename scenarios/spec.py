@@ -120,6 +120,10 @@ class LoadSpec(_Strict):
     timeout_margin_s: float = Field(default=2.0, ge=0)
     max_lag_p99_ms: float = Field(default=50.0, gt=0)
     languages: tuple[str, ...] = DEFAULT_LANGUAGES
+    documents_via_jobs: bool = Field(
+        default=False,
+        description="open mode: send `document` requests to POST /v1/jobs and poll them, recording "
+                    "time to first segment; closed mode always uses /v1/translate")
 
     @field_validator("languages")
     @classmethod

@@ -38,6 +38,7 @@ class WorkerConfig:
     timeout_margin_s: float
     request_timeout_s: float | None = None
     duration_s: float = 0.0
+    documents_via_jobs: bool = False
 
     def to_env(self) -> str:
         return json.dumps(self.__dict__)
@@ -64,7 +65,7 @@ def build_plan(config: WorkerConfig, index: int) -> FirePlan:
     return FirePlan(
         rows=worker_share(schedule, index, config.workers), languages=config.languages,
         timeout_margin_s=config.timeout_margin_s, request_timeout_s=config.request_timeout_s,
-        text_for=_text_for,
+        text_for=_text_for, documents_via_jobs=config.documents_via_jobs,
     )
 
 
@@ -86,8 +87,11 @@ def wait_for_start(control: Path, *, limit_s: float = START_WAIT_S) -> float:
     return float(path.read_text(encoding="utf-8"))
 
 
-def run_worker(config: WorkerConfig, index: int, send: Sender) -> None:
-    """Load the share, signal ready, wait for the start, fire open-loop, signal done."""
+def run_worker(config: WorkerConfig, index: int, send: Sender, *, send_job: Sender | None = None) -> None:
+    """Load the share, signal ready, wait for the start, fire open-loop, signal done.
+
+    `send_job` follows a document through the jobs API; it is used only for document rows and
+    only when the config says `documents_via_jobs`."""
     control = Path(config.control_dir)
     plan = build_plan(config, index)
     warm_up(plan)
@@ -95,7 +99,7 @@ def run_worker(config: WorkerConfig, index: int, send: Sender) -> None:
     (control / f"ready-{index}").write_text(str(len(plan.rows)), encoding="utf-8")
     t0 = wait_for_start(control)
     try:
-        OpenLoopFirer(plan, send, writer).run(t0)
+        OpenLoopFirer(plan, send, writer, send_job=send_job).run(t0)
     finally:
         (control / f"done-{index}").write_text(str(time.time()), encoding="utf-8")
 

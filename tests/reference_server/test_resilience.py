@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -50,13 +50,15 @@ def _metric(server: RunningServer, name: str, **labels: str) -> float:
     return total
 
 
-def _body(tag: str, **fields: Any):  # type: ignore[no-untyped-def]
-    return lambda i: {"text": f"{tag} request {i}: the delivery arrives on Tuesday morning.", "source_lang": "en", "target_lang": "de", **fields}
+def _body(tag: str, *, repeat: int = 1, **fields: Any) -> Callable[[int], dict[str, Any]]:
+    sentence = " The delivery arrives on Tuesday morning." * repeat
+    return lambda i: {"text": f"{tag} request {i}:{sentence}", "source_lang": "en", "target_lang": "de", **fields}
 
 
 def test_resilience_node_killed_under_load_is_restarted(server: RunningServer) -> None:
     restarts_before = _node(server.status(), "quality-0")["restarts"]
-    load = start_load(server.url, _body("kill", deadline_ms=5000), rate_per_s=20, duration_s=11)
+    # Long enough texts that requests are in flight at the node when it dies: they must be retried.
+    load = start_load(server.url, _body("kill", repeat=8, deadline_ms=5000), rate_per_s=20, duration_s=11)
     time.sleep(1.0)
     killed = server.admin("POST", "/admin/nodes/quality-0/kill")
     assert killed.status_code == 200, killed.text
