@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 from pathlib import Path
 
@@ -36,5 +37,21 @@ def serve(config_path: Path | None, host: str | None, port: int | None, nodes: i
         click.echo(f"rushhour: admin token written to {token_path}", err=True)
     pools = ", ".join(f"{name}={p.nodes}x{p.model}" for name, p in config.pools.items())
     click.echo(f"rushhour: serving on http://{config.host}:{config.port} (pools: {pools})", err=True)
+    sock = _listen(config.host, config.port)  # claimed before any node process picks a port
     app = create_app(config, admin_token=token)
-    uvicorn.run(app, host=config.host, port=config.port, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+    server_config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+    uvicorn.Server(server_config).run(sockets=[sock])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise BadInput(f"Cannot listen on {host}:{port}: {exc.strerror}.") from exc
+    sock.listen(2048)
+    sock.set_inheritable(False)
+    return sock

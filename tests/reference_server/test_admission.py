@@ -340,3 +340,23 @@ def test_dispatcher_does_not_dispatch_past_a_capacity_decrease() -> None:
         assert dispatcher.busy == 1
 
     asyncio.run(main())
+
+
+def test_dispatcher_sheds_a_slot_granted_too_late_for_the_deadline() -> None:
+    async def main() -> None:
+        clock = FakeClock()
+        dispatcher = _dispatcher(clock=clock, early_reject=False)
+        await dispatcher.acquire("paid", INF)
+        dispatcher.release(completed=True, held_s=2.0)  # recent requests held a slot for 2 s
+        assert dispatcher.expected_service_s() == 2.0
+        await dispatcher.acquire("paid", INF)  # the slot is busy again
+        waiter = asyncio.create_task(dispatcher.acquire("free", deadline=clock.now + 10.0))
+        await _settle()
+        clock.now += 9.0  # the slot frees with 1 s left: too late for a 2 s service
+        dispatcher.release()
+        with pytest.raises(Overloaded) as info:
+            await waiter
+        assert info.value.reason == "max_wait"
+        assert dispatcher.busy == 0, "the late slot must be given back"
+
+    asyncio.run(main())

@@ -170,3 +170,14 @@ def test_breaker_does_not_count_a_stale_call_as_a_probe() -> None:
     assert breaker.state == HALF_OPEN
     breaker.record(ok=True, duration_s=config.open_s + 0.5)  # ...and ends now: it probed nothing after the outage
     assert breaker.state == HALF_OPEN
+
+
+def test_breaker_calls_cut_by_their_deadline_count_as_slow() -> None:
+    clock = FakeClock()
+    breaker = CircuitBreaker(BreakerConfig(window=4, min_calls=4, failure_rate=0.9, slow_call_rate=0.5, slow_call_ms=5000), clock=clock)
+    breaker.record(ok=True, duration_s=0.01, slow=True)
+    breaker.record(ok=True, duration_s=0.01)
+    breaker.record(ok=True, duration_s=0.01, slow=True)
+    assert breaker.state == "closed"
+    breaker.record(ok=True, duration_s=0.01)
+    assert breaker.state == "open"  # 2 of 4 slow: the slow-call rate, not the failure rate
