@@ -25,8 +25,8 @@ def documents_section(requests: pd.DataFrame) -> dict[str, Any] | None:
     first = ok["first_segment_ms"].to_numpy(dtype=float)
     full = ok["latency_ms"].to_numpy(dtype=float)
     return {
-        "count": int(len(jobs)),
-        "ok": int(len(ok)),
+        "count": len(jobs),
+        "ok": len(ok),
         "failed": int(len(jobs) - len(ok)),
         "timeouts": int((jobs["error"].to_numpy() == "timeout").sum()),
         "chars_p50": _percentiles(ok["chars"].to_numpy(dtype=float))["p50"],

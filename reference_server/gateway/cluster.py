@@ -187,11 +187,14 @@ class Cluster:
         if not node.alive():
             self._handle_exit(node)
             return
+        proc = node.proc
         try:
             response = await self._health.get(f"http://127.0.0.1:{node.port}/health")
             health = response.json()
         except (httpx.HTTPError, ValueError):
             return  # still starting, or busy; the process check above decides life and death
+        if node.proc is not proc or node.removed or not node.alive():
+            return  # killed or replaced while we asked: this answer is about a process that is gone
         self._apply_health(node, health)
 
     def _apply_health(self, node: NodeHandle, health: dict[str, object]) -> None:

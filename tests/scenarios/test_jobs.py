@@ -12,7 +12,13 @@ import pandas as pd
 
 from scenarios.jobs import JOBS_PATH, JobFollower, Reply
 from scenarios.openloop import FirePlan, OpenLoopFirer, Outcome
-from scenarios.parts import REQUEST_COLUMNS, PartWriter, list_parts, merge_requests, read_parts
+from scenarios.parts import (
+    REQUEST_COLUMNS,
+    PartWriter,
+    list_parts,
+    merge_requests,
+    read_parts,
+)
 
 
 class FakeClock:
