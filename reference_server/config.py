@@ -141,8 +141,9 @@ class JobsConfig(_Strict):
 
     max_chars: int = Field(60_000, ge=1)
     max_jobs: int = Field(1000, ge=1, description="jobs kept; the oldest finished are evicted")
-    max_active: int = Field(16, ge=1, description="queued + running jobs and streams; more answer 503")
-    max_running: int = Field(4, ge=1, description="jobs and streams translating at once; the rest are queued")
+    max_active: int = Field(64, ge=1, description="queued + running jobs and streams; more answer 503")
+    reserve_per_rank: float = Field(0.25, ge=0, lt=1, description="share of max_active each lower priority rank may not use")
+    max_running: int = Field(16, ge=1, description="jobs and streams translating at once; the rest are queued")
     concurrency: int = Field(8, ge=1, description="segments of one job in flight at once")
 
 

@@ -50,7 +50,10 @@ def create_app(config: ServerConfig, *, admin_token: str) -> FastAPI:
     cluster = Cluster(config, metrics, on_event=on_event)
     service = TranslationService(config, cluster, metrics)
     autoscaler = Autoscaler(config, cluster, service.dispatchers, metrics)
-    jobs = JobManager(config.jobs, translate=service.translate, segment_chars=config.max_chars, check=service._check)
+    jobs = JobManager(
+        config.jobs, translate=service.translate, segment_chars=config.max_chars, check=service._check,
+        rank_of=lambda priority: config.admission.classes[priority].rank,
+    )
     counters = {"requests": 0}
 
     @asynccontextmanager

@@ -103,14 +103,24 @@ class Job:
 
 
 class JobManager:
-    def __init__(self, config: JobsConfig, *, translate: Translate, segment_chars: int, check: Callable[[TranslateRequest], object]) -> None:
+    def __init__(
+        self, config: JobsConfig, *, translate: Translate, segment_chars: int, check: Callable[[TranslateRequest], object],
+        rank_of: Callable[[str], int] = lambda priority: 0,
+    ) -> None:
         self.config = config
+        self._rank_of = rank_of
         self._translate = translate
         self._segment_chars = segment_chars
         self._check = check
         self.jobs: OrderedDict[str, Job] = OrderedDict()
         self._active: set[Job] = set()
         self._running = asyncio.Semaphore(config.max_running)
+
+    def active_limit(self, rank: int) -> int:
+        """Room is kept for higher classes: each rank below the top may fill `reserve_per_rank`
+        less of `max_active`, so a flood of free documents cannot lock paid ones out."""
+        share = max(0.1, 1.0 - self.config.reserve_per_rank * rank)
+        return max(1, int(self.config.max_active * share))
 
     def submit(self, req: TranslateRequest, *, keep: bool = True) -> Job:
         """Validate, enqueue and start a job; `keep=False` for streams, which nobody polls."""
@@ -119,9 +129,10 @@ class JobManager:
         sources = split_segments(req.text, self._segment_chars)
         if not sources:
             raise ApiError(422, "invalid_field", 'Field "text": the document has no text to translate.')
-        self._check(req.model_copy(update={"text": sources[0]}))
-        if len(self._active) >= self.config.max_active:
-            raise ApiError(503, "too_many_jobs", f"{len(self._active)} jobs are queued or running; the limit is {self.config.max_active}.", retry_after_s=1.0)
+        priority = str(self._check(req.model_copy(update={"text": sources[0]})))
+        limit = self.active_limit(self._rank_of(priority))
+        if len(self._active) >= limit:
+            raise ApiError(503, "too_many_jobs", f'{len(self._active)} jobs are queued or running; the limit for "{priority}" is {limit}.', retry_after_s=1.0)
         job = Job(uuid.uuid4().hex, req, sources)
         self._active.add(job)
         if keep:

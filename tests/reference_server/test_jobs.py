@@ -196,3 +196,30 @@ def test_job_live_unknown_id_is_404_and_bad_language_is_422(server_factory) -> N
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "unknown_job"
     bad = server.client.post("/v1/jobs", json={"text": "Hi.", "source_lang": "en", "target_lang": "xx"})
     assert bad.status_code == 422 and bad.json()["error"]["code"] == "unsupported_language"
+
+
+def test_job_manager_keeps_room_for_higher_priority_classes() -> None:
+    async def main() -> None:
+        release = asyncio.Event()
+
+        async def translate(req: TranslateRequest) -> TranslateResponse:
+            await release.wait()
+            return _answer(req)
+
+        ranks = {"paid": 0, "free": 1, "batch": 2}
+        manager = JobManager(
+            JobsConfig(max_active=4, reserve_per_rank=0.25), translate=translate, segment_chars=40,
+            check=lambda req: req.priority, rank_of=ranks.__getitem__,
+        )
+        assert [manager.active_limit(r) for r in (0, 1, 2)] == [4, 3, 2]
+        jobs = [manager.submit(_req(f"Free {i}.").model_copy(update={"priority": "free"})) for i in range(3)]
+        with pytest.raises(ApiError) as refused:
+            manager.submit(_req("One free too many.").model_copy(update={"priority": "free"}))
+        assert refused.value.status == 503 and '"free"' in refused.value.message
+        with pytest.raises(ApiError):
+            manager.submit(_req("Batch waits.").model_copy(update={"priority": "batch"}))
+        jobs.append(manager.submit(_req("Paid still gets in.").model_copy(update={"priority": "paid"})))
+        release.set()
+        await asyncio.gather(*(job.task for job in jobs))  # type: ignore[arg-type]
+
+    asyncio.run(main())
