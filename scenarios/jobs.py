@@ -76,6 +76,8 @@ class JobFollower:
 
     def _follow(self, payload: dict[str, object], give_up: float) -> Outcome:
         reply = self._call(JOBS_PATH, payload)
+        if self._clock() >= give_up:
+            return self._timeout()  # the HTTP client may report our own time-out as its error
         if not 200 <= reply.status < 300:
             return outcome_from(reply.status, reply.body, reply.error)
         job_id = _json(reply.body).get("id")
@@ -88,6 +90,8 @@ class JobFollower:
             self._sleep(wait)
             reply = self._call(f"{JOBS_PATH}/{job_id}", None)
             self.polls += 1
+            if reply.status == 0 and self._clock() >= give_up:
+                return self._timeout()
             if reply.status != 200:
                 return self._with_first(outcome_from(reply.status, reply.body, reply.error))
             view = _json(reply.body)

@@ -98,6 +98,12 @@ def mix_frame(mix: MixSpec, texts: dict[str, np.ndarray], people: dict[str, np.n
             "mode": pd.Categorical.from_codes(people["mode"], categories=list(mix.modes)),
             "text_id": texts["text_id"],
             "tenant": pd.Categorical.from_codes(people["tenant"], categories=tenant_names(mix)),
-            "deadline_ms": people["deadline_ms"],
+            "deadline_ms": _deadlines(mix, texts["kind"], people["deadline_ms"]),
         }
     )
+
+
+def _deadlines(mix: MixSpec, kind: np.ndarray, deadline_ms: np.ndarray) -> np.ndarray:
+    """The priority class's deadline, stretched by the kind's `deadline_factor`."""
+    factor = np.array([k.deadline_factor for k in mix.kinds.values()], dtype=np.float64)[kind]
+    return np.rint(deadline_ms * factor).astype(np.int32)

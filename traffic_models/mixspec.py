@@ -35,6 +35,7 @@ class KindSpec(Strict):
     fraction: Fraction
     input: Literal["text"] = "text"
     chars: LengthSpec
+    deadline_factor: Annotated[float, Field(gt=0)] = 1.0  # long documents get longer deadlines than a chat line
 
 
 class PrioritySpec(Strict):

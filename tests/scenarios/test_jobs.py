@@ -183,3 +183,17 @@ def test_spec_documents_via_jobs_defaults_off_and_promo_day_turns_it_on() -> Non
 
     assert LoadSpec().documents_via_jobs is False
     assert load_scenario("promo-day").load.documents_via_jobs is True
+
+
+def test_follower_reports_its_own_limit_as_a_timeout_not_a_client_error() -> None:
+    """geventhttpclient turns a gevent.Timeout raised inside a call into its own RetriesExceeded."""
+    clock = [0.0]
+
+    def call(path: str, body: dict[str, object] | None) -> Reply:
+        if body is not None:
+            return Reply(202, b'{"id": "j1"}')
+        clock[0] += 5.0  # the poll outlives the follower's limit
+        return Reply(0, None, "RetriesExceeded")
+
+    outcome = JobFollower(call, clock=lambda: clock[0], sleep=lambda s: None).run({"text": "x"}, 3.0)
+    assert outcome.status == 0 and outcome.error == "timeout"

@@ -71,7 +71,10 @@ def test_mix_fractions_match_the_model(promo, promo_frame: pd.DataFrame) -> None
 def test_deadlines_and_tenants_follow_the_priority(promo, promo_frame: pd.DataFrame) -> None:
     for name, spec in promo.mix.priorities.items():
         rows = promo_frame[promo_frame["priority"] == name]
-        assert (rows["deadline_ms"] == spec.deadline_ms).all()
+        for kind, kind_spec in promo.mix.kinds.items():
+            of_kind = rows[rows["kind"] == kind]
+            assert len(of_kind) > 0
+            assert (of_kind["deadline_ms"] == round(spec.deadline_ms * kind_spec.deadline_factor)).all()
         tenants = set(rows["tenant"].astype(str))
         assert tenants == {f"{name}-{i}" for i in range(spec.tenants)}
 
@@ -177,3 +180,12 @@ def test_bad_arguments_raise_traffic_model_error(promo, kwargs: dict, message: s
 def test_zero_rate_scale_gives_an_empty_schedule_with_the_columns(promo) -> None:
     frame = generate_schedule(promo, seed=1, rate_scale=0)
     assert frame.empty and list(frame.columns) == COLUMNS
+
+
+def test_documents_get_their_kinds_longer_deadline(promo, promo_frame: pd.DataFrame) -> None:
+    factor = promo.mix.kinds["document"].deadline_factor
+    assert factor > 1
+    paid = promo_frame[promo_frame["priority"] == "paid"]
+    short = paid.loc[paid["kind"] == "short", "deadline_ms"].iloc[0]
+    document = paid.loc[paid["kind"] == "document", "deadline_ms"].iloc[0]
+    assert document == round(short * factor)
