@@ -26,8 +26,17 @@ __all__ = ["ChaosProcess", "chaos_command"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def chaos_command(experiment: Path, journal: Path) -> list[str]:
-    """The command line of one run; rollbacks always play, even on interruption."""
+HYPOTHESIS_STRATEGIES = ("default", "before-method-only", "after-method-only", "during-method-only", "continuously")
+DRILL_HYPOTHESIS = "after-method-only"
+
+
+def chaos_command(experiment: Path, journal: Path, *, hypothesis: str = "default") -> list[str]:
+    """The command line of one run; rollbacks always play, even on interruption.
+
+    A drill injects its faults at the peak on purpose, when the steady state may already be
+    strained; with Chaos Toolkit's default strategy a failed check *before* the method would skip
+    the fault altogether. Drills therefore use "after-method-only": the fault always happens and
+    the hypothesis is judged after it."""
     return [
         sys.executable,
         "-m",
@@ -39,6 +48,8 @@ def chaos_command(experiment: Path, journal: Path) -> list[str]:
         "always",
         "--journal-path",
         str(journal),
+        "--hypothesis-strategy",
+        hypothesis,
         str(experiment),
     ]
 
@@ -46,8 +57,9 @@ def chaos_command(experiment: Path, journal: Path) -> list[str]:
 class ChaosProcess:
     """Launches, interrupts and, as a last resort, kills one experiment run."""
 
-    def __init__(self, *, name: str, experiment: Path, out_dir: Path, env: Mapping[str, str]):
+    def __init__(self, *, name: str, experiment: Path, out_dir: Path, env: Mapping[str, str], hypothesis: str = "default"):
         self.name = name
+        self.hypothesis = hypothesis
         self.experiment = experiment
         self.journal_path = out_dir / f"{name}.journal.json"
         self.log_path = out_dir / f"{name}.log"
@@ -62,7 +74,7 @@ class ChaosProcess:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
         with self.log_path.open("wb") as log:
             self._proc = subprocess.Popen(
-                chaos_command(self.experiment, self.journal_path),
+                chaos_command(self.experiment, self.journal_path, hypothesis=self.hypothesis),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import yaml
@@ -28,7 +28,7 @@ from chaoslib.activity import ensure_activity_is_valid
 from chaoslib.exceptions import ChaosException
 from pydantic import BaseModel, ConfigDict
 
-from experiments.chaosproc import ChaosProcess, chaos_command
+from experiments.chaosproc import DRILL_HYPOTHESIS, ChaosProcess, chaos_command
 from traffic_models import parse_clock as parse_duration  # accepts 90s / 20m / 2h too
 from experiments.clock import format_clock, parse_clock
 
@@ -54,6 +54,7 @@ class ChaosEntry(BaseModel):
     name: str | None = None
     hold: str | float | None = None  # how long the fault is held, on the scenario clock
     env: dict[str, str] = {}
+    hypothesis: Literal["default", "before-method-only", "after-method-only", "during-method-only", "continuously"] = DRILL_HYPOTHESIS
 
 
 class PlannedFault(BaseModel):
@@ -66,6 +67,7 @@ class PlannedFault(BaseModel):
     targets: list[str]
     hold_s: float | None = None
     env: dict[str, str] = {}
+    hypothesis: str = DRILL_HYPOTHESIS
 
     def process_env(self, base: Mapping[str, str]) -> dict[str, str]:
         """The experiment's environment: the hold, scaled to wall seconds, becomes RUSHHOUR_FAULT_HOLD_S."""
@@ -123,7 +125,7 @@ class ChaosTimeline:
         return [
             {
                 **fault.model_dump(mode="json"),
-                "command": chaos_command(fault.experiment, self._journal(fault)),
+                "command": chaos_command(fault.experiment, self._journal(fault), hypothesis=fault.hypothesis),
             }
             for fault in self.faults
         ]
@@ -190,6 +192,7 @@ class ChaosTimeline:
                     experiment=fault.experiment,
                     out_dir=self.out_dir,
                     env=fault.process_env(self._env),
+                    hypothesis=fault.hypothesis,
                 )
                 try:
                     proc.launch()
@@ -281,6 +284,7 @@ def _resolve(
                 targets=targets,
                 hold_s=hold_s,
                 env=dict(entry.env),
+                hypothesis=entry.hypothesis,
             )
         )
     return faults

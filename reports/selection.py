@@ -43,6 +43,8 @@ def slo_scope(requests: pd.DataFrame, phases: pd.Series, spec: SloSpec) -> np.nd
         mask &= (requests["mode"] == spec.mode).to_numpy()
     if spec.phase is not None:
         mask &= (phases == spec.phase).to_numpy()
+    if spec.request_kind is not None:
+        mask &= (requests["kind"] == spec.request_kind).to_numpy()
     return mask
 
 

@@ -19,7 +19,7 @@ class SloSpec(BaseModel):
     - latency: `percentile` of the corrected latency of successful requests <= `threshold_ms`.
     - availability: share of scheduled requests answered ok >= `objective`.
     - degraded: share of ok answers marked degraded <= `max_share`.
-    `priority`, `mode` and `phase` narrow the requests the objective applies to.
+    `priority`, `mode`, `phase` and `request_kind` narrow the requests the objective applies to.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -33,6 +33,7 @@ class SloSpec(BaseModel):
     priority: str | None = None
     mode: str | None = None
     phase: str | None = None
+    request_kind: str | None = None  # e.g. "short": a chat-line latency objective that documents do not count against
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> SloSpec:
@@ -61,7 +62,10 @@ class SloSpec(BaseModel):
     def objective_text(self) -> str:
         """How the objective reads in a table: "P99 <= 1500 ms", ">= 99.00% ok"."""
         if self.kind == "latency":
-            return f"P{self.percentile:g} <= {self.threshold_ms:g} ms"
-        if self.kind == "availability":
-            return f">= {100 * float(self.objective or 0):.2f}% ok"
-        return f"<= {100 * float(self.max_share or 0):.1f}% degraded"
+            text = f"P{self.percentile:g} <= {self.threshold_ms:g} ms"
+        elif self.kind == "availability":
+            text = f">= {100 * float(self.objective or 0):.2f}% ok"
+        else:
+            text = f"<= {100 * float(self.max_share or 0):.1f}% degraded"
+        scope = [v for v in (self.priority, self.mode, self.request_kind, self.phase) if v]
+        return f"{text} ({', '.join(scope)})" if scope else text

@@ -34,7 +34,8 @@ def start_chaos(plan: DrillPlan, *, url: str, token: str | None, out_dir: Path,
     traffic = plan.scenario.traffic
     timeline = ChaosTimeline(
         [
-            ChaosEntry(at=c.entry.at, experiment=c.experiment, name=c.entry.label, hold=c.entry.hold, env=c.entry.env)
+            ChaosEntry(at=c.entry.at, experiment=c.experiment, name=c.entry.label, hold=c.entry.hold, env=c.entry.env,
+                       hypothesis=c.entry.hypothesis)
             for c in planned
         ],
         time_scale=traffic.time_scale, start_clock_s=traffic.start_clock_s, out_dir=out_dir,

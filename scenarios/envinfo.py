@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
+
 PACKAGES = ("rushhour", "locust", "onnxruntime", "numpy", "pandas", "pydantic", "chaostoolkit")
 
 
@@ -45,9 +47,21 @@ def git_commit(cwd: Path | None = None) -> str | None:
     return f"{commit}-dirty" if dirty else commit
 
 
+def gpu() -> str:
+    """The GPUs nvidia-smi lists, or "none" (the execution provider that ran is in the report too)."""
+    try:
+        names = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                               capture_output=True, text=True, timeout=5, check=True).stdout.split("\n")
+    except (OSError, subprocess.SubprocessError):
+        return "none"
+    names = [n.strip() for n in names if n.strip()]
+    return ", ".join(names) or "none"
+
+
 def environment() -> dict[str, object]:
     return {
-        "python": sys.version.split()[0], "platform": platform.platform(),
-        "cpu_model": cpu_model(), "cores": os.cpu_count(), "packages": package_versions(),
+        "cpu_model": cpu_model(), "cpu_cores": os.cpu_count(), "gpu": gpu(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1), "os": platform.platform(),
+        "python": sys.version.split()[0], "packages": package_versions(),
         "git_commit": git_commit(Path(__file__).resolve().parent),
     }

@@ -145,6 +145,7 @@ class ChaosEntry(_Strict):
     name: str | None = None
     hold: str | None = Field(default=None, description="how long the fault is held, on the scenario clock (e.g. 20m)")
     env: dict[str, str] = {}
+    hypothesis: Literal["default", "before-method-only", "after-method-only", "during-method-only", "continuously"] = "after-method-only"
 
     @field_validator("at")
     @classmethod
