@@ -18,6 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from reference_server.aio import cancel_and_wait
+
 In = TypeVar("In")
 Out = TypeVar("Out")
 
@@ -99,13 +101,8 @@ class DynamicBatcher(Generic[In, Out]):
 
     async def close(self) -> None:
         self._closed = True
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         for waiting in self._heap:
             if not waiting.future.done():
                 waiting.future.set_exception(RuntimeError("The batcher was closed before this request ran."))

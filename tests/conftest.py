@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,3 +33,18 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningS
     server = start_server(tmp_path_factory.mktemp("shared-server"))
     yield server
     server.stop()
+
+
+@pytest.fixture
+def drill_process() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """`rushhour run` subprocesses a test started; SIGTERM (then SIGKILL) any still running."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)

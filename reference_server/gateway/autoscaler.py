@@ -26,6 +26,7 @@ from datetime import time as clock_time
 
 from prometheus_client import Gauge
 
+from reference_server.aio import cancel_and_wait
 from reference_server.config import AutoscaleConfig, ScheduledPeak, ServerConfig
 from reference_server.gateway.admission import PoolDispatcher
 from reference_server.gateway.cluster import Cluster
@@ -242,13 +243,8 @@ class Autoscaler:
             self._task = asyncio.get_running_loop().create_task(self.run_forever(), name="autoscaler")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
 
     def status(self) -> dict[str, dict[str, object]]:
         """Per autoscaled pool: the size it aims for, why, and the bounds and signal behind it."""

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import httpx
 
+from reference_server.aio import cancel_and_wait
 from reference_server.config import ServerConfig
 from reference_server.gateway.breaker import CircuitBreaker
 from reference_server.gateway.metrics import Metrics
@@ -54,12 +55,7 @@ class Cluster:
         self._task = loop.create_task(self._supervise(), name="supervisor")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+        await cancel_and_wait(self._task)
         for node in self.nodes.values():
             kill_process(node.proc, graceful_s=2.0)
             node.state = "down"

@@ -8,11 +8,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
-import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,26 +37,16 @@ def _scenario(tmp_path: Path, *, chaos: list[dict], duration: str) -> Path:
     return path
 
 
-@pytest.fixture
-def drills() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
 def _events(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
 
 
-def test_drill_with_node_loss_records_fault_and_recovery(tmp_path: Path, drills: list) -> None:
+def test_drill_with_node_loss_records_fault_and_recovery(tmp_path: Path, drill_process: list) -> None:
     scenario = _scenario(tmp_path, chaos=[{"at": "00:00:04", "experiment": "experiments/gpu-node-loss.json", "hold": "3s"}], duration="26s")
     out = tmp_path / "results"
     proc = subprocess.Popen([sys.executable, "-m", "scenarios.cli", "run", str(scenario), "--out", str(out)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    drills.append(proc)
+    drill_process.append(proc)
     output = proc.communicate(timeout=300)[0].decode()
     assert proc.returncode in (0, 1), output
     events = _events(out)
@@ -78,12 +66,12 @@ def test_drill_with_node_loss_records_fault_and_recovery(tmp_path: Path, drills:
     assert "gpu-node-loss" in (out / "report.html").read_text()
 
 
-def test_drill_ctrl_c_during_partition_rolls_back_and_leaves_nothing(tmp_path: Path, drills: list) -> None:
+def test_drill_ctrl_c_during_partition_rolls_back_and_leaves_nothing(tmp_path: Path, drill_process: list) -> None:
     scenario = _scenario(tmp_path, chaos=[{"at": "00:00:03", "experiment": "experiments/network-partition.json", "hold": "60s"}], duration="60s")
     out = tmp_path / "results"
     proc = subprocess.Popen([sys.executable, "-m", "scenarios.cli", "run", str(scenario), "--out", str(out)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    drills.append(proc)
+    drill_process.append(proc)
     give_up = time.monotonic() + 180
     while time.monotonic() < give_up and proc.poll() is None:
         events = _events(out) if (out / "events.jsonl").exists() else []

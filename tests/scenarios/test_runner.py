@@ -8,35 +8,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from reports.results import REQUIRED_COLUMNS
 from scenarios.parts import REQUEST_COLUMNS
 from scenarios.scraper import METRIC_COLUMNS
 
-SERVER_AVAILABLE = (Path(__file__).resolve().parents[2] / "reference_server" / "cli.py").exists()
-needs_server = pytest.mark.skipif(not SERVER_AVAILABLE, reason="reference_server.cli has not landed yet")
 RESULT_FILES = ("scenario.yaml", "schedule.parquet", "requests.parquet", "server_metrics.parquet",
                 "events.jsonl", "summary.json", "report.html", "report.md", "junit.xml")
-
-
-@pytest.fixture
-def drill_process() -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Drill subprocesses started by a test; SIGTERM then SIGKILL whatever is still running."""
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for proc in started:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
 
 
 def _drill(out: Path, *extra: str) -> list[str]:
@@ -47,7 +28,6 @@ def _events(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
 
 
-@needs_server
 def test_runner_short_drill_writes_every_result(tmp_path: Path, drill_process: list) -> None:
     out = tmp_path / "drill"
     proc = subprocess.Popen(_drill(out, "--duration", "10s"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -71,7 +51,6 @@ def test_runner_short_drill_writes_every_result(tmp_path: Path, drill_process: l
     assert summary["verdict"] in ("pass", "fail") and summary["requests"]["scheduled"] == len(schedule)
 
 
-@needs_server
 def test_runner_ctrl_c_stops_cleanly_and_still_reports(tmp_path: Path, drill_process: list) -> None:
     out = tmp_path / "drill"
     proc = subprocess.Popen(_drill(out, "--duration", "60s"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

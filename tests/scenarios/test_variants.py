@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -94,21 +92,6 @@ def test_variants_dry_run_lists_them(tmp_path: Path) -> None:
     assert "variants   2" in output and "quality 1 node(s)" in output and "quality 2 node(s)" in output
     code, output = _invoke(str(_scenario(tmp_path, TWO)), "--variant", "two", "--dry-run")
     assert code == 0 and "variants   1" in output and "  two" in output and "  one" not in output
-
-
-@pytest.fixture
-def drill_process() -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Drill subprocesses this test started; SIGTERM (then SIGKILL) any still running."""
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for proc in started:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
 
 
 def test_variants_two_variant_drill_compares_both(tmp_path: Path, drill_process: list) -> None:
