@@ -127,15 +127,20 @@ def admin_router(token: str) -> APIRouter:
 
     @router.post("/reset")
     async def reset(request: Request) -> dict[str, object]:
-        """Heal every fault, close every breaker, restore configured pool sizes, restart dead nodes now."""
+        """Heal every fault, close every breaker, restore pool sizes, restart dead nodes now.
+
+        A pool under an autoscaler is restored to the autoscaler's current target, not to its
+        configured start size: a chaos rollback must not undo capacity the peak asked for."""
         cluster, _ = parts(request)
         for node in cluster.nodes.values():
             if node.transport is not None:
                 node.transport.heal()
             node.breaker.reset()
+        targets = request.app.state.autoscaler.targets()
         for name, pool in cluster.config.pools.items():
-            if len(cluster.pool_nodes(name)) != pool.nodes:
-                await cluster.scale(name, pool.nodes)
+            size = targets.get(name, pool.nodes)
+            if len(cluster.pool_nodes(name)) != size:
+                await cluster.scale(name, size, reason="reset")
         for node in list(cluster.nodes.values()):
             if node.state == "down":
                 await cluster.restart(node.id, warm=True)

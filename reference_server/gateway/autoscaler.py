@@ -246,6 +246,10 @@ class Autoscaler:
         await cancel_and_wait(self._task)
         self._task = None
 
+    def targets(self) -> dict[str, int]:
+        """The size each autoscaled pool is meant to have now."""
+        return {name: s.target for name, s in self.pools.items()}
+
     def status(self) -> dict[str, dict[str, object]]:
         """Per autoscaled pool: the size it aims for, why, and the bounds and signal behind it."""
         out: dict[str, dict[str, object]] = {}

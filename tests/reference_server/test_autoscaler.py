@@ -214,6 +214,9 @@ def test_autoscaler_live_schedule_scales_ahead_of_the_peak(server_factory) -> No
     # The new node goes through its warm-up and becomes ready (warm) without any traffic.
     ready = server.wait_for(lambda s: sum(1 for n in s["nodes"] if n["state"] == "ready") == 2, timeout_s=90)
     assert all(n["warm"] for n in ready["nodes"])
+    # A chaos rollback's reset keeps the capacity the autoscaler asked for (2), not the start size (1).
+    assert server.admin("POST", "/admin/reset").status_code == 200
+    assert _pool_size(server.status()) == 2
 
 
 def test_autoscaler_epoch_moves_the_schedule_to_the_drill_clock() -> None:
