@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-AZURE_TRACE = Path("/work/shared/traces/azure-llm-inference-conv-2023-11-16.csv")
+TRACE_NAME = "azure-llm-inference-conv-2023-11-16.csv"
+# The shared folder lies beside the checkout (../shared), in development and in CI alike.
+_CANDIDATES = [Path(__file__).resolve().parents[3] / "shared" / "traces" / TRACE_NAME,
+               Path("/work/shared/traces") / TRACE_NAME]
+AZURE_TRACE = next((p for p in _CANDIDATES if p.is_file()), _CANDIDATES[0])
 
 
 @pytest.fixture
