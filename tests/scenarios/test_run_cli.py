@@ -46,7 +46,9 @@ def test_run_cli_missing_experiment_exits_2(tmp_path: Path) -> None:
     assert code == 2 and "chaos.0.experiment" in output
 
 
-@pytest.mark.parametrize("url", ["http://10.1.2.3:8000", "https://example.com"])
+# No test sends traffic anywhere; the addresses are private-range IPv6 literals and reserved names,
+# so even a broken guard could not reach a real host from here.
+@pytest.mark.parametrize("url", ["http://[fd00::1]:8000", "https://gpu-gateway.example.com"])
 def test_run_cli_refuses_non_loopback_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str) -> None:
     monkeypatch.chdir(tmp_path)
     code, output = _invoke(str(_scenario(tmp_path)), "--target", url)  # not a dry run: refused anyway
@@ -55,14 +57,14 @@ def test_run_cli_refuses_non_loopback_target(tmp_path: Path, monkeypatch: pytest
 
 
 def test_run_cli_refuses_non_loopback_in_file(tmp_path: Path) -> None:
-    code, output = _invoke(str(_scenario(tmp_path, target={"url": "http://192.168.1.1"})), "--dry-run")
+    code, output = _invoke(str(_scenario(tmp_path, target={"url": "http://[fe80::1]:8000"})), "--dry-run")
     assert code == 2 and "target.url" in output
 
 
 def test_run_cli_allow_remote_dry_run(tmp_path: Path) -> None:
-    code, output = _invoke(str(_scenario(tmp_path)), "--target", "http://10.1.2.3:8000",
+    code, output = _invoke(str(_scenario(tmp_path)), "--target", "http://gpu-gateway.example.com:8000",
                            "--allow-remote", "--dry-run")
-    assert code == 0 and "http://10.1.2.3:8000" in output
+    assert code == 0 and "http://gpu-gateway.example.com:8000" in output
 
 
 def test_run_cli_dry_run_prints_plan_and_touches_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -65,7 +65,7 @@ def test_spec_missing_file_and_bad_yaml(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("url", "loopback"), [
     ("http://127.0.0.1:8000", True), ("http://127.9.9.9", True), ("http://[::1]:80", True),
-    ("http://localhost:8000", True), ("http://10.0.0.1", False), ("https://example.com", False),
+    ("http://localhost:8000", True), ("http://[fd00::1]", False), ("https://example.com", False),
     ("http://0.0.0.0:8000", False),
 ])
 def test_spec_loopback_detection(url: str, loopback: bool) -> None:
