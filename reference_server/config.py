@@ -189,7 +189,7 @@ def _format_error(source: str, exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _merge_pools_onto_defaults(data: dict) -> dict:
+def merge_pools_onto_defaults(data: dict) -> dict:
     """A file that tunes one field of a default pool keeps the rest of that pool and the other
     pools; `pools: {name: null}` removes a default pool."""
     pools = data.get("pools")
@@ -219,7 +219,7 @@ def load_config(path: Path | None = None, **overrides: object) -> ServerConfig:
             raise ConfigError(f"{source}: is not valid YAML ({exc}).") from exc
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: the top level must be a mapping, not {type(data).__name__}.")
-    data = _merge_pools_onto_defaults(data)
+    data = merge_pools_onto_defaults(data)
     try:
         config = ServerConfig.model_validate(data)
     except ValidationError as exc:

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from reference_server.config import ServerConfig, _merge_pools_onto_defaults
+from reference_server.config import ServerConfig, merge_pools_onto_defaults
 from scenarios.spec import EmbeddedTarget, Scenario, ScenarioError, TargetSpec, Variant
 
 BASE_FIELD = "target.embedded.server"
@@ -64,7 +64,7 @@ def config_file_data(target: EmbeddedTarget, base_dir: Path, source: str) -> dic
 def validate_server(data: dict[str, Any], *, source: str, where: str) -> ServerConfig:
     """Validate merged data the way the server will load it; errors name `where` and the field."""
     try:
-        return ServerConfig.model_validate(_merge_pools_onto_defaults(data))
+        return ServerConfig.model_validate(merge_pools_onto_defaults(data))
     except ValidationError as exc:
         lines = []
         for error in exc.errors():
