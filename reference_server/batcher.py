@@ -20,6 +20,9 @@ from typing import Generic, TypeVar
 
 from reference_server.aio import cancel_and_wait
 
+MIN_BATCHES_FOR_ESTIMATE = 3
+COST_EWMA_ALPHA = 0.2
+
 In = TypeVar("In")
 Out = TypeVar("Out")
 
@@ -30,6 +33,11 @@ class DeadlineExceeded(Exception):
 
 class QueueFull(Exception):
     """The batcher's bounded queue is full."""
+
+
+class CannotMeetDeadline(Exception):
+    """The request's deadline has not passed, but it would before a batch could finish: it is
+    shed before compute (a 503 to retry elsewhere or later), rather than computed for nothing."""
 
 
 @dataclass(order=True)
@@ -56,6 +64,7 @@ class BatcherStats:
     batches: int = 0
     items: int = 0
     expired: int = 0
+    cannot_meet: int = 0
     last_batch_size: int = 0
     busy_s: float = 0.0
 
@@ -75,6 +84,7 @@ class DynamicBatcher(Generic[In, Out]):
         max_queue_delay_ms: float,
         max_queue: int = 1024,
         clock: Callable[[], float] = time.monotonic,
+        cost: Callable[[In], float] | None = None,
     ) -> None:
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size must be at least 1, not {max_batch_size}.")
@@ -89,6 +99,8 @@ class DynamicBatcher(Generic[In, Out]):
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batcher")
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._cost: Callable[[In], float] = cost or (lambda item: 1.0)
+        self._s_per_cost = 0.0
         self.stats = BatcherStats()
 
     @property
@@ -142,9 +154,17 @@ class DynamicBatcher(Generic[In, Out]):
             except TimeoutError:
                 return
 
+    def expected_batch_s(self, max_cost: float) -> float | None:
+        """Compute time of a batch whose costliest item costs `max_cost` (batch time grows with
+        its longest input), from a moving average; None until a few batches have run."""
+        if self.stats.batches < MIN_BATCHES_FOR_ESTIMATE:
+            return None
+        return self._s_per_cost * max_cost
+
     def _take_batch(self) -> list[_Waiting[In, Out]]:
         now = self._clock()
         batch: list[_Waiting[In, Out]] = []
+        max_cost = 0.0
         while self._heap and len(batch) < self.max_batch_size:
             waiting = heapq.heappop(self._heap)
             if waiting.future.done():
@@ -153,6 +173,14 @@ class DynamicBatcher(Generic[In, Out]):
                 self.stats.expired += 1
                 waiting.future.set_exception(DeadlineExceeded("The deadline passed while the request was queued."))
                 continue
+            cost = max(max_cost, self._cost(waiting.item))
+            needed = self.expected_batch_s(cost)
+            if needed is not None and waiting.deadline - now < needed:
+                self.stats.cannot_meet += 1
+                waiting.future.set_exception(CannotMeetDeadline(
+                    f"{(waiting.deadline - now) * 1000:.0f} ms are left and a batch takes about {needed * 1000:.0f} ms."))
+                continue
+            max_cost = cost
             batch.append(waiting)
         return batch
 
@@ -175,11 +203,17 @@ class DynamicBatcher(Generic[In, Out]):
             return
         finished = self._clock()
         self._record(len(batch), finished - started)
+        self._learn_cost(max(self._cost(w.item) for w in batch), finished - started)
         infer_ms = (finished - started) * 1000.0
         for waiting, output in zip(batch, outputs, strict=True):
             if not waiting.future.done():
                 info = BatchInfo(len(batch), (started - waiting.arrived) * 1000.0, infer_ms)
                 waiting.future.set_result((output, info))
+
+    def _learn_cost(self, max_cost: float, busy_s: float) -> None:
+        per_cost = busy_s / max(max_cost, 1e-9)
+        first = self.stats.batches <= 1
+        self._s_per_cost = per_cost if first else (1 - COST_EWMA_ALPHA) * self._s_per_cost + COST_EWMA_ALPHA * per_cost
 
     def _record(self, size: int, busy_s: float) -> None:
         self.stats.batches += 1

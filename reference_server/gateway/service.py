@@ -24,6 +24,13 @@ RETRYABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError
 MIN_RETRY_BUDGET_S = 0.05
 
 
+def _error_code(response: httpx.Response) -> str:
+    try:
+        return str(response.json()["error"]["code"])
+    except (ValueError, KeyError, TypeError):
+        return ""
+
+
 class Unavailable(Exception):
     """No node of the pool can take the request right now."""
 
@@ -260,6 +267,9 @@ class TranslationService:
         if response.status_code == 504:
             node.breaker.record(ok=True, duration_s=duration_s)
             raise ApiError(504, "deadline_exceeded", f"The deadline passed while the request waited on node {node.id}.")
+        if response.status_code == 503 and _error_code(response) == "cannot_meet_deadline":
+            node.breaker.record(ok=True, duration_s=duration_s)  # a healthy node shedding work it cannot finish
+            raise Overloaded("cannot_meet_deadline", f"Node {node.id} could not finish the request before its deadline.", retry_after_s=1.0)
         if response.status_code != 200:
             node.breaker.record(ok=False, duration_s=duration_s)
             if response.status_code == 503:

@@ -7,7 +7,7 @@ import time
 from reference_server.gateway.cluster import Cluster
 from reference_server.gateway.service import TranslationService
 
-SHED_REASONS = ("rate_limited", "queue_full", "early_reject", "max_wait", "unavailable")
+SHED_REASONS = ("rate_limited", "queue_full", "early_reject", "max_wait", "cannot_meet_deadline", "unavailable")
 
 
 def _node(node, now: float) -> dict[str, object]:  # type: ignore[no-untyped-def]

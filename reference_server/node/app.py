@@ -14,9 +14,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from reference_server.batcher import DeadlineExceeded, DynamicBatcher, QueueFull
+from reference_server.batcher import CannotMeetDeadline, DeadlineExceeded, DynamicBatcher, QueueFull
 from reference_server.model import ModelInput
 from reference_server.node.worker import ModelWorker
+
+
+FIXED_COST_CHARS = 40  # a batch's time grows with its longest text, plus a fixed part per step
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -30,6 +33,7 @@ def create_node_app(worker: ModelWorker) -> Starlette:
         max_batch_size=settings.max_batch_size,
         max_queue_delay_ms=settings.max_queue_delay_ms,
         max_queue=settings.max_queue,
+        cost=lambda item: len(item.text) + FIXED_COST_CHARS,
     )
 
     async def infer(request: Request) -> Response:
@@ -47,6 +51,8 @@ def create_node_app(worker: ModelWorker) -> Starlette:
             output, info = await batcher.submit(item, rank=rank, deadline=deadline)
         except DeadlineExceeded as exc:
             return _error(504, "deadline_exceeded", str(exc))
+        except CannotMeetDeadline as exc:
+            return _error(503, "cannot_meet_deadline", str(exc))
         except QueueFull as exc:
             return _error(503, "node_queue_full", str(exc))
         return JSONResponse(
@@ -76,6 +82,7 @@ def create_node_app(worker: ModelWorker) -> Starlette:
                 "batches_total": stats.batches,
                 "batch_items_total": stats.items,
                 "expired_total": stats.expired,
+                "cannot_meet_total": stats.cannot_meet,
                 "busy_s": round(stats.busy_s, 6),
             }
         )

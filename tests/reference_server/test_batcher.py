@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from reference_server.batcher import DeadlineExceeded, DynamicBatcher, QueueFull
+from reference_server.batcher import CannotMeetDeadline, DeadlineExceeded, DynamicBatcher, QueueFull
 
 
 class FakeClock:
@@ -304,3 +304,33 @@ def test_batcher_submit_after_close_fails() -> None:
             await asyncio.wait_for(batcher.submit("late"), timeout=0.3)
 
     asyncio.run(main())
+
+
+def test_batcher_sheds_a_request_whose_batch_cannot_finish_before_its_deadline() -> None:
+    """Batch time is learned per unit of the longest item's cost; a request with less time left
+    than its batch would take is answered CannotMeetDeadline and never computed."""
+    clock = FakeClock()
+
+    def run(items: Sequence[str]) -> list[str]:
+        clock.now += 0.1 * max(len(i) for i in items)  # 0.1 s per character of the longest item
+        return [i.upper() for i in items]
+
+    recorder = Recorder(fn=run)
+
+    async def main() -> None:
+        batcher: DynamicBatcher[str, str] = DynamicBatcher(recorder, max_batch_size=1, max_queue_delay_ms=0, clock=clock, cost=len)
+        batcher.start()
+        try:
+            for _ in range(3):
+                await batcher.submit("aaaa")
+            assert batcher.expected_batch_s(10) == pytest.approx(1.0)
+            with pytest.raises(CannotMeetDeadline):
+                await batcher.submit("b" * 10, deadline=clock.now + 0.5)
+            output, _ = await batcher.submit("cc", deadline=clock.now + 0.5)
+            assert output == "CC"
+            assert batcher.stats.cannot_meet == 1 and batcher.stats.expired == 0
+        finally:
+            await batcher.close()
+
+    asyncio.run(main())
+    assert ["b" * 10] not in recorder.batches

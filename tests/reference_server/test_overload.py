@@ -22,7 +22,6 @@ DEADLINE_MS = 3000
 OVERLOAD_FACTOR = 5
 MAX_RATE = 60.0  # what the test client can send on a small shared machine
 RSS_SLACK_BYTES = 150 * 2**20
-MAX_LATE_SHARE = 0.03
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +48,7 @@ def _capacity(server: RunningServer, tag: str) -> float:
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         codes = list(pool.map(lambda i: server.client.post("/v1/translate", json=body(i)).status_code, range(16)))
-    assert codes == [200] * 16
+    assert codes == [200] * 16, codes
     return 16 / (time.monotonic() - started)
 
 
@@ -64,12 +63,10 @@ def test_overload_sheds_keeps_deadlines_and_memory_then_recovers(server: Running
     rate = min(OVERLOAD_FACTOR * capacity, MAX_RATE)
     outcomes = run_load(server.url, _body("overload", deadline_ms=DEADLINE_MS), rate_per_s=rate, duration_s=10, workers=128)
     statuses = Counter(o.status for o in outcomes)
-    # Shed at the door (429/503), never a server error. A 504 is the honest answer for the rare
-    # admitted request that the node then finished too late (on a shared machine the node can
-    # slow down under it); it must stay rare: before admission left room for the service time,
-    # 5-7% of requests ended so, and the timeouts opened the node's breaker.
-    assert set(statuses) <= {200, 429, 503, 504}, statuses
-    assert statuses[504] <= MAX_LATE_SHARE * len(outcomes), statuses
+    # Shed (429/503), never a server error and never a request left to time out: admission sheds
+    # what cannot get a slot in time, and a node sheds (503 cannot_meet_deadline) what its batch
+    # could not finish before the deadline, instead of computing it for nothing.
+    assert set(statuses) <= {200, 429, 503}, statuses
     assert statuses[503] > 0 and statuses[200] > 0, statuses
     for shed in (o for o in outcomes if o.status == 503):
         assert shed.body["error"]["code"] == "overloaded", shed.body
