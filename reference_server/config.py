@@ -206,20 +206,23 @@ def merge_pools_onto_defaults(data: dict) -> dict:
     return {**data, "pools": merged}
 
 
+def read_config_file(path: Path) -> dict:
+    """The YAML mapping of a server config file, unvalidated; ConfigError names the file."""
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the file ({exc.strerror}).") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: is not valid YAML ({exc}).") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping, not {type(data).__name__}.")
+    return data
+
+
 def load_config(path: Path | None = None, **overrides: object) -> ServerConfig:
     """Read a YAML config (or none) and apply CLI overrides; raise ConfigError naming file and field."""
     source = str(path) if path else "server config"
-    data: dict = {}
-    if path is not None:
-        try:
-            data = yaml.safe_load(Path(path).read_text()) or {}
-        except OSError as exc:
-            raise ConfigError(f"{source}: cannot read the file ({exc.strerror}).") from exc
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{source}: is not valid YAML ({exc}).") from exc
-        if not isinstance(data, dict):
-            raise ConfigError(f"{source}: the top level must be a mapping, not {type(data).__name__}.")
-    data = merge_pools_onto_defaults(data)
+    data = merge_pools_onto_defaults(read_config_file(path) if path is not None else {})
     try:
         config = ServerConfig.model_validate(data)
     except ValidationError as exc:

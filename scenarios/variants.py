@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from reference_server.config import ServerConfig, merge_pools_onto_defaults
+from reference_server.config import ConfigError, ServerConfig, merge_pools_onto_defaults, read_config_file
 from scenarios.spec import EmbeddedTarget, Scenario, ScenarioError, TargetSpec, Variant
 
 BASE_FIELD = "target.embedded.server"
@@ -49,16 +48,10 @@ def config_file_data(target: EmbeddedTarget, base_dir: Path, source: str) -> dic
     """The YAML mapping of the embedded target's `config` file ({} when there is none)."""
     if target.config is None:
         return {}
-    path = (base_dir / target.config).resolve()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except OSError as exc:
-        raise ScenarioError(f'{source}: target.embedded.config: cannot read "{path}" ({exc.strerror}).') from exc
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f'{source}: target.embedded.config: "{path}" is not valid YAML: {exc}') from exc
-    if not isinstance(data, dict):
-        raise ScenarioError(f'{source}: target.embedded.config: "{path}" must hold a mapping.')
-    return data
+        return read_config_file((base_dir / target.config).resolve())
+    except ConfigError as exc:
+        raise ScenarioError(f"{source}: target.embedded.config: {exc}") from exc
 
 
 def validate_server(data: dict[str, Any], *, source: str, where: str) -> ServerConfig:
