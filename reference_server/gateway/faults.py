@@ -9,20 +9,28 @@ can never leave the service broken).
 - partition/reset: the connection is refused at once (`httpx.ConnectError`).
 - latency: every call is delayed by `latency_ms` +/- `jitter_ms` before it is sent.
 - errors: a share `error_rate` of calls is answered 500 without reaching the node.
+- slowdown: the node's compute time is multiplied by `factor` (thermal throttling, a noisy
+  neighbour, a slower build). The proxy stamps each call with the factor and the node sleeps
+  `(factor - 1) x compute` after every batch while holding its batch slot, so capacity really
+  drops, not only latency (see `reference_server.node.protocol`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from collections.abc import Callable
 from typing import Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-FaultKind = Literal["partition", "reset", "latency", "errors"]
+from reference_server.node.protocol import MAX_SLOWDOWN, SLOWDOWN_HEADER
+
+FaultKind = Literal["partition", "reset", "latency", "errors", "slowdown"]
+ACTIVE_KINDS = ("partition", "latency", "errors", "slowdown")  # as `active()` names them
 DEFAULT_TTL_S = 300.0
 
 
@@ -36,12 +44,22 @@ class FaultSpec(BaseModel):
     latency_ms: float = Field(0.0, ge=0, le=120_000)
     jitter_ms: float = Field(0.0, ge=0, le=120_000)
     error_rate: float = Field(1.0, ge=0, le=1)
+    factor: float | None = Field(None, description="slowdown: compute time multiplier, 1 to 20")
     ttl_s: float = Field(DEFAULT_TTL_S, gt=0, le=86_400)
+
+    @field_validator("factor")
+    @classmethod
+    def _factor_in_range(cls, factor: float | None) -> float | None:
+        if factor is not None and not (math.isfinite(factor) and 1.0 <= factor <= MAX_SLOWDOWN):
+            raise ValueError(f"A slowdown factor must be between 1 and {MAX_SLOWDOWN:g}, not {factor!r}.")
+        return factor
 
     @model_validator(mode="after")
     def _needs_its_parameter(self) -> FaultSpec:
         if self.kind == "latency" and self.latency_ms <= 0:
             raise ValueError("a latency fault needs latency_ms > 0")
+        if self.kind == "slowdown" and self.factor is None:
+            raise ValueError(f"A slowdown fault needs a factor between 1 and {MAX_SLOWDOWN:g}.")
         return self
 
 
@@ -51,7 +69,7 @@ class ActiveFault:
         self.expires_at = clock() + spec.ttl_s
 
     def describe(self, now: float) -> dict[str, object]:
-        data = self.spec.model_dump()
+        data = self.spec.model_dump(exclude_none=True)
         data["expires_in_s"] = round(max(0.0, self.expires_at - now), 3)
         return data
 
@@ -108,6 +126,9 @@ class FaultTransport(httpx.AsyncBaseTransport):
         errors = self._faults.get("errors")
         if errors is not None and self._rng.random() < errors.spec.error_rate:
             return httpx.Response(500, json={"error": {"code": "injected_error", "message": "Injected node error."}}, request=request)
+        slowdown = self._faults.get("slowdown")
+        if slowdown is not None and slowdown.spec.factor is not None:
+            request.headers[SLOWDOWN_HEADER] = repr(slowdown.spec.factor)
         return await self._inner.handle_async_request(request)
 
     async def aclose(self) -> None:

@@ -16,6 +16,7 @@ from starlette.routing import Route
 
 from reference_server.batcher import CannotMeetDeadline, DeadlineExceeded, DynamicBatcher, QueueFull
 from reference_server.model import ModelInput
+from reference_server.node.protocol import SLOWDOWN_HEADER
 from reference_server.node.worker import ModelWorker
 
 
@@ -47,6 +48,7 @@ def create_node_app(worker: ModelWorker) -> Starlette:
         except (ValueError, KeyError, TypeError) as exc:
             return _error(400, "bad_request", f"The node could not read the request: {exc}.")
         deadline = time.monotonic() + budget_ms / 1000.0
+        worker.slow_down_from(request.headers.get(SLOWDOWN_HEADER))
         try:
             output, info = await batcher.submit(item, rank=rank, deadline=deadline)
         except DeadlineExceeded as exc:

@@ -1,4 +1,5 @@
-"""The node's model worker: loading, warm-up, cold start bookkeeping, and the batch call."""
+"""The node's model worker: loading, warm-up, cold start bookkeeping, the batch call, and the
+slowdown fault (compute time multiplied, as on a throttled GPU)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import psutil
 
 from reference_server.model import ModelInput, Seq2SeqModel, load_model
+from reference_server.node.protocol import parse_slowdown
 
 WARMUP_TEXT = "The quick brown fox jumps over the lazy dog. "
 
@@ -36,9 +38,14 @@ class ModelWorker:
     buckets before it reports ready. A cold node reports ready at once and loads the
     model on its first batch, so the first requests pay for the start, as they do when
     a replica is put in service before its caches and kernels are warm.
+
+    `slowdown` (1.0 = full speed) is set from the gateway's slowdown header on every request;
+    each batch then sleeps `(slowdown - 1) x its compute time` on the batcher's thread, so the
+    node holds the batch slot longer and really serves fewer requests per second. `model`
+    serves a given model instead of loading the bundled one (tests, or a real seq2seq model).
     """
 
-    def __init__(self, settings: NodeSettings) -> None:
+    def __init__(self, settings: NodeSettings, *, model: Seq2SeqModel | None = None) -> None:
         self.settings = settings
         self.state = "starting"
         self.provider = "unknown"
@@ -46,8 +53,15 @@ class ModelWorker:
         self.process_started = psutil.Process().create_time()
         self.cold_start_s: float | None = None
         self.first_request_ms: float | None = None
-        self._model: Seq2SeqModel | None = None
+        self._model: Seq2SeqModel | None = model
         self._lock = threading.Lock()
+        self.slowdown = 1.0
+        if model is not None:
+            self.provider, self.model_name = model.provider, model.name
+
+    def slow_down_from(self, header: str | None) -> None:
+        """Apply the factor of a request's slowdown header; no header means full speed."""
+        self.slowdown = parse_slowdown(header)
 
     def prepare(self) -> None:
         """Blocking start-up, run off the event loop."""
@@ -63,7 +77,12 @@ class ModelWorker:
         started = time.perf_counter()
         if self._model is None:
             self._load()
+        computing = time.perf_counter()
         outputs = self._model.translate_batch(inputs)  # type: ignore[union-attr]
+        finished = time.perf_counter()
+        factor = self.slowdown
+        if factor > 1.0:
+            time.sleep((factor - 1.0) * (finished - computing))
         if first:
             self.first_request_ms = (time.perf_counter() - started) * 1000.0
         return outputs

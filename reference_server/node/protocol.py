@@ -1,0 +1,24 @@
+"""What the gateway tells a node beside the JSON body of `/infer`: the slowdown fault's factor.
+
+The gateway's fault proxy stamps every call to a slowed node with `SLOWDOWN_HEADER`; the node
+multiplies its compute time by that factor. A call without the header runs at full speed, so
+the fault heals with the proxy's (TTL, DELETE, reset) and never outlives the gateway.
+"""
+
+from __future__ import annotations
+
+import math
+
+SLOWDOWN_HEADER = "x-rushhour-slowdown"
+MAX_SLOWDOWN = 20.0
+
+
+def parse_slowdown(value: str | None) -> float:
+    """The factor a header carries; 1.0 (full speed) when absent or not a number in [1, MAX_SLOWDOWN]."""
+    if not value:
+        return 1.0
+    try:
+        factor = float(value)
+    except ValueError:
+        return 1.0
+    return factor if math.isfinite(factor) and 1.0 <= factor <= MAX_SLOWDOWN else 1.0

@@ -1,0 +1,169 @@
+"""The slowdown fault: validated by the admin model, carried by the fault proxy, paid by the node.
+
+A fake model with a known compute time (40 ms a batch) sits behind the real node app and the real
+fault proxy, so the ratios below are about the fault, not about this machine's load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import Sequence
+
+import httpx
+import pytest
+from pydantic import ValidationError
+
+from reference_server.gateway.faults import FaultSpec, FaultTransport
+from reference_server.model import ModelInput
+from reference_server.node.app import create_node_app
+from reference_server.node.protocol import SLOWDOWN_HEADER, parse_slowdown
+from reference_server.node.worker import ModelWorker, NodeSettings
+
+COMPUTE_S = 0.04
+BODY = {"text": "hello", "source_lang": "en", "target_lang": "de"}
+
+
+class FixedCostModel:
+    """Every batch takes COMPUTE_S of "compute", whatever its size."""
+
+    tier = "quality"
+    provider = "FakeExecutionProvider"
+    name = "fixed-cost"
+
+    def translate_batch(self, inputs: Sequence[ModelInput]) -> list[str]:
+        time.sleep(COMPUTE_S)
+        return [item.text.upper() for item in inputs]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class HeaderRecorder:
+    """The inner transport: records the slowdown header of every call that reaches the node."""
+
+    def __init__(self) -> None:
+        self.seen: list[str | None] = []
+        self.transport = httpx.MockTransport(self._handle)
+
+    def _handle(self, request: httpx.Request) -> httpx.Response:
+        self.seen.append(request.headers.get(SLOWDOWN_HEADER))
+        return httpx.Response(200, json={})
+
+
+def _worker() -> ModelWorker:
+    settings = NodeSettings(
+        node_id="quality-0", pool="quality", tier="quality", max_batch_size=1, max_queue_delay_ms=0.0, warmup_lengths=[]
+    )
+    return ModelWorker(settings, model=FixedCostModel())
+
+
+async def _serve(factor: float | None, count: int) -> tuple[list[float], float]:
+    """One node (batch size 1) behind the fault proxy, `count` requests fired at once:
+    every request's infer_ms and the wall time to answer them all."""
+    worker = _worker()
+    app = create_node_app(worker)
+    proxy = FaultTransport(httpx.ASGITransport(app=app), connect_timeout_s=0.01)
+    if factor is not None:
+        proxy.inject(FaultSpec(kind="slowdown", factor=factor))
+    async with app.router.lifespan_context(app):
+        while worker.state != "ready":
+            await asyncio.sleep(0.005)
+        async with httpx.AsyncClient(transport=proxy, base_url="http://node") as client:
+            started = time.perf_counter()
+            responses = await asyncio.gather(*(client.post("/infer", json=BODY) for _ in range(count)))
+            wall = time.perf_counter() - started
+    assert all(r.status_code == 200 for r in responses), [r.text for r in responses]
+    return [float(r.json()["infer_ms"]) for r in responses], wall
+
+
+def _send(proxy: FaultTransport) -> None:
+    async def main() -> None:
+        async with httpx.AsyncClient(transport=proxy, base_url="http://node") as client:
+            await client.post("/infer", json=BODY)
+
+    asyncio.run(main())
+
+
+# ---- the admin body ---------------------------------------------------------------------------
+@pytest.mark.parametrize("factor", [0.5, 0.0, -2.0, 20.5, 1e9, float("nan"), float("inf")])
+def test_slowdown_spec_rejects_a_factor_out_of_range_naming_it(factor: float) -> None:
+    with pytest.raises(ValidationError) as info:
+        FaultSpec.model_validate({"kind": "slowdown", "factor": factor})
+    assert "between 1 and 20" in str(info.value) and repr(factor) in str(info.value)
+
+
+def test_slowdown_spec_needs_a_factor() -> None:
+    with pytest.raises(ValidationError, match="needs a factor"):
+        FaultSpec.model_validate({"kind": "slowdown", "ttl_s": 5})
+
+
+def test_slowdown_spec_accepts_the_bounds() -> None:
+    assert FaultSpec(kind="slowdown", factor=1).factor == 1.0
+    assert FaultSpec(kind="slowdown", factor=20).factor == 20.0
+
+
+# ---- the proxy --------------------------------------------------------------------------------
+def test_slowdown_proxy_stamps_calls_until_it_heals_at_its_ttl() -> None:
+    clock, node = FakeClock(), HeaderRecorder()
+    proxy = FaultTransport(node.transport, connect_timeout_s=0.01, clock=clock)
+    _send(proxy)
+    proxy.inject(FaultSpec(kind="slowdown", factor=1.3, ttl_s=10))
+    [active] = proxy.active()
+    assert (active["kind"], active["factor"], active["expires_in_s"]) == ("slowdown", 1.3, 10.0)
+    _send(proxy)
+    clock.now = 10.0
+    _send(proxy)
+    assert node.seen == [None, "1.3", None]
+    assert proxy.active() == []
+
+
+def test_slowdown_proxy_heal_removes_the_factor() -> None:
+    node = HeaderRecorder()
+    proxy = FaultTransport(node.transport, connect_timeout_s=0.01)
+    proxy.inject(FaultSpec(kind="slowdown", factor=2))
+    _send(proxy)
+    proxy.heal()
+    _send(proxy)
+    assert node.seen == ["2.0", None]
+
+
+def test_slowdown_header_parsing_falls_back_to_full_speed() -> None:
+    assert parse_slowdown(None) == 1.0
+    assert parse_slowdown("2.5") == 2.5
+    assert parse_slowdown("fast") == 1.0
+    assert parse_slowdown("0.5") == 1.0
+    assert parse_slowdown("nan") == 1.0
+
+
+# ---- the node pays for it ---------------------------------------------------------------------
+def test_slowdown_worker_sleeps_factor_minus_one_times_compute() -> None:
+    worker = _worker()
+    batch = [ModelInput("hi", "en", "de")]
+    started = time.perf_counter()
+    worker.run_batch(batch)
+    base = time.perf_counter() - started
+    worker.slow_down_from("3")
+    started = time.perf_counter()
+    worker.run_batch(batch)
+    slowed = time.perf_counter() - started
+    assert 2.5 < slowed / base < 4.0
+    worker.slow_down_from(None)
+    assert worker.slowdown == 1.0
+
+
+def test_slowdown_factor_two_doubles_infer_time_and_halves_throughput() -> None:
+    count = 10
+    base_times, base_wall = asyncio.run(_serve(None, count))
+    slow_times, slow_wall = asyncio.run(_serve(2.0, count))
+    base_ms, slow_ms = statistics.median(base_times), statistics.median(slow_times)
+    assert base_ms >= COMPUTE_S * 1000 * 0.9
+    assert 1.7 < slow_ms / base_ms < 2.6, (base_ms, slow_ms)
+    base_rps, slow_rps = count / base_wall, count / slow_wall
+    assert 0.38 < slow_rps / base_rps < 0.6, (base_rps, slow_rps)  # capacity halves, not only latency
