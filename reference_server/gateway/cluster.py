@@ -3,6 +3,11 @@
 It starts every node of every pool, watches their processes and health, restarts a
 crashed node with exponential backoff, and carries out the admin operations that chaos
 drills call: kill, restart (warm or cold), scale a pool, stop everything.
+
+Scaling a pool holds that pool's lock from reading its size to the last node removed, so two
+scale operations (an autoscaler drain and a chaos rollback's reset) run one after the other
+instead of draining the same node twice. Nothing here waits for a process in a blocking call
+on the event loop except an instant SIGKILL reap.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from reference_server.aio import cancel_and_wait
 from reference_server.config import ServerConfig
 from reference_server.gateway.breaker import CircuitBreaker
 from reference_server.gateway.metrics import Metrics
-from reference_server.gateway.nodes import NodeHandle, kill_process, make_client, spawn_process
+from reference_server.gateway.nodes import NodeHandle, Spawner, kill_now, make_client, spawn_process, stop_process
 from reference_server.model import build_model
 
 log = logging.getLogger("rushhour.gateway")
@@ -32,7 +37,10 @@ class UnknownNode(LookupError):
 
 
 class Cluster:
-    def __init__(self, config: ServerConfig, metrics: Metrics, *, on_event: Callable[[dict[str, object]], None] | None = None) -> None:
+    def __init__(
+        self, config: ServerConfig, metrics: Metrics, *,
+        on_event: Callable[[dict[str, object]], None] | None = None, spawn: Spawner = spawn_process,
+    ) -> None:
         self.config = config
         self.metrics = metrics
         self.nodes: dict[str, NodeHandle] = {}
@@ -41,6 +49,8 @@ class Cluster:
         self._health = httpx.AsyncClient(timeout=httpx.Timeout(1.0, connect=0.25))
         self._task: asyncio.Task[None] | None = None
         self._on_event = on_event or (lambda event: None)
+        self._spawn = spawn
+        self._scaling = {name: asyncio.Lock() for name in config.pools}
         self.started = time.monotonic()
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -56,8 +66,9 @@ class Cluster:
 
     async def stop(self) -> None:
         await cancel_and_wait(self._task)
-        for node in self.nodes.values():
-            kill_process(node.proc, graceful_s=2.0)
+        nodes = list(self.nodes.values())
+        await asyncio.gather(*(stop_process(node.proc, graceful_s=2.0) for node in nodes))
+        for node in nodes:
             node.state = "down"
             if node.client is not None:
                 await node.client.aclose()
@@ -105,7 +116,7 @@ class Cluster:
     def _launch(self, node: NodeHandle, *, warm: bool) -> None:
         pool = self.config.pools[node.pool]
         self._retire_counters(node)
-        node.proc, node.port = spawn_process(node, pool, warm=warm, model_cache_dir=self.config.model_cache_dir)
+        node.proc, node.port = self._spawn(node, pool, warm=warm, model_cache_dir=self.config.model_cache_dir)
         old_client = node.client
         node.client, node.transport = make_client(node.port, node_timeout_s=self.config.node_timeout_s)
         if old_client is not None:
@@ -127,16 +138,18 @@ class Cluster:
     async def kill(self, node_id: str) -> NodeHandle:
         """SIGKILL, no goodbye. The supervisor notices and restarts it after its backoff."""
         node = self.node(node_id)
-        if node.proc is not None and node.proc.poll() is None:
-            node.proc.kill()
-            node.proc.wait()
+        kill_now(node.proc)
         self._event("node_killed", node)
         self._handle_exit(node)  # down at once, not at the next health tick
         return node
 
     async def restart(self, node_id: str, *, warm: bool) -> NodeHandle:
+        """Kill and start again at once (no await in between, so the supervisor cannot start it
+        too). A node being scaled away is left to its removal, never brought back."""
         node = self.node(node_id)
-        kill_process(node.proc)
+        if node.removed:
+            return node
+        kill_now(node.proc)
         node.restarts += 1
         self.metrics.node_restarts.labels(node.id, "admin").inc()
         node.breaker.reset()
@@ -145,31 +158,34 @@ class Cluster:
         return node
 
     async def scale(self, pool: str, count: int, *, reason: str = "admin") -> list[NodeHandle]:
+        """Give `pool` exactly `count` nodes: start the lowest free ordinals, or drain and stop the
+        highest. Serialised per pool; the nodes being removed drain in parallel."""
         if pool not in self.config.pools:
             raise UnknownNode(f'There is no pool "{pool}"; pools are {sorted(self.config.pools)}.')
-        current = sorted(self.pool_nodes(pool), key=lambda n: n.index)
-        direction = "up" if count > len(current) else "down"
-        for _ in range(count - len(current)):
-            self._add_node(pool)
-        for node in current[count:][::-1]:
-            await self._drain_and_remove(node)
-        if count != len(current):
-            self.metrics.scale_events.labels(pool, direction).inc()
-            self._on_event({"type": "scale", "pool": pool, "nodes": count, "reason": reason})
-        return self.pool_nodes(pool)
+        async with self._scaling[pool]:
+            current = sorted(self.pool_nodes(pool), key=lambda n: n.index)
+            direction = "up" if count > len(current) else "down"
+            for _ in range(count - len(current)):
+                self._add_node(pool)
+            await asyncio.gather(*(self._drain_and_remove(node) for node in current[count:]))
+            if count != len(current):
+                self.metrics.scale_events.labels(pool, direction).inc()
+                self._on_event({"type": "scale", "pool": pool, "nodes": count, "reason": reason})
+            return self.pool_nodes(pool)
 
     async def _drain_and_remove(self, node: NodeHandle, *, timeout_s: float = 10.0) -> None:
         node.removed = True
+        self._retire_counters(node)  # now: a removed node's health is no longer read
         self._set_state(node, "draining")
         deadline = time.monotonic() + timeout_s
         while node.inflight > 0 and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        kill_process(node.proc, graceful_s=2.0)
-        self._retire_counters(node)
+        await stop_process(node.proc, graceful_s=2.0)
         self._set_state(node, "down")
+        if self.nodes.get(node.id) is node:
+            del self.nodes[node.id]
         if node.client is not None:
             await node.client.aclose()
-        del self.nodes[node.id]
 
     # ---- supervision -----------------------------------------------------------------------
     async def _supervise(self) -> None:

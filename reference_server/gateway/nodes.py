@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import os
 import signal
@@ -11,6 +12,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import httpx
 
@@ -19,6 +21,7 @@ from reference_server.gateway.breaker import CircuitBreaker
 from reference_server.gateway.faults import FaultTransport
 
 CONNECT_TIMEOUT_S = 0.25
+EXIT_POLL_S = 0.02
 _PR_SET_PDEATHSIG = 1
 
 
@@ -99,6 +102,14 @@ def spawn_process(
     return proc, port
 
 
+class Spawner(Protocol):
+    """How the supervisor starts a node's process: `spawn_process`, or a fake in tests."""
+
+    def __call__(
+        self, node: NodeHandle, pool: PoolConfig, *, warm: bool, model_cache_dir: Path | None
+    ) -> tuple[subprocess.Popen[bytes], int]: ...
+
+
 def make_client(port: int, *, node_timeout_s: float) -> tuple[httpx.AsyncClient, FaultTransport]:
     inner = httpx.AsyncHTTPTransport(
         retries=0,
@@ -114,18 +125,28 @@ def make_client(port: int, *, node_timeout_s: float) -> tuple[httpx.AsyncClient,
     return client, transport
 
 
-def kill_process(proc: subprocess.Popen[bytes] | None, *, graceful_s: float = 0.0) -> None:
-    """SIGTERM with a grace period (or SIGKILL at once), then reap: no zombies, no orphans."""
-    if proc is None or proc.poll() is not None:
-        if proc is not None:
-            proc.wait()
+def kill_now(proc: subprocess.Popen[bytes] | None) -> None:
+    """SIGKILL and reap at once; blocks only while the kernel ends the killed process."""
+    if proc is None:
         return
-    if graceful_s > 0:
-        proc.terminate()
-        try:
-            proc.wait(timeout=graceful_s)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-    proc.kill()
+    if proc.poll() is None:
+        proc.kill()
     proc.wait()
+
+
+async def stop_process(proc: subprocess.Popen[bytes] | None, *, graceful_s: float = 0.0) -> None:
+    """SIGTERM with a grace period (or SIGKILL at once), then reap: no zombies, no orphans.
+
+    It waits by polling on the event loop, never in a blocking `wait`, so a node that takes its
+    time to exit cannot freeze the gateway's traffic."""
+    if proc is None:
+        return
+    if proc.poll() is None and graceful_s > 0:
+        proc.terminate()
+        deadline = time.monotonic() + graceful_s
+        while proc.poll() is None and time.monotonic() < deadline:
+            await asyncio.sleep(EXIT_POLL_S)
+    if proc.poll() is None:
+        proc.kill()
+    while proc.poll() is None:
+        await asyncio.sleep(EXIT_POLL_S)
