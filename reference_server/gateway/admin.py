@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import hmac
 import os
 import secrets
 from pathlib import Path
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
 from reference_server.gateway.api import ApiError
 from reference_server.gateway.cluster import Cluster, UnknownNode
+from reference_server.gateway.deps import GatewayDep, ServiceDep, require_admin_token
 from reference_server.gateway.faults import FaultSpec
-from reference_server.gateway.service import TranslationService
+from reference_server.gateway.nodes import NodeHandle
 
 TOKEN_ENV = "RUSHHOUR_ADMIN_TOKEN"
+MAX_EPOCH_S = 4_102_444_800.0  # 2100-01-01T00:00:00Z: later is no drill's start, and overflows date maths
 
 
 def resolve_admin_token(state_dir: Path) -> tuple[str, Path | None]:
@@ -40,7 +41,7 @@ class RestartBody(BaseModel):
 
 class EpochBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    epoch: float = Field(gt=0, description="Unix time in seconds")
+    epoch: float = Field(gt=0, le=MAX_EPOCH_S, allow_inf_nan=False, description="Unix time in seconds")
 
 
 class ScaleBody(BaseModel):
@@ -48,102 +49,93 @@ class ScaleBody(BaseModel):
     nodes: int = Field(ge=0, le=64)
 
 
-def _node_view(node) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def _node_view(node: NodeHandle) -> dict[str, object]:
     return {"id": node.id, "pool": node.pool, "state": node.state, "pid": node.pid, "warm": node.warm}
 
 
-def admin_router(token: str) -> APIRouter:
-    expected = token.encode()
+def _node_or_404(cluster: Cluster, node_id: str) -> NodeHandle:
+    try:
+        return cluster.node(node_id)
+    except UnknownNode as exc:
+        raise ApiError(404, "unknown_node", str(exc)) from None
 
-    def require_token(request: Request) -> None:
-        header = request.headers.get("authorization", "")
-        scheme, _, given = header.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):
-            raise ApiError(401, "unauthorized", "Admin calls need a valid bearer token.")
 
-    router = APIRouter(prefix="/admin", dependencies=[Depends(require_token)], tags=["admin"])
+router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin_token)], tags=["admin"])
 
-    def parts(request: Request) -> tuple[Cluster, TranslationService]:
-        return request.app.state.cluster, request.app.state.service
 
-    def node_or_404(cluster: Cluster, node_id: str):  # type: ignore[no-untyped-def]
-        try:
-            return cluster.node(node_id)
-        except UnknownNode as exc:
-            raise ApiError(404, "unknown_node", str(exc)) from None
+@router.post("/nodes/{node_id}/kill")
+async def kill(node_id: str, gateway: GatewayDep) -> dict[str, object]:
+    _node_or_404(gateway.cluster, node_id)
+    return _node_view(await gateway.cluster.kill(node_id))
 
-    @router.post("/nodes/{node_id}/kill")
-    async def kill(node_id: str, request: Request) -> dict[str, object]:
-        cluster, _ = parts(request)
-        node_or_404(cluster, node_id)
-        return _node_view(await cluster.kill(node_id))
 
-    @router.post("/nodes/{node_id}/restart")
-    async def restart(node_id: str, request: Request, body: RestartBody | None = None) -> dict[str, object]:
-        cluster, _ = parts(request)
-        node_or_404(cluster, node_id)
-        return _node_view(await cluster.restart(node_id, warm=(body or RestartBody()).warm))
+@router.post("/nodes/{node_id}/restart")
+async def restart(node_id: str, gateway: GatewayDep, body: RestartBody | None = None) -> dict[str, object]:
+    _node_or_404(gateway.cluster, node_id)
+    return _node_view(await gateway.cluster.restart(node_id, warm=(body or RestartBody()).warm))
 
-    @router.post("/nodes/{node_id}/faults")
-    async def inject(node_id: str, spec: FaultSpec, request: Request) -> dict[str, object]:
-        cluster, _ = parts(request)
-        node = node_or_404(cluster, node_id)
-        node.transport.inject(spec)
-        cluster.metrics.faults.labels(node.id, spec.kind).set(1)
-        request.app.state.events.append({"type": "fault_injected", "node": node.id, **spec.model_dump()})
-        return {"node": node.id, "faults": node.transport.active()}
 
-    @router.delete("/nodes/{node_id}/faults")
-    async def heal(node_id: str, request: Request) -> dict[str, object]:
-        cluster, _ = parts(request)
-        node = node_or_404(cluster, node_id)
+@router.post("/nodes/{node_id}/faults")
+async def inject(node_id: str, spec: FaultSpec, gateway: GatewayDep) -> dict[str, object]:
+    node = _node_or_404(gateway.cluster, node_id)
+    if node.transport is None:
+        raise ApiError(409, "node_not_started", f'Node "{node.id}" has no connection to inject a fault into yet.')
+    node.transport.inject(spec)
+    gateway.events.record({"type": "fault_injected", "node": node.id, **spec.model_dump()})
+    return {"node": node.id, "faults": node.transport.active()}
+
+
+@router.delete("/nodes/{node_id}/faults")
+async def heal(node_id: str, gateway: GatewayDep) -> dict[str, object]:
+    node = _node_or_404(gateway.cluster, node_id)
+    if node.transport is not None:
         node.transport.heal()
-        return {"node": node.id, "faults": []}
+    return {"node": node.id, "faults": []}
 
-    @router.post("/pools/{pool}/scale")
-    async def scale(pool: str, body: ScaleBody, request: Request) -> dict[str, object]:
-        cluster, _ = parts(request)
-        try:
-            nodes = await cluster.scale(pool, body.nodes)
-        except UnknownNode as exc:
-            raise ApiError(404, "unknown_pool", str(exc)) from None
-        return {"pool": pool, "nodes": [_node_view(n) for n in nodes]}
 
-    @router.post("/cache/flush")
-    async def flush(request: Request) -> dict[str, object]:
-        _, service = parts(request)
-        flushed = len(service.cache)
-        service.cache.clear()
-        result: dict[str, object] = {"flushed": flushed}
-        if service.l2 is not None:
-            result["l2_flushed"] = await service.l2.flush()
-        return result
+@router.post("/pools/{pool}/scale")
+async def scale(pool: str, body: ScaleBody, gateway: GatewayDep) -> dict[str, object]:
+    try:
+        nodes = await gateway.cluster.scale(pool, body.nodes)
+    except UnknownNode as exc:
+        raise ApiError(404, "unknown_pool", str(exc)) from None
+    return {"pool": pool, "nodes": [_node_view(n) for n in nodes]}
 
-    @router.post("/autoscale/epoch")
-    async def autoscale_epoch(body: EpochBody, request: Request) -> dict[str, object]:
-        """Anchor the autoscalers' schedules (`at_s`) at a wall time, e.g. a drill's start."""
-        request.app.state.autoscaler.set_epoch(body.epoch)
-        return {"epoch": body.epoch}
 
-    @router.post("/reset")
-    async def reset(request: Request) -> dict[str, object]:
-        """Heal every fault, close every breaker, restore pool sizes, restart dead nodes now.
+@router.post("/cache/flush")
+async def flush(service: ServiceDep) -> dict[str, object]:
+    flushed = len(service.cache)
+    service.cache.clear()
+    result: dict[str, object] = {"flushed": flushed}
+    if service.l2 is not None:
+        result["l2_flushed"] = await service.l2.flush()
+    return result
 
-        A pool under an autoscaler is restored to the autoscaler's current target, not to its
-        configured start size: a chaos rollback must not undo capacity the peak asked for."""
-        cluster, _ = parts(request)
-        for node in cluster.nodes.values():
-            if node.transport is not None:
-                node.transport.heal()
-            node.breaker.reset()
-        targets = request.app.state.autoscaler.targets()
-        for name, pool in cluster.config.pools.items():
-            size = targets.get(name, pool.nodes)
-            if len(cluster.pool_nodes(name)) != size:
-                await cluster.scale(name, size, reason="reset")
-        for node in list(cluster.nodes.values()):
-            if node.state == "down":
-                await cluster.restart(node.id, warm=True)
-        return {"reset": True, "nodes": [_node_view(n) for n in cluster.nodes.values()]}
 
-    return router
+@router.post("/autoscale/epoch")
+async def autoscale_epoch(body: EpochBody, gateway: GatewayDep) -> dict[str, object]:
+    """Anchor the autoscalers' schedules (`at_s`) at a wall time, e.g. a drill's start."""
+    gateway.autoscaler.set_epoch(body.epoch)
+    return {"epoch": body.epoch}
+
+
+@router.post("/reset")
+async def reset(gateway: GatewayDep) -> dict[str, object]:
+    """Heal every fault, close every breaker, restore pool sizes, restart dead nodes now.
+
+    A pool under an autoscaler is restored to the autoscaler's current target, not to its
+    configured start size: a chaos rollback must not undo capacity the peak asked for."""
+    cluster = gateway.cluster
+    for node in cluster.nodes.values():
+        if node.transport is not None:
+            node.transport.heal()
+        node.breaker.reset()
+    targets = gateway.autoscaler.targets()
+    for name, pool in cluster.config.pools.items():
+        size = targets.get(name, pool.nodes)
+        if len(cluster.pool_nodes(name)) != size:
+            await cluster.scale(name, size, reason="reset")
+    for node in list(cluster.nodes.values()):
+        if node.state == "down":
+            await cluster.restart(node.id, warm=True)
+    return {"reset": True, "nodes": [_node_view(n) for n in cluster.nodes.values()]}

@@ -21,7 +21,7 @@ class TranslateRequest(BaseModel):
     source_lang: str = Field(min_length=2, max_length=8)
     target_lang: str = Field(min_length=2, max_length=8)
     mode: Mode = "auto"
-    priority: str | None = Field(None, description="Priority class, e.g. paid, free, batch.")
+    priority: str | None = Field(None, max_length=64, description="Priority class, e.g. paid, free, batch.")
     tenant: str = Field("anonymous", min_length=1, max_length=64)
     deadline_ms: float | None = Field(None, gt=0, le=600_000)
     on_overload: OnOverload = "reject"

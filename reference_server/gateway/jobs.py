@@ -5,15 +5,19 @@ request, so segments are rate limited, admitted, batched on nodes and cached one
 segment-level cache: a document that repeats a sentence, or a second document sharing some,
 computes it once). A few segments of a job are in flight at once, so a node can batch them, and
 results are published strictly in order. Jobs are bounded: at most `max_running` translate at
-once, at most `max_active` are queued or running (more answer 503), and at most `max_jobs` are
-kept, the oldest finished evicted first.
+once, at most `max_active` are queued or running (more answer 503), and the store keeps at most
+`max_jobs` jobs and about `max_bytes` bytes of text, the oldest finished evicted first; a job the
+unfinished ones leave no room for is refused (503). A job ends `done` or `failed`, whatever
+goes wrong in it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
+import sys
 import time
 import uuid
 from collections import OrderedDict
@@ -23,10 +27,13 @@ from dataclasses import dataclass, field
 from reference_server.config import JobsConfig
 from reference_server.gateway.api import ApiError, TranslateRequest, TranslateResponse
 
+log = logging.getLogger("rushhour.gateway")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 RETRY_STATUSES = frozenset({429, 503, 504})
 MAX_ATTEMPTS = 6
 MAX_RETRY_SLEEP_S = 5.0
+DEFAULT_MAX_BYTES = 64 * 2**20
+SEGMENT_OVERHEAD_BYTES = 400  # a result dict, its keys and two list slots, roughly
 
 Translate = Callable[[TranslateRequest], Awaitable[TranslateResponse]]
 
@@ -52,10 +59,12 @@ class Job:
     results: list[dict[str, object] | None] = field(default_factory=list)
     error: dict[str, object] | None = None
     task: asyncio.Task[None] | None = None
+    size_bytes: int = 0
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         self.results = [None] * len(self.sources)
+        self.size_bytes = sys.getsizeof(self.request.text) + sum(sys.getsizeof(s) + SEGMENT_OVERHEAD_BYTES for s in self.sources)
 
     @property
     def finished(self) -> bool:
@@ -105,9 +114,11 @@ class Job:
 class JobManager:
     def __init__(
         self, config: JobsConfig, *, translate: Translate, segment_chars: int, check: Callable[[TranslateRequest], object],
-        rank_of: Callable[[str], int] = lambda priority: 0,
+        rank_of: Callable[[str], int] = lambda priority: 0, max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.config = config
+        self.max_bytes = max_bytes
+        self.stored_bytes = 0  # of the jobs kept in `jobs`
         self._rank_of = rank_of
         self._translate = translate
         self._segment_chars = segment_chars
@@ -134,10 +145,9 @@ class JobManager:
         if len(self._active) >= limit:
             raise ApiError(503, "too_many_jobs", f'{len(self._active)} jobs are queued or running; the limit for "{priority}" is {limit}.', retry_after_s=1.0)
         job = Job(uuid.uuid4().hex, req, sources)
-        self._active.add(job)
         if keep:
-            self.jobs[job.id] = job
-            self._evict()
+            self._keep(job)
+        self._active.add(job)
         job.task = asyncio.get_running_loop().create_task(self._run(job), name=f"job-{job.id}")
         return job
 
@@ -147,10 +157,38 @@ class JobManager:
             raise ApiError(404, "unknown_job", f'There is no job "{job_id}"; it never existed or was evicted.')
         return job
 
-    def _evict(self) -> None:
-        excess = len(self.jobs) - self.config.max_jobs
-        for job_id in [j.id for j in self.jobs.values() if j.finished][: max(excess, 0)]:
-            del self.jobs[job_id]
+    def status(self) -> dict[str, object]:
+        return {
+            "kept": len(self.jobs), "active": len(self._active), "bytes": self.stored_bytes, "max_jobs": self.config.max_jobs,
+            "max_bytes": self.max_bytes, "max_chars": self.config.max_chars,
+        }
+
+    def _keep(self, job: Job) -> None:
+        """Store a new job, evicting finished ones for room; its translations are expected to
+        take about as much room as its text, so that much is kept free for them."""
+        needed = job.size_bytes + sum(sys.getsizeof(s) for s in job.sources)
+        self._evict(room=needed)
+        if self.stored_bytes + needed > self.max_bytes:
+            raise ApiError(
+                503, "job_store_full", f"The unfinished jobs hold {self.stored_bytes} bytes; a job of {needed} bytes does not fit in {self.max_bytes}.",
+                retry_after_s=1.0,
+            )
+        self.jobs[job.id] = job
+        self.stored_bytes += job.size_bytes
+        self._evict()
+
+    def _evict(self, *, room: int = 0) -> None:
+        """Drop the oldest finished jobs until at most `max_jobs` are kept and `room` bytes are free."""
+        for job in [j for j in self.jobs.values() if j.finished]:
+            if len(self.jobs) <= self.config.max_jobs and self.stored_bytes + room <= self.max_bytes:
+                return
+            del self.jobs[job.id]
+            self.stored_bytes -= job.size_bytes
+
+    def _grow(self, job: Job, size: int) -> None:
+        job.size_bytes += size
+        if self.jobs.get(job.id) is job:
+            self.stored_bytes += size
 
     async def _run(self, job: Job) -> None:
         try:
@@ -164,9 +202,13 @@ class JobManager:
         except asyncio.CancelledError:
             job.state, job.error = "failed", {"code": "cancelled", "message": "The job was cancelled."}
             raise
+        except Exception as exc:  # a job must end, whatever broke in it
+            log.exception("job %s failed", job.id)
+            job.state, job.error = "failed", {"code": "internal_error", "message": f"The job failed unexpectedly: {type(exc).__name__}: {exc}."}
         finally:
             self._active.discard(job)
             job.notify()
+            self._evict()
 
     async def _translate_all(self, job: Job) -> None:
         """`concurrency` workers take the next segment in order; the first failure ends the job."""
@@ -174,7 +216,9 @@ class JobManager:
 
         async def worker() -> None:
             for index in indexes:
-                job.results[index] = await self._segment(job, index)
+                result = await self._segment(job, index)
+                job.results[index] = result
+                self._grow(job, sys.getsizeof(result["translation"]))
                 job.notify()
 
         workers = [asyncio.create_task(worker()) for _ in range(min(self.config.concurrency, len(job.sources)))]

@@ -10,10 +10,23 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from reference_server.config import ServerConfig
 from reference_server.gateway.api import TranslateRequest
-from reference_server.gateway.jobs import JobManager
+from reference_server.gateway.deps import JobsDep, ServiceDep
 from reference_server.gateway.placement import choose_tier
 from reference_server.gateway.service import TranslationService
+
+
+JOB_PATHS = ("/v1/jobs", "/v1/translate/stream")  # take documents of up to jobs.max_chars
+JSON_BYTES_PER_CHAR = 12  # "\ud83d\ude00": an ASCII-only JSON encoder's form of one character
+JSON_OVERHEAD_BYTES = 4096  # the other fields of a translate request, with room to spare
+
+
+def body_limit(config: ServerConfig) -> int:
+    """Request bytes of the job paths: a document of `jobs.max_chars` characters fits however its
+    client encodes it (every character escaped by an ASCII-only JSON encoder; UTF-8 takes at most
+    4 bytes a character), and never less than the other paths' `max_body_bytes`."""
+    return max(config.max_body_bytes, config.jobs.max_chars * JSON_BYTES_PER_CHAR + JSON_OVERHEAD_BYTES)
 
 
 def queue_headers(service: TranslationService, req: TranslateRequest) -> dict[str, str]:
@@ -36,27 +49,27 @@ def queue_headers(service: TranslationService, req: TranslateRequest) -> dict[st
     return headers
 
 
-def jobs_router(manager: JobManager, service: TranslationService) -> APIRouter:
-    router = APIRouter(tags=["jobs"])
+router = APIRouter(tags=["jobs"])
 
-    @router.post("/v1/jobs", status_code=202)
-    async def submit(req: TranslateRequest) -> JSONResponse:
-        """Start translating a long document; poll `GET /v1/jobs/{id}` for progress."""
-        headers = queue_headers(service, req)
-        job = manager.submit(req)
-        return JSONResponse({"id": job.id}, status_code=202, headers={**headers, "Location": f"/v1/jobs/{job.id}"})
 
-    @router.get("/v1/jobs/{job_id}")
-    async def job_status(job_id: str) -> dict[str, object]:
-        """State, progress, estimated time left and the segments finished so far, in order."""
-        return manager.get(job_id).view()
+@router.post("/v1/jobs", status_code=202)
+async def submit(req: TranslateRequest, service: ServiceDep, jobs: JobsDep) -> JSONResponse:
+    """Start translating a long document; poll `GET /v1/jobs/{id}` for progress."""
+    headers = queue_headers(service, req)
+    job = jobs.submit(req)
+    return JSONResponse({"id": job.id}, status_code=202, headers={**headers, "Location": f"/v1/jobs/{job.id}"})
 
-    @router.post("/v1/translate/stream")
-    async def stream(req: TranslateRequest) -> StreamingResponse:
-        """Translate a document and send each segment as a server-sent event as soon as it and
-        every segment before it are done; then a `done` event (or `error`)."""
-        headers = queue_headers(service, req)
-        job = manager.submit(req, keep=False)
-        return StreamingResponse(manager.stream(job), media_type="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
 
-    return router
+@router.get("/v1/jobs/{job_id}")
+async def job_status(job_id: str, jobs: JobsDep) -> dict[str, object]:
+    """State, progress, estimated time left and the segments finished so far, in order."""
+    return jobs.get(job_id).view()
+
+
+@router.post("/v1/translate/stream")
+async def stream(req: TranslateRequest, service: ServiceDep, jobs: JobsDep) -> StreamingResponse:
+    """Translate a document and send each segment as a server-sent event as soon as it and
+    every segment before it are done; then a `done` event (or `error`)."""
+    headers = queue_headers(service, req)
+    job = jobs.submit(req, keep=False)
+    return StreamingResponse(jobs.stream(job), media_type="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})

@@ -1,6 +1,13 @@
-"""Prometheus metrics of the gateway, in a registry of its own (one per app, so tests can boot many)."""
+"""Prometheus metrics of the gateway, in a registry of its own (one per app, so tests can boot many).
+
+Every label value comes from a bounded set the server knows (priority classes, pools, node ids,
+modes, status codes, reasons), never from a client's raw input: a label set lives as long as the
+process, so one request with a fresh value would grow `/metrics` for good.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Container
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -8,6 +15,12 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.
 BATCH_BUCKETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256)
 NODE_STATES = ("starting", "warming", "ready", "draining", "down")
 BREAKER_STATES = ("closed", "half_open", "open")
+INVALID_LABEL = "invalid"
+
+
+def bounded_label(value: str, allowed: Container[str]) -> str:
+    """`value` when it is one of `allowed`, else "invalid"."""
+    return value if value in allowed else INVALID_LABEL
 
 
 class Metrics:

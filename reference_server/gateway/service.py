@@ -70,7 +70,7 @@ class TranslationService:
     # ---- entry point ------------------------------------------------------------------------
     async def translate(self, req: TranslateRequest) -> TranslateResponse:
         started = time.monotonic()
-        priority = self._check(req)
+        priority = self.check(req)
         deadline = started + (req.deadline_ms or self.config.admission.default_deadline_ms) / 1000.0
         wait = self.buckets.take(req.tenant, priority)
         if wait > 0:
@@ -103,7 +103,8 @@ class TranslationService:
             queue_position=served.queue_position,
         )
 
-    def _check(self, req: TranslateRequest) -> str:
+    def check(self, req: TranslateRequest) -> str:
+        """The priority class of a request the service would take; raises ApiError (413, 422) otherwise."""
         if len(req.text) > self.config.max_chars:
             raise ApiError(413, "text_too_large", f"The text has {len(req.text)} characters; the limit is {self.config.max_chars}.")
         for field, lang in (("source_lang", req.source_lang), ("target_lang", req.target_lang)):

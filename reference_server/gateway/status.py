@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 from reference_server.gateway.cluster import Cluster
+from reference_server.gateway.components import Gateway
+from reference_server.gateway.jobs_api import body_limit
 from reference_server.gateway.service import TranslationService
 
 SHED_REASONS = ("rate_limited", "queue_full", "early_reject", "max_wait", "cannot_meet_deadline", "unavailable")
@@ -47,19 +49,30 @@ def _shed(service: TranslationService) -> dict[str, int]:
     return totals
 
 
-def build_status(cluster: Cluster, service: TranslationService, requests_total: int) -> dict[str, object]:
+def build_status(gateway: Gateway) -> dict[str, object]:
+    cluster, service = gateway.cluster, gateway.service
     now = time.monotonic()
     nodes = list(cluster.nodes.values())
     ready = [n for n in nodes if n.state == "ready"]
     provider = next((n.provider for n in ready if n.provider != "unknown"), nodes[0].provider if nodes else "unknown")
     cache = service.cache
+    pools = {name: _pool(cluster, service, name) for name in cluster.config.pools}
+    for name, view in gateway.autoscaler.status().items():
+        pools[name]["autoscaler"] = view
+    cache_view: dict[str, object] = {
+        "entries": len(cache), "hits": cache.hits, "misses": cache.misses, "stale_hits": cache.stale_hits, "coalesced": service.coalescer.coalesced,
+    }
+    if service.l2 is not None:
+        cache_view.update(service.l2.status())
     return {
         "ready": cluster.ready(),
         "uptime_s": round(now - cluster.started, 3),
         "provider": provider,
-        "pools": {name: _pool(cluster, service, name) for name in cluster.config.pools},
+        "pools": pools,
         "nodes": [_node(n, now) for n in nodes],
-        "cache": {"entries": len(cache), "hits": cache.hits, "misses": cache.misses, "stale_hits": cache.stale_hits, "coalesced": service.coalescer.coalesced},
+        "cache": cache_view,
+        "jobs": gateway.jobs.status(),
+        "limits": {"max_chars": gateway.config.max_chars, "max_body_bytes": gateway.config.max_body_bytes, "job_body_bytes": body_limit(gateway.config)},
         "shed": _shed(service),
-        "requests_total": requests_total,
+        "requests_total": gateway.requests_total,
     }

@@ -1,4 +1,8 @@
-"""HTTP face of a node: `POST /infer` into the batcher, `GET /health` for the gateway's supervisor."""
+"""HTTP face of a node: `POST /infer` into the batcher, `GET /health` for the gateway's supervisor.
+
+The routes sit on a module-level router and reach the node's worker and batcher through the
+`get_node` dependency; `create_node_app` only builds those two and assembles the app.
+"""
 
 from __future__ import annotations
 
@@ -6,28 +10,112 @@ import asyncio
 import json
 import os
 import time
-from contextlib import asynccontextmanager
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Annotated
 
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import JSONResponse, Response
 
 from reference_server.batcher import CannotMeetDeadline, DeadlineExceeded, DynamicBatcher, QueueFull
 from reference_server.model import ModelInput
 from reference_server.node.protocol import SLOWDOWN_HEADER
 from reference_server.node.worker import ModelWorker
 
-
 FIXED_COST_CHARS = 40  # a batch's time grows with its longest text, plus a fixed part per step
+
+
+@dataclass(frozen=True)
+class Node:
+    worker: ModelWorker
+    batcher: DynamicBatcher[ModelInput, str]
+
+
+def get_node(request: Request) -> Node:
+    node: Node = request.app.state.node
+    return node
+
+
+NodeDep = Annotated[Node, Depends(get_node)]
+router = APIRouter()
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
-def create_node_app(worker: ModelWorker) -> Starlette:
+@router.post("/infer")
+async def infer(request: Request, node: NodeDep) -> Response:
+    worker, settings = node.worker, node.worker.settings
+    if worker.state != "ready":
+        return _error(503, "not_ready", f"Node {settings.node_id} is {worker.state}.")
+    try:
+        body = json.loads(await request.body())
+        item = ModelInput(str(body["text"]), str(body["source_lang"]), str(body["target_lang"]))
+        rank = int(body.get("rank", 0))
+        budget_ms = float(body.get("budget_ms", 60_000))
+    except (ValueError, KeyError, TypeError) as exc:
+        return _error(400, "bad_request", f"The node could not read the request: {exc}.")
+    deadline = time.monotonic() + budget_ms / 1000.0
+    worker.slow_down_from(request.headers.get(SLOWDOWN_HEADER))
+    try:
+        output, info = await node.batcher.submit(item, rank=rank, deadline=deadline)
+    except DeadlineExceeded as exc:
+        return _error(504, "deadline_exceeded", str(exc))
+    except CannotMeetDeadline as exc:
+        return _error(503, "cannot_meet_deadline", str(exc))
+    except QueueFull as exc:
+        return _error(503, "node_queue_full", str(exc))
+    return JSONResponse(
+        {
+            "translation": output,
+            "model": worker.model_name,
+            "queue_ms": round(info.queue_ms, 3),
+            "infer_ms": round(info.infer_ms, 3),
+            "batch_size": info.size,
+        }
+    )
+
+
+@router.get("/health")
+async def health(node: NodeDep) -> Response:
+    worker, settings, batcher = node.worker, node.worker.settings, node.batcher
+    stats = batcher.stats
+    return JSONResponse(
+        {
+            "id": settings.node_id,
+            "pool": settings.pool,
+            "state": worker.state,
+            "provider": worker.provider,
+            "model": worker.model_name,
+            "warm": settings.warm,
+            "pid": os.getpid(),
+            "cold_start_s": worker.cold_start_s,
+            "first_request_ms": worker.first_request_ms,
+            "queue_depth": batcher.queue_depth,
+            "batches_total": stats.batches,
+            "batch_items_total": stats.items,
+            "expired_total": stats.expired,
+            "cannot_meet_total": stats.cannot_meet,
+            "busy_s": round(stats.busy_s, 6),
+        }
+    )
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    node: Node = app.state.node
+    node.batcher.start()
+    prepare = asyncio.get_running_loop().run_in_executor(None, node.worker.prepare)
+    try:
+        yield
+    finally:
+        prepare.cancel()
+        await node.batcher.close()
+
+
+def create_node_app(worker: ModelWorker) -> FastAPI:
     settings = worker.settings
     batcher: DynamicBatcher[ModelInput, str] = DynamicBatcher(
         worker.run_batch,
@@ -36,67 +124,7 @@ def create_node_app(worker: ModelWorker) -> Starlette:
         max_queue=settings.max_queue,
         cost=lambda item: len(item.text) + FIXED_COST_CHARS,
     )
-
-    async def infer(request: Request) -> Response:
-        if worker.state != "ready":
-            return _error(503, "not_ready", f"Node {settings.node_id} is {worker.state}.")
-        try:
-            body = json.loads(await request.body())
-            item = ModelInput(str(body["text"]), str(body["source_lang"]), str(body["target_lang"]))
-            rank = int(body.get("rank", 0))
-            budget_ms = float(body.get("budget_ms", 60_000))
-        except (ValueError, KeyError, TypeError) as exc:
-            return _error(400, "bad_request", f"The node could not read the request: {exc}.")
-        deadline = time.monotonic() + budget_ms / 1000.0
-        worker.slow_down_from(request.headers.get(SLOWDOWN_HEADER))
-        try:
-            output, info = await batcher.submit(item, rank=rank, deadline=deadline)
-        except DeadlineExceeded as exc:
-            return _error(504, "deadline_exceeded", str(exc))
-        except CannotMeetDeadline as exc:
-            return _error(503, "cannot_meet_deadline", str(exc))
-        except QueueFull as exc:
-            return _error(503, "node_queue_full", str(exc))
-        return JSONResponse(
-            {
-                "translation": output,
-                "model": worker.model_name,
-                "queue_ms": round(info.queue_ms, 3),
-                "infer_ms": round(info.infer_ms, 3),
-                "batch_size": info.size,
-            }
-        )
-
-    async def health(request: Request) -> Response:
-        stats = batcher.stats
-        return JSONResponse(
-            {
-                "id": settings.node_id,
-                "pool": settings.pool,
-                "state": worker.state,
-                "provider": worker.provider,
-                "model": worker.model_name,
-                "warm": settings.warm,
-                "pid": os.getpid(),
-                "cold_start_s": worker.cold_start_s,
-                "first_request_ms": worker.first_request_ms,
-                "queue_depth": batcher.queue_depth,
-                "batches_total": stats.batches,
-                "batch_items_total": stats.items,
-                "expired_total": stats.expired,
-                "cannot_meet_total": stats.cannot_meet,
-                "busy_s": round(stats.busy_s, 6),
-            }
-        )
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        batcher.start()
-        prepare = asyncio.get_running_loop().run_in_executor(None, worker.prepare)
-        try:
-            yield
-        finally:
-            prepare.cancel()
-            await batcher.close()
-
-    return Starlette(routes=[Route("/infer", infer, methods=["POST"]), Route("/health", health)], lifespan=lifespan)
+    app = FastAPI(title=f"rushhour node {settings.node_id}", lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
+    app.state.node = Node(worker, batcher)
+    app.include_router(router)
+    return app

@@ -1,0 +1,43 @@
+"""FastAPI dependencies of the gateway's routes: its parts, and the admin bearer-token check.
+
+Tests replace a part with `app.dependency_overrides[get_gateway] = ...`.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from reference_server.gateway.api import ApiError
+from reference_server.gateway.components import Gateway
+from reference_server.gateway.jobs import JobManager
+from reference_server.gateway.service import TranslationService
+
+
+def get_gateway(request: Request) -> Gateway:
+    gateway: Gateway = request.app.state.gateway
+    return gateway
+
+
+GatewayDep = Annotated[Gateway, Depends(get_gateway)]
+
+
+def get_service(gateway: GatewayDep) -> TranslationService:
+    return gateway.service
+
+
+def get_jobs(gateway: GatewayDep) -> JobManager:
+    return gateway.jobs
+
+
+ServiceDep = Annotated[TranslationService, Depends(get_service)]
+JobsDep = Annotated[JobManager, Depends(get_jobs)]
+
+
+def require_admin_token(request: Request, gateway: GatewayDep) -> None:
+    """Admin calls carry `Authorization: Bearer <token>`; anything else is a 401."""
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), gateway.admin_token.encode()):
+        raise ApiError(401, "unauthorized", "Admin calls need a valid bearer token.")
