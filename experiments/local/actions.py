@@ -1,9 +1,12 @@
 """Chaos Toolkit actions against a local rushhour reference server (`rushhour serve`).
 
 Every action goes through the server's bearer-token admin API. Node-level faults (partition,
-latency, errors) sit in the gateway's fault proxy and heal themselves after `ttl_s`, so a drill
-that dies half-way never leaves a node broken for good. Process-level faults (kill, restart,
-scale) do not heal themselves; pair them with `recover_pool` or `reset` in the rollbacks.
+latency, errors, slowdown) sit in the gateway's fault proxy and heal themselves after their lease,
+so a drill that dies half-way never leaves a node broken for good. An experiment passes its hold
+as `hold_s`, and the lease is then at least `hold_s + lease_margin_s`: the fault outlives the hold
+and is healed by the rollback, never early by its TTL, however long the hold. Process-level faults
+(kill, restart, scale) do not heal themselves; pair them with `recover_pool` or `reset` in the
+rollbacks.
 
 A node is chosen by `node_id`, or, when that is empty, as the first ready node of `pool`.
 """
@@ -19,6 +22,7 @@ from experiments.client import AdminClient, client_from
 from experiments.local.nodes import UP_STATES, choose_node, list_nodes, node_ids
 
 __all__ = [
+    "LEASE_MARGIN_S",
     "add_latency",
     "flush_cache",
     "heal_node",
@@ -26,6 +30,7 @@ __all__ = [
     "inject_errors",
     "kill_node",
     "kill_pool",
+    "lease_s",
     "partition_node",
     "partition_pool",
     "recover_pool",
@@ -33,9 +38,22 @@ __all__ = [
     "restart_node",
     "restart_pool",
     "scale_pool",
+    "slow_down_node",
+    "slow_down_pool",
 ]
 
 PARTITION_KINDS = {"blackhole": "partition", "reset": "reset"}
+LEASE_MARGIN_S = 30.0  # covers the probes and hypothesis between the end of a hold and the rollbacks
+MAX_SLOWDOWN = 20.0
+
+
+def lease_s(ttl_s: float, hold_s: float = 0.0, lease_margin_s: float = LEASE_MARGIN_S) -> float:
+    """The TTL a fault is injected with: `ttl_s`, raised to `hold_s + lease_margin_s` when the
+    experiment holds the fault (`hold_s` > 0), so the dead man's switch never fires mid-hold."""
+    ttl, hold, margin = float(ttl_s), float(hold_s), float(lease_margin_s)
+    if hold < 0 or margin < 0:
+        raise ActivityFailed(f"A fault's hold ({hold_s!r} s) and lease margin ({lease_margin_s!r} s) cannot be negative.")
+    return max(ttl, hold + margin) if hold > 0 else ttl
 
 
 def kill_node(
@@ -83,6 +101,7 @@ def partition_node(
     pool: str = "quality",
     mode: str = "blackhole",
     ttl_s: float = 60.0,
+    hold_s: float = 0.0,
     configuration: Configuration = None,
     secrets: Secrets = None,
 ) -> dict[str, Any]:
@@ -93,6 +112,7 @@ def partition_node(
     mode: "blackhole" swallows traffic (callers wait for their timeouts) or "reset" refuses
     connections at once (callers fail fast).
     ttl_s: seconds after which the fault proxy heals the node by itself.
+    hold_s: how long the experiment holds the fault; the TTL is raised to cover it (see `lease_s`).
 
     Undo with `heal_node` on the same id, `heal_pool`, or `reset`.
     """
@@ -100,7 +120,7 @@ def partition_node(
         raise ActivityFailed(f'Partition mode "{mode}" is not one of "blackhole" or "reset".')
     client = client_from(configuration, secrets)
     node = choose_node(client, node_id, pool)
-    return _fault(client, node, {"kind": PARTITION_KINDS[mode], "ttl_s": float(ttl_s)})
+    return _fault(client, node, {"kind": PARTITION_KINDS[mode], "ttl_s": lease_s(ttl_s, hold_s)})
 
 
 def add_latency(
@@ -109,16 +129,19 @@ def add_latency(
     latency_ms: float = 500.0,
     jitter_ms: float = 0.0,
     ttl_s: float = 60.0,
+    hold_s: float = 0.0,
     configuration: Configuration = None,
     secrets: Secrets = None,
 ) -> dict[str, Any]:
-    """Make one node slow, as a throttled or failing GPU would be.
+    """Make every call to one node slow in the network, as a congested link would: latency only,
+    the node's own capacity is untouched (see `slow_down_node` for a slower GPU).
 
     node_id: the node to slow down; empty picks the first ready node of `pool`.
     pool: the pool to pick from when `node_id` is empty.
     latency_ms: delay added to every call from the gateway to the node.
     jitter_ms: random extra delay, uniformly up to this many milliseconds.
     ttl_s: seconds after which the fault proxy heals the node by itself.
+    hold_s: how long the experiment holds the fault; the TTL is raised to cover it (see `lease_s`).
 
     Undo with `heal_node`, `heal_pool`, or `reset`.
     """
@@ -128,7 +151,7 @@ def add_latency(
         "kind": "latency",
         "latency_ms": float(latency_ms),
         "jitter_ms": float(jitter_ms),
-        "ttl_s": float(ttl_s),
+        "ttl_s": lease_s(ttl_s, hold_s),
     }
     return _fault(client, node, spec)
 
@@ -138,6 +161,7 @@ def inject_errors(
     pool: str = "quality",
     error_rate: float = 0.5,
     ttl_s: float = 60.0,
+    hold_s: float = 0.0,
     configuration: Configuration = None,
     secrets: Secrets = None,
 ) -> dict[str, Any]:
@@ -147,6 +171,7 @@ def inject_errors(
     pool: the pool to pick from when `node_id` is empty.
     error_rate: the share of calls answered with an error, between 0 and 1.
     ttl_s: seconds after which the fault proxy heals the node by itself.
+    hold_s: how long the experiment holds the fault; the TTL is raised to cover it (see `lease_s`).
 
     Undo with `heal_node`, `heal_pool`, or `reset`.
     """
@@ -154,17 +179,17 @@ def inject_errors(
         raise ActivityFailed(f"error_rate {error_rate!r} is not between 0 and 1.")
     client = client_from(configuration, secrets)
     node = choose_node(client, node_id, pool)
-    spec = {"kind": "errors", "error_rate": float(error_rate), "ttl_s": float(ttl_s)}
+    spec = {"kind": "errors", "error_rate": float(error_rate), "ttl_s": lease_s(ttl_s, hold_s)}
     return _fault(client, node, spec)
 
 
 def heal_node(
     node_id: str = "quality-0", configuration: Configuration = None, secrets: Secrets = None
 ) -> dict[str, Any]:
-    """Remove every network fault (partition, latency, errors) from one node.
+    """Remove every fault of the fault proxy (partition, latency, errors, slowdown) from one node.
 
-    node_id: the node to heal. It is the undo of `partition_node`, `add_latency` and
-    `inject_errors`; it does not bring back a killed node (use `recover_pool`).
+    node_id: the node to heal. It is the undo of `partition_node`, `add_latency`, `inject_errors`
+    and `slow_down_node`; it does not bring back a killed node (use `recover_pool`).
     """
     client = client_from(configuration, secrets)
     return {"node": node_id, "response": client.delete(f"/admin/nodes/{node_id}/faults")}
@@ -173,7 +198,8 @@ def heal_node(
 def heal_pool(
     pool: str = "quality", configuration: Configuration = None, secrets: Secrets = None
 ) -> dict[str, Any]:
-    """Remove every network fault from every node of `pool`; the undo of `partition_pool`."""
+    """Remove every fault-proxy fault from every node of `pool`; the undo of `partition_pool`,
+    `slow_down_pool` and of every single-node fault in that pool."""
     client = client_from(configuration, secrets)
     healed = node_ids(client, pool)
     for node in healed:
@@ -185,6 +211,7 @@ def partition_pool(
     pool: str = "quality",
     mode: str = "blackhole",
     ttl_s: float = 60.0,
+    hold_s: float = 0.0,
     configuration: Configuration = None,
     secrets: Secrets = None,
 ) -> dict[str, Any]:
@@ -192,13 +219,67 @@ def partition_pool(
 
     mode: "blackhole" (traffic swallowed) or "reset" (connections refused).
     ttl_s: seconds after which each node heals by itself.
+    hold_s: how long the experiment holds the fault; the TTL is raised to cover it (see `lease_s`).
 
     Undo with `heal_pool` or `reset`.
     """
     if mode not in PARTITION_KINDS:
         raise ActivityFailed(f'Partition mode "{mode}" is not one of "blackhole" or "reset".')
     client = client_from(configuration, secrets)
-    spec = {"kind": PARTITION_KINDS[mode], "ttl_s": float(ttl_s)}
+    spec = {"kind": PARTITION_KINDS[mode], "ttl_s": lease_s(ttl_s, hold_s)}
+    nodes = node_ids(client, pool)
+    for node in nodes:
+        _fault(client, node, spec)
+    return {"pool": pool, "nodes": nodes, "fault": spec}
+
+
+def slow_down_node(
+    node_id: str = "",
+    pool: str = "quality",
+    factor: float = 1.5,
+    ttl_s: float = 60.0,
+    hold_s: float = 0.0,
+    configuration: Configuration = None,
+    secrets: Secrets = None,
+) -> dict[str, Any]:
+    """Make one node's GPU slower: its compute time is multiplied by `factor` (thermal
+    throttling, a noisy neighbour, a slower build). The node stays busy longer per batch, so its
+    capacity drops, not only its latency; the queue in front of it grows under load.
+
+    node_id: the node to slow down; empty picks the first ready node of `pool`.
+    pool: the pool to pick from when `node_id` is empty.
+    factor: the compute time multiplier, from 1 (no change) to 20; 2 halves the node's throughput.
+    ttl_s: seconds after which the fault proxy restores full speed by itself.
+    hold_s: how long the experiment holds the fault; the TTL is raised to cover it (see `lease_s`).
+
+    Undo with `heal_node` on the same id, `heal_pool`, or `reset`.
+    """
+    client = client_from(configuration, secrets)
+    node = choose_node(client, node_id, pool)
+    return _fault(client, node, _slowdown_spec(factor, ttl_s, hold_s))
+
+
+def slow_down_pool(
+    pool: str = "quality",
+    factor: float = 1.5,
+    ttl_s: float = 60.0,
+    hold_s: float = 0.0,
+    configuration: Configuration = None,
+    secrets: Secrets = None,
+) -> dict[str, Any]:
+    """Make every node of `pool` slower at once: each node's compute time is multiplied by
+    `factor`, as when a whole GPU fleet throttles or a slower build rolls out. The pool's
+    capacity divides by `factor`; whether the SLOs survive depends on the headroom.
+
+    pool: the pool whose every node (ready or not) is slowed.
+    factor: the compute time multiplier, from 1 (no change) to 20.
+    ttl_s: seconds after which each node returns to full speed by itself.
+    hold_s: how long the experiment holds the fault; the TTL is raised to cover it (see `lease_s`).
+
+    Undo with `heal_pool` or `reset`.
+    """
+    spec = _slowdown_spec(factor, ttl_s, hold_s)
+    client = client_from(configuration, secrets)
     nodes = node_ids(client, pool)
     for node in nodes:
         _fault(client, node, spec)
@@ -286,6 +367,13 @@ def flush_cache(configuration: Configuration = None, secrets: Secrets = None) ->
 def reset(configuration: Configuration = None, secrets: Secrets = None) -> dict[str, Any]:
     """Heal everything the admin API can break: the last rollback of every experiment."""
     return {"response": client_from(configuration, secrets).post("/admin/reset")}
+
+
+def _slowdown_spec(factor: float, ttl_s: float, hold_s: float) -> dict[str, Any]:
+    value = float(factor)
+    if not 1.0 <= value <= MAX_SLOWDOWN:  # NaN fails this too
+        raise ActivityFailed(f"A slowdown factor must be between 1 and {MAX_SLOWDOWN:g}, not {factor!r}.")
+    return {"kind": "slowdown", "factor": value, "ttl_s": lease_s(ttl_s, hold_s)}
 
 
 def _fault(client: AdminClient, node: str, spec: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ LOCAL = [f for f in FILES if not f.name.startswith("k8s-")]
 EXPECTED = {
     "gpu-node-loss", "network-partition", "cold-start-storm", "slow-gpu", "cache-flush",
     "all-gpu-down", "k8s-gpu-node-loss", "k8s-gpu-pod-loss", "k8s-network-partition",
-    "k8s-cold-start", "redis-down",
+    "k8s-cold-start", "redis-down", "gpu-throttle",
 }
 
 
@@ -52,17 +52,19 @@ def test_local_experiment_rolls_back_and_ends_with_reset(path: Path) -> None:
     assert rollbacks[-1] == "reset"
     broken = {a["provider"]["func"] for a in experiment["method"] if a["type"] == "action"}
     heals = {"kill_node": "recover_pool", "kill_pool": "recover_pool", "restart_pool": "recover_pool",
-             "partition_node": "heal_pool", "add_latency": "heal_pool"}
+             "partition_node": "heal_pool", "add_latency": "heal_pool", "inject_errors": "heal_pool",
+             "partition_pool": "heal_pool", "slow_down_node": "heal_pool", "slow_down_pool": "heal_pool"}
     assert {heals[b] for b in broken if b in heals} <= set(rollbacks)
     for activity in experiment["method"] + experiment["rollbacks"]:
         if activity["type"] == "action":
             assert activity["provider"]["secrets"] == ["rushhour"]
 
 
-def test_chaos_validate_command_accepts_an_experiment(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["all-gpu-down", "gpu-throttle"])
+def test_chaos_validate_command_accepts_an_experiment(name: str, tmp_path: Path) -> None:
     chaos = Path(sys.executable).parent / "chaos"
     result = subprocess.run(
-        [str(chaos), "--no-version-check", "--no-log-file", "validate", str(EXPERIMENTS / "all-gpu-down.json")],
+        [str(chaos), "--no-version-check", "--no-log-file", "validate", str(EXPERIMENTS / f"{name}.json")],
         env={"PATH": "/usr/bin:/bin", "RUSHHOUR_ADMIN_TOKEN": "x"},
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )
