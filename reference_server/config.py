@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 DEFAULT_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ko")
 PRIORITIES = ("paid", "free", "batch")
+DEFAULT_CACHE_MAX_BYTES = 64 * 1024 * 1024
 
 
 class ConfigError(ValueError):
@@ -81,6 +82,7 @@ class PoolConfig(_Strict):
 class CacheConfig(_Strict):
     enabled: bool = True
     max_entries: int = Field(50_000, ge=0)
+    max_bytes: int = Field(DEFAULT_CACHE_MAX_BYTES, ge=0, description="L1 memory bound: texts + translations + overhead")
     ttl_s: float = Field(600.0, gt=0)
     stale_ttl_s: float = Field(3600.0, ge=0)
     redis_url: str | None = None

@@ -1,8 +1,10 @@
-"""L1 translation cache (bounded LRU with a TTL and a stale grace) and request coalescing."""
+"""L1 translation cache (LRU bounded in entries and in bytes, with a TTL and a stale grace) and
+request coalescing."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 import unicodedata
 from collections import OrderedDict
@@ -10,8 +12,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from reference_server.config import DEFAULT_CACHE_MAX_BYTES
+
 T = TypeVar("T")
 CacheKey = tuple[str, str, str, str]
+ENTRY_OVERHEAD_BYTES = 256  # key tuple, entry object, dict slot: measured with tracemalloc on CPython 3.11
 
 
 def cache_key(text: str, source_lang: str, target_lang: str, tier: str) -> CacheKey:
@@ -27,13 +32,31 @@ class CachedTranslation:
     stored_at: float
 
 
-class TranslationCache:
-    """LRU bounded in entries. A fresh hit is younger than `ttl_s`; an entry stays usable as
-    stale (for fallback when nothing can compute) until `ttl_s + stale_ttl_s`."""
+def entry_bytes(key: CacheKey, translation: str) -> int:
+    """Memory an entry holds: its text and translation as CPython stores them (1, 2 or 4 bytes a
+    character, so CJK text weighs more than Latin), plus a fixed overhead. Language codes and the
+    tier and model names are shared between entries and not counted."""
+    return sys.getsizeof(key[0]) + sys.getsizeof(translation) + ENTRY_OVERHEAD_BYTES
 
-    def __init__(self, *, max_entries: int, ttl_s: float, stale_ttl_s: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:
+
+class TranslationCache:
+    """LRU bounded in entries and in bytes (`entry_bytes`): the least recently used entries go
+    until both bounds hold, and an entry larger than `max_bytes` alone is not kept. A fresh hit
+    is younger than `ttl_s`; an entry stays usable as stale (for fallback when nothing can
+    compute) until `ttl_s + stale_ttl_s`."""
+
+    def __init__(
+        self, *, max_entries: int, ttl_s: float, stale_ttl_s: float = 0.0, max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_bytes < 0:
+            raise ValueError(f"A cache cannot be bounded to {max_bytes} bytes; give 0 or more.")
         self._entries: OrderedDict[CacheKey, CachedTranslation] = OrderedDict()
+        self._sizes: dict[CacheKey, int] = {}
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self.evictions = 0
         self.ttl_s = ttl_s
         self.stale_ttl_s = stale_ttl_s
         self._clock = clock
@@ -61,15 +84,27 @@ class TranslationCache:
         return entry
 
     def put(self, key: CacheKey, translation: str, model: str) -> None:
-        if self.max_entries <= 0:
+        size = entry_bytes(key, translation)
+        if self.max_entries <= 0 or size > self.max_bytes:
+            self._drop(key)
             return
+        self._drop(key)
         self._entries[key] = CachedTranslation(translation, model, self._clock())
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+        self._sizes[key] = size
+        self.bytes += size
+        while len(self._entries) > self.max_entries or self.bytes > self.max_bytes:
+            oldest = next(iter(self._entries))
+            self._drop(oldest)
+            self.evictions += 1
+
+    def _drop(self, key: CacheKey) -> None:
+        if self._entries.pop(key, None) is not None:
+            self.bytes -= self._sizes.pop(key)
 
     def clear(self) -> None:
         self._entries.clear()
+        self._sizes.clear()
+        self.bytes = 0
 
 
 class Coalescer:

@@ -30,7 +30,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from reference_server.node.protocol import MAX_SLOWDOWN, SLOWDOWN_HEADER
 
 FaultKind = Literal["partition", "reset", "latency", "errors", "slowdown"]
-ACTIVE_KINDS = ("partition", "latency", "errors", "slowdown")  # as `active()` names them
 DEFAULT_TTL_S = 300.0
 
 

@@ -56,6 +56,7 @@ class TranslationService:
             max_entries=config.cache.max_entries if config.cache.enabled else 0,
             ttl_s=config.cache.ttl_s,
             stale_ttl_s=config.cache.stale_ttl_s,
+            max_bytes=config.cache.max_bytes,
         )
         self.coalescer = Coalescer()
         self.buckets = TokenBuckets(config.admission.classes)

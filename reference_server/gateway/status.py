@@ -60,7 +60,8 @@ def build_status(gateway: Gateway) -> dict[str, object]:
     for name, view in gateway.autoscaler.status().items():
         pools[name]["autoscaler"] = view
     cache_view: dict[str, object] = {
-        "entries": len(cache), "hits": cache.hits, "misses": cache.misses, "stale_hits": cache.stale_hits, "coalesced": service.coalescer.coalesced,
+        "entries": len(cache), "bytes": cache.bytes, "max_bytes": cache.max_bytes, "evictions": cache.evictions,
+        "hits": cache.hits, "misses": cache.misses, "stale_hits": cache.stale_hits, "coalesced": service.coalescer.coalesced,
     }
     if service.l2 is not None:
         cache_view.update(service.l2.status())
