@@ -1,8 +1,9 @@
 """Multi-window burn rates (Google SRE workbook): would this run have paged someone?
 
 A burn rate is the bad share in a window divided by the allowed bad share. The page rules pair a
-long window with a short one (1h/5m at 14.4x, 6h/30m at 6x); both must exceed the threshold at
-the same moment. A drill compresses time, so the windows shrink by the scenario's time_scale
+long window with a short one (1h/5m at 14.4x, 6h/30m at 6x); both must have traffic and both
+must exceed the threshold at the same moment, so a long window still carrying an old burst
+cannot page on its own while the short window is empty (the alert would have resolved). A drill compresses time, so the windows shrink by the scenario's time_scale
 (model seconds replayed per run second).
 """
 
@@ -53,12 +54,11 @@ def _rule(times: np.ndarray, valid: np.ndarray, bad: np.ndarray, allowed: float,
     bad_counts = np.bincount(index, weights=bad[valid].astype(float), minlength=n_bins)
     long_rate = _window_rate(valid_counts, bad_counts, max(1, round(long_s / width)), allowed)
     short_rate = _window_rate(valid_counts, bad_counts, max(1, round(short_s / width)), allowed)
-    both = np.fmin(long_rate, short_rate)
-    paging = np.flatnonzero(both >= threshold)
+    both = np.where(np.isnan(long_rate) | np.isnan(short_rate), np.nan, np.minimum(long_rate, short_rate))
+    paging = np.flatnonzero(np.nan_to_num(both, nan=-np.inf) >= threshold)
     return BurnRule(
         long_window_s=long_s, short_window_s=short_s, threshold=threshold,
-        worst_long=_nanmax(long_rate), worst_short=_nanmax(short_rate),
-        worst_both=_nanmax(np.where(np.isnan(long_rate) | np.isnan(short_rate), np.nan, both)),
+        worst_long=_nanmax(long_rate), worst_short=_nanmax(short_rate), worst_both=_nanmax(both),
         pages=bool(paging.size), first_page_s=float((paging[0] + 1) * width) if paging.size else None,
     )
 

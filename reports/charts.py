@@ -90,7 +90,7 @@ def cdf_chart(corrected: np.ndarray, uncorrected: np.ndarray) -> Chart:
                       label=f"{label}, n={clean.size}", lw=1.2)
     axes.set_xscale("log")
     axes.set_xlabel("latency (ms, log)")
-    axes.set_ylabel("share of ok requests")
+    axes.set_ylabel("share of attempted requests")
     axes.grid(alpha=0.3, which="both")
     axes.legend(fontsize=7, loc="lower right")
     return Chart("latency_cdf", "Latency CDF: corrected vs uncorrected", encode(figure))

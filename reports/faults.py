@@ -1,8 +1,10 @@
 """How much each fault hurt and how long it took to heal.
 
 Recovery is measured in fixed bins after the fault ends: the service has recovered at the start
-of the first bin whose P99 latency and error rate are back within the run's SLOs. A bin with no
-requests proves nothing, so it never counts as recovered.
+of the first bin whose latency and error rate are back within the run's SLOs, latency judged as
+the SLO is (a good-events ratio: enough attempts succeeded within the threshold). A bin with no
+requests proves nothing, so it never counts as recovered. Latencies cover every attempted
+request, failures at the moment they ended (reports.attempts).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from reports.attempts import attempt_values, attempted, good
 from reports.slo import SloSpec
-from reports.stats import grouped_percentiles, percentile_of
+from reports.stats import percentile_of
 
 RECOVERY_BIN_S = 1.0
 SHED_STATUSES = (429, 503)
@@ -85,14 +88,17 @@ def fault_impact(requests: pd.DataFrame, window: FaultWindow, limits: RecoveryLi
     inside = (intended >= window.start_s) & (intended < window.end_s)
     ok = requests["ok"].to_numpy()
     shed = np.isin(requests["status"].to_numpy(), SHED_STATUSES)
-    p99 = percentile_of(requests["latency_ms"].to_numpy()[inside & ok], 99.0)
+    latency = attempt_values(requests)
+    p99 = percentile_of(latency[inside], 99.0)
+    p99_ok = percentile_of(latency[inside & ok], 99.0)
     recovery = recovery_time(requests, window.end_s, limits, duration_s)
     return {
         "name": window.name, "experiment": window.experiment, "start_s": window.start_s,
         "end_s": window.end_s, "ended": window.ended, "requests": int(inside.sum()),
         "failed_requests": int((inside & ~ok).sum()), "shed_requests": int((inside & shed).sum()),
         "p99_during_ms": p99.value, "p99_during_samples": p99.samples,
-        "p99_during_trusted": p99.trusted, "recovery_s": recovery,
+        "p99_during_trusted": p99.trusted, "p99_during_ok_only_ms": p99_ok.value,
+        "recovery_s": recovery,
         "recovered": recovery is not None, "steady_state": steady_state(journal),
     }
 
@@ -113,9 +119,11 @@ def recovery_time(requests: pd.DataFrame, end_s: float, limits: RecoveryLimits,
         errors = np.bincount(groups[failed], minlength=n_bins)
         healthy &= errors <= limits.max_error_rate * counts
     if limits.threshold_ms is not None:
-        ok_latency = np.where(requests["ok"].to_numpy(), requests["latency_ms"].to_numpy(), np.nan)
-        tail, _ = grouped_percentiles(groups, ok_latency, float(limits.percentile or 99), n_bins)
-        healthy &= np.nan_to_num(tail, nan=np.inf) <= limits.threshold_ms
+        tried = attempted(requests) & (groups >= 0)
+        fine = tried & good(requests, limits.threshold_ms)
+        n_tried = np.bincount(groups[tried], minlength=n_bins)
+        needed = np.ceil(np.round(float(limits.percentile or 99) / 100.0 * n_tried, 9))
+        healthy &= (n_tried > 0) & (np.bincount(groups[fine], minlength=n_bins) >= needed)
     first = np.flatnonzero(healthy)
     return float(first[0] * bin_s) if first.size else None
 

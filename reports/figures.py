@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from reports.attempts import attempt_values
 from reports.charts import Chart, cdf_chart, length_chart, missing_chart, time_chart, twin_chart
 from reports.costing import cost_rate
 from reports.faults import FaultWindow
@@ -32,10 +33,10 @@ def all_charts(run: RunData, faults: Sequence[FaultWindow]) -> list[Chart]:
 
 
 def latency_charts(requests: pd.DataFrame) -> list[Chart]:
-    """The latency distribution charts, or notes when no request succeeded."""
-    corrected, uncorrected = _ok_latencies(requests)
+    """The latency distribution charts, or notes when no request was attempted."""
+    corrected, uncorrected = attempt_values(requests, "latency_ms"), attempt_values(requests, "service_ms")
     if np.isnan(corrected).all():
-        note = "No request succeeded, so there is no latency distribution to draw."
+        note = "No request was attempted, so there is no latency distribution to draw."
         return [missing_chart("latency_cdf", "Latency CDF: corrected vs uncorrected", note),
                 missing_chart("latency_by_length", "Latency by text length", note)]
     return [cdf_chart(corrected, uncorrected), length_chart(latency_by_length(requests))]
@@ -103,7 +104,3 @@ def _cost_chart(run: RunData, faults: Sequence[FaultWindow], title: str) -> Char
     return time_chart("cost_rate", title, "USD per hour", rate["t_s"].to_numpy(),
                       {"cost rate": rate["usd_per_hour"].to_numpy()}, faults, step=True)
 
-
-def _ok_latencies(requests: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    ok = requests["ok"].to_numpy()
-    return requests["latency_ms"].to_numpy()[ok], requests["service_ms"].to_numpy()[ok]

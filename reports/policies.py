@@ -16,12 +16,14 @@ from typing import Any
 
 import numpy as np
 
+from reports.attempts import attempt_values
 from reports.build import _json_safe
 from reports.costing import node_intervals, node_seconds
 from reports.render import environment
 from reports.results import ResultsError, RunData, load_run
 from reports.selection import phase_labels
 from reports.stats import percentile_of
+from reports.window import schedule_window
 
 __all__ = ["cheapest_passing", "comparison_dict", "render_comparison_html", "render_comparison_md",
            "variant_row", "write_comparison"]
@@ -48,20 +50,23 @@ def peak_phase(run: RunData) -> str | None:
 
 
 def phase_p99(run: RunData, phase: str | None) -> float | None:
-    """P99 latency (from intended send) of the ok requests in `phase`, or of all when None."""
+    """P99 latency (from intended send) of the attempted requests in `phase`, or of all when None.
+
+    Failures count at the moment they ended (reports.attempts)."""
     requests = run.requests
-    mask = requests["ok"].to_numpy()
+    latency = attempt_values(requests)
     if phase is not None:
-        mask = mask & (phase_labels(requests, run.events_of("phase")) == phase).to_numpy()
-    return percentile_of(requests["latency_ms"].to_numpy()[mask], 99.0).value
+        latency = latency[(phase_labels(requests, run.events_of("phase")) == phase).to_numpy()]
+    return percentile_of(latency, 99.0).value
 
 
 def node_hours(run: RunData) -> dict[str, float]:
-    """Node-hours per pool over the run, from the scraped `nodes_alive`."""
+    """Node-hours per pool over the schedule window, from the scraped `nodes_alive`."""
     metrics = run.metrics
     if metrics is None or not {"pool", "nodes_alive"} <= set(metrics.columns):
         return {}
-    return {pool: seconds / 3600.0 for pool, seconds in node_seconds(node_intervals(metrics)).items()}
+    seconds = node_seconds(node_intervals(metrics), *schedule_window(run))
+    return {pool: value / 3600.0 for pool, value in seconds.items()}
 
 
 def variant_row(name: str, root: Path) -> dict[str, Any]:

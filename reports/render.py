@@ -47,6 +47,24 @@ def _measured(slo: dict[str, Any]) -> str:
     return _pct(slo["measured"])
 
 
+def _good(slo: dict[str, Any]) -> str:
+    """A latency SLO's good-events share against what it needs; "—" for other kinds."""
+    if slo["kind"] != "latency":
+        return DASH
+    return f"{_pct2(slo.get('good_share'))} good (needs {_pct2(slo.get('good_objective'))})"
+
+
+def _pct2(value: float | None) -> str:
+    return DASH if value is None else f"{100 * value:.2f}%"
+
+
+def _ok_only(slo: dict[str, Any]) -> str:
+    """A latency SLO's percentile over successful requests only, with their count."""
+    if slo["kind"] != "latency":
+        return DASH
+    return f"{_num(slo.get('measured_ok_only_ms'), 1)} ms (n={slo.get('samples_ok', 0)})"
+
+
 def _ci(slo: dict[str, Any]) -> str:
     low, high = slo["ci"]
     if slo["kind"] == "latency":
@@ -59,7 +77,8 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("reports", "templates"),
                       autoescape=select_autoescape(["html", "html.j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(sig=format_sig, num=_num, pct=_pct, usd=_usd, measured=_measured, ci=_ci)
+    env.filters.update(sig=format_sig, num=_num, pct=_pct, usd=_usd, measured=_measured, ci=_ci,
+                       good=_good, ok_only=_ok_only)
     return env
 
 
@@ -82,9 +101,7 @@ def render_junit(summary: dict[str, Any]) -> str:
     """JUnit XML: one testcase per SLO and per fault recovery, plus the generator's validity."""
     suite = ET.Element("testsuite", name=f"rushhour.{summary['scenario']['name']}")
     for slo in summary["slos"]:
-        _case(suite, "slo", slo["name"],
-              None if slo["met"] else f"{slo['name']} missed: measured {_measured(slo)}, objective "
-              f"{slo['objective_text']}, budget consumed {_pct(slo['budget_consumed'])}.")
+        _case(suite, "slo", slo["name"], None if slo["met"] else _slo_failure(slo))
     for fault in summary["faults"]:
         _case(suite, "fault_recovery", fault["name"], _fault_failure(fault))
     generator = summary["generator"]
@@ -100,6 +117,15 @@ def render_junit(summary: dict[str, Any]) -> str:
     suite.set("errors", str(sum(1 for c in cases if c.find("error") is not None)))
     ET.indent(suite)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _slo_failure(slo: dict[str, Any]) -> str:
+    if slo["kind"] == "latency":
+        return (f"{slo['name']} missed: {_good(slo)} of {slo['samples']} attempts, objective "
+                f"{slo['objective_text']}; over all attempts {_measured(slo)}, successful requests "
+                f"only {_ok_only(slo)}; budget consumed {_pct(slo['budget_consumed'])}.")
+    return (f"{slo['name']} missed: measured {_measured(slo)}, objective {slo['objective_text']}, "
+            f"budget consumed {_pct(slo['budget_consumed'])}.")
 
 
 def _fault_failure(fault: dict[str, Any]) -> str | None:

@@ -2,6 +2,7 @@
 
 Only requests.parquet and scenario.yaml are required; every other file may be missing or empty,
 and `RunData.missing` lists what was absent so the report can say so instead of guessing.
+Every attempted request leaves here with an end time (see reports.attempts).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from reports.attempts import fill_missing_ends, latest_end_s
 from reports.cost import CostModel
 from reports.slo import SloSpec
 from scenarios.units import parse_clock_s, parse_duration
@@ -113,6 +115,7 @@ def load_run(root: Path) -> RunData:
     requests = _load_requests(root / "requests.parquet")
     metrics = _load_optional_parquet(root / "server_metrics.parquet", missing)
     events = _load_events(root / "events.jsonl", missing)
+    requests = fill_missing_ends(requests, latest_end_s(requests, events))
     journals = _load_journals(root / "chaos", missing)
     if not (root / "schedule.parquet").exists():
         missing.append("schedule.parquet")

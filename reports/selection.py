@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from reports.attempts import attempted, good
 from reports.slo import SloSpec
 
 
@@ -51,13 +52,15 @@ def slo_scope(requests: pd.DataFrame, phases: pd.Series, spec: SloSpec) -> np.nd
 def valid_and_bad(requests: pd.DataFrame, spec: SloSpec) -> tuple[np.ndarray, np.ndarray]:
     """Per request: does it count towards `spec` (valid), and does it spend budget (bad)?
 
-    Latency and degraded objectives are about answers, so only ok requests are valid for them;
-    availability counts every scheduled request, a missing answer included.
+    Latency is a good-events ratio (the SRE workbook's): every attempted request is valid, and
+    it is good only when it succeeded within the threshold, so a failure spends the budget at
+    whatever speed it failed. Availability counts every scheduled request, a missing answer
+    included. The degraded share is about answers, so only ok requests are valid for it.
     """
     ok = requests["ok"].to_numpy()
     if spec.kind == "availability":
         return np.ones(len(requests), dtype=bool), ~ok
     if spec.kind == "latency":
-        latency = requests["latency_ms"].to_numpy()
-        return ok, ok & (latency > float(spec.threshold_ms or 0))
+        valid = attempted(requests)
+        return valid, valid & ~good(requests, float(spec.threshold_ms or 0))
     return ok, ok & requests["degraded"].to_numpy()

@@ -16,7 +16,9 @@ SloKind = Literal["latency", "availability", "degraded"]
 class SloSpec(BaseModel):
     """One service level objective, evaluated over the whole run and per phase.
 
-    - latency: `percentile` of the corrected latency of successful requests <= `threshold_ms`.
+    - latency: at least `percentile`% of attempted requests succeeded within `threshold_ms`
+      (a good-events ratio: a failure is bad however fast it failed; latency is corrected,
+      from the intended send, to the moment the request ended).
     - availability: share of scheduled requests answered ok >= `objective`.
     - degraded: share of ok answers marked degraded <= `max_share`.
     `priority`, `mode`, `phase` and `request_kind` narrow the requests the objective applies to.

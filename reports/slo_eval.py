@@ -1,8 +1,12 @@
 """SLO verdicts: measured value, met or not, error budget spent, burn rates, per phase.
 
-Budget consumed is bad share / allowed bad share, so 1.0 means the whole budget is gone. For a
-latency SLO this agrees exactly with the nearest-rank percentile: P99 <= threshold holds iff at
-most 1% of the valid requests are slower than the threshold.
+Budget consumed is bad share / allowed bad share, so 1.0 means the whole budget is gone. A
+latency SLO is a good-events ratio over every attempted request: "P99 <= 2000 ms" is met when at
+least 99% of the attempts succeeded within 2000 ms. Beside the verdict the report shows the
+percentile over all attempts (failures at the moment they ended) and, labelled apart, over
+successful requests only; when every failure is slower than the threshold, the first of them
+agrees exactly with the verdict (nearest rank), while the second shows what the old, ok-only
+figure hid.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from scipy.stats import beta
 from reports.burn import burn_rates
 from reports.selection import phase_order, slo_scope, valid_and_bad
 from reports.slo import SloSpec
-from reports.stats import CONFIDENCE, percentile_of
+from reports.stats import CONFIDENCE, nearest_rank, percentile_of
 
 
 def evaluate_slos(requests: pd.DataFrame, phases: pd.Series, phase_events: list[dict[str, Any]],
@@ -56,7 +60,7 @@ def measure(requests: pd.DataFrame, valid: np.ndarray, bad: np.ndarray,
         "budget_consumed": budget,
     }
     if spec.kind == "latency":
-        return base | _latency_measure(requests["latency_ms"].to_numpy()[valid], spec)
+        return base | _latency_measure(requests, valid, n_valid, n_bad, spec)
     measured, low, high = _share_measure(n_valid, n_bad, good_is_measured=spec.kind == "availability")
     met = None if measured is None else (
         measured >= float(spec.objective or 0) if spec.kind == "availability"
@@ -65,11 +69,19 @@ def measure(requests: pd.DataFrame, valid: np.ndarray, bad: np.ndarray,
                    "ci": [low, high], "trusted": n_valid > 0 and spec.allowed_bad_share * n_valid >= 1}
 
 
-def _latency_measure(latencies: np.ndarray, spec: SloSpec) -> dict[str, Any]:
-    point = percentile_of(latencies, float(spec.percentile or 0))
-    met = point.value is not None and point.value <= float(spec.threshold_ms or 0)
-    return {"measured": point.value, "met": met, "ci": [point.ci_low, point.ci_high],
-            "trusted": point.trusted}
+def _latency_measure(requests: pd.DataFrame, valid: np.ndarray, n_valid: int, n_bad: int,
+                     spec: SloSpec) -> dict[str, Any]:
+    """Good-events verdict, and the percentile over all attempts and over ok requests only."""
+    percentile = float(spec.percentile or 0)
+    latency = requests["latency_ms"].to_numpy(dtype=float)
+    point = percentile_of(latency[valid], percentile)
+    ok_only = percentile_of(latency[valid & requests["ok"].to_numpy()], percentile)
+    share, low, high = _share_measure(n_valid, n_bad, good_is_measured=True)
+    met = n_valid > 0 and n_valid - n_bad >= nearest_rank(percentile, n_valid)
+    return {"measured": point.value, "measured_ms": point.value, "ci": [point.ci_low, point.ci_high],
+            "trusted": point.trusted, "met": met,
+            "good_share": share, "good_share_ci": [low, high], "good_objective": percentile / 100.0,
+            "measured_ok_only_ms": ok_only.value, "samples_ok": ok_only.samples}
 
 
 def _share_measure(n_valid: int, n_bad: int,

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from reports.attempts import attempt_values, attempted
 from reports.costing import compute_cost
 from reports.documents import documents_section
 from reports.environment import environment
@@ -15,9 +16,10 @@ from reports.results import RunData
 from reports.selection import phase_labels
 from reports.slo_eval import evaluate_slos
 from reports.stats import summary_percentiles
+from reports.window import schedule_window
 
 CPU_SATURATED = 0.95
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def summarise(run: RunData) -> dict[str, Any]:
@@ -27,16 +29,17 @@ def summarise(run: RunData) -> dict[str, Any]:
     phases = phase_labels(requests, phase_events)
     windows = fault_windows(run.events, duration)
     limits = RecoveryLimits.from_slos(run.scenario.slos)
+    window = schedule_window(run)
     summary: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "scenario": _scenario(run, duration),
         "requests": request_counts(requests),
-        "throughput_rps": float(requests["ok"].sum() / duration) if duration > 0 else None,
+        **throughput(requests, window),
         **latency_sections(requests),
         "slos": evaluate_slos(requests, phases, phase_events, run.scenario.slos, duration,
                               run.scenario.traffic.time_scale),
         "cost": compute_cost(requests, run.metrics, run.scenario.cost,
-                             [(w.start_s, w.end_s) for w in windows]),
+                             [(w.start_s, w.end_s) for w in windows], window=window),
         "faults": [fault_impact(requests, w, limits, duration, journal_for(w, run.journals))
                    for w in windows],
         "generator": generator_health(run),
@@ -62,32 +65,57 @@ def _scenario(run: RunData, duration: float) -> dict[str, Any]:
 
 
 def request_counts(requests: pd.DataFrame) -> dict[str, int]:
-    """scheduled / completed (got any HTTP answer) / ok / failed / shed (429 or 503)."""
+    """How the scheduled requests split: not sent, or attempted and then ok or failed.
+
+    scheduled = not_sent + ok + failed; `completed` got any HTTP answer; `end_imputed` failed
+    without a recorded end and were counted as ending at the run's end (reports.attempts).
+    """
     status = requests["status"].to_numpy()
     ok = requests["ok"].to_numpy()
+    tried = attempted(requests)
+    imputed = requests["end_imputed"].to_numpy() if "end_imputed" in requests else np.zeros(len(requests), bool)
     return {
         "scheduled": int(len(requests)),
         "sent": int(requests["sent_s"].notna().sum()),
+        "attempted": int(tried.sum()),
+        "not_sent": int((~tried).sum()),
         "completed": int(((status != 0) & requests["done_s"].notna().to_numpy()).sum()),
         "ok": int(ok.sum()),
-        "failed": int((~ok).sum()),
+        "failed": int((tried & ~ok).sum()),
+        "end_imputed": int(imputed.sum()),
         "shed": int(np.isin(status, SHED_STATUSES).sum()),
         "degraded": int((ok & requests["degraded"].to_numpy()).sum()),
         "cached": int((ok & requests["cached"].to_numpy()).sum()),
     }
 
 
+def throughput(requests: pd.DataFrame, window: tuple[float, float]) -> dict[str, Any]:
+    """Ok answers to the requests scheduled inside the window, per second of that window.
+
+    Teardown (waiting for the last replies, stopping the server) is not part of the denominator.
+    """
+    start, end = window
+    intended = requests["intended_s"].to_numpy(dtype=float)
+    inside = requests["ok"].to_numpy() & (intended >= start) & (intended < end)
+    rate = float(inside.sum() / (end - start)) if end > start else None
+    return {"throughput_rps": rate, "throughput_window_s": [start, end]}
+
+
 def latency_sections(requests: pd.DataFrame) -> dict[str, Any]:
-    """Corrected (from intended send) and uncorrected (from actual send) percentiles of ok requests."""
+    """Percentiles over every attempted request (failures at the moment they ended), from the
+    intended send (corrected) and from the actual send (uncorrected), and over ok requests only."""
     ok = requests["ok"].to_numpy()
-    corrected = summary_percentiles(requests["latency_ms"].to_numpy()[ok])
-    uncorrected = summary_percentiles(requests["service_ms"].to_numpy()[ok])
+    corrected = summary_percentiles(attempt_values(requests, "latency_ms"))
+    uncorrected = summary_percentiles(attempt_values(requests, "service_ms"))
+    ok_only = summary_percentiles(np.where(ok, requests["latency_ms"].to_numpy(dtype=float), np.nan))
     return {
         "latency_ms": {key: p.value for key, p in corrected.items()},
         "latency_uncorrected_ms": {key: p.value for key, p in uncorrected.items()},
+        "latency_ok_only_ms": {key: p.value for key, p in ok_only.items()},
         "latency_detail": {
             "corrected": {key: p.as_dict() for key, p in corrected.items()},
             "uncorrected": {key: p.as_dict() for key, p in uncorrected.items()},
+            "corrected_ok_only": {key: p.as_dict() for key, p in ok_only.items()},
         },
     }
 

@@ -2,6 +2,11 @@
 
 The shape mimics a real drill: steady traffic, one fault that fails and slows requests, two
 pools scraped every second. Fully vectorised, so a million requests take about a second.
+
+`seed` draws the schedule and each request's own cost, so two runs with the same seed replay the
+same schedule request by request (as a same-seed rerun does); `noise` and `noise_seed` add
+per-request run-to-run jitter on top, and `slowdown` scales every service time (a planted
+regression, or a whole-run noise factor).
 """
 
 from __future__ import annotations
@@ -33,18 +38,24 @@ SCENARIO: dict[str, Any] = {
     "chaos": [{"name": "kill-gpu", "at_s": 50}],
 }
 FAULT = (50.0, 65.0)
+CLIENT_TIMEOUT_S = 5.0
 
 
 def make_results(root: Path, *, n_requests: int = 20_000, duration_s: float = 120.0,
-                 seed: int = 7, slowdown: float = 1.0, lag_ms: float = 2.0) -> Path:
-    """Write a complete results directory; `slowdown` scales every latency (plant regressions)."""
+                 seed: int = 7, slowdown: float = 1.0, lag_ms: float = 2.0, noise: float = 0.0,
+                 noise_seed: int | None = None) -> Path:
+    """Write a complete results directory; `slowdown` scales every latency (plant regressions),
+    `noise` multiplies each service time by a uniform factor in [1 - noise, 1 + noise]."""
     root.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     scenario = dict(SCENARIO, seed=seed, traffic=dict(SCENARIO["traffic"], duration_s=duration_s))
     (root / "scenario.yaml").write_text(yaml.safe_dump(scenario, sort_keys=False))
     requests = synth_requests(rng, n_requests, duration_s, slowdown, lag_ms)
-    requests.to_parquet(root / "requests.parquet", index=False)
-    requests[["intended_s", "kind", "chars", "priority", "mode", "tenant", "phase"]].rename(
+    if noise:
+        jitter = np.random.default_rng(noise_seed).uniform(1 - noise, 1 + noise, n_requests)
+        requests = with_service_factor(requests, jitter)
+    requests.drop(columns="text_id").to_parquet(root / "requests.parquet", index=False)
+    requests[["intended_s", "kind", "chars", "priority", "mode", "text_id", "tenant", "phase"]].rename(
         columns={"intended_s": "offset_s"}).to_parquet(root / "schedule.parquet", index=False)
     synth_metrics(duration_s).to_parquet(root / "server_metrics.parquet", index=False)
     _write_events(root / "events.jsonl", duration_s)
@@ -57,14 +68,16 @@ def make_results(root: Path, *, n_requests: int = 20_000, duration_s: float = 12
 
 def synth_requests(rng: np.random.Generator, n: int, duration_s: float, slowdown: float,
                    lag_ms: float) -> pd.DataFrame:
-    """Requests with lognormal latency, a fault window of errors and slowness, and sheds."""
+    """Requests with lognormal latency, a fault window of errors and slowness, and sheds.
+
+    A timeout (status 0) ends when the client gives up, CLIENT_TIMEOUT_S after the send."""
     intended = np.sort(rng.uniform(0, duration_s, n))
     during = (intended >= FAULT[0]) & (intended < FAULT[1])
     service = rng.lognormal(np.log(120), 0.5, n) * np.where(during, 3.0, 1.0) * slowdown
     sent = intended + rng.exponential(lag_ms / 1000.0, n)
-    status = np.where(during & (rng.random(n) < 0.1), 503, 200)
-    status = np.where(rng.random(n) < 0.002, 0, status)
-    done = np.where(status == 0, np.nan, sent + service / 1000.0)
+    status = np.where(during & (rng.random(n) < 0.04), 503, 200)
+    status = np.where(rng.random(n) < 0.001, 0, status)
+    done = sent + np.where(status == 0, CLIENT_TIMEOUT_S, service / 1000.0)
     priority = rng.choice(np.array(["paid", "free", "batch"]), n, p=[0.3, 0.5, 0.2])
     degraded = (status == 200) & during & (rng.random(n) < 0.3)
     model = np.where(degraded | (priority == "batch"), "fast", "quality")
@@ -78,7 +91,19 @@ def synth_requests(rng: np.random.Generator, n: int, duration_s: float, slowdown
         "model": np.where(status == 200, model, ""), "cached": rng.random(n) < 0.1,
         "degraded": degraded, "node": "quality-0", "tenant": "t1",
         "phase": np.where(intended < duration_s / 2, "ramp", "peak"),
+        "text_id": rng.integers(0, 1 << 40, n),
     })
+
+
+def with_service_factor(requests: pd.DataFrame, factor: np.ndarray) -> pd.DataFrame:
+    """The same requests with each answered one's service time multiplied by `factor`."""
+    frame = requests.copy()
+    answered = frame["status"].to_numpy() != 0
+    service = frame["service_ms"].to_numpy() * np.where(answered, factor, 1.0)
+    frame["done_s"] = frame["sent_s"] + service / 1000.0
+    frame["service_ms"] = service
+    frame["latency_ms"] = (frame["done_s"] - frame["intended_s"]) * 1000.0
+    return frame
 
 
 def synth_metrics(duration_s: float) -> pd.DataFrame:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from reports.attempts import attempt_values
 from reports.faults import SHED_STATUSES
 from reports.stats import grouped_percentiles
 
@@ -44,9 +45,9 @@ def request_series(requests: pd.DataFrame, duration_s: float) -> pd.DataFrame:
         "error_rate": _ratio(count(intended, ~ok), offered),
         "degrade_rate": _ratio(count(intended, ok & requests["degraded"].to_numpy()), count(intended, ok)),
     })
-    ok_latency = np.where(ok, requests["latency_ms"].to_numpy(), np.nan)
+    latency = attempt_values(requests)
     for percentile in (50, 95, 99):
-        frame[f"p{percentile}_ms"], _ = grouped_percentiles(intended, ok_latency, percentile, n_bins)
+        frame[f"p{percentile}_ms"], _ = grouped_percentiles(intended, latency, percentile, n_bins)
     return frame
 
 
@@ -88,11 +89,10 @@ def cache_hit_ratio(metrics: pd.DataFrame) -> pd.Series:
 
 
 def latency_by_length(requests: pd.DataFrame) -> pd.DataFrame:
-    """P50/P95/P99 of ok latency per text-length bucket, with sample counts."""
-    ok = requests["ok"].to_numpy()
+    """P50/P95/P99 latency of attempted requests per text-length bucket, with sample counts."""
     edges = np.array(LENGTH_BUCKETS[1:])
     groups = np.searchsorted(edges, requests["chars"].to_numpy(), side="right")
-    latency = np.where(ok, requests["latency_ms"].to_numpy(), np.nan)
+    latency = attempt_values(requests)
     labels = [f"{lo}-{hi - 1}" for lo, hi in zip(LENGTH_BUCKETS, LENGTH_BUCKETS[1:])]
     labels.append(f"{LENGTH_BUCKETS[-1]}+")
     frame = pd.DataFrame({"bucket": labels})

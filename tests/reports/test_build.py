@@ -115,8 +115,15 @@ def test_edge_runs_render_without_warnings(tmp_path: Path) -> None:
     slos = {"slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 100}]}
     empty = build_reports(write_run(tmp_path / "empty", requests_frame([], []), scenario=slos))
     assert empty["verdict"] == "invalid"
+    # Every request sent and none answered: since issue 11 each counts as failed at the run's end
+    # (19 s, the last send), so there is a latency distribution to draw, and the SLO fails.
     failing = write_run(tmp_path / "fail", requests_frame(np.arange(20.0), np.full(20, np.nan), ok=[False] * 20),
                         scenario=slos, events=[{"type": "fault_start", "t_s": 5, "name": "x"}])
     summary = build_reports(failing)
     assert summary["verdict"] == "fail" and summary["faults"][0]["recovered"] is False
-    assert "No request succeeded" in (failing / "report.html").read_text()
+    assert summary["requests"]["end_imputed"] == 20 and summary["latency_ms"]["p50"] == 9_000.0  # 19 s - t: 0..19 s, rank 10
+    assert summary["slos"][0]["measured_ok_only_ms"] is None
+    never = write_run(tmp_path / "never", requests_frame(np.arange(5.0), np.full(5, np.nan), ok=[False] * 5)
+                      .assign(sent_s=np.nan), scenario=slos)
+    assert build_reports(never)["requests"]["not_sent"] == 5
+    assert "No request was attempted" in (never / "report.html").read_text()

@@ -1,11 +1,17 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from reports.cost import CostModel
+from reports import build_reports
 from reports.costing import compute_cost, node_intervals, node_seconds
+from reports.results import load_run
+from reports.summary import summarise
+from tests.reports.helpers import requests_frame, write_run
 
 MODEL = CostModel.model_validate({
     "source": "fixture prices", "date": "2026-11",
@@ -80,3 +86,39 @@ def test_unpriced_pool_is_named_and_left_out() -> None:
     metrics = pd.concat([_metrics(), pd.DataFrame({"t_s": np.arange(10.0), "pool": "edge", "nodes_alive": 1})])
     cost = compute_cost(_requests(), metrics, MODEL, [])
     assert cost["unpriced_pools"] == ["edge"] and cost["total_usd"] == pytest.approx(0.021)
+
+
+def test_cost_over_the_schedule_window_served_and_computed(tmp_path: Path) -> None:
+    # Scrapes every second from -3 s (boot) to 66 s (teardown): 2 quality + 1 fast node. The
+    # schedule window is [0, 60): 120 quality and 60 fast node-seconds -> 0.12 + 0.006 USD.
+    # 600 ok requests of 100 chars at 10/s, one in four a cache hit: 60,000 chars served,
+    # 45,000 computed.
+    t = np.arange(-3.0, 67.0)
+    metrics = pd.concat([pd.DataFrame({"t_s": t, "pool": "quality", "nodes_alive": 2}),
+                         pd.DataFrame({"t_s": t, "pool": "fast", "nodes_alive": 1})])
+    intended = np.arange(600) * 0.1
+    frame = requests_frame(intended, np.full(600, 80.0), cached=np.arange(600) % 4 == 0)
+    scenario = {"traffic": {"duration_s": 60.0}, "cost": MODEL.model_dump()}
+    root = write_run(tmp_path / "run", frame, scenario=scenario, metrics=metrics,
+                     events=[{"type": "run_end", "t_s": 66.5, "duration_s": 66.5}])
+    summary = summarise(load_run(root))
+    cost = summary["cost"]
+    assert cost["window_s"] == [0.0, 60.0] and cost["node_seconds"] == pytest.approx(180.0)
+    assert cost["total_usd"] == pytest.approx(0.126)
+    assert (cost["chars_served"], cost["chars_computed"]) == (60_000, 45_000)
+    assert cost["usd_per_1k_chars_served"] == pytest.approx(0.0021) == cost["usd_per_1k_chars"]
+    assert cost["usd_per_1k_chars_computed"] == pytest.approx(0.0028)
+    pools = {row["pool"]: row for row in cost["by_pool"]}
+    assert pools["quality"]["chars_computed"] == 45_000 and pools["quality"]["node_seconds"] == 120.0
+    assert summary["throughput_rps"] == pytest.approx(10.0)  # not 600 / 66.5
+
+
+def test_cost_section_defines_served_and_computed(tmp_path: Path) -> None:
+    frame = requests_frame(np.arange(10.0), np.full(10, 50.0), cached=[True] * 5 + [False] * 5)
+    metrics = pd.DataFrame({"t_s": np.arange(10.0), "pool": "quality", "nodes_alive": 1})
+    root = write_run(tmp_path / "run", frame, scenario={"cost": MODEL.model_dump()}, metrics=metrics)
+    build_reports(root)
+    html = (root / "report.html").read_text()
+    assert "per 1k characters served" in html and "per 1k characters computed" in html
+    assert "a cache hit costs no compute" in html
+    assert "per 1k chars computed (cache hits excluded)" in (root / "report.md").read_text()

@@ -33,18 +33,31 @@ def test_availability_measured_met_and_budget() -> None:
     assert low < 0.8 < high
 
 
-def test_latency_percentile_threshold_and_budget_agree() -> None:
-    # ok latencies 10..100 ms (10 requests); one failed request is outside a latency SLO.
+def test_latency_good_events_percentile_and_budget_agree() -> None:
+    # Ok latencies 10..100 ms (10 requests) and one failure after 5000 ms: 11 attempts. Until
+    # issue 11 the failure was left out (P90 90 ms over 10 samples); a failure is a slow request.
     latency = [10.0, 20, 30, 40, 50, 60, 70, 80, 90, 100, 5000]
     frame = requests_frame(np.arange(11.0), latency, ok=[True] * 10 + [False])
-    specs = [SloSpec(name="p90-ok", kind="latency", percentile=90, threshold_ms=90),
-             SloSpec(name="p90-miss", kind="latency", percentile=90, threshold_ms=85)]
+    specs = [SloSpec(name="p90-met", kind="latency", percentile=90, threshold_ms=100),
+             SloSpec(name="p90-miss", kind="latency", percentile=90, threshold_ms=95)]
     met, missed = _evaluate(frame, specs)
-    assert met["measured"] == 90.0 and met["samples"] == 10
-    assert met["met"] and met["budget_consumed"] == pytest.approx(1.0)  # 1 slow of 10% allowed
-    assert missed["measured"] == 90.0 and not missed["met"]
-    assert missed["budget_consumed"] == pytest.approx(2.0)
-    assert not met["trusted"]  # 10 samples cannot bound a P90 from above
+    assert met["measured"] == met["measured_ms"] == 100.0 and met["samples"] == 11  # rank 10 of 11
+    assert met["measured_ok_only_ms"] == 90.0 and met["samples_ok"] == 10
+    assert met["met"] and met["good_share"] == pytest.approx(10 / 11)
+    assert met["budget_consumed"] == pytest.approx(1 / 11 / 0.1)
+    assert missed["measured"] == 100.0 and not missed["met"]
+    assert missed["good_share"] == pytest.approx(9 / 11)
+    assert missed["budget_consumed"] == pytest.approx(2 / 11 / 0.1)
+    assert not met["trusted"]  # 11 samples cannot bound a P90 from above
+
+
+def test_latency_fast_failure_is_still_a_bad_event() -> None:
+    # 100 attempts at 10 ms, 5 of them failed fast: the percentile looks fine, the SLO is missed.
+    frame = requests_frame(np.arange(100.0), np.full(100, 10.0), ok=[True] * 95 + [False] * 5)
+    [slo] = _evaluate(frame, [SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=50)],
+                      duration=100.0)
+    assert slo["measured"] == 10.0 and slo["bad"] == 5 and not slo["met"]
+    assert slo["good_share"] == pytest.approx(0.95)
 
 
 def test_degraded_share_and_priority_filter() -> None:

@@ -21,13 +21,37 @@ def _run(tmp_path: Path, events: list[dict] | None = None, scenario: dict | None
 
 
 def test_counts_throughput_and_both_latency_views(tmp_path: Path) -> None:
+    # Since issue 11 latency covers every attempt: the 429 and 503 count at their end (800 and
+    # 900 ms) and the unanswered row 9 (sent, no end) at the run end, 10 s: 1000 ms.
     summary = _run(tmp_path, events=[{"type": "run_end", "t_s": 10.0, "duration_s": 10.0}])
-    assert summary["requests"] == {"scheduled": 10, "sent": 10, "completed": 9, "ok": 7,
-                                   "failed": 3, "shed": 2, "degraded": 0, "cached": 0}
+    assert summary["requests"] == {"scheduled": 10, "sent": 10, "attempted": 10, "not_sent": 0,
+                                   "completed": 9, "ok": 7, "failed": 3, "end_imputed": 1,
+                                   "shed": 2, "degraded": 0, "cached": 0}
     assert summary["throughput_rps"] == pytest.approx(0.7)
-    assert summary["latency_ms"]["p50"] == 400.0  # ok latencies 100..700, rank ceil(3.5) = 4
-    assert summary["latency_uncorrected_ms"]["p50"] == 390.0
+    assert summary["latency_ms"]["p50"] == 500.0  # attempts 100..1000, rank 5
+    assert summary["latency_ok_only_ms"]["p50"] == 400.0  # ok latencies 100..700, rank ceil(3.5) = 4
+    assert summary["latency_uncorrected_ms"]["p50"] == 490.0
+    assert summary["latency_ms"]["p99"] == 1000.0
     assert summary["latency_detail"]["corrected"]["p99"]["trusted"] is False
+
+
+def test_not_sent_rows_stay_out_of_latency_and_are_counted(tmp_path: Path) -> None:
+    frame = requests_frame(np.arange(4.0), [100.0, 200.0, 300.0, 400.0])
+    frame.loc[3, ["sent_s", "done_s", "latency_ms", "service_ms", "ok", "status"]] = [
+        np.nan, np.nan, np.nan, np.nan, False, 0]
+    summary = summarise(load_run(write_run(tmp_path / "run", frame)))
+    assert summary["requests"]["not_sent"] == 1 and summary["requests"]["attempted"] == 3
+    assert summary["requests"]["failed"] == 0 and summary["requests"]["end_imputed"] == 0
+    assert summary["latency_detail"]["corrected"]["p50"]["samples"] == 3
+
+
+def test_throughput_counts_only_the_schedule_window(tmp_path: Path) -> None:
+    # 10 ok answers at 1/s inside a 10 s schedule; the run lasts 11 s with teardown.
+    frame = requests_frame(np.arange(10.0), np.full(10, 100.0))
+    events = [{"type": "run_end", "t_s": 11.0, "duration_s": 11.0}]
+    summary = summarise(load_run(write_run(tmp_path / "run", frame, events=events)))
+    assert summary["throughput_rps"] == pytest.approx(1.0)
+    assert summary["throughput_window_s"] == [0.0, 10.0]
 
 
 def test_generator_lag_and_verdict_pass_without_slos(tmp_path: Path) -> None:
