@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from reference_server.gateway.faults import FaultSpec, FaultTransport
@@ -102,6 +104,17 @@ def test_slowdown_spec_rejects_a_factor_out_of_range_naming_it(factor: float) ->
 def test_slowdown_spec_needs_a_factor() -> None:
     with pytest.raises(ValidationError, match="needs a factor"):
         FaultSpec.model_validate({"kind": "slowdown", "ttl_s": 5})
+
+
+@settings(max_examples=200, deadline=None)
+@given(factor=st.floats(allow_nan=True, allow_infinity=True) | st.integers() | st.text(max_size=8) | st.booleans() | st.none()
+       | st.lists(st.integers(), max_size=2))
+def test_slowdown_spec_any_factor_is_valid_in_range_or_a_validation_error(factor: object) -> None:
+    try:
+        spec = FaultSpec.model_validate({"kind": "slowdown", "factor": factor})
+    except ValidationError:
+        return
+    assert spec.factor is not None and 1.0 <= spec.factor <= 20.0
 
 
 def test_slowdown_spec_accepts_the_bounds() -> None:
