@@ -65,6 +65,12 @@ class ApiError(Exception):
         self.extra = extra
 
 
+def shorten(value: str, limit: int = 80) -> str:
+    """A client's value as an error message quotes it: cut to `limit` characters, so that an
+    error never echoes a huge input back."""
+    return value if len(value) <= limit else f"{value[:limit]}... ({len(value)} characters)"
+
+
 def error_response(exc: ApiError) -> JSONResponse:
     body: dict[str, object] = {"code": exc.code, "message": exc.message, **exc.extra}
     headers = {}

@@ -45,11 +45,13 @@ class BodyLimitMiddleware:
             if message["type"] != "http.request":
                 return  # the client went away before its body was complete: nobody to answer
             body += message.get("body", b"")
+            more = message.get("more_body", False)
             if len(body) > limit:
-                await _drain(receive, seen=len(body))
+                if more:
+                    await _drain(receive, seen=len(body))
                 await _refuse(send, limit)
                 return
-            if not message.get("more_body", False):
+            if not more:
                 break
         await self.app(scope, _replay(bytes(body), receive), send)
 

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from reference_server.config import JobsConfig
-from reference_server.gateway.api import ApiError, TranslateRequest, TranslateResponse
+from reference_server.gateway.api import ApiError, TranslateRequest, TranslateResponse, shorten
 
 log = logging.getLogger("rushhour.gateway")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -154,7 +154,7 @@ class JobManager:
     def get(self, job_id: str) -> Job:
         job = self.jobs.get(job_id)
         if job is None:
-            raise ApiError(404, "unknown_job", f'There is no job "{job_id}"; it never existed or was evicted.')
+            raise ApiError(404, "unknown_job", f'There is no job "{shorten(job_id)}"; it never existed or was evicted.')
         return job
 
     def status(self) -> dict[str, object]:
