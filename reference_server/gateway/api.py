@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from typing import Any, Literal
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
@@ -71,12 +72,20 @@ def shorten(value: str, limit: int = 80) -> str:
     return value if len(value) <= limit else f"{value[:limit]}... ({len(value)} characters)"
 
 
+class ErrorJSONResponse(JSONResponse):
+    """ASCII JSON: an error message that quotes a client's value (even a lone surrogate, which
+    UTF-8 cannot encode) always renders."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 def error_response(exc: ApiError) -> JSONResponse:
     body: dict[str, object] = {"code": exc.code, "message": exc.message, **exc.extra}
     headers = {}
     if exc.retry_after_s is not None:
         headers["Retry-After"] = str(max(1, int(exc.retry_after_s + 0.999)))
-    return JSONResponse({"error": body}, status_code=exc.status, headers=headers)
+    return ErrorJSONResponse({"error": body}, status_code=exc.status, headers=headers)
 
 
 async def handle_api_error(request: Request, exc: Exception) -> JSONResponse:

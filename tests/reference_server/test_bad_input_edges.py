@@ -14,7 +14,7 @@ import pytest
 
 from reference_server.config import JobsConfig
 from reference_server.gateway.bodylimit import BodyLimitMiddleware
-from reference_server.gateway.api import ApiError, Timing, TranslateRequest, TranslateResponse
+from reference_server.gateway.api import ApiError, Timing, TranslateRequest, TranslateResponse, error_response
 from reference_server.gateway.jobs import JobManager, split_segments
 from tests.support.server import RunningServer
 
@@ -58,6 +58,12 @@ def test_events_answer_with_numbered_events_after_a_fault(server: RunningServer)
         assert newer[0]["seq"] == fault["seq"]
     finally:
         server.admin("DELETE", "/admin/nodes/fast-0/faults")
+
+
+def test_error_quoting_a_lone_surrogate_still_renders() -> None:
+    response = error_response(ApiError(422, "invalid_field", 'Field "priority": "\ud800" is not a class.'))
+    assert response.status_code == 422
+    assert json.loads(response.body)["error"]["message"] == 'Field "priority": "\ud800" is not a class.'
 
 
 # ---- bodies over the limit -------------------------------------------------------------------

@@ -1,11 +1,13 @@
-"""Integration (issue 3): hypothesis throws random JSON, random field values and random bytes
-at `POST /v1/translate` and at the admin endpoints of one running server. The server must
-never answer a 5xx other than 503/504, must answer every error with the JSON error body,
-and must still be alive afterwards."""
+"""Integration (issues 3 and 12): hypothesis throws random JSON, random field values and random
+bytes at `POST /v1/translate`, at every jobs endpoint and at every admin endpoint of one running
+server. The server must never answer a 5xx other than 503/504, must answer every error with the
+JSON error body, must keep `/metrics` bounded (every label value from a bounded set) and must
+still be alive afterwards."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -14,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.support.server import TOKEN, RunningServer
+from tests.support.prometheus import unbounded_labels
+from tests.support.server import TOKEN, RunningServer, start_server
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 FUZZ_FEW = settings(FUZZ, max_examples=60)
@@ -40,9 +43,17 @@ translate_bodies = st.fixed_dictionaries(
 mutations = st.none() | st.tuples(st.sampled_from([*valid_fields, "extra"]), field_values | st.just(None))
 
 
+# The fast pool is autoscaled between 1 and 1 node with a clock-time peak, so that the epoch
+# endpoint has schedules to move, without the autoscaler ever starting a node.
+FUZZ_CONFIG = {"pools": {"fast": {"autoscale": {"min_nodes": 1, "max_nodes": 1, "schedule": [{"at_clock": "03:00", "nodes": 1}]}}}}
+MAX_METRICS_BYTES = 256_000  # every bounded label set at once stays far below this
+
+
 @pytest.fixture(scope="module")
-def server(shared_server: RunningServer) -> RunningServer:
-    return shared_server
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    server = start_server(tmp_path_factory.mktemp("fuzz-server"), FUZZ_CONFIG)
+    yield server
+    server.stop()
 
 
 def _check(response: httpx.Response) -> None:
@@ -88,6 +99,42 @@ def test_fuzz_translate_random_bytes(server: RunningServer, content: bytes, cont
     _check(_post(server, "/v1/translate", content, content_type))
 
 
+@FUZZ_FEW
+@given(body=translate_bodies, mutation=mutations, path=st.sampled_from(["/v1/jobs", "/v1/translate/stream"]))
+def test_fuzz_jobs_random_field_values(server: RunningServer, body: dict[str, Any], mutation: tuple[str, Any] | None, path: str) -> None:
+    if mutation is not None:
+        name, value = mutation
+        body = {k: v for k, v in body.items() if k != name} if value is None else {**body, name: value}
+    response = _post(server, path, _json(body))
+    _check(response)
+    if path == "/v1/jobs" and response.status_code == 202:
+        _check(server.client.get(response.headers["Location"]))
+
+
+@FUZZ_FEW
+@given(body=json_values | st.binary(max_size=300), path=st.sampled_from(["/v1/jobs", "/v1/translate/stream"]))
+def test_fuzz_jobs_random_bodies(server: RunningServer, body: Any, path: str) -> None:
+    _check(_post(server, path, body if isinstance(body, bytes) else _json(body)))
+
+
+@FUZZ_FEW
+@given(job_id=st.text(min_size=1, max_size=80).filter(lambda s: s not in (".", "..")))  # dot segments: another path
+def test_fuzz_job_ids(server: RunningServer, job_id: str) -> None:
+    response = server.client.get(f"/v1/jobs/{quote(job_id, safe='')}")
+    _check(response)
+    assert response.status_code == 404
+
+
+@FUZZ_FEW
+@given(params=st.dictionaries(st.sampled_from(["after", "limit", "other"]), st.text(max_size=30) | st.integers(-(2**70), 2**70).map(str), max_size=3))
+def test_fuzz_events_query(server: RunningServer, params: dict[str, str]) -> None:
+    response = server.client.get("/v1/events", params=params)
+    _check(response)
+    if response.status_code == 200:
+        seqs = [e["seq"] for e in response.json()["events"]]
+        assert seqs == sorted(seqs) and all(isinstance(s, int) for s in seqs)
+
+
 ADMIN_PATHS = st.sampled_from(
     ["/admin/nodes/{node}/faults", "/admin/nodes/{node}/restart", "/admin/pools/{pool}/scale", "/admin/cache/flush", "/admin/nodes/{node}/kill"]
 )
@@ -119,6 +166,48 @@ def test_fuzz_admin_endpoints(server: RunningServer, template: str, node: str, p
         pool = "gpu"  # a real scale-up could start dozens of node processes on a small machine
     path = template.format(node=quote(node, safe=""), pool=quote(pool, safe=""))
     _check(_post(server, path, _json(body)))
+
+
+EVERY_ADMIN_CALL = st.sampled_from(
+    [
+        ("POST", "/admin/nodes/{node}/kill"), ("POST", "/admin/nodes/{node}/restart"), ("POST", "/admin/nodes/{node}/faults"),
+        ("DELETE", "/admin/nodes/{node}/faults"), ("POST", "/admin/pools/{pool}/scale"), ("POST", "/admin/cache/flush"),
+        ("POST", "/admin/autoscale/epoch"), ("POST", "/admin/reset"),
+    ]
+)
+epoch_bodies = st.fixed_dictionaries({"epoch": st.floats() | st.integers(-(2**70), 2**70) | json_scalars}) | st.fixed_dictionaries({}, optional={"epoch": json_values, "extra": json_scalars})
+admin_bodies = epoch_bodies | fault_bodies | json_values | st.binary(max_size=200)
+
+
+@FUZZ_FEW
+@given(
+    call=EVERY_ADMIN_CALL,
+    node=st.sampled_from(["quality-0", "fast-0", "quality-99"]) | st.text(min_size=1, max_size=12),
+    pool=st.sampled_from(["gpu", "missing"]) | st.text(min_size=1, max_size=12),
+    body=admin_bodies,
+    token=st.sampled_from([TOKEN, None, "", "wrong"]) | st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=20),
+)
+def test_fuzz_every_admin_endpoint(server: RunningServer, call: tuple[str, str], node: str, pool: str, body: Any, token: str | None) -> None:
+    method, template = call
+    if template.endswith("/kill") and node in ("quality-0", "fast-0"):
+        node = "quality-99"  # killing is covered by test_resilience; here it would only slow the fuzzing
+    if template.endswith("/scale") and pool in ("quality", "fast"):
+        pool = "gpu"  # a real scale-up could start dozens of node processes on a small machine
+    path = template.format(node=quote(node, safe=""), pool=quote(pool, safe=""))
+    headers = {"content-type": "application/json"}
+    if token is not None:
+        headers["authorization"] = f"Bearer {token}".strip()
+    content = body if isinstance(body, bytes) else _json(body)
+    response = server.client.request(method, path, content=content, headers=headers, timeout=30)
+    _check(response)
+    if token != TOKEN:  # a body that is no JSON at all is refused before the token is read
+        assert response.status_code == 401 or (response.status_code == 400 and isinstance(body, bytes)), response.text
+
+
+def test_fuzz_metrics_stay_bounded(server: RunningServer) -> None:
+    text = server.client.get("/metrics").text
+    assert unbounded_labels(text, {"quality", "fast"}) == []
+    assert len(text) < MAX_METRICS_BYTES, f"/metrics has {len(text)} bytes after the fuzzing"
 
 
 def test_fuzz_server_still_healthy_afterwards(server: RunningServer) -> None:
