@@ -26,7 +26,7 @@ test: $(STAMP) redis-server
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
-	$(PY) -m reference_server.bench
+	$(PY) -m benchmarks.server
 
 clean:
 	rm -rf $(VENV) results .pytest_cache

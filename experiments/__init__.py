@@ -1,1 +1,11 @@
-"""rushhour: experiments."""
+"""rushhour's Chaos Toolkit extension and experiment files.
+
+    local/        actions and probes against the reference server's admin API (and its Redis)
+    kubernetes/   actions and probes for the Kubernetes backend (chaostoolkit-kubernetes, the
+                  official client): pods, node drain/cordon, NetworkPolicy partitions, scaling
+    client.py     the one HTTP client every local activity goes through
+    live.py       live latency/error rate for steady-state probes
+    *.json        experiment files (`chaos run` them, or name them in a scenario's chaos section)
+
+When experiments run inside a drill is decided by the application (`scenarios.run.timeline`).
+"""

@@ -1,7 +1,8 @@
 """Live latency and error rate of the service under test, for steady-state probes.
 
-Two sources, best first: the drill's own live results file (the runner names it in the
-`RUSHHOUR_LIVE` environment variable; JSONL or parquet rows shaped like `requests.parquet`),
+Two sources, best first: the drill's own live results (a drill sets the `RUSHHOUR_LIVE`
+environment variable of its experiments to its workers' part-file folder; a JSONL or parquet
+file of rows shaped like `requests.parquet` works too),
 which measures latency from the intended send time and so sees queueing in the load generator;
 else the server's Prometheus histogram, sampled twice `window_s` apart, whose difference is the
 traffic of that window.
@@ -26,10 +27,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel
 
 from experiments.client import AdminClient
+from traffic_models.quantiles import percentile_value
 
 __all__ = [
     "LIVE_ENV",
-    "LiveStats",
+    "WindowStats",
     "histogram_quantile",
     "is_error_status",
     "live_stats",
@@ -41,9 +43,10 @@ LIVE_ENV = "RUSHHOUR_LIVE"
 DURATION_METRIC = "rushhour_request_duration_seconds"
 REQUESTS_METRIC = "rushhour_requests_total"
 TAIL_BYTES = 8 * 1024 * 1024
+PARTS_READ = 64
 
 
-class LiveStats(BaseModel):
+class WindowStats(BaseModel):
     """What a window of traffic looked like; `requests == 0` means there was nothing to judge."""
 
     p99_ms: float
@@ -53,7 +56,7 @@ class LiveStats(BaseModel):
     source: str
 
 
-def live_stats(client: AdminClient, window_s: float) -> LiveStats:
+def live_stats(client: AdminClient, window_s: float) -> WindowStats:
     """Use the live results file when the runner provides one, else the server's metrics."""
     live = os.environ.get(LIVE_ENV, "")
     if live and Path(live).exists():
@@ -69,11 +72,11 @@ def is_error_status(status: object) -> bool:
     return text.startswith("5") or text in {"error", "failed", "timeout", "0"}
 
 
-def stats_from_file(path: Path, window_s: float) -> LiveStats:
+def stats_from_file(path: Path, window_s: float) -> WindowStats:
     """The last `window_s` seconds of the results file, ending at its newest row."""
     frame = _read_rows(path)
     if frame.empty:
-        return LiveStats(
+        return WindowStats(
             p99_ms=0.0, error_rate=0.0, requests=0, window_s=window_s, source=str(path)
         )
     times = _row_times(frame)
@@ -84,8 +87,8 @@ def stats_from_file(path: Path, window_s: float) -> LiveStats:
         errors = ~recent["ok"].astype(bool)
     latency = recent["latency_ms"].to_numpy(dtype=float)
     latency = latency[np.isfinite(latency)]
-    p99 = float(np.percentile(latency, 99)) if latency.size else 0.0
-    return LiveStats(
+    p99 = percentile_value(latency, 99) if latency.size else 0.0
+    return WindowStats(
         p99_ms=p99,
         error_rate=float(errors.mean()) if len(recent) else 0.0,
         requests=len(recent),
@@ -94,7 +97,7 @@ def stats_from_file(path: Path, window_s: float) -> LiveStats:
     )
 
 
-def stats_from_metrics(client: AdminClient, window_s: float) -> LiveStats:
+def stats_from_metrics(client: AdminClient, window_s: float) -> WindowStats:
     """Scrape `/metrics`, wait `window_s`, scrape again, and judge the difference."""
     before = _scrape(client)
     time.sleep(window_s)
@@ -105,7 +108,7 @@ def stats_from_metrics(client: AdminClient, window_s: float) -> LiveStats:
         v for s, v in before[1].items() if is_error_status(s)
     )
     seconds = histogram_quantile(0.99, buckets.items())
-    return LiveStats(
+    return WindowStats(
         p99_ms=seconds * 1000.0,
         error_rate=failed / total if total > 0 else 0.0,
         requests=int(total),
@@ -154,11 +157,27 @@ def _scrape(client: AdminClient) -> tuple[dict[float, float], dict[str, float]]:
 
 def _read_rows(path: Path) -> pd.DataFrame:
     try:
+        if path.is_dir():
+            return _read_parts(path)
         if path.suffix == ".parquet":
             return pd.read_parquet(path)
         return _read_jsonl_tail(path)
     except (OSError, ValueError) as exc:
         raise ActivityFailed(f"Could not read the live results file {path}: {exc}.") from exc
+
+
+def _read_parts(directory: Path) -> pd.DataFrame:
+    """The newest result parts a drill's workers wrote (`part-*.parquet`), with `latency_ms`.
+
+    A part row carries intended and end times; its latency is end minus intended, failures
+    included, the way the report will count it.
+    """
+    parts = sorted(directory.glob("part-*.parquet"), key=lambda p: p.stat().st_mtime)[-PARTS_READ:]
+    frames = [pd.read_parquet(p) for p in parts]
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if not frame.empty and "latency_ms" not in frame:
+        frame["latency_ms"] = (frame["done_s"].astype(float) - frame["intended_s"].astype(float)) * 1000.0
+    return frame
 
 
 def _read_jsonl_tail(path: Path) -> pd.DataFrame:

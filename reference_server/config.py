@@ -13,6 +13,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from traffic_models.validation import format_validation_errors
+
 DEFAULT_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ko")
 PRIORITIES = ("paid", "free", "batch")
 DEFAULT_CACHE_MAX_BYTES = 64 * 1024 * 1024
@@ -184,11 +186,7 @@ class ServerConfig(_Strict):
 
 
 def _format_error(source: str, exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        parts.append(f"{source}: {field}: {err['msg']}")
-    return "; ".join(parts)
+    return format_validation_errors(source, exc)
 
 
 def merge_pools_onto_defaults(data: dict) -> dict:

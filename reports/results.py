@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from reports.attempts import fill_missing_ends, latest_end_s
 from reports.cost import CostModel
 from reports.slo import SloSpec
-from scenarios.units import parse_clock_s, parse_duration
+from traffic_models.clock import parse_clock_s, parse_duration
+from traffic_models.validation import format_validation_errors
 
 REQUIRED_COLUMNS = ("intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "status", "ok")
 OPTIONAL_COLUMNS: dict[str, Any] = {
@@ -134,9 +135,7 @@ def _load_scenario(path: Path) -> ReportScenario:
     try:
         return ReportScenario.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise ResultsError(f'"{path}" field "{where}": {first["msg"]}.') from exc
+        raise ResultsError(format_validation_errors(str(path), exc)) from exc
 
 
 def _load_requests(path: Path) -> pd.DataFrame:

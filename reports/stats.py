@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.stats import binom
 
+from traffic_models.quantiles import nearest_rank
+
 CONFIDENCE = 0.95
 SUMMARY_PERCENTILES = (50.0, 95.0, 99.0, 99.9)
 
@@ -36,11 +38,6 @@ class Percentile:
 def min_samples(percentile: float) -> int:
     """Fewest samples for which the tail beyond `percentile` holds at least one observation."""
     return max(2, math.ceil(round(100.0 / (100.0 - percentile), 9)))
-
-
-def nearest_rank(percentile: float, n: int) -> int:
-    """1-based rank of the nearest-rank percentile among n sorted samples."""
-    return min(n, max(1, math.ceil(round(percentile / 100.0 * n, 9))))
 
 
 def ci_ranks(percentile: float, n: int, confidence: float = CONFIDENCE) -> tuple[int, int]:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.support.server import RunningServer, start_server
+from traffic_models.processes import stop_process
 
 
 @pytest.fixture
@@ -36,15 +37,21 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningS
 
 
 @pytest.fixture
+def write_model(tmp_path: Path) -> Callable[[str, str], Path]:
+    """Write YAML text (a traffic model, a scenario) to tmp_path/<name> and return the path."""
+
+    def write(text: str, name: str = "model.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture
 def drill_process() -> Iterator[list[subprocess.Popen[bytes]]]:
     """`rushhour run` subprocesses a test started; SIGTERM (then SIGKILL) any still running."""
     started: list[subprocess.Popen[bytes]] = []
     yield started
     for proc in started:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+        stop_process(proc, grace_s=30)

@@ -12,6 +12,7 @@ from traffic_models.errors import TrafficModelError
 from traffic_models.events import EVENT_TYPES
 from traffic_models.model import ReplaySpec, TrafficModel
 from traffic_models.replay import load_trace
+from traffic_models.validation import format_validation_errors
 
 BUNDLED_DIR = Path(__file__).resolve().parent
 CONSTANT_PREFIX = "constant:"
@@ -75,8 +76,8 @@ def validate_model(data: Any, *, source: str) -> TrafficModel:
     try:
         return TrafficModel.model_validate(data)
     except ValidationError as exc:
-        lines = [f"{source}: {_field(err['loc'])}: {_problem(err)}" for err in exc.errors()]
-        raise TrafficModelError("\n".join(lines)) from exc
+        message = format_validation_errors(source, exc, special=_special, skip=frozenset(EVENT_TYPES))
+        raise TrafficModelError(message) from exc
 
 
 def _resolve(spec: str | Path) -> Path:
@@ -119,36 +120,13 @@ def _attach_replay(model: TrafficModel, replay: ReplaySpec, path: Path) -> None:
     model.duration = trace.span_s
 
 
-def _field(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for index, part in enumerate(loc):
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part == "[key]":
-            continue
-        elif part in EVENT_TYPES and index > 0 and isinstance(loc[index - 1], int):
-            continue
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "(top level)"
-
-
-def _problem(err: dict[str, Any]) -> str:
-    ctx = err.get("ctx") or {}
+def _special(err: dict[str, Any]) -> str | None:
+    """Traffic-model wording for the errors a person meets in event lists and inputs."""
     kind = err["type"]
-    bounds = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
-    if kind in bounds:
-        limit = next(iter(ctx.values()))
-        return f"must be {bounds[kind]} {limit} (got {err['input']!r})"
-    if kind == "extra_forbidden":
-        return "is not a known field"
-    if kind == "missing":
-        return "is required"
     if kind == "union_tag_not_found":
         return f"needs a type, one of {', '.join(EVENT_TYPES)}"
     if kind == "union_tag_invalid":
-        return f"type must be one of {', '.join(EVENT_TYPES)} (got {ctx.get('tag')!r})"
+        return f"type must be one of {', '.join(EVENT_TYPES)} (got {(err.get('ctx') or {}).get('tag')!r})"
     if kind == "literal_error" and err["loc"][-1] == "input":
         return f"must be 'text' (got {err['input']!r}); image and speech inputs are planned, not supported yet"
-    message = str(err["msg"]).removeprefix("Value error, ")
-    return message[0].lower() + message[1:] if message else kind
+    return None

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -74,7 +75,7 @@ def test_stats_from_file_use_only_the_last_window(tmp_path: Path, suffix: str) -
     stats = stats_from_file(path, window_s=10.0)
     assert stats.requests == 100
     assert stats.error_rate == pytest.approx(0.01)
-    assert 20.0 < stats.p99_ms <= 80.0
+    assert stats.p99_ms == 20.0  # nearest rank: the 99th of 100 sorted latencies, as the report computes it
 
 
 def test_slo_met_reads_the_live_file_named_in_the_environment(
@@ -89,3 +90,22 @@ def test_slo_met_reads_the_live_file_named_in_the_environment(
     assert not probes.slo_met(p99_ms=200, max_error_rate=0.0, window_s=5, configuration=config)
     assert probes.p99_latency_ms(window_s=5, configuration=config) == pytest.approx(300.0)
     assert probes.error_rate(window_s=5, configuration=config) == 0.0
+
+
+def test_stats_from_a_drills_part_folder_count_failures_at_their_end(tmp_path: Path) -> None:
+    """A drill points RUSHHOUR_LIVE at its workers' parts: latency is end minus intended, failures included."""
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    intended = np.arange(100, dtype=float) * 0.1  # 10 s of traffic
+    done = intended + 0.050
+    status = np.full(100, 200)
+    done[-5:] = intended[-5:] + 2.0  # the last five time out after 2 s
+    status[-5:] = 0
+    frame = pd.DataFrame({"row": np.arange(100), "intended_s": intended, "done_s": done, "status": status})
+    frame.iloc[:50].to_parquet(parts / "part-w0-0.parquet")
+    frame.iloc[50:].to_parquet(parts / "part-w0-1.parquet")
+    stats = stats_from_file(parts, window_s=5.0)
+    # the newest end is 9.9 + 2.0 = 11.9 s: rows ending at or after 6.9 s are 26 answers and 5 timeouts
+    assert stats.requests == 31
+    assert stats.error_rate == pytest.approx(5 / 31)
+    assert stats.p99_ms == pytest.approx(2000.0)

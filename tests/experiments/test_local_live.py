@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,21 +20,15 @@ import httpx
 import pytest
 
 from experiments.local import actions, probes
-from experiments.timeline import ChaosEntry, ChaosTimeline
-
-pytest.importorskip("reference_server.cli", reason="needs the reference server package")
+from reference_server.launch import ServerProcess
+from scenarios.run.timeline import ChaosTimeline
+from scenarios.spec.chaos import plan_faults
+from scenarios.spec.model import ChaosEntry
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "live-test-token"
-BOOT = "import sys; from reference_server.cli import serve; serve(sys.argv[1:])"
 
 Kw = dict[str, Any]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_until(condition: Callable[[], bool], what: str, limit_s: float = 60.0) -> None:
@@ -51,35 +43,14 @@ def wait_until(condition: Callable[[], bool], what: str, limit_s: float = 60.0) 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kw]:
     state = tmp_path_factory.mktemp("state")
-    port = _free_port()
-    env = {**os.environ, "RUSHHOUR_ADMIN_TOKEN": TOKEN, "RUSHHOUR_STATE_DIR": str(state)}
-    log = (state / "server.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", BOOT, "--port", str(port), "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
+    process = ServerProcess(log_path=state / "server.log", token=TOKEN, cwd=ROOT, env={"RUSHHOUR_STATE_DIR": str(state)})
     try:
-        def ready() -> bool:
-            if proc.poll() is not None:
-                pytest.fail(f"The reference server exited with {proc.returncode}; see {log.name}.")
-            try:
-                return httpx.get(f"{url}/readyz", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_until(ready, "the reference server to be ready", 120)
-        kw = {"configuration": {"rushhour_url": url}, "secrets": {"admin_token": TOKEN}}
+        process.start(ready_wait_s=120)
+        kw = {"configuration": {"rushhour_url": process.url}, "secrets": {"admin_token": TOKEN}}
         wait_until(lambda: probes.all_nodes_ready(**kw), "every node to be ready", 120)
         yield kw
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        process.stop(grace_s=30)
 
 
 @pytest.fixture
@@ -204,10 +175,10 @@ def test_live_timeline_stop_rolls_back_a_running_experiment(kw: Kw, tmp_path: Pa
     events: list[dict[str, Any]] = []
     started = threading.Event()
     timeline = ChaosTimeline(
-        [ChaosEntry(at=0, experiment=Path("network-partition.json"))],
+        plan_faults([ChaosEntry(at="00:00", experiment="network-partition.json")], start_clock_s=0.0, time_scale=1.0,
+                    duration_s=600.0, search_dirs=(ROOT / "experiments",), source="test"),
         time_scale=1.0, start_clock_s=0.0, out_dir=tmp_path, url=kw["configuration"]["rushhour_url"],
-        token=TOKEN, on_event=lambda e: (events.append(e), started.set()),
-        base_dir=ROOT / "experiments", env={"RUSHHOUR_FAULT_HOLD_S": "300", "RUSHHOUR_SLO_WINDOW_S": "0.5"},
+        token=TOKEN, on_event=lambda e: (events.append(e), started.set()), env={"RUSHHOUR_FAULT_HOLD_S": "300", "RUSHHOUR_SLO_WINDOW_S": "0.5"},
     )
     timeline.start(time.monotonic())
     assert started.wait(30)

@@ -17,7 +17,7 @@ from reference_server.model import (
     load_model,
     output_tokens,
 )
-from reference_server.model.bench import sample_text
+from reference_server.model.samples import sample_text
 from reference_server.model.runtime import OnnxSeq2SeqModel
 
 LENGTHS = (1, 9, 63, 200, 517)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.support.server import free_port
+from traffic_models.processes import free_port, stop_process
 
 SKIP_REASON = "needs redis-server (apt-get install redis-server)"
 
@@ -45,13 +45,7 @@ class RedisServer:
         raise RuntimeError(f"redis-server on port {self.port} did not answer within {timeout_s} s.")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, grace_s=10)
         self.proc = None
 
     def client(self) -> redis.Redis:

@@ -6,11 +6,6 @@ check that no node process outlived it.
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +14,9 @@ from typing import Any
 import httpx
 import psutil
 import yaml
+
+from reference_server.launch import LaunchError, ServerProcess
+from traffic_models.processes import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "test-admin-token"
@@ -34,12 +32,6 @@ SMALL_CONFIG: dict[str, Any] = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in override.items():
@@ -47,15 +39,28 @@ def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+__all__ = ["REPO", "SMALL_CONFIG", "TOKEN", "RunningServer", "free_port", "merge", "pids_alive", "start_server"]
+
+
 @dataclass
 class RunningServer:
-    url: str
-    proc: subprocess.Popen[bytes]
-    log_path: Path
+    process: ServerProcess
     client: httpx.Client = field(init=False)
 
     def __post_init__(self) -> None:
-        self.client = httpx.Client(base_url=self.url, timeout=30.0)
+        self.client = httpx.Client(base_url=self.url, timeout=30.0, trust_env=False)
+
+    @property
+    def url(self) -> str:
+        return self.process.url
+
+    @property
+    def proc(self):  # type: ignore[no-untyped-def]
+        return self.process.proc
+
+    @property
+    def log_path(self) -> Path:
+        return self.process.log_path
 
     def translate(self, text: str, **fields: Any) -> httpx.Response:
         body = {"text": text, "source_lang": "en", "target_lang": "de", **fields}
@@ -85,17 +90,12 @@ class RunningServer:
     def stop(self) -> list[int]:
         """SIGTERM the gateway; return the node pids that were alive before, for orphan checks."""
         pids: list[int] = []
-        if self.proc.poll() is None:
+        if self.process.running():
             try:
                 pids = self.node_pids()
             except httpx.HTTPError:
                 pass
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            self.process.stop(grace_s=20)
         self.client.close()
         return pids
 
@@ -104,25 +104,14 @@ def start_server(workdir: Path, config: dict[str, Any] | None = None, *, extra_a
     workdir.mkdir(parents=True, exist_ok=True)
     config_path = workdir / "server.yaml"
     config_path.write_text(yaml.safe_dump(merge(SMALL_CONFIG, config or {})))
-    port = free_port()
-    log_path = workdir / "server.log"
-    env = {**os.environ, "RUSHHOUR_ADMIN_TOKEN": TOKEN, "RUSHHOUR_STATE_DIR": str(workdir / "state")}
-    command = [sys.executable, "-m", "scenarios.cli", "serve", "--config", str(config_path), "--port", str(port), *(extra_args or [])]
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    server = RunningServer(f"http://127.0.0.1:{port}", proc, log_path)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server exited with {proc.returncode}: {log_path.read_text()[-3000:]}")
-        try:
-            if server.client.get("/readyz").status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    server.stop()
-    raise RuntimeError(f"the server was not ready within {timeout_s} s: {log_path.read_text()[-3000:]}")
+    process = ServerProcess(log_path=workdir / "server.log", config_path=config_path, token=TOKEN, cwd=REPO,
+                            extra_args=extra_args or [], env={"RUSHHOUR_STATE_DIR": str(workdir / "state")},
+                            log_level="info")
+    try:
+        process.start(ready_wait_s=timeout_s)
+    except LaunchError as exc:
+        raise RuntimeError(str(exc)) from exc
+    return RunningServer(process)
 
 
 def pids_alive(pids: list[int]) -> list[int]:

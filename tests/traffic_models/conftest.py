@@ -1,8 +1,7 @@
-"""Fixtures for traffic model tests: model files written on the fly, the shared Azure trace."""
+"""Fixtures for traffic model tests: the shared Azure trace."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,18 +11,6 @@ TRACE_NAME = "azure-llm-inference-conv-2023-11-16.csv"
 _CANDIDATES = [Path(__file__).resolve().parents[3] / "shared" / "traces" / TRACE_NAME,
                Path("/work/shared/traces") / TRACE_NAME]
 AZURE_TRACE = next((p for p in _CANDIDATES if p.is_file()), _CANDIDATES[0])
-
-
-@pytest.fixture
-def write_model(tmp_path: Path) -> Callable[[str, str], Path]:
-    """Write YAML text to tmp_path/<name> and return the path."""
-
-    def write(text: str, name: str = "model.yaml") -> Path:
-        path = tmp_path / name
-        path.write_text(text, encoding="utf-8")
-        return path
-
-    return write
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from traffic_models import parse_clock
-from traffic_models.clock import format_clock
+from traffic_models.clock import format_clock, parse_clock_s, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -22,5 +22,5 @@ def test_parse_clock_rejects_nonsense_with_the_value_quoted(value: object) -> No
 
 
 def test_format_clock_round_trips_with_parse_clock() -> None:
-    assert format_clock(parse_clock("19:30")) == "19:30"
+    assert format_clock(parse_clock("19:30")) == "19:30:00"
     assert format_clock(parse_clock("07:05:09")) == "07:05:09"

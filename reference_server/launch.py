@@ -1,0 +1,149 @@
+"""Run the reference server: in this process (`serve`), or as a child process (`ServerProcess`).
+
+The one way rushhour boots its server. `rushhour serve` calls `serve`; drills, benchmarks and
+tests start a `ServerProcess`, which runs `python -m reference_server` on a loopback port,
+waits for `/readyz`, and dies with its parent, so a killed harness leaves no server behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import httpx
+
+from reference_server.config import ServerConfig
+from traffic_models.processes import die_with_parent, free_port, stop_process
+
+__all__ = ["LaunchError", "ServerProcess", "listen", "serve"]
+
+READY_WAIT_S = 180.0
+STOP_GRACE_S = 15.0
+
+log = logging.getLogger(__name__)
+
+
+class LaunchError(RuntimeError):
+    """The server could not listen, exited early or never became ready; the message says why."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket, claimed before any node process picks a port."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise LaunchError(f"Cannot listen on {host}:{port}: {exc.strerror}.") from exc
+    sock.listen(2048)
+    sock.set_inheritable(False)
+    return sock
+
+
+def serve(config: ServerConfig, *, log_level: str = "info") -> None:
+    """Run the gateway (and through it every node) until SIGINT/SIGTERM."""
+    import uvicorn
+
+    from reference_server.gateway.admin import resolve_admin_token
+    from reference_server.gateway.app import create_app
+
+    logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    token, token_path = resolve_admin_token(config.state_dir)
+    if token_path is not None:
+        print(f"rushhour: admin token written to {token_path}", file=sys.stderr)
+    pools = ", ".join(f"{name}={p.nodes}x{p.model}" for name, p in config.pools.items())
+    print(f"rushhour: serving on http://{config.host}:{config.port} (pools: {pools})", file=sys.stderr)
+    sock = listen(config.host, config.port)
+    app = create_app(config, admin_token=token)
+    server_config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+    uvicorn.Server(server_config).run(sockets=[sock])
+
+
+class ServerProcess:
+    """The reference server as our child process on a free loopback port.
+
+    `config_path` is a server config file (None: the defaults); `extra_args` are further
+    `python -m reference_server` flags (`--nodes`, `--max-batch-size`). `token` becomes
+    `RUSHHOUR_ADMIN_TOKEN` for the server, so chaos actions and tests can call the admin API.
+    """
+
+    def __init__(self, *, log_path: Path, config_path: Path | None = None, token: str | None = None,
+                 port: int | None = None, extra_args: Sequence[str] = (), env: Mapping[str, str] | None = None,
+                 cwd: Path | None = None, log_level: str = "warning") -> None:
+        self.log_path = log_path
+        self.config_path = config_path
+        self.token = token
+        self.port = port or free_port()
+        self._extra_args = list(extra_args)
+        self._env = dict(env or {})
+        self._cwd = cwd
+        self._log_level = log_level
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def argv(self) -> list[str]:
+        argv = [sys.executable, "-m", "reference_server", "--host", "127.0.0.1", "--port", str(self.port),
+                "--log-level", self._log_level]
+        if self.config_path is not None:
+            argv += ["--config", str(self.config_path.resolve())]
+        return argv + self._extra_args
+
+    def start(self, *, ready_wait_s: float = READY_WAIT_S) -> None:
+        """Start the server and block until `/readyz` answers 200."""
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self._env}
+        if self.token is not None:
+            env["RUSHHOUR_ADMIN_TOKEN"] = self.token
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log_file:
+            self.proc = subprocess.Popen(self.argv(), env=env, cwd=self._cwd, stdout=log_file, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent)
+        try:
+            self._wait_ready(ready_wait_s)
+        except LaunchError:
+            self.stop()
+            raise
+
+    def _wait_ready(self, limit_s: float) -> None:
+        give_up = time.monotonic() + limit_s
+        with httpx.Client(timeout=2.0, trust_env=False) as client:
+            while time.monotonic() < give_up:
+                if self.proc is not None and self.proc.poll() is not None:
+                    raise LaunchError(f"The reference server exited with code {self.proc.returncode} before it was "
+                                      f"ready; see {self.log_path}:\n{self.log_tail()}")
+                try:
+                    if client.get(f"{self.url}/readyz").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.2)
+        raise LaunchError(f"The reference server was not ready within {limit_s:.0f} s; see {self.log_path}:\n{self.log_tail()}")
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, *, grace_s: float = STOP_GRACE_S) -> int | None:
+        """SIGTERM (the gateway stops its nodes), SIGKILL if it will not go; returns the exit code."""
+        return stop_process(self.proc, grace_s=grace_s, sig=signal.SIGTERM)

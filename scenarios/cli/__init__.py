@@ -1,0 +1,1 @@
+"""The `rushhour` command line: one module per sub-command; `main` is the console script."""

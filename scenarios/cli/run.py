@@ -1,0 +1,124 @@
+"""`rushhour run SCENARIO`: validate, (dry-)plan, and run one drill; exit code from the verdict."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import click
+
+from scenarios.cli.errors import EXIT_ABORTED, BadInput
+from scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_plan, describe, pin_rate_scale
+from scenarios.spec.model import ScenarioError, is_loopback_url, load_scenario, resolve_path
+from traffic_models.clock import parse_duration
+from scenarios.spec.variants import VariantRun, check_embedded, describe_variants, expand_variants
+
+
+def _check_duration(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        if parse_duration(value) <= 0:
+            raise ValueError(f'"{value}" must be longer than zero.')
+    except ValueError as exc:
+        raise BadInput(f"--duration: {exc}") from exc
+    return value
+
+
+def prepare(scenario: str, flags: Overrides, *, allow_remote: bool) -> DrillPlan:
+    """Load, override and resolve the scenario; refuse a non-loopback target unless allowed."""
+    try:
+        path = resolve_path(scenario)
+        source = str(path)
+        base_dir = path.resolve().parent
+        spec = pin_rate_scale(load_scenario(path), source=source, base_dir=base_dir)
+        spec = apply_overrides(spec, flags, source)
+        url = spec.target.url
+        if url is not None and not is_loopback_url(url) and not allow_remote:
+            field = "--target" if flags.target_url else "target.url"
+            raise ScenarioError(
+                f'{source}: {field}: "{url}" is not on this machine (127.0.0.0/8, ::1 or localhost); '
+                "pass --allow-remote to load a remote service on purpose.")
+        check_embedded(spec, source=source, base_dir=base_dir)
+        return build_plan(spec, source=source, base_dir=base_dir)
+    except ScenarioError as exc:
+        raise BadInput(str(exc)) from exc
+
+
+def prepare_variants(plan: DrillPlan, only: str | None) -> list[VariantRun]:
+    """The plan's variants (or just `only`), each validated against the server config."""
+    try:
+        return expand_variants(plan.scenario, source=plan.source, base_dir=plan.base_dir, only=only)
+    except ScenarioError as exc:
+        raise BadInput(str(exc)) from exc
+
+
+def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path) -> int:
+    """Each variant in turn into `top/<name>/`, then the comparison; 3 if any run was invalid."""
+    from reports.policies import write_comparison
+    from scenarios.run.drill import Drill
+
+    done: list[tuple[str, Path]] = []
+    invalid = False
+    for i, variant in enumerate(runs, start=1):
+        click.echo(f"variant {i}/{len(runs)}: {variant.name}", err=True)
+        drill = Drill(dataclasses.replace(plan, scenario=variant.scenario), top / variant.name)
+        result = drill.run()
+        done.append((variant.name, result.results_dir))
+        invalid |= result.exit_code == EXIT_ABORTED
+        click.echo(f"  {variant.name}: {result.verdict} - {result.reason}".rstrip(" -"), err=True)
+        if drill.interrupted:
+            click.echo("interrupted: the remaining variants were not run.", err=True)
+            break
+    comparison = write_comparison(top, done)
+    passed = [row["name"] for row in comparison["variants"] if row["verdict"] == "pass"]
+    click.echo(f"passed: {', '.join(passed) or 'none'}")
+    click.echo(f"cheapest passing: {comparison['cheapest_passing'] or 'none'}")
+    click.echo(f"comparison: {top / 'comparison.html'}")
+    return EXIT_ABORTED if invalid or len(done) < len(runs) else 0
+
+
+@click.command("run")
+@click.argument("scenario")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Results directory "
+              "(default results/<scenario>-<UTC timestamp>).")
+@click.option("--target", "target_url", help="Load this running service instead of the scenario's target.")
+@click.option("--traffic", help='Replace the traffic model, e.g. "constant:20" (requests/s).')
+@click.option("--duration", callback=_check_duration, help='Run length, e.g. "30s" or "3m".')
+@click.option("--seed", type=int, help="Seed of the arrival schedule.")
+@click.option("--no-chaos", is_flag=True, help="Skip the scenario's chaos experiments.")
+@click.option("--dry-run", is_flag=True, help="Validate and print the plan; send nothing, boot nothing.")
+@click.option("--processes", type=click.IntRange(1, 64), help="Locust processes generating the load.")
+@click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
+@click.option("--variant", "only", help="Run only this one of the scenario's variants.")
+def run(scenario: str, out: Path | None, target_url: str | None, traffic: str | None, duration: str | None,
+        seed: int | None, no_chaos: bool, dry_run: bool, processes: int | None, allow_remote: bool,
+        only: str | None) -> None:
+    """Run one drill of SCENARIO (a file or a bundled name) and report on it.
+
+    With `variants:` in the scenario, the drill runs once per variant (same seed and schedule)
+    and a comparison.json/.html/.md is written beside the variants' results.
+
+    Exit codes: 0 all SLOs met (with variants: every variant ran validly), 1 an SLO missed,
+    2 invalid input, 3 aborted or invalid measurement.
+    """
+    flags = Overrides(target_url=target_url, traffic=traffic, duration=duration, seed=seed,
+                      no_chaos=no_chaos, processes=processes)
+    plan = prepare(scenario, flags, allow_remote=allow_remote)
+    runs = prepare_variants(plan, only)
+    if dry_run:
+        click.echo(describe(plan))
+        if runs:
+            click.echo(describe_variants(runs))
+        return
+    from scenarios.run.drill import Drill, default_results_dir
+
+    results = out or default_results_dir(plan.scenario.name)
+    if runs:
+        raise SystemExit(run_variants(plan, runs, results))
+    result = Drill(plan, results).run()
+    click.echo(f"verdict: {result.verdict} - {result.reason}".rstrip(" -"))
+    report = result.results_dir / "report.html"
+    click.echo(f"report: {report if report.exists() else result.results_dir}")
+    if result.exit_code:
+        raise SystemExit(result.exit_code if result.exit_code in (1, EXIT_ABORTED) else EXIT_ABORTED)

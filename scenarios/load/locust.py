@@ -1,0 +1,166 @@
+"""Locust as a subprocess: command line, start handshake, CPU watch, clean stop.
+
+Locust runs in its own process (and, with `--processes N`, its own forked workers) so that its
+gevent loop never competes with the runner's scraping and bookkeeping, and so a stuck load
+generator can always be stopped by signal.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from scenarios.load.worker import ENV_CONFIG, WorkerConfig, count_markers, publish_start
+
+HERE = Path(__file__).resolve().parent
+OPEN_LOCUSTFILE = HERE / "locustfile.py"
+CLOSED_LOCUSTFILE = HERE / "locustfile_closed.py"
+READY_WAIT_S = 90.0
+START_LEAD_S = 0.5
+
+
+class LoadError(RuntimeError):
+    """Locust could not be started or died before the load began."""
+
+
+@dataclass(frozen=True)
+class LocustCommand:
+    """Everything needed to build one headless Locust command line."""
+
+    host: str
+    processes: int
+    run_time_s: float
+    locustfile: Path = OPEN_LOCUSTFILE
+    users: int | None = None
+
+    def argv(self) -> list[str]:
+        users = self.users if self.users is not None else self.processes
+        argv = [
+            sys.executable, "-m", "locust", "-f", str(self.locustfile), "--headless",
+            "-u", str(users), "-r", str(max(users, 1)), "--host", self.host,
+            "--run-time", f"{int(self.run_time_s) + 1}s", "--stop-timeout", "5",
+            "--only-summary", "--loglevel", "WARNING",
+        ]
+        if self.processes > 1:
+            argv += ["--processes", str(self.processes)]
+        return argv
+
+
+class LocustProcess:
+    """One Locust subprocess (own process group) with its log file."""
+
+    def __init__(self, command: LocustCommand, *, env: dict[str, str], log_path: Path) -> None:
+        self._command = command
+        self._env = env
+        self._log_path = log_path
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._watched: dict[int, psutil.Process] = {}
+
+    def start(self) -> None:
+        log = self._log_path.open("ab")
+        try:
+            self._proc = subprocess.Popen(
+                self._command.argv(), env=self._env, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True, cwd=self._log_path.parent,
+            )
+        finally:
+            log.close()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def cpu_percent(self) -> float:
+        """Highest CPU use (% of one core) of any Locust process since the last call."""
+        if not self.alive() or self._proc is None:
+            return 0.0
+        try:
+            root = psutil.Process(self._proc.pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return 0.0
+        return max((self._sample(p) for p in procs), default=0.0)
+
+    def _sample(self, proc: psutil.Process) -> float:
+        known = self._watched.setdefault(proc.pid, proc)
+        try:
+            return float(known.cpu_percent(interval=None))
+        except psutil.Error:
+            return 0.0
+
+    def stop(self, *, grace_s: float = 10.0) -> int | None:
+        """SIGTERM Locust, SIGKILL whatever of it lingers (by PID); returns the exit code."""
+        proc = self._proc
+        if proc is None:
+            return None
+        family = _family(proc.pid)
+        if proc.poll() is None:
+            _send(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                _send(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+        for child in family:
+            _kill_if_running(child)  # forked workers the master left behind, if any
+        return proc.returncode
+
+
+def _family(pid: int) -> list[psutil.Process]:
+    """Every descendant of `pid` (Locust's forked workers)."""
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _kill_if_running(proc: psutil.Process) -> None:
+    """SIGKILL a process we started, unless it is gone (is_running also guards PID reuse)."""
+    try:
+        if proc.is_running():
+            proc.kill()
+    except psutil.Error:
+        pass
+
+
+def _send(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def worker_env(config: WorkerConfig) -> dict[str, str]:
+    """The environment Locust runs in: ours plus the worker config."""
+    env = dict(os.environ)
+    env[ENV_CONFIG] = config.to_env()
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def wait_ready(proc: LocustProcess, control: Path, workers: int, *, limit_s: float = READY_WAIT_S) -> None:
+    """Wait until every worker has loaded its share; raise LoadError if Locust dies first."""
+    give_up = time.monotonic() + limit_s
+    while count_markers(control, "ready") < workers:
+        if not proc.alive():
+            raise LoadError("Locust exited before its workers were ready; see locust.log.")
+        if time.monotonic() > give_up:
+            raise LoadError(f"Locust workers were not ready within {limit_s:.0f} s; see locust.log.")
+        time.sleep(0.05)
+
+
+def start_load(control: Path, *, lead_s: float = START_LEAD_S) -> float:
+    """Publish the common start time (a little ahead, so every worker sees it in time)."""
+    t0 = time.time() + lead_s
+    publish_start(control, t0)
+    return t0

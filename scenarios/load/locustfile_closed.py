@@ -1,0 +1,64 @@
+"""Locust entry point of a closed-loop drill (`load.mode: closed`); logic in `scenarios.load.closed`.
+
+Persona users send, wait for the reply, and pace themselves; the shape makes their number follow
+the traffic model's rate curve.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gevent
+from locust import FastHttpUser, LoadTestShape, constant_pacing, events, task
+
+from scenarios.load.closed import PACING_S, ClosedDrill, shape_users
+from scenarios.load.openloop import TRANSLATE_PATH, Outcome, outcome_from
+from scenarios.load.worker import WorkerConfig
+
+SHAPE_SLACK_S = 5  # the shape's clock starts before the common start time; run on a little
+_drill: ClosedDrill | None = None
+
+
+def _shared(environment: Any) -> ClosedDrill:
+    global _drill
+    if _drill is None:
+        _drill = ClosedDrill(WorkerConfig.from_env(), environment.runner.worker_index)
+    return _drill
+
+
+@events.test_stop.add_listener
+def _flush(**_kwargs: Any) -> None:
+    if _drill is not None:
+        _drill.flush()
+
+
+class PersonaUser(FastHttpUser):
+    """A customer: one translation, then wait out the pacing, then the next."""
+
+    wait_time = constant_pacing(PACING_S)
+
+    @task
+    def translate(self) -> None:
+        if not _shared(self.environment).step(self._send):
+            gevent.sleep(PACING_S)
+
+    def _send(self, payload: dict[str, object], timeout_s: float) -> Outcome:
+        response = self.client.post(TRANSLATE_PATH, json=payload, name=TRANSLATE_PATH)
+        status = int(response.status_code or 0)
+        return outcome_from(status, response.content if status else None, "" if status else "no response")
+
+
+class RateShape(LoadTestShape):
+    """User count follows the schedule's rate, second by second; stops at the run's end."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        config = WorkerConfig.from_env()
+        self._users = shape_users(config, config.duration_s)
+
+    def tick(self) -> tuple[int, float] | None:
+        second = int(self.get_run_time())
+        if second >= len(self._users) + SHAPE_SLACK_S:
+            return None
+        users = int(self._users[min(second, len(self._users) - 1)])
+        return users, float(users)

@@ -1,0 +1,181 @@
+"""Open-loop firing of a schedule: every request leaves at its intended time.
+
+A closed-loop generator waits for a reply before sending the next request, so when the server
+stalls it quietly stops sending and the stall vanishes from the latency numbers (coordinated
+omission). Here each request gets its own greenlet, spawned at `t0 + offset_s` whatever the
+earlier ones are doing, and its latency is measured from the intended send time. The time it
+actually left (`sent_s`) is kept too, for the uncorrected service latency and the generator's
+own schedule lag.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import gevent
+import numpy as np
+import pandas as pd
+from gevent import GreenletExit
+from gevent.pool import Group
+
+from scenarios.load.parts import PartWriter
+
+TRANSLATE_PATH = "/v1/translate"
+JOB_CAP_S = 120.0
+"""The longest a document sent through the jobs API is followed, whatever its deadline."""
+JOB_GUARD_S = 0.5
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What came back for one request (status 0 = no HTTP response at all)."""
+
+    status: int
+    error: str = ""
+    model: str = ""
+    cached: bool = False
+    degraded: bool = False
+    node: str = ""
+    first_segment_at: float | None = None
+    """Wall-clock time (time.time()) the first finished segment was seen; jobs only."""
+
+
+Sender = Callable[[dict[str, object], float], Outcome]
+"""Send one translate payload with a timeout (seconds) and say what came back."""
+
+
+def outcome_from(status: int, body: bytes | str | None, error: str = "") -> Outcome:
+    """Turn an HTTP status and JSON body (success or error shape) into an Outcome."""
+    try:
+        data = json.loads(body) if body else {}
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    if 200 <= status < 300:
+        return Outcome(
+            status=status, model=str(data.get("model") or ""), cached=bool(data.get("cached")),
+            degraded=bool(data.get("degraded")), node=str(data.get("node") or ""),
+        )
+    detail = data.get("error")
+    code = detail.get("code") if isinstance(detail, dict) else None
+    return Outcome(status=status, error=str(code or error or f"http {status}"))
+
+
+def worker_share(schedule: pd.DataFrame, index: int, count: int) -> pd.DataFrame:
+    """The rows this worker fires: schedule row numbers with `row % count == index`."""
+    rows = np.arange(len(schedule))
+    share = schedule.iloc[rows % count == index].copy()
+    share.insert(0, "row", rows[rows % count == index])
+    return share.reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class FirePlan:
+    """The share of the schedule one worker fires, ready to turn rows into payloads."""
+
+    rows: pd.DataFrame
+    languages: tuple[str, ...]
+    timeout_margin_s: float
+    request_timeout_s: float | None
+    text_for: Callable[[int, int], str]
+    documents_via_jobs: bool = False
+
+    def payload(self, i: int) -> dict[str, object]:
+        """The JSON body of row `i` of this share (built just in time, to bound memory)."""
+        rec = self.rows.iloc[i]
+        source, target = self.languages[int(rec["row"]) % len(self.languages)].split("-")
+        return {
+            "text": self.text_for(int(rec["text_id"]), int(rec["chars"])),
+            "source_lang": source, "target_lang": target, "mode": str(rec["mode"]),
+            "priority": str(rec["priority"]), "tenant": str(rec["tenant"]),
+            "deadline_ms": float(rec["deadline_ms"]),
+        }
+
+    def timeout_s(self, i: int) -> float:
+        """Give up on row `i` at its deadline plus a margin (or a fixed timeout if set)."""
+        if self.request_timeout_s is not None:
+            return self.request_timeout_s
+        return float(self.rows["deadline_ms"].iat[i]) / 1000.0 + self.timeout_margin_s
+
+    def via_job(self, i: int) -> bool:
+        """Whether row `i` is a document that goes through the jobs API."""
+        return self.documents_via_jobs and str(self.rows["kind"].iat[i]) == "document"
+
+
+class OpenLoopFirer:
+    """Fires a FirePlan against `send`, recording each outcome into a PartWriter."""
+
+    def __init__(self, plan: FirePlan, send: Sender, writer: PartWriter, *,
+                 send_job: Sender | None = None) -> None:
+        self._plan = plan
+        self._send = send
+        self._send_job = send_job
+        self._writer = writer
+        self._group = Group()
+
+    def run(self, t0: float, *, drain_s: float | None = None) -> None:
+        """Fire every row at `t0 + offset_s`, then wait (bounded) for the last replies."""
+        offsets = self._plan.rows["offset_s"].to_numpy(dtype=float)
+        try:
+            for i, offset in enumerate(offsets):
+                delay = t0 + offset - time.time()
+                if delay > 0:
+                    gevent.sleep(delay)
+                self._group.spawn(self.shoot, i, t0, float(offset))
+                self._writer.maybe_flush()
+            self._group.join(timeout=drain_s if drain_s is not None else self._max_timeout())
+        finally:
+            self._group.kill(block=True, timeout=2.0)
+            self._writer.flush()
+
+    def _max_timeout(self) -> float:
+        if self._plan.rows.empty:
+            return 0.0
+        if self._plan.request_timeout_s is not None:
+            return self._plan.request_timeout_s + 1.0
+        longest = float(self._plan.rows["deadline_ms"].max()) / 1000.0
+        return longest + self._plan.timeout_margin_s + 1.0
+
+    def shoot(self, i: int, t0: float, offset: float, send: Sender | None = None) -> None:
+        """Send row `i` now and record it (intended at `offset`); blocks until the reply.
+
+        A document goes through the jobs API when the plan says so and a job sender is given;
+        its follower bounds itself by the row's timeout (capped at JOB_CAP_S), so the outer
+        guard only catches a follower that overruns.
+        """
+        sent = time.time() - t0
+        job = self._send_job if self._plan.via_job(i) else None
+        limit = min(self._plan.timeout_s(i), JOB_CAP_S) if job else self._plan.timeout_s(i)
+        chosen: Sender = job or send or self._send
+        try:
+            outcome = self._timed_send(chosen, self._plan.payload(i), limit,
+                                       guard_s=limit + JOB_GUARD_S if job else limit)
+        except GreenletExit:
+            outcome = Outcome(status=0, error="cancelled")
+        except Exception as exc:  # a bad row must cost one row, never the whole worker
+            outcome = Outcome(status=0, error=f"client error: {type(exc).__name__}: {exc}")
+        done = time.time() - t0 if outcome.status else float("nan")
+        first = outcome.first_segment_at - t0 if outcome.first_segment_at is not None else float("nan")
+        self._writer.add(
+            row=int(self._plan.rows["row"].iat[i]), intended_s=offset, sent_s=sent, done_s=done,
+            status=outcome.status, error=outcome.error, model=outcome.model,
+            cached=outcome.cached, degraded=outcome.degraded, node=outcome.node,
+            first_segment_s=first, via="job" if job else "translate",
+        )
+
+    def flush(self) -> None:
+        """Write out what is recorded so far (closed-loop users call this when done)."""
+        self._writer.flush()
+
+    @staticmethod
+    def _timed_send(send: Sender, payload: dict[str, object], timeout_s: float, *,
+                    guard_s: float) -> Outcome:
+        try:
+            with gevent.Timeout(guard_s):
+                return send(payload, timeout_s)
+        except gevent.Timeout:
+            return Outcome(status=0, error="timeout")

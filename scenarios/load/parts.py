@@ -1,0 +1,131 @@
+"""Per-worker result parts and their merge into `requests.parquet`.
+
+Workers never hold a whole run in memory: they append finished requests to small columnar
+buffers and write them out as parquet part files (atomically, so the runner can read them
+while the run is going). The runner joins the parts back onto the schedule, so every scheduled
+request gets exactly one row, answered or not.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+PART_COLUMNS = (
+    "row", "intended_s", "sent_s", "done_s", "status", "error",
+    "model", "cached", "degraded", "node", "first_segment_s", "via",
+)
+REQUEST_COLUMNS = (
+    "intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "status", "ok", "error",
+    "kind", "chars", "priority", "mode", "model", "cached", "degraded", "node", "tenant", "phase",
+    "first_segment_ms", "via",
+)
+DEFAULT_BATCH_ROWS = 2000
+DEFAULT_FLUSH_S = 1.0
+
+
+class PartWriter:
+    """Buffers finished requests and writes them as `part-w<worker>-<seq>.parquet` files."""
+
+    def __init__(
+        self, directory: Path, worker: int, *,
+        batch_rows: int = DEFAULT_BATCH_ROWS, flush_s: float = DEFAULT_FLUSH_S,
+    ) -> None:
+        self._dir = directory
+        self._worker = worker
+        self._batch_rows = batch_rows
+        self._flush_s = flush_s
+        self._seq = 0
+        self._last_flush = time.monotonic()
+        self._buf: dict[str, list[object]] = {name: [] for name in PART_COLUMNS}
+        directory.mkdir(parents=True, exist_ok=True)
+
+    def add(self, **values: object) -> None:
+        """Record one finished (or abandoned) request; flushes when the batch is full."""
+        for name in PART_COLUMNS:
+            self._buf[name].append(values[name])
+        self.maybe_flush()
+
+    def maybe_flush(self) -> None:
+        """Flush if the batch is full or the last flush is older than `flush_s`."""
+        full = len(self._buf["row"]) >= self._batch_rows
+        stale = time.monotonic() - self._last_flush >= self._flush_s
+        if full or (stale and self._buf["row"]):
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered rows (if any) to a new part file, atomically."""
+        self._last_flush = time.monotonic()
+        if not self._buf["row"]:
+            return
+        frame = pd.DataFrame(self._buf)
+        self._buf = {name: [] for name in PART_COLUMNS}
+        final = self._dir / f"part-w{self._worker:03d}-{self._seq:06d}.parquet"
+        self._seq += 1
+        tmp = final.with_suffix(".tmp")
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, final)
+
+
+def read_parts(paths: list[Path]) -> pd.DataFrame:
+    """Concatenate part files (an empty frame with the part columns when there are none)."""
+    frames = [pd.read_parquet(p) for p in paths]
+    if not frames:
+        return pd.DataFrame({name: pd.Series(dtype=_part_dtype(name)) for name in PART_COLUMNS})
+    return pd.concat(frames, ignore_index=True)
+
+
+def _part_dtype(name: str) -> str:
+    if name in ("row", "status"):
+        return "int64"
+    if name in ("cached", "degraded"):
+        return "bool"
+    if name in ("error", "model", "node", "via"):
+        return "object"
+    return "float64"
+
+
+def list_parts(directory: Path) -> list[Path]:
+    """Finished part files in write order."""
+    return sorted(directory.glob("part-w*.parquet"))
+
+
+def merge_requests(schedule: pd.DataFrame, parts: pd.DataFrame, *,
+                   documents_via_jobs: bool = False) -> pd.DataFrame:
+    """One row per scheduled request with the contract's columns; unanswered rows get status 0.
+
+    `via` says which API a row went to ("job" or "translate"); a row never recorded gets the
+    one it would have gone to. Parts written before jobs existed lack both job columns.
+    """
+    parts = parts.drop_duplicates("row", keep="last").set_index("row")
+    parts = parts.reindex(columns=[c for c in PART_COLUMNS if c != "row"])
+    joined = schedule.reset_index(drop=True).join(parts, how="left")
+    out = pd.DataFrame(index=joined.index)
+    out["intended_s"] = schedule["offset_s"].to_numpy(dtype=float)
+    out["sent_s"] = joined["sent_s"].astype(float)
+    out["done_s"] = joined["done_s"].astype(float)
+    out["latency_ms"] = (out["done_s"] - out["intended_s"]) * 1000.0
+    out["service_ms"] = (out["done_s"] - out["sent_s"]) * 1000.0
+    out["status"] = joined["status"].fillna(0).astype("int64")
+    out["ok"] = (out["status"] >= 200) & (out["status"] < 300)
+    out["error"] = _text(joined["error"], missing="not sent")
+    for name in ("kind", "priority", "mode", "tenant", "phase"):
+        out[name] = schedule[name].astype(str).to_numpy()
+    out["chars"] = schedule["chars"].astype("int64").to_numpy()
+    out["model"] = _text(joined["model"], missing="")
+    out["cached"] = joined["cached"].fillna(False).astype(bool)
+    out["degraded"] = joined["degraded"].fillna(False).astype(bool)
+    out["node"] = _text(joined["node"], missing="")
+    out["first_segment_ms"] = (joined["first_segment_s"].astype(float) - out["intended_s"]) * 1000.0
+    planned = np.where(documents_via_jobs & (out["kind"] == "document"), "job", "translate")
+    out["via"] = joined["via"].astype(object).where(joined["via"].notna(), planned).astype(str)
+    return out.loc[:, list(REQUEST_COLUMNS)]
+
+
+def _text(column: pd.Series, *, missing: str) -> pd.Series:
+    """Strings with NaN (row never recorded) replaced by `missing`."""
+    return column.astype(object).where(column.notna(), missing).astype(str)

@@ -1,0 +1,119 @@
+"""One load run end to end, from the runner's side: start Locust, sync the start, watch, stop.
+
+The runner's loop calls `poll()` once a second to get the parts written since the last call
+(for progress and stop conditions) and `cpu_percent()` for the generator's own health; the
+session hides the control files and the Locust process behind that.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from scenarios.load.locust import (
+    CLOSED_LOCUSTFILE, OPEN_LOCUSTFILE, LocustCommand, LocustProcess, start_load, wait_ready,
+    worker_env,
+)
+from scenarios.load.parts import list_parts, merge_requests, read_parts
+from scenarios.load.worker import WorkerConfig, count_markers
+
+DRAIN_SLACK_S = 5.0
+
+
+@dataclass(frozen=True)
+class LoadPlan:
+    """What to fire, at whom, with how many Locust processes."""
+
+    host: str
+    schedule_path: Path
+    work_dir: Path
+    duration_s: float
+    processes: int = 1
+    languages: tuple[str, ...] = ("en-de",)
+    timeout_margin_s: float = 2.0
+    request_timeout_s: float | None = None
+    mode: str = "open"
+    max_timeout_s: float = 30.0
+    documents_via_jobs: bool = False
+
+    @property
+    def jobs_in_use(self) -> bool:
+        """Documents go through the jobs API only in open mode (closed personas translate)."""
+        return self.documents_via_jobs and self.mode == "open"
+
+
+@dataclass
+class LoadSession:
+    """Drives one Locust subprocess through a LoadPlan."""
+
+    plan: LoadPlan
+    t0: float = 0.0
+    _proc: LocustProcess | None = None
+    _seen: set[Path] = field(default_factory=set)
+
+    @property
+    def control_dir(self) -> Path:
+        return self.plan.work_dir / "control"
+
+    @property
+    def parts_dir(self) -> Path:
+        return self.plan.work_dir / "parts"
+
+    def start(self) -> float:
+        """Start Locust, wait for every worker to be ready, publish the common start time."""
+        self.control_dir.mkdir(parents=True, exist_ok=True)
+        self.parts_dir.mkdir(parents=True, exist_ok=True)
+        self._proc = LocustProcess(self._command(), env=worker_env(self._config()),
+                                   log_path=self.plan.work_dir / "locust.log")
+        self._proc.start()
+        wait_ready(self._proc, self.control_dir, self.plan.processes)
+        self.t0 = start_load(self.control_dir)
+        return self.t0
+
+    def _command(self) -> LocustCommand:
+        locustfile = CLOSED_LOCUSTFILE if self.plan.mode == "closed" else OPEN_LOCUSTFILE
+        run_time = self.plan.duration_s + self.plan.max_timeout_s + 60.0
+        return LocustCommand(host=self.plan.host, processes=self.plan.processes,
+                             run_time_s=run_time, locustfile=locustfile)
+
+    def _config(self) -> WorkerConfig:
+        return WorkerConfig(
+            schedule=str(self.plan.schedule_path.resolve()), parts_dir=str(self.parts_dir.resolve()),
+            control_dir=str(self.control_dir.resolve()), workers=self.plan.processes,
+            languages=self.plan.languages, timeout_margin_s=self.plan.timeout_margin_s,
+            request_timeout_s=self.plan.request_timeout_s, duration_s=self.plan.duration_s,
+            documents_via_jobs=self.plan.jobs_in_use,
+        )
+
+    @property
+    def deadline(self) -> float:
+        """Wall time after which the session stops waiting for stragglers."""
+        return self.t0 + self.plan.duration_s + self.plan.max_timeout_s + DRAIN_SLACK_S
+
+    def finished(self) -> bool:
+        """All workers done, Locust gone, or past the deadline."""
+        done = count_markers(self.control_dir, "done") >= self.plan.processes
+        gone = self._proc is None or not self._proc.alive()
+        return done or gone or time.time() > self.deadline
+
+    def poll(self) -> pd.DataFrame:
+        """Part rows written since the previous poll."""
+        fresh = [p for p in list_parts(self.parts_dir) if p not in self._seen]
+        self._seen.update(fresh)
+        return read_parts(fresh)
+
+    def cpu_percent(self) -> float:
+        return self._proc.cpu_percent() if self._proc else 0.0
+
+    def stop(self) -> None:
+        """Stop Locust (its workers flush what they have on the way out)."""
+        if self._proc is not None:
+            self._proc.stop()
+
+    def requests(self, schedule: pd.DataFrame) -> pd.DataFrame:
+        """Every part merged onto the schedule: one row per scheduled request."""
+        return merge_requests(schedule, read_parts(list_parts(self.parts_dir)),
+                              documents_via_jobs=self.plan.jobs_in_use)

@@ -1,0 +1,116 @@
+"""One load worker's side of a drill: read its share, wait for the common start, fire, report.
+
+The runner and the Locust workers (one or `--processes N`) talk through a small control
+directory instead of sockets: each worker writes `ready-<i>` once it has loaded its share, the
+runner writes `start` holding one absolute start time for all of them, and each worker writes
+`done-<i>` after its last reply (or timeout) is on disk. Files keep the Locust side free of any
+protocol of ours and make a crashed worker visible afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import gevent
+import pandas as pd
+
+from scenarios.load.openloop import FirePlan, OpenLoopFirer, Sender, worker_share
+from scenarios.load.parts import PartWriter
+
+ENV_CONFIG = "RUSHHOUR_WORKER_CONFIG"
+START_FILE = "start"
+START_WAIT_S = 120.0
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """What the runner tells every worker (serialised as JSON in one env variable)."""
+
+    schedule: str
+    parts_dir: str
+    control_dir: str
+    workers: int
+    languages: tuple[str, ...]
+    timeout_margin_s: float
+    request_timeout_s: float | None = None
+    duration_s: float = 0.0
+    documents_via_jobs: bool = False
+
+    def to_env(self) -> str:
+        return json.dumps(self.__dict__)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> WorkerConfig:
+        raw = (environ or os.environ).get(ENV_CONFIG)
+        if not raw:
+            raise RuntimeError(f"{ENV_CONFIG} is not set; run this locustfile through `rushhour run`.")
+        data = json.loads(raw)
+        data["languages"] = tuple(data["languages"])
+        return cls(**data)
+
+
+def _text_for(text_id: int, chars: int) -> str:
+    from traffic_models import text_for
+
+    return text_for(text_id, chars)
+
+
+def build_plan(config: WorkerConfig, index: int) -> FirePlan:
+    """This worker's share of the schedule, ready to fire."""
+    schedule = pd.read_parquet(config.schedule)
+    return FirePlan(
+        rows=worker_share(schedule, index, config.workers), languages=config.languages,
+        timeout_margin_s=config.timeout_margin_s, request_timeout_s=config.request_timeout_s,
+        text_for=_text_for, documents_via_jobs=config.documents_via_jobs,
+    )
+
+
+def warm_up(plan: FirePlan) -> None:
+    """Build one payload before the clock starts: the first import of the text generator
+    costs ~100 ms, which would otherwise show up as schedule lag on the first requests."""
+    if len(plan.rows):
+        plan.payload(0)
+
+
+def wait_for_start(control: Path, *, limit_s: float = START_WAIT_S) -> float:
+    """Block (cooperatively) until the runner publishes the common start time."""
+    path = control / START_FILE
+    give_up = time.monotonic() + limit_s
+    while not path.exists():
+        if time.monotonic() > give_up:
+            raise TimeoutError(f"{path} never appeared; the runner did not start the load.")
+        gevent.sleep(0.02)
+    return float(path.read_text(encoding="utf-8"))
+
+
+def run_worker(config: WorkerConfig, index: int, send: Sender, *, send_job: Sender | None = None) -> None:
+    """Load the share, signal ready, wait for the start, fire open-loop, signal done.
+
+    `send_job` follows a document through the jobs API; it is used only for document rows and
+    only when the config says `documents_via_jobs`."""
+    control = Path(config.control_dir)
+    plan = build_plan(config, index)
+    warm_up(plan)
+    writer = PartWriter(Path(config.parts_dir), index)
+    (control / f"ready-{index}").write_text(str(len(plan.rows)), encoding="utf-8")
+    t0 = wait_for_start(control)
+    try:
+        OpenLoopFirer(plan, send, writer, send_job=send_job).run(t0)
+    finally:
+        (control / f"done-{index}").write_text(str(time.time()), encoding="utf-8")
+
+
+def publish_start(control: Path, t0: float) -> None:
+    """Runner side: tell every worker the absolute start time (atomically)."""
+    tmp = control / f"{START_FILE}.tmp"
+    tmp.write_text(repr(t0), encoding="utf-8")
+    os.replace(tmp, control / START_FILE)
+
+
+def count_markers(control: Path, prefix: str) -> int:
+    """How many workers have written a `<prefix>-<i>` marker."""
+    return len(list(control.glob(f"{prefix}-*")))

@@ -1,0 +1,45 @@
+"""The one seam between a drill and its chaos timeline (scenarios.run.timeline).
+
+Started after the load starts, so fault times line up with request times; stopped (which runs
+every rollback) before the server is stopped, so no fault outlives the drill.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Protocol
+
+from scenarios.run.events import EventLog
+from scenarios.spec.plan import DrillPlan
+
+
+class Timeline(Protocol):
+    def stop(self) -> None: ...
+
+
+def start_chaos(plan: DrillPlan, *, url: str, token: str | None, out_dir: Path,
+                events: EventLog, t0: float, live_dir: Path | None = None) -> Timeline | None:
+    """Start the scenario's chaos timeline at wall time `t0`; None when there is nothing to run.
+
+    `live_dir` (the workers' result parts) lets steady-state probes judge the latency users
+    see, from the intended send time, instead of the server's own histogram.
+    """
+    planned = [fault for fault in plan.chaos if fault.in_run]
+    if not planned:
+        return None
+    from scenarios.run.timeline import ChaosTimeline
+
+    def on_event(event: dict[str, object]) -> None:
+        fields = dict(event)
+        events.emit(str(fields.pop("type")), **fields)
+
+    traffic = plan.scenario.traffic
+    timeline = ChaosTimeline(
+        planned, time_scale=traffic.time_scale, start_clock_s=traffic.start_clock_s, out_dir=out_dir,
+        url=url, token=token or os.environ.get("RUSHHOUR_ADMIN_TOKEN", ""), on_event=on_event, clock=time.time,
+        env={"RUSHHOUR_LIVE": str(live_dir)} if live_dir is not None else None,
+    )
+    timeline.start(t0)
+    return timeline

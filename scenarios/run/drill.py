@@ -1,0 +1,261 @@
+"""One drill, start to finish: boot, load, watch, stop, and always leave results and a report.
+
+The order of teardown matters and lives in one `finally`: stop the load, stop the chaos
+timeline (its rollbacks need the server up), stop the scraper and the server, then write the
+results and build the report, so an aborted or interrupted drill still explains itself.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from types import FrameType
+from typing import TextIO
+
+import numpy as np
+import pandas as pd
+
+from scenarios.run.chaos import Timeline, start_chaos
+from reference_server.launch import LaunchError
+from scenarios.run.embedded import EmbeddedServer
+from scenarios.run.envinfo import machine_facts
+from scenarios.run.events import EventLog
+from scenarios.load.locust import LoadError
+from scenarios.load.parts import merge_requests, read_parts
+from scenarios.spec.plan import DrillPlan
+from scenarios.run.progress import ProgressPrinter, RunningTally, progress_line
+from scenarios.run.stopping import stop_reason
+from scenarios.run.scraper import StatusScraper, metrics_frame
+from scenarios.load.session import LoadPlan, LoadSession
+from scenarios.spec.model import dump_scenario
+from traffic_models.quantiles import percentile_value
+
+TICK_S = 0.5
+EXIT_INVALID = 3
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How the drill ended: exit code, verdict, and where its results are."""
+
+    exit_code: int
+    verdict: str
+    reason: str
+    results_dir: Path
+
+
+def default_results_dir(name: str, root: Path = Path("results")) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return root / f"{name}-{stamp}"
+
+
+@dataclass
+class Drill:
+    """The state of one running drill (everything the teardown must reach)."""
+
+    plan: DrillPlan
+    results_dir: Path
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    server: EmbeddedServer | None = None
+    session: LoadSession | None = None
+    scraper: StatusScraper | None = None
+    chaos: Timeline | None = None
+    events: EventLog | None = None
+    stats: RunningTally = field(default_factory=RunningTally)
+    abort_reason: str | None = None
+    interrupted: bool = False
+    t0: float = 0.0
+    _phases_seen: int = 0
+
+    def run(self) -> RunResult:
+        self._write_inputs()
+        previous = self._install_signals()
+        try:
+            self._boot_and_load()
+        except (LaunchError, LoadError) as exc:
+            self.abort_reason = str(exc)
+        finally:
+            self._restore_signals(previous)
+            self._teardown()
+        return self._report()
+
+    def _write_inputs(self) -> None:
+        self.results_dir.mkdir(parents=True, exist_ok=True)
+        (self.results_dir / "chaos").mkdir(exist_ok=True)
+        text = dump_scenario(self.plan.scenario, rate_scale=self.plan.rate_scale)
+        (self.results_dir / "scenario.yaml").write_text(text, encoding="utf-8")
+        self.plan.schedule.to_parquet(self.results_dir / "schedule.parquet", index=False)
+
+    def _install_signals(self) -> dict[int, object]:
+        """First Ctrl-C (or SIGTERM) stops the drill cleanly; a second one is a hard interrupt."""
+        def handler(signum: int, _frame: FrameType | None) -> None:
+            self.interrupted = True
+            signal.signal(signum, signal.default_int_handler)
+        return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    @staticmethod
+    def _restore_signals(previous: dict[int, object]) -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)  # type: ignore[arg-type]
+
+    @property
+    def url(self) -> str:
+        if self.server is not None:
+            return self.server.url
+        return str(self.plan.scenario.target.url).rstrip("/")
+
+    def _boot_and_load(self) -> None:
+        target = self.plan.scenario.target
+        if target.embedded is not None:
+            self.server = EmbeddedServer(target.embedded, log_path=self.results_dir / "server.log",
+                                         base_dir=self.plan.base_dir)
+            self._say(f"booting the reference server on {self.server.url} ...")
+            self.server.start()
+            self.server.warm(self.plan.scenario.load.languages)
+        if self.interrupted:
+            return
+        self.session = LoadSession(self._load_plan())
+        self.t0 = self.session.start()
+        self._open_events()
+        if self.server is not None:
+            self.server.anchor_schedules(self.t0)
+        self.scraper = StatusScraper(self.url, origin=self.t0, on_server_event=self._server_event)
+        self.scraper.start()
+        self.chaos = start_chaos(self.plan, url=self.url, token=self.server.token if self.server else None,
+                                 out_dir=self.results_dir / "chaos", events=self.events_log, t0=self.t0,
+                                 live_dir=self.session.parts_dir)
+        self._watch()
+
+    def _load_plan(self) -> LoadPlan:
+        load, sched = self.plan.scenario.load, self.plan.schedule
+        longest = float(sched["deadline_ms"].max()) / 1000.0 if len(sched) else 0.0
+        return LoadPlan(
+            host=self.url, schedule_path=self.results_dir / "schedule.parquet",
+            work_dir=self.results_dir / "load", duration_s=self.plan.duration_s, processes=load.processes,
+            languages=load.languages, timeout_margin_s=load.timeout_margin_s,
+            request_timeout_s=load.request_timeout_s, mode=load.mode,
+            max_timeout_s=load.request_timeout_s or longest + load.timeout_margin_s,
+            documents_via_jobs=load.documents_via_jobs,
+        )
+
+    @property
+    def events_log(self) -> EventLog:
+        if self.events is None:
+            self._open_events()
+        assert self.events is not None
+        return self.events
+
+    def _open_events(self) -> None:
+        self.events = EventLog(self.results_dir / "events.jsonl", origin=self.t0 or time.time())
+        s = self.plan.scenario
+        self.events.emit(
+            "run_start", t_s=0.0, scenario=s.name, seed=s.traffic.seed, target=self.url,
+            processes=s.load.processes, time_scale=s.traffic.time_scale, rate_scale=self.plan.rate_scale,
+            start_clock_s=s.traffic.start_clock_s, env=machine_facts(),
+        )
+
+    def _server_event(self, event: dict) -> None:
+        fields = {("fault_kind" if k == "kind" else k): v for k, v in event.items() if k not in ("type", "wall", "seq", "t_s")}
+        wall = float(event.get("wall", time.time()))
+        self.events_log.emit(str(event.get("type", "server")), t_s=wall - self.t0, source="server", **fields)
+
+    def _watch(self) -> None:
+        """The drill's heartbeat: progress, phase marks, stop conditions, until the load is done."""
+        assert self.session is not None
+        printer = ProgressPrinter(self.stream)
+        try:
+            while not self.session.finished() and not self.interrupted and self.abort_reason is None:
+                time.sleep(TICK_S)
+                self._tick(printer)
+        finally:
+            printer.close()
+
+    def _tick(self, printer: ProgressPrinter) -> None:
+        assert self.session is not None
+        elapsed = time.time() - self.t0
+        self.stats.add(self.session.poll())
+        self.stats.cpu_samples.append(self.session.cpu_percent() / 100.0)
+        self._mark_phases(elapsed)
+        printer.show(progress_line(self.stats, elapsed_s=elapsed, total_s=self.plan.duration_s,
+                                   scheduled=len(self.plan.schedule)), elapsed)
+        reason = stop_reason(self.stats, self.plan.scenario.stop_conditions, elapsed)
+        if reason is not None:
+            self.abort_reason = f"stop condition met: {reason}"
+
+    def _mark_phases(self, elapsed: float) -> None:
+        while self._phases_seen < len(self.plan.phases) and self.plan.phases[self._phases_seen].start_s <= elapsed:
+            phase = self.plan.phases[self._phases_seen]
+            self.events_log.emit("phase", t_s=phase.start_s, name=phase.name, start_s=phase.start_s, end_s=phase.end_s)
+            self._phases_seen += 1
+
+    def _teardown(self) -> None:
+        """Stop everything in a safe order; each step runs even if an earlier one failed."""
+        steps = (self._stop_load, self._stop_chaos, self._stop_scraper, self._stop_server, self._write_results)
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 - teardown must reach every step
+                self._say(f"warning: {step.__name__.strip('_')} failed: {exc}")
+
+    def _stop_load(self) -> None:
+        if self.session is not None:
+            self.session.stop()
+            self.stats.add(self.session.poll())
+
+    def _stop_chaos(self) -> None:
+        if self.chaos is not None:
+            self.chaos.stop()
+
+    def _stop_scraper(self) -> None:
+        if self.scraper is not None:
+            self.scraper.stop()
+
+    def _stop_server(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+
+    def _write_results(self) -> None:
+        sched = self.plan.schedule
+        requests = self.session.requests(sched) if self.session else merge_requests(sched, read_parts([]))
+        requests.to_parquet(self.results_dir / "requests.parquet", index=False)
+        metrics = self.scraper.frame() if self.scraper else metrics_frame([])
+        metrics.to_parquet(self.results_dir / "server_metrics.parquet", index=False)
+        log = self.events_log
+        self._mark_phases(min(time.time() - self.t0, self.plan.duration_s) if self.t0 else -1.0)
+        log.emit("generator", **self._generator(requests))
+        if self.abort_reason or (self.interrupted and self.session is None):
+            log.emit("abort", reason=self.abort_reason or "interrupted before the load started")
+        elif self.interrupted:
+            log.emit("abort", reason="interrupted by the operator (Ctrl-C)")
+        duration = time.time() - self.t0 if self.t0 else 0.0
+        log.emit("run_end", duration_s=round(duration, 3), interrupted=self.interrupted)
+        log.close()
+
+    def _generator(self, requests: pd.DataFrame) -> dict[str, object]:
+        lag = ((requests["sent_s"] - requests["intended_s"]) * 1000.0).dropna().to_numpy()
+        cpu = np.asarray(self.stats.cpu_samples[1:] or [0.0])
+        return {"cpu_max": round(float(cpu.max()), 4), "lag_p99_ms": percentile_value(lag, 99) if lag.size else None,
+                "processes": self.plan.scenario.load.processes}
+
+    def _report(self) -> RunResult:
+        from reports import build_reports
+        from reports.build import exit_code
+
+        try:
+            summary = build_reports(self.results_dir)
+        except Exception as exc:  # noqa: BLE001 - the results stay; say why the report did not
+            self._say(f"error: the report could not be built: {exc}")
+            return RunResult(EXIT_INVALID, "invalid", str(exc), self.results_dir)
+        verdict = str(summary.get("verdict", "invalid"))
+        code = exit_code(summary)
+        if self.abort_reason or self.interrupted:
+            code = EXIT_INVALID
+        return RunResult(code, verdict, str(summary.get("verdict_reason", "")), self.results_dir)
+
+    def _say(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()

@@ -1,0 +1,45 @@
+"""`events.jsonl`: the run's timeline, one JSON object per line, flushed as it happens.
+
+Written line by line (not at the end) so a run that is killed still leaves its timeline behind,
+and so other writers in the same process (the chaos timeline) can add marks through `emit`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO
+
+
+def iso_utc(epoch_s: float) -> str:
+    """An epoch time as ISO 8601 UTC with milliseconds."""
+    stamp = datetime.fromtimestamp(epoch_s, tz=timezone.utc)
+    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class EventLog:
+    """Appends typed events with `t_s` measured from the run's origin (the load start)."""
+
+    def __init__(self, path: Path, *, origin: float | None = None) -> None:
+        self.path = path
+        self.origin = origin if origin is not None else time.time()
+        self._lock = threading.Lock()
+        self._file: IO[str] = path.open("a", encoding="utf-8")
+
+    def emit(self, kind: str, *, t_s: float | None = None, **fields: object) -> dict[str, object]:
+        """Write one event now (or at run time `t_s`) and return it."""
+        now = time.time()
+        when = now - self.origin if t_s is None else t_s
+        event: dict[str, object] = {"type": kind, "t_s": round(when, 6), "wall": iso_utc(now), **fields}
+        line = json.dumps(event, default=str)
+        with self._lock:
+            self._file.write(line + "\n")
+            self._file.flush()
+        return event
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()

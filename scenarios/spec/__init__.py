@@ -1,0 +1,1 @@
+"""What a drill is: the scenario file, its plan (schedule, phases, chaos), server variants."""

@@ -1,0 +1,293 @@
+"""The scenario file: what one drill replays, against what, judged by which SLOs.
+
+Every file a user writes is validated up front by these pydantic models, and any problem is
+raised as one `ScenarioError` whose message names the file and the field, so a drill never
+fails twenty minutes in because of a typo.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from reports.cost import CostModel
+from reports.slo import SloSpec
+from traffic_models.clock import parse_clock_s, parse_duration
+from traffic_models.validation import format_validation_errors
+
+BUNDLED_DIR = Path(__file__).resolve().parents[1]
+DEFAULT_LANGUAGES = ("en-de", "en-fr", "en-es")
+RESOLVED_TOP = ("seed",)
+RESOLVED_TRAFFIC = ("start_clock_s", "duration_s")
+
+
+class ScenarioError(ValueError):
+    """A scenario file (or an override of it) is invalid; the message names file and field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TrafficSpec(_Strict):
+    """Which traffic model to replay, and how fast and how hard."""
+
+    model: str
+    time_scale: float = 1.0
+    rate_scale: float | None = None
+    peak_rps: float | None = None
+    start_clock: str = "00:00"
+    duration: str | float = "180s"
+    seed: int = 0
+
+    @field_validator("time_scale")
+    @classmethod
+    def _time_scale_positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be > 0")
+        return value
+
+    @field_validator("rate_scale", "peak_rps")
+    @classmethod
+    def _positive_or_none(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise ValueError("must be > 0")
+        return value
+
+    @field_validator("start_clock")
+    @classmethod
+    def _clock(cls, value: str) -> str:
+        parse_clock_s(value)
+        return value
+
+    @field_validator("duration")
+    @classmethod
+    def _duration(cls, value: str | float) -> str | float:
+        if parse_duration(value) <= 0:
+            raise ValueError("must be > 0")
+        return value
+
+    @model_validator(mode="after")
+    def _one_rate(self) -> TrafficSpec:
+        if self.rate_scale is not None and self.peak_rps is not None:
+            raise ValueError("give rate_scale or peak_rps, not both")
+        return self
+
+    @property
+    def duration_s(self) -> float:
+        return parse_duration(self.duration)
+
+    @property
+    def start_clock_s(self) -> float:
+        return parse_clock_s(self.start_clock)
+
+
+class EmbeddedTarget(_Strict):
+    """Boot the bundled reference server for the drill."""
+
+    config: str | None = None
+    nodes: int | None = Field(default=None, ge=1)
+    max_batch_size: int | None = Field(default=None, ge=1)
+    server: dict[str, Any] | None = Field(
+        default=None, description="a partial server config, deep-merged onto `config` (see variants.py)")
+
+
+class TargetSpec(_Strict):
+    """Exactly one of: the embedded reference server, or a running service at `url`."""
+
+    embedded: EmbeddedTarget | None = None
+    url: str | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> TargetSpec:
+        if (self.embedded is None) == (self.url is None):
+            raise ValueError("give exactly one of embedded or url")
+        if self.url is not None and urlsplit(self.url).scheme not in ("http", "https"):
+            raise ValueError(f'url "{self.url}" must start with http:// or https://')
+        return self
+
+
+class LoadSpec(_Strict):
+    """How the load generator runs and when its own measurements stop being trustworthy."""
+
+    mode: Literal["open", "closed"] = "open"
+    processes: int = Field(default=1, ge=1, le=64)
+    request_timeout_s: float | None = Field(default=None, gt=0)
+    timeout_margin_s: float = Field(default=2.0, ge=0)
+    max_lag_p99_ms: float = Field(default=50.0, gt=0)
+    languages: tuple[str, ...] = DEFAULT_LANGUAGES
+    documents_via_jobs: bool = Field(
+        default=False,
+        description="open mode: send `document` requests to POST /v1/jobs and poll them, recording "
+                    "time to first segment; closed mode always uses /v1/translate")
+
+    @field_validator("languages")
+    @classmethod
+    def _pairs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("needs at least one language pair")
+        for pair in value:
+            parts = pair.split("-")
+            if len(parts) != 2 or not all(parts):
+                raise ValueError(f'"{pair}" is not a language pair; write e.g. "en-de"')
+        return value
+
+
+# Drills inject the fault whatever the steady state was before it and judge the hypothesis after.
+DRILL_HYPOTHESIS = "after-method-only"
+# The drill sets these for every experiment (the guarded target and its token); a scenario may not.
+RESERVED_CHAOS_ENV = ("RUSHHOUR_URL", "RUSHHOUR_ADMIN_TOKEN", "RUSHHOUR_FAULT_HOLD_S")
+
+
+class ChaosEntry(_Strict):
+    """Run one Chaos Toolkit experiment at a scenario clock time."""
+
+    at: str
+    experiment: str
+    name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                             description="names the journal file; letters, digits, '_', '.', '-'")
+    hold: str | None = Field(default=None, description="how long the fault is held, on the scenario clock (e.g. 20m)")
+    env: dict[str, str] = {}
+    hypothesis: Literal["default", "before-method-only", "after-method-only", "during-method-only", "continuously"] = DRILL_HYPOTHESIS
+
+    @field_validator("env")
+    @classmethod
+    def _no_reserved_env(cls, value: dict[str, str]) -> dict[str, str]:
+        reserved = sorted(set(value) & set(RESERVED_CHAOS_ENV))
+        if reserved:
+            raise ValueError(f"{', '.join(reserved)} is set by the drill (the guarded target, its token, the hold); "
+                             "use target/--target and hold instead")
+        return value
+
+    @field_validator("at")
+    @classmethod
+    def _clock(cls, value: str) -> str:
+        parse_clock_s(value)
+        return value
+
+    @field_validator("hold")
+    @classmethod
+    def _hold(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+    @property
+    def label(self) -> str:
+        return self.name or Path(self.experiment).stem
+
+
+class StopCondition(_Strict):
+    """Abort the drill when the error rate stays above a level for a while."""
+
+    error_rate_over: float = Field(gt=0, le=1)
+    for_s: float = Field(default=10.0, gt=0)
+
+
+class Variant(_Strict):
+    """One server policy to compare: a partial server config merged onto the embedded one."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    server: dict[str, Any] = {}
+
+
+class Scenario(_Strict):
+    """One drill: traffic, target, load generator, SLOs, cost model, chaos and stop rules."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    traffic: TrafficSpec
+    target: TargetSpec = TargetSpec(embedded=EmbeddedTarget())
+    load: LoadSpec = LoadSpec()
+    slos: list[SloSpec] = []
+    cost: CostModel | None = None
+    chaos: list[ChaosEntry] = []
+    stop_conditions: list[StopCondition] = []
+    variants: list[Variant] = []
+
+    @field_validator("variants")
+    @classmethod
+    def _unique_variants(cls, value: list[Variant]) -> list[Variant]:
+        names = [variant.name for variant in value]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"variant names must be unique; repeated: {', '.join(repeated)}")
+        return value
+
+
+def format_errors(source: str, exc: ValidationError) -> str:
+    """One sentence per problem: `file: field.path: what is wrong`."""
+    return format_validation_errors(source, exc)
+
+
+def _strip_resolved(data: dict) -> dict:
+    """Drop the numbers `resolved_dict` adds, so a results dir's scenario.yaml loads again."""
+    data = {k: v for k, v in data.items() if k not in RESOLVED_TOP}
+    traffic = data.get("traffic")
+    if isinstance(traffic, dict):
+        data["traffic"] = {k: v for k, v in traffic.items() if k not in RESOLVED_TRAFFIC}
+    return data
+
+
+def parse_scenario(data: object, *, source: str) -> Scenario:
+    """Validate already-loaded YAML data, naming `source` in every error."""
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{source}: (top level): must be a mapping of scenario fields.")
+    data = _strip_resolved(data)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(format_errors(source, exc)) from exc
+
+
+def resolve_path(spec: str | Path) -> Path:
+    """A path as given, or the bundled scenario of that name ("promo-day")."""
+    path = Path(spec)
+    if path.exists():
+        return path
+    bundled = BUNDLED_DIR / f"{spec}.yaml"
+    if bundled.exists():
+        return bundled
+    raise ScenarioError(f'{spec}: no such scenario file, and no bundled scenario named "{spec}".')
+
+
+def load_scenario(spec: str | Path) -> Scenario:
+    """Read and validate a scenario file (or bundled scenario name)."""
+    path = resolve_path(spec)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: (top level): is not valid YAML: {exc}") from exc
+    return parse_scenario(data, source=str(path))
+
+
+def resolved_dict(scenario: Scenario, *, rate_scale: float) -> dict[str, object]:
+    """The scenario with every default filled in and the derived numbers readers need."""
+    data = scenario.model_dump(mode="json")
+    traffic = data["traffic"]
+    traffic.update(rate_scale=rate_scale, peak_rps=None, start_clock_s=scenario.traffic.start_clock_s,
+                   duration_s=scenario.traffic.duration_s)
+    data["seed"] = scenario.traffic.seed
+    return data
+
+
+def dump_scenario(scenario: Scenario, *, rate_scale: float) -> str:
+    """The resolved scenario as YAML (loads again with `load_scenario`)."""
+    return yaml.safe_dump(resolved_dict(scenario, rate_scale=rate_scale), sort_keys=False)
+
+
+def is_loopback_url(url: str) -> bool:
+    """True when `url` points at this machine only (127.0.0.0/8, ::1 or localhost)."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,174 @@
+"""A scenario resolved into what will actually happen: schedule, phases, chaos times.
+
+Everything here is pure (no server, no Locust, no files written), so `--dry-run` and the real
+run share one code path up to the moment traffic starts, and every input error surfaces
+before anything is booted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from pydantic import ValidationError
+
+from scenarios.spec.chaos import PlannedFault, plan_faults
+from scenarios.spec.model import Scenario, ScenarioError, format_errors
+from traffic_models.clock import format_clock
+from traffic_models import Phase, TrafficModelError, generate_schedule, load_traffic_model, phases, rate_curve
+from traffic_models.model import TrafficModel
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Command-line flags that replace parts of the scenario file."""
+
+    target_url: str | None = None
+    traffic: str | None = None
+    duration: str | None = None
+    seed: int | None = None
+    no_chaos: bool = False
+    processes: int | None = None
+
+
+@dataclass(frozen=True)
+class DrillPlan:
+    """The resolved drill: scenario with overrides applied, and its schedule."""
+
+    scenario: Scenario
+    source: str
+    base_dir: Path
+    rate_scale: float
+    schedule: pd.DataFrame
+    phases: list[Phase]
+    chaos: list[PlannedFault]
+
+    @property
+    def duration_s(self) -> float:
+        return self.scenario.traffic.duration_s
+
+
+def _updated(
+    scenario: Scenario, section: str, changes: dict[str, object], source: str, *, replace: bool = False,
+) -> Scenario:
+    data = scenario.model_dump(mode="json")
+    data[section] = changes if replace else {**(data.get(section) or {}), **changes}
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(format_errors(f"{source} (with command-line overrides)", exc)) from exc
+
+
+def apply_overrides(scenario: Scenario, flags: Overrides, source: str) -> Scenario:
+    """The scenario with every given flag applied, validated again."""
+    if flags.target_url is not None:
+        scenario = _updated(scenario, "target", {"url": flags.target_url}, source, replace=True)
+    traffic: dict[str, object] = {}
+    if flags.traffic is not None:  # keep the clock mapping so chaos entries keep their times
+        traffic.update(model=flags.traffic, rate_scale=1.0, peak_rps=None)
+    if flags.duration is not None:
+        traffic["duration"] = flags.duration
+    if flags.seed is not None:
+        traffic["seed"] = flags.seed
+    scenario = _updated(scenario, "traffic", traffic, source) if traffic else scenario
+    if flags.processes is not None:
+        scenario = _updated(scenario, "load", {"processes": flags.processes}, source)
+    if flags.no_chaos:
+        scenario = scenario.model_copy(update={"chaos": []})
+    return scenario
+
+
+def _load_model(spec: str, base_dir: Path, source: str) -> TrafficModel:
+    candidate = base_dir / spec
+    try:
+        return load_traffic_model(candidate if candidate.is_file() else spec)
+    except TrafficModelError as exc:
+        raise ScenarioError(f"{source}: traffic.model: {exc}") from exc
+
+
+def _rate_scale(scenario: Scenario, model: TrafficModel, source: str) -> float:
+    """rate_scale as given, or derived so the run's peak rate equals `peak_rps`."""
+    traffic = scenario.traffic
+    if traffic.peak_rps is None:
+        return traffic.rate_scale if traffic.rate_scale is not None else 1.0
+    _, rates = rate_curve(model, time_scale=traffic.time_scale, start_clock_s=traffic.start_clock_s,
+                          duration_s=traffic.duration_s)
+    peak = float(np.max(rates)) if len(rates) else 0.0
+    if peak <= 0:
+        raise ScenarioError(f"{source}: traffic.peak_rps: the model has no traffic in this window to scale.")
+    return traffic.peak_rps / peak
+
+
+def pin_rate_scale(scenario: Scenario, *, source: str, base_dir: Path) -> Scenario:
+    """Turn `peak_rps` into `rate_scale` over the file's own window, before any override.
+
+    So `--duration 30s` plays the first 30 s of the same drill, at the same rate, instead of
+    rescaling a quiet morning up to the evening's peak.
+    """
+    if scenario.traffic.peak_rps is None:
+        return scenario
+    model = _load_model(scenario.traffic.model, base_dir, source)
+    rate_scale = _rate_scale(scenario, model, source)
+    return _updated(scenario, "traffic", {"rate_scale": rate_scale, "peak_rps": None}, source)
+
+
+def _plan_chaos(scenario: Scenario, base_dir: Path, source: str) -> list[PlannedFault]:
+    traffic = scenario.traffic
+    return plan_faults(scenario.chaos, start_clock_s=traffic.start_clock_s, time_scale=traffic.time_scale,
+                       duration_s=traffic.duration_s, search_dirs=(Path.cwd(), base_dir, PROJECT_DIR), source=source)
+
+
+def build_plan(scenario: Scenario, *, source: str, base_dir: Path) -> DrillPlan:
+    """Resolve model, rate, schedule, phases and chaos times; raise ScenarioError if anything is off."""
+    traffic = scenario.traffic
+    model = _load_model(traffic.model, base_dir, source)
+    rate_scale = _rate_scale(scenario, model, source)
+    window = dict(time_scale=traffic.time_scale, start_clock_s=traffic.start_clock_s, duration_s=traffic.duration_s)
+    try:
+        schedule = generate_schedule(model, seed=traffic.seed, rate_scale=rate_scale, **window)
+        run_phases = phases(model, **window)
+    except TrafficModelError as exc:
+        raise ScenarioError(f"{source}: traffic: {exc}") from exc
+    chaos = _plan_chaos(scenario, base_dir, source)
+    return DrillPlan(scenario=scenario, source=source, base_dir=base_dir, rate_scale=rate_scale,
+                     schedule=schedule, phases=run_phases, chaos=chaos)
+
+
+def peak_rate(schedule: pd.DataFrame, window_s: float = 5.0) -> float:
+    """Highest arrival rate over any `window_s` bin of the schedule (requests per second)."""
+    if schedule.empty:
+        return 0.0
+    bins = np.floor(schedule["offset_s"].to_numpy() / window_s).astype(np.int64)
+    return float(np.bincount(bins).max() / window_s)
+
+
+def describe(plan: DrillPlan) -> str:
+    """The dry-run text: what would run, for how long, how hard, and when each fault fires."""
+    s, sched = plan.scenario, plan.schedule
+    target = s.target.url or f"embedded reference server ({s.target.embedded})"
+    lines = [
+        f"scenario   {s.name}: {s.description}".rstrip(": "),
+        f"source     {plan.source}",
+        f"target     {target}",
+        f"traffic    {s.traffic.model}, time_scale {s.traffic.time_scale:g}, rate_scale {plan.rate_scale:.4g}, "
+        f"from {s.traffic.start_clock}, seed {s.traffic.seed}",
+        f"duration   {plan.duration_s:.0f} s (model clock {format_clock(s.traffic.start_clock_s)} to "
+        f"{format_clock(s.traffic.start_clock_s + plan.duration_s * s.traffic.time_scale)})",
+        f"requests   {len(sched)} scheduled, mean {len(sched) / plan.duration_s:.1f}/s, "
+        f"peak {peak_rate(sched):.1f}/s (5 s bins)",
+        f"load       {s.load.mode} loop, {s.load.processes} Locust process(es), lag p99 limit {s.load.max_lag_p99_ms:g} ms"
+        + (", documents via POST /v1/jobs" if s.load.documents_via_jobs and s.load.mode == "open" else ""),
+        "phases",
+        *(f"  {p.start_s:7.1f}-{p.end_s:7.1f} s  {p.name}" for p in plan.phases),
+        "chaos" + ("" if plan.chaos else "      none"),
+        *(f"  {c.offset_s:7.1f} s  ({c.scenario_time} model clock)  {c.name}: {c.experiment}"
+          + (f"  held {c.hold} = {c.hold_s:.1f} s" if c.hold_s is not None else "")
+          + ("" if c.in_run else "  [skipped: outside the run]") for c in plan.chaos),
+        f"slos       {', '.join(slo.name for slo in s.slos) or 'none'}",
+    ]
+    return "\n".join(lines)
+

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from scenarios.cli.report import compare, report
+from reports.synth import make_results
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_results(tmp_path_factory.mktemp("cli") / "run", n_requests=2000)
+
+
+def test_report_exit_0_on_pass(run_dir: Path) -> None:
+    result = CliRunner().invoke(report, [str(run_dir)])
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.output and "report.html" in result.output
+
+
+def test_report_exit_1_on_missed_slo(tmp_path: Path) -> None:
+    root = make_results(tmp_path / "run", n_requests=2000)
+    scenario = yaml.safe_load((root / "scenario.yaml").read_text())
+    scenario["slos"][2]["objective"] = 0.999
+    (root / "scenario.yaml").write_text(yaml.safe_dump(scenario))
+    result = CliRunner().invoke(report, [str(root)])
+    assert result.exit_code == 1 and "availability" in result.output
+
+
+def test_report_exit_2_on_missing_dir_or_file(tmp_path: Path) -> None:
+    result = CliRunner().invoke(report, [str(tmp_path / "absent")])
+    assert result.exit_code == 2 and "does not exist" in result.output
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(report, [str(tmp_path / "empty")])
+    assert result.exit_code == 2 and "scenario.yaml" in result.output
+
+
+def test_report_exit_2_names_bad_slo_field(tmp_path: Path) -> None:
+    root = make_results(tmp_path / "run", n_requests=500)
+    scenario = yaml.safe_load((root / "scenario.yaml").read_text())
+    scenario["slos"][0]["percentile"] = 120
+    (root / "scenario.yaml").write_text(yaml.safe_dump(scenario))
+    result = CliRunner().invoke(report, [str(root)])
+    assert result.exit_code == 2 and 'scenario.yaml: slos[0].percentile: must be < 100' in result.output
+
+
+def test_report_exit_3_on_invalid_run(tmp_path: Path) -> None:
+    root = make_results(tmp_path / "run", n_requests=2000)
+    with (root / "events.jsonl").open("a") as events:
+        events.write('{"type": "abort", "t_s": 5.0, "reason": "target unreachable"}\n')
+    result = CliRunner().invoke(report, [str(root)])
+    assert result.exit_code == 3 and "aborted" in result.output
+
+
+def test_compare_exit_codes(tmp_path: Path, run_dir: Path) -> None:
+    slow = make_results(tmp_path / "slow", n_requests=2000, slowdown=1.3)
+    regressed = CliRunner().invoke(compare, [str(run_dir), str(slow)])
+    assert regressed.exit_code == 1 and "REGRESSION" in regressed.output
+    same = CliRunner().invoke(compare, [str(run_dir), str(run_dir)])
+    assert same.exit_code == 0 and "NO REGRESSION" in same.output and "P99" in same.output
+    missing = CliRunner().invoke(compare, [str(run_dir), str(tmp_path / "nope")])
+    assert missing.exit_code == 2

@@ -1,0 +1,73 @@
+"""End to end: a short drill against the embedded reference server leaves every results file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from reports.results import REQUIRED_COLUMNS
+from scenarios.load.parts import REQUEST_COLUMNS
+from scenarios.run.scraper import METRIC_COLUMNS
+
+RESULT_FILES = ("scenario.yaml", "schedule.parquet", "requests.parquet", "server_metrics.parquet",
+                "events.jsonl", "summary.json", "report.html", "report.md", "junit.xml")
+
+
+def _drill(out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "scenarios.cli.main", "run", "smoke", "--out", str(out), *extra]
+
+
+def _events(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+
+
+def test_runner_short_drill_writes_every_result(tmp_path: Path, drill_process: list) -> None:
+    out = tmp_path / "drill"
+    proc = subprocess.Popen(_drill(out, "--duration", "10s"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    drill_process.append(proc)
+    output = proc.communicate(timeout=240)[0].decode()
+    assert proc.returncode in (0, 1), output
+    assert f"report: {out / 'report.html'}" in output
+    for name in RESULT_FILES:
+        assert (out / name).is_file(), name
+    schedule = pd.read_parquet(out / "schedule.parquet")
+    requests = pd.read_parquet(out / "requests.parquet")
+    assert list(requests.columns) == list(REQUEST_COLUMNS) and set(REQUIRED_COLUMNS) <= set(requests.columns)
+    assert len(requests) == len(schedule) > 0
+    assert requests["ok"].mean() > 0.5 and set(requests.loc[requests.ok, "model"]) <= {"quality", "fast", "cache"}
+    metrics = pd.read_parquet(out / "server_metrics.parquet")
+    assert list(metrics.columns) == list(METRIC_COLUMNS) and len(metrics) >= 10
+    kinds = [e["type"] for e in _events(out)]
+    assert kinds[0] == "run_start" and kinds[-1] == "run_end" and "generator" in kinds and "phase" in kinds
+    assert "abort" not in kinds
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["verdict"] in ("pass", "fail") and summary["requests"]["scheduled"] == len(schedule)
+
+
+def test_runner_ctrl_c_stops_cleanly_and_still_reports(tmp_path: Path, drill_process: list) -> None:
+    out = tmp_path / "drill"
+    proc = subprocess.Popen(_drill(out, "--duration", "60s"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    drill_process.append(proc)
+    give_up = time.monotonic() + 180
+    while not (out / "events.jsonl").exists() and time.monotonic() < give_up and proc.poll() is None:
+        time.sleep(0.2)
+    time.sleep(3.0)
+    os.kill(proc.pid, signal.SIGINT)
+    output = proc.communicate(timeout=120)[0].decode()
+    assert proc.returncode == 3, output
+    for name in RESULT_FILES:
+        assert (out / name).is_file(), name
+    events = _events(out)
+    assert any(e["type"] == "abort" and "Ctrl-C" in e["reason"] for e in events)
+    assert events[-1]["type"] == "run_end" and events[-1]["interrupted"] is True
+    assert events[-1]["duration_s"] < 30  # stopped long before the 60 s schedule ended
+    requests = pd.read_parquet(out / "requests.parquet")
+    assert len(requests) == len(pd.read_parquet(out / "schedule.parquet"))
+    assert (requests["status"] == 0).any() and requests["ok"].any()

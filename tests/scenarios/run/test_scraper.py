@@ -1,0 +1,90 @@
+"""The scraper turns one /v1/status document into one row per pool."""
+
+from __future__ import annotations
+
+import math
+
+from scenarios.run.scraper import METRIC_COLUMNS, metrics_frame, status_rows
+
+
+def _status(batches: int, items: int, requests: int) -> dict:
+    return {
+        "ready": True, "uptime_s": 12.0, "provider": "CPUExecutionProvider",
+        "pools": {
+            "quality": {"nodes_alive": 2, "nodes_ready": 1, "breakers_open": 1, "queue_depth": 7,
+                        "inflight": 3, "batches_total": batches, "batch_items_total": items},
+            "fast": {"nodes_alive": 1, "nodes_ready": 1, "breakers_open": 0, "queue_depth": 0,
+                     "inflight": 0, "batches_total": 0, "batch_items_total": 0},
+        },
+        "nodes": [{"id": "quality-0", "pool": "quality", "state": "ready", "breaker": "open",
+                   "provider": "CUDAExecutionProvider"}],
+        "cache": {"entries": 10, "hits": 5, "misses": 7, "coalesced": 1},
+        "shed": {"rate_limited": 1, "queue_full": 2, "deadline": 3, "unavailable": 4},
+        "requests_total": requests,
+    }
+
+
+def test_status_rows_one_row_per_pool_with_shared_counters() -> None:
+    rows = status_rows(_status(10, 40, 100), None, 3.0)
+    by_pool = {row["pool"]: row for row in rows}
+    assert set(by_pool) == {"quality", "fast"}
+    quality = by_pool["quality"]
+    assert (quality["nodes_alive"], quality["nodes_ready"], quality["breakers_open"]) == (2, 1, 1)
+    assert (quality["queue_depth"], quality["inflight"]) == (7, 3)
+    assert quality["provider"] == "CUDAExecutionProvider"
+    assert by_pool["fast"]["provider"] == "CPUExecutionProvider"
+    for row in rows:
+        assert (row["cache_hits_total"], row["cache_misses_total"]) == (5, 7)
+        assert row["shed_total"] == 10 and row["requests_total"] == 100
+        assert math.isnan(float(row["batch_size_mean"]))  # no previous scrape, no interval
+
+
+def test_status_rows_batch_size_mean_from_counter_deltas() -> None:
+    rows = status_rows(_status(15, 60, 130), _status(10, 40, 100), 4.0)
+    by_pool = {row["pool"]: row for row in rows}
+    assert by_pool["quality"]["batch_size_mean"] == 4.0  # 20 items over 5 batches
+    assert math.isnan(float(by_pool["fast"]["batch_size_mean"]))
+
+
+def test_metrics_frame_has_contract_columns_even_empty() -> None:
+    assert list(metrics_frame([]).columns) == list(METRIC_COLUMNS)
+    frame = metrics_frame(status_rows(_status(1, 1, 1), None, 0.0))
+    assert list(frame.columns) == list(METRIC_COLUMNS) and len(frame) == 2
+
+
+def test_scraper_copies_server_events_once_each() -> None:
+    import httpx
+
+    from scenarios.run.scraper import StatusScraper
+
+    served = [{"seq": 1, "wall": 100.0, "type": "node_down", "node": "quality-0"},
+              {"seq": 2, "wall": 101.0, "type": "scale", "pool": "quality", "nodes": 3, "reason": "queue"}]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        after = int(request.url.params["after"])
+        return httpx.Response(200, json={"events": [e for e in served if e["seq"] > after]})
+
+    seen: list[dict] = []
+    scraper = StatusScraper("http://127.0.0.1:9", origin=0.0, on_server_event=seen.append)
+    with httpx.Client(transport=httpx.MockTransport(handler)) as client:
+        scraper._pull_events(client)
+        scraper._pull_events(client)
+    assert [e["type"] for e in seen] == ["node_down", "scale"]
+
+
+def test_scraper_stops_asking_a_target_without_events() -> None:
+    import httpx
+
+    from scenarios.run.scraper import StatusScraper
+
+    calls: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(str(request.url))
+        return httpx.Response(404, json={"detail": "Not Found"})
+
+    scraper = StatusScraper("http://127.0.0.1:9", origin=0.0, on_server_event=lambda e: None)
+    with httpx.Client(transport=httpx.MockTransport(handler)) as client:
+        scraper._pull_events(client)
+        scraper._pull_events(client)
+    assert len(calls) == 1

@@ -1,0 +1,28 @@
+"""The structure ARCHITECTURE.md describes: layers enforced by import-linter, small modules."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("scenarios", "reports", "experiments", "reference_server", "traffic_models", "benchmarks")
+MAX_MODULE_LINES = 400
+
+
+def test_layers_contract_is_kept() -> None:
+    lint_imports = Path(sys.executable).parent / "lint-imports"
+    if not lint_imports.exists():
+        pytest.fail(f"import-linter is not installed beside {sys.executable}; `make test` installs it.")
+    done = subprocess.run([str(lint_imports), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 kept, 0 broken" in done.stdout
+
+
+def test_no_module_is_over_400_lines() -> None:
+    too_long = {str(path.relative_to(REPO)): n for package in PACKAGES for path in (REPO / package).rglob("*.py")
+                if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not too_long, f"split these modules (over {MAX_MODULE_LINES} lines): {too_long}"
