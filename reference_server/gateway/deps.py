@@ -1,6 +1,8 @@
 """FastAPI dependencies of the gateway's routes: its parts, and the admin bearer-token check.
 
-Tests replace a part with `app.dependency_overrides[get_gateway] = ...`.
+Tests replace a part with `app.dependency_overrides[get_gateway] = ...`. The dependencies are
+`async def` on purpose: FastAPI runs a plain `def` dependency in its thread pool, a thread hop
+(about 90 us here) on every request.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from reference_server.gateway.jobs import JobManager
 from reference_server.gateway.service import TranslationService
 
 
-def get_gateway(request: Request) -> Gateway:
+async def get_gateway(request: Request) -> Gateway:
     gateway: Gateway = request.app.state.gateway
     return gateway
 
@@ -24,11 +26,11 @@ def get_gateway(request: Request) -> Gateway:
 GatewayDep = Annotated[Gateway, Depends(get_gateway)]
 
 
-def get_service(gateway: GatewayDep) -> TranslationService:
+async def get_service(gateway: GatewayDep) -> TranslationService:
     return gateway.service
 
 
-def get_jobs(gateway: GatewayDep) -> JobManager:
+async def get_jobs(gateway: GatewayDep) -> JobManager:
     return gateway.jobs
 
 
@@ -36,7 +38,7 @@ ServiceDep = Annotated[TranslationService, Depends(get_service)]
 JobsDep = Annotated[JobManager, Depends(get_jobs)]
 
 
-def require_admin_token(request: Request, gateway: GatewayDep) -> None:
+async def require_admin_token(request: Request, gateway: GatewayDep) -> None:
     """Admin calls carry `Authorization: Bearer <token>`; anything else is a 401."""
     scheme, _, given = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), gateway.admin_token.encode()):

@@ -32,7 +32,8 @@ class Node:
     batcher: DynamicBatcher[ModelInput, str]
 
 
-def get_node(request: Request) -> Node:
+async def get_node(request: Request) -> Node:
+    """`async` so that FastAPI calls it in place, not through its thread pool."""
     node: Node = request.app.state.node
     return node
 
