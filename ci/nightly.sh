@@ -3,6 +3,11 @@
 #
 #   ci/nightly.sh            # uses scenarios/nightly.yaml and ci/baselines/nightly
 #
+# The baseline is one run (requests.parquet in the directory) or several same-code runs (one per
+# sub-directory, see ci/refresh_baseline.sh); with several, run-to-run noise is measured. The
+# fixed seed replays the baseline's schedule, so the comparison is paired request by request;
+# if the schedule changed (new traffic model), compare falls back to unpaired and says so.
+#
 # Environment overrides: RUSHHOUR (command, default "rushhour"), NIGHTLY_SCENARIO,
 # NIGHTLY_BASELINE, NIGHTLY_OUT (results dir), NIGHTLY_ARTIFACTS (where report files are kept).
 # Exit code: 0 pass, 1 SLO missed or P99 regression, 2 bad input, 3 run aborted or invalid.
@@ -32,7 +37,12 @@ if [ "$run_rc" -ge 2 ]; then
     exit "$run_rc"
 fi
 
-if [ ! -f "$BASELINE/requests.parquet" ]; then
+has_baseline() {
+    [ -f "$BASELINE/requests.parquet" ] && return 0
+    compgen -G "$BASELINE/*/requests.parquet" >/dev/null
+}
+
+if ! has_baseline; then
     echo "nightly: no baseline in $BASELINE yet; see ci/baselines/README.md to create one" >&2
     $RUSHHOUR report "$OUT"
     report_rc=$?
@@ -43,7 +53,7 @@ fi
 # The report carries the comparison (and a regression testcase in junit.xml) ...
 $RUSHHOUR report "$OUT" --baseline "$BASELINE"
 report_rc=$?
-# ... and compare prints the side-by-side table into the CI log.
+# ... and compare prints the side-by-side table and why it decided into the CI log.
 $RUSHHOUR compare "$BASELINE" "$OUT"
 compare_rc=$?
 keep_artifacts

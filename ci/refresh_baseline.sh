@@ -1,23 +1,46 @@
 #!/usr/bin/env bash
-# Replace the nightly baseline with a finished, passing run.
+# Replace the nightly baseline with one or several finished, passing runs of the same code.
 #
 #   ci/refresh_baseline.sh results/nightly-20261130T020000Z
+#   ci/refresh_baseline.sh results/nightly-a results/nightly-b results/nightly-c
 #
-# Copies only what `rushhour compare` reads (requests, scenario, server metrics, events) plus
-# the summary for reviewers, after checking that the run itself passes. Commit the result.
+# One run is copied into the baseline directory itself (the layout older baselines have);
+# several go to run-1, run-2, ... inside it, and `rushhour compare` then measures run-to-run
+# noise from them. Copies only what `rushhour compare` reads (requests, schedule, scenario,
+# server metrics, events) plus the summary for reviewers, after checking that each run passes.
+# Commit the result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-RUN=${1:?usage: ci/refresh_baseline.sh RESULTS_DIR}
+[ $# -ge 1 ] || { echo "usage: ci/refresh_baseline.sh RESULTS_DIR [RESULTS_DIR...]" >&2; exit 2; }
 BASELINE=${NIGHTLY_BASELINE:-ci/baselines/nightly}
 RUSHHOUR=${RUSHHOUR:-rushhour}
+FILES="requests.parquet schedule.parquet scenario.yaml server_metrics.parquet events.jsonl summary.json"
 
-if ! $RUSHHOUR report "$RUN"; then
-    echo "refresh: $RUN does not pass on its own; a failing run is not a baseline" >&2
-    exit 1
-fi
-mkdir -p "$BASELINE"
-for name in requests.parquet scenario.yaml server_metrics.parquet events.jsonl summary.json; do
-    if [ -f "$RUN/$name" ]; then cp "$RUN/$name" "$BASELINE/"; fi
+for run in "$@"; do
+    if ! $RUSHHOUR report "$run"; then
+        echo "refresh: $run does not pass on its own; a failing run is not a baseline" >&2
+        exit 1
+    fi
 done
-echo "refresh: baseline in $BASELINE now comes from $RUN; review and commit it"
+
+copy_run() {
+    mkdir -p "$2"
+    for name in $FILES; do
+        if [ -f "$1/$name" ]; then cp "$1/$name" "$2/"; fi
+    done
+}
+
+mkdir -p "$BASELINE"
+for name in $FILES; do rm -f "$BASELINE/$name"; done
+rm -rf "$BASELINE"/run-*
+if [ $# -eq 1 ]; then
+    copy_run "$1" "$BASELINE"
+else
+    index=1
+    for run in "$@"; do
+        copy_run "$run" "$BASELINE/run-$index"
+        index=$((index + 1))
+    done
+fi
+echo "refresh: baseline in $BASELINE now comes from $*; review and commit it"

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["attempted", "attempt_values", "fill_missing_ends", "good", "latest_end_s", "not_sent"]
+__all__ = ["attempt_values", "attempted", "fill_missing_ends", "good", "latest_end_s", "not_sent"]
 
 
 def attempted(requests: pd.DataFrame) -> np.ndarray:

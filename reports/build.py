@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from reports.baselines import load_baselines
 from reports.compare import compare_loaded
 from reports.faults import fault_windows
 from reports.figures import all_charts
@@ -17,16 +19,17 @@ from reports.summary import summarise
 EXIT_CODES = {"pass": 0, "fail": 1, "invalid": 3}
 
 
-def build_reports(results_dir: Path, *, baseline: Path | None = None) -> dict[str, Any]:
+def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None = None) -> dict[str, Any]:
     """Read the results, write summary.json, report.html, report.md, junit.xml; return the summary.
 
-    Raises reports.results.ResultsError when a required file is missing or malformed.
+    `baseline` is one run, a directory of runs, or several (reports.baselines). Raises
+    reports.results.ResultsError when a required file is missing or malformed.
     """
     root = Path(results_dir)
     run = load_run(root)
     summary = summarise(run)
     if baseline is not None:
-        summary["comparison"] = compare_loaded(load_run(Path(baseline)), run).as_dict()
+        summary["comparison"] = compare_loaded(load_baselines(baseline), run).as_dict()
     charts = all_charts(run, fault_windows(run.events, run.duration_s))
     (root / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2) + "\n")
     write_reports(root, summary, charts)

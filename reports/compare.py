@@ -1,43 +1,47 @@
 """Baseline comparison: is the current run's P99 really worse, or is it noise?
 
-A regression needs both a material change (at least `min_relative_change`, 10% by default) and
-evidence: the 95% bootstrap interval of the P99 difference must lie above zero. The bootstrap
-draws the resampled P99 directly (the r-th of n resampled values is the empirical quantile at a
-Beta(r, n-r+1) uniform order statistic), so it costs O(draws), not O(draws x n), even at a
-million requests. A one-sided Mann-Whitney test is reported beside it for the whole distribution.
+The regression gate (`rushhour compare`, the nightly job, `rushhour report --baseline`). When
+every run replayed the same schedule (a same-seed rerun), the comparison is paired request by
+request; otherwise each run is resampled on its own. The population, statistics and noise model
+are in reports.gate, the decision and its explanation in reports.decision; this module pairs the
+runs, decides per group and builds the side-by-side table.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
+from reports.attempts import attempt_values
+from reports.baselines import ScheduleMismatch, load_baselines, schedule_difference
 from reports.costing import compute_cost
+from reports.decision import GateDecision, GroupVerdict, explain
+from reports.gate import DEFAULT_POPULATION, GatePopulation, tail
+from reports.judge import group_confidence, judge_groups, verdict_reason
 from reports.results import ResultsError, RunData, load_run
-from reports.stats import nearest_rank
+from reports.stats import min_samples
+from reports.window import schedule_window
+
+__all__ = ["Comparison", "compare_loaded", "compare_runs", "explain_comparison"]
 
 MIN_RELATIVE_CHANGE = 0.10
-BOOTSTRAP_DRAWS = 4000
-MANN_WHITNEY_MAX = 100_000
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """The regression verdict and the side-by-side table."""
+    """The regression verdict, the gate's decision and the side-by-side table."""
 
     verdict: str
     reason: str
     rows: list[dict[str, Any]]
-    p99_diff_ms: float
-    p99_diff_ci_ms: tuple[float, float]
-    relative_change: float
-    mann_whitney_p: float | None
+    decision: GateDecision
     min_relative_change: float
     baseline_dir: str
+    baseline_dirs: list[str]
     current_dir: str
     notes: list[str] = field(default_factory=list)
 
@@ -49,76 +53,82 @@ class Comparison:
         return asdict(self)
 
 
-def compare_runs(baseline_dir: Path, current_dir: Path, *,
-                 min_relative_change: float = MIN_RELATIVE_CHANGE, seed: int = 0) -> Comparison:
-    """Compare two results directories; raises ResultsError when either cannot be read."""
-    return compare_loaded(load_run(Path(baseline_dir)), load_run(Path(current_dir)),
-                          min_relative_change=min_relative_change, seed=seed)
+def compare_runs(baseline: Path | Sequence[Path], current_dir: Path, *,
+                 min_relative_change: float = MIN_RELATIVE_CHANGE, paired: bool | None = None,
+                 population: GatePopulation = DEFAULT_POPULATION, seed: int = 0) -> Comparison:
+    """Compare a baseline (one run, a directory of runs, or several) with the current run.
+
+    paired: None pairs when every schedule matches, True insists (ScheduleMismatch otherwise),
+    False never pairs. Raises ResultsError (ScheduleMismatch is one) on unusable input.
+    """
+    return compare_loaded(load_baselines(baseline), load_run(Path(current_dir)),
+                          min_relative_change=min_relative_change, paired=paired,
+                          population=population, seed=seed)
 
 
-def compare_loaded(baseline: RunData, current: RunData, *,
-                   min_relative_change: float = MIN_RELATIVE_CHANGE, seed: int = 0) -> Comparison:
+def compare_loaded(baseline: RunData | Sequence[RunData], current: RunData, *,
+                   min_relative_change: float = MIN_RELATIVE_CHANGE, paired: bool | None = None,
+                   population: GatePopulation = DEFAULT_POPULATION, seed: int = 0) -> Comparison:
     """compare_runs for runs already in memory (build_reports has the current one loaded)."""
-    base, cur = _sorted_ok_latency(baseline), _sorted_ok_latency(current)
-    rng = np.random.default_rng(seed)
-    diffs = _bootstrap_p99(cur, rng) - _bootstrap_p99(base, rng)
-    low, high = (float(v) for v in np.quantile(diffs, [0.025, 0.975]))
-    p99_base, p99_cur = _p(base, 99), _p(cur, 99)
-    relative = (p99_cur - p99_base) / p99_base if p99_base > 0 else float("inf")
-    regression = relative >= min_relative_change and low > 0
-    reason = (f"P99 {p99_base:.1f} -> {p99_cur:.1f} ms ({100 * relative:+.1f}%, "
-              f"95% CI of the difference [{low:.1f}, {high:.1f}] ms): "
-              + ("a regression beyond noise." if regression else _why_not(relative, low, min_relative_change)))
+    baselines = [baseline] if isinstance(baseline, RunData) else list(baseline)
+    is_paired, pairing = _pairing(baselines, current, paired)
+    groups = judge_groups(baselines, current, paired=is_paired, population=population,
+                          min_change=min_relative_change, rng=np.random.default_rng(seed))
+    judged = [g for g in groups if g.skipped is None]
+    if not judged:
+        raise ResultsError(f"No group of the gate population ({population.describe()}) has the "
+                           f"{min_samples(population.percentile)} attempted requests a "
+                           f"P{population.percentile:g} needs in both runs.")
+    regressed = any(g.regression for g in judged)
+    decision = GateDecision(
+        verdict="regression" if regressed else "no_regression",
+        reason=verdict_reason(judged, population.percentile, regressed), paired=is_paired,
+        pairing=pairing, population=population.describe(), percentile=population.percentile,
+        confidence=group_confidence(len(judged)), min_relative_change=min_relative_change,
+        baseline_runs=[str(run.root) for run in baselines], current_run=str(current.root), groups=groups,
+    )
     return Comparison(
-        verdict="regression" if regression else "no_regression", reason=reason,
-        rows=_rows(baseline, current, base, cur), p99_diff_ms=p99_cur - p99_base,
-        p99_diff_ci_ms=(low, high), relative_change=relative,
-        mann_whitney_p=_mann_whitney(cur, base, rng), min_relative_change=min_relative_change,
-        baseline_dir=str(baseline.root), current_dir=str(current.root),
-        notes=_notes(baseline, current),
+        verdict=decision.verdict, reason=decision.reason,
+        rows=_rows(baselines, current, groups, population.percentile), decision=decision, min_relative_change=min_relative_change,
+        baseline_dir=str(baselines[0].root), baseline_dirs=decision.baseline_runs,
+        current_dir=str(current.root), notes=_notes(baselines[0], current),
     )
 
 
-def _why_not(relative: float, low: float, minimum: float) -> str:
-    if relative < minimum:
-        return f"below the {100 * minimum:.0f}% minimum change, no regression."
-    return "the interval includes zero, so the change is within noise; no regression."
+def explain_comparison(comparison: Comparison | dict[str, Any]) -> str:
+    """What `rushhour compare` prints: the side-by-side table, notes, then why it decided."""
+    c = comparison.as_dict() if isinstance(comparison, Comparison) else comparison
+    lines = [f"{'metric':<30}{'baseline':>14}{'current':>14}{'change':>10}"]
+    lines += [f"{row['metric']:<30}{_sig(row['baseline']):>14}{_sig(row['current']):>14}"
+              f"{_change(row['change']):>10}" for row in c["rows"]]
+    lines += [f"note: {note}" for note in c["notes"]]
+    lines.append(explain(c["decision"]))
+    return "\n".join(lines)
 
 
-def _sorted_ok_latency(run: RunData) -> np.ndarray:
-    latency = run.requests["latency_ms"].to_numpy()[run.requests["ok"].to_numpy()]
-    latency = np.sort(latency[~np.isnan(latency)])
-    if latency.size == 0:
-        raise ResultsError(f'"{run.root / "requests.parquet"}" has no ok request with a latency to compare.')
-    return latency
+def _pairing(baselines: list[RunData], current: RunData, paired: bool | None) -> tuple[bool, str]:
+    if paired is False:
+        return False, "an unpaired comparison was asked for"
+    difference = next(filter(None, (schedule_difference(baselines[0], run)
+                                    for run in [*baselines[1:], current])), None)
+    if difference is None:
+        return True, (f"every run replayed the same schedule of {len(current.requests):,} requests, "
+                      "so each request is compared with itself")
+    if paired:
+        raise ScheduleMismatch(f"A paired comparison needs runs that replayed the same schedule, but {difference} "
+                               "Rerun with the baseline's seed and traffic model, or compare unpaired.")
+    return False, f"the schedules differ, so each run is resampled on its own: {difference}"
 
 
-def _p(ordered: np.ndarray, percentile: float) -> float:
-    return float(ordered[nearest_rank(percentile, ordered.size) - 1])
-
-
-def _bootstrap_p99(ordered: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """P99 of BOOTSTRAP_DRAWS resamples, drawn via the Beta law of the r-th order statistic."""
-    n = ordered.size
-    rank = nearest_rank(99.0, n)
-    uniform = rng.beta(rank, n - rank + 1, BOOTSTRAP_DRAWS)
-    index = np.clip(np.ceil(uniform * n).astype(np.int64), 1, n) - 1
-    return ordered[index]
-
-
-def _mann_whitney(current: np.ndarray, baseline: np.ndarray, rng: np.random.Generator) -> float | None:
-    """One-sided p-value that current latencies tend to exceed baseline ones (subsampled)."""
-    if current.size < 2 or baseline.size < 2:
-        return None
-    sample = [x if x.size <= MANN_WHITNEY_MAX else rng.choice(x, MANN_WHITNEY_MAX, replace=False)
-              for x in (current, baseline)]
-    return float(mannwhitneyu(sample[0], sample[1], alternative="greater", method="asymptotic").pvalue)
-
-
-def _rows(baseline: RunData, current: RunData, base: np.ndarray, cur: np.ndarray) -> list[dict[str, Any]]:
-    rows = [_row(f"P{p} latency (ms)", _p(base, p), _p(cur, p)) for p in (50, 95, 99)]
-    rows.append(_row("cost per 1k chars (USD)", _cost_per_1k(baseline), _cost_per_1k(current)))
-    rows.append(_row("ok share", float(baseline.requests["ok"].mean()), float(current.requests["ok"].mean())))
+def _rows(baselines: list[RunData], current: RunData, groups: list[GroupVerdict],
+          percentile: float) -> list[dict[str, Any]]:
+    base = np.concatenate([attempt_values(run.requests) for run in baselines])
+    cur = attempt_values(current.requests)
+    rows = [_row(f"P{p} latency, all attempts (ms)", tail(base, p), tail(cur, p)) for p in (50, 95, 99)]
+    rows += [_row(f"gate {g.group}: P{percentile:g} (ms)", g.p_baseline_ms, g.p_current_ms) for g in groups]
+    rows.append(_row("cost per 1k chars served (USD)", _cost_per_1k(baselines[0]), _cost_per_1k(current)))
+    ok_share = float(np.mean([run.requests["ok"].mean() for run in baselines]))
+    rows.append(_row("ok share", ok_share, float(current.requests["ok"].mean())))
     return rows
 
 
@@ -128,7 +138,18 @@ def _row(metric: str, baseline: float | None, current: float | None) -> dict[str
 
 
 def _cost_per_1k(run: RunData) -> float | None:
-    return compute_cost(run.requests, run.metrics, run.scenario.cost, [])["usd_per_1k_chars"]
+    return compute_cost(run.requests, run.metrics, run.scenario.cost, [],
+                        window=schedule_window(run))["usd_per_1k_chars"]
+
+
+def _sig(value: float | None) -> str:
+    from reports.render import format_sig
+
+    return format_sig(value)
+
+
+def _change(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:+.1f}%"
 
 
 def _notes(baseline: RunData, current: RunData) -> list[str]:

@@ -75,7 +75,7 @@ def request_counts(requests: pd.DataFrame) -> dict[str, int]:
     tried = attempted(requests)
     imputed = requests["end_imputed"].to_numpy() if "end_imputed" in requests else np.zeros(len(requests), bool)
     return {
-        "scheduled": int(len(requests)),
+        "scheduled": len(requests),
         "sent": int(requests["sent_s"].notna().sum()),
         "attempted": int(tried.sum()),
         "not_sent": int((~tried).sum()),

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports.cost import CostModel
 from reports import build_reports
+from reports.cost import CostModel
 from reports.costing import compute_cost, node_intervals, node_seconds
 from reports.results import load_run
 from reports.summary import summarise
