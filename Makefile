@@ -6,10 +6,17 @@ STAMP  := $(VENV)/.rushhour-installed
 
 .PHONY: install drill test bench clean redis-server
 
+INSTALL_LOG := $(VENV)/install.log
+
+# Quiet unless it fails: pip's and setuptools' chatter goes to $(INSTALL_LOG), and a failure
+# prints its end and what to do.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	@echo "rushhour: installing into $(VENV) (log: $(INSTALL_LOG)) ..."
+	@{ $(PY) -m pip install --upgrade pip && $(PY) -m pip install -e '.[test]'; } > $(INSTALL_LOG) 2>&1 || { \
+		tail -n 30 $(INSTALL_LOG); \
+		echo "rushhour: the install failed; the whole log is $(INSTALL_LOG). It needs Python 3.11+ and the package index."; \
+		exit 1; }
 	@touch $(STAMP)
 
 install: $(STAMP)
