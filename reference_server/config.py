@@ -149,6 +149,7 @@ class JobsConfig(_Strict):
     reserve_per_rank: float = Field(0.25, ge=0, lt=1, description="share of max_active each lower priority rank may not use")
     max_running: int = Field(16, ge=1, description="jobs and streams translating at once; the rest are queued")
     concurrency: int = Field(8, ge=1, description="segments of one job in flight at once")
+    max_bytes: int = Field(64 * 2**20, ge=2**20, description="memory the kept jobs may hold (texts, segments, translations); the oldest finished are evicted")
 
 
 class ServerConfig(_Strict):

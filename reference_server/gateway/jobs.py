@@ -32,7 +32,6 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 RETRY_STATUSES = frozenset({429, 503, 504})
 MAX_ATTEMPTS = 6
 MAX_RETRY_SLEEP_S = 5.0
-DEFAULT_MAX_BYTES = 64 * 2**20
 SEGMENT_OVERHEAD_BYTES = 400  # a result dict, its keys and two list slots, roughly
 
 Translate = Callable[[TranslateRequest], Awaitable[TranslateResponse]]
@@ -114,10 +113,10 @@ class Job:
 class JobManager:
     def __init__(
         self, config: JobsConfig, *, translate: Translate, segment_chars: int, check: Callable[[TranslateRequest], object],
-        rank_of: Callable[[str], int] = lambda priority: 0, max_bytes: int = DEFAULT_MAX_BYTES,
+        rank_of: Callable[[str], int] = lambda priority: 0, max_bytes: int | None = None,
     ) -> None:
         self.config = config
-        self.max_bytes = max_bytes
+        self.max_bytes = config.max_bytes if max_bytes is None else max_bytes
         self.stored_bytes = 0  # of the jobs kept in `jobs`
         self._rank_of = rank_of
         self._translate = translate
