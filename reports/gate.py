@@ -23,10 +23,9 @@ from itertools import permutations
 import numpy as np
 import pandas as pd
 
-from reports.attempts import attempt_values
 from reports.stats import nearest_rank, percentile_of
 
-__all__ = ["DEFAULT_POPULATION", "GatePopulation", "group_latency", "noise_band", "paired_interval",
+__all__ = ["DEFAULT_POPULATION", "GatePopulation", "noise_band", "paired_interval",
            "parse_population", "tail", "unpaired_interval"]
 
 BOOTSTRAP_DRAWS = 2000
@@ -178,7 +177,3 @@ def noise_band(baselines: list[np.ndarray], percentile: float, paired: bool) -> 
             ratios.append(top_a / max(top_b, 1e-9))
     return max(1.0, max(ratios)) if ratios else None
 
-
-def group_latency(requests: pd.DataFrame, mask: np.ndarray) -> np.ndarray:
-    """Latencies of the group's rows, NaN where a row was not attempted (keeps row alignment)."""
-    return attempt_values(requests)[mask]
