@@ -23,6 +23,7 @@ from itertools import permutations
 import numpy as np
 import pandas as pd
 
+from reports.results import ResultsError
 from reports.stats import nearest_rank, percentile_of
 
 __all__ = ["DEFAULT_POPULATION", "GatePopulation", "noise_band", "paired_interval",
@@ -38,8 +39,8 @@ class GatePopulation:
     """Which requests the gate compares, and how they are grouped.
 
     kinds: only these request kinds (None: every kind); exclude_kinds: never these;
-    split_by: a requests column giving one group per value (None: one group);
-    percentile: the tail the gate watches.
+    priorities: only these priorities (None: every one); split_by: a requests column giving one
+    group per value (None: one group); percentile: the tail the gate watches.
     """
 
     kinds: tuple[str, ...] | None = None
@@ -49,7 +50,7 @@ class GatePopulation:
     priorities: tuple[str, ...] | None = None
 
     def describe(self) -> str:
-        """One line, e.g. "P99 of kind not document, one group per priority"."""
+        """One line, e.g. "P99 of attempted requests (kind not document), one group per priority"."""
         parts = []
         if self.kinds:
             parts.append("kind " + "/".join(self.kinds))
@@ -73,6 +74,8 @@ class GatePopulation:
             mask &= np.isin(requests["priority"].to_numpy(), self.priorities)
         if self.split_by is None:
             return {"all": mask}
+        if self.split_by not in requests.columns:
+            raise ResultsError(f'The gate groups requests by "{self.split_by}", a column requests.parquet does not have.')
         labels = requests[self.split_by].astype(str).to_numpy()
         return {str(name) or "(none)": mask & (labels == name) for name in sorted(pd.unique(labels[mask]))}
 

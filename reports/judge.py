@@ -40,10 +40,12 @@ def group_confidence(judged: int) -> float:
 def judge_groups(baselines: list[RunData], current: RunData, *, paired: bool, population: GatePopulation,
                  min_change: float, rng: np.random.Generator) -> list[GroupVerdict]:
     """One GroupVerdict per group found in any run, in name order."""
-    masks = [population.groups(run.requests) for run in [current, *baselines]]
-    names = sorted(set().union(*masks))
     runs = [current, *baselines]
-    sides = {name: [_side(run, groups, name) for run, groups in zip(runs, masks)] for name in names}
+    masks = [population.groups(run.requests) for run in runs]
+    names = sorted(set().union(*masks))
+    latencies = [(attempt_values(run.requests), run.requests["ok"].to_numpy()) for run in runs]
+    sides = {name: [_side(*values, groups.get(name)) for values, groups in zip(latencies, masks)]
+             for name in names}
     compared = {name: _compared(sides[name][0], sides[name][1:], paired) for name in names}
     needed = min_samples(population.percentile)
     judged = sum(1 for cur, ref in compared.values() if min(cur.size, ref.size) >= needed)
@@ -53,11 +55,10 @@ def judge_groups(baselines: list[RunData], current: RunData, *, paired: bool, po
                      needed=needed, rng=rng) for name in names]
 
 
-def _side(run: RunData, groups: dict[str, np.ndarray], name: str) -> _Side:
-    mask = groups.get(name, np.zeros(len(run.requests), dtype=bool))
-    latency = attempt_values(run.requests)[mask]
-    failed = int((~np.isnan(latency) & ~run.requests["ok"].to_numpy()[mask]).sum())
-    return _Side(latency, failed)
+def _side(latency: np.ndarray, ok: np.ndarray, mask: np.ndarray | None) -> _Side:
+    """A run's share of one group (empty when the run has no request in it)."""
+    mask = np.zeros(latency.size, dtype=bool) if mask is None else mask
+    return _Side(latency[mask], int((~np.isnan(latency[mask]) & ~ok[mask]).sum()))
 
 
 def _compared(cur: _Side, base: list[_Side], paired: bool) -> tuple[np.ndarray, np.ndarray]:

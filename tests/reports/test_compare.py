@@ -170,3 +170,5 @@ def test_gate_population_from_cli_text() -> None:
         parse_population("colour=red")
     with pytest.raises(ValueError, match='percentile "150"'):
         parse_population("p=150")
+    with pytest.raises(ResultsError, match='groups requests by "colour"'):
+        GatePopulation(split_by="colour").groups(requests_frame([0.0], [1.0], kind="short"))
