@@ -12,6 +12,7 @@ from reports.baselines import load_baselines
 from reports.compare import compare_loaded
 from reports.faults import fault_windows
 from reports.figures import all_charts
+from reports.gate import DEFAULT_POPULATION, GatePopulation
 from reports.render import write_reports
 from reports.results import load_run
 from reports.summary import summarise
@@ -19,17 +20,20 @@ from reports.summary import summarise
 EXIT_CODES = {"pass": 0, "fail": 1, "invalid": 3}
 
 
-def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None = None) -> dict[str, Any]:
+def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None = None,
+                  paired: bool | None = None, population: GatePopulation = DEFAULT_POPULATION) -> dict[str, Any]:
     """Read the results, write summary.json, report.html, report.md, junit.xml; return the summary.
 
-    `baseline` is one run, a directory of runs, or several (reports.baselines). Raises
-    reports.results.ResultsError when a required file is missing or malformed.
+    `baseline` is one run, a directory of runs, or several (reports.baselines); `paired` and
+    `population` are passed to the gate (reports.compare). Raises reports.results.ResultsError
+    when a required file is missing or malformed, or a paired comparison meets another schedule.
     """
     root = Path(results_dir)
     run = load_run(root)
     summary = summarise(run)
     if baseline is not None:
-        summary["comparison"] = compare_loaded(load_baselines(baseline), run).as_dict()
+        summary["comparison"] = compare_loaded(load_baselines(baseline), run, paired=paired,
+                                               population=population).as_dict()
     charts = all_charts(run, fault_windows(run.events, run.duration_s))
     (root / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2) + "\n")
     write_reports(root, summary, charts)
