@@ -1,6 +1,6 @@
 """rushhour reports: results directory -> SLO verdicts, fault impact, cost, HTML/JSON/JUnit/Markdown.
 
-`build_reports` is imported lazily so that `from reports.slo import SloSpec` (the scenario
+`build_reports` is imported lazily so that `from reports.schema import SloSpec` (the scenario
 loader's import) does not pull in matplotlib.
 """
 

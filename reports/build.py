@@ -11,7 +11,7 @@ from typing import Any
 from reports.baselines import load_baselines
 from reports.compare import compare_loaded
 from reports.faults import fault_windows
-from reports.figures import all_charts
+from reports.charts import all_charts
 from reports.gate import DEFAULT_POPULATION, GatePopulation
 from reports.render import write_reports
 from reports.results import load_run

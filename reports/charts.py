@@ -1,134 +1,106 @@
-"""Rendering the charts: matplotlib (Agg) figures turned into base64 PNGs for a one-file report.
+"""Which charts the report shows, each fed from the aggregations in timeseries.py.
 
-Each chart function takes aggregated frames, never raw requests, so charts stay cheap and the
-aggregation can be tested without drawing anything.
+A chart whose data is missing still appears, as a note naming the missing file, so a reader
+never wonders whether a chart was forgotten or its data was absent.
 """
 
 from __future__ import annotations
 
-import base64
-import io
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (backend must be chosen first)
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+from reports.attempts import attempt_values
+from reports.plotting import Chart, cdf_chart, length_chart, missing_chart, time_chart, twin_chart
+from reports.cost import cost_rate
+from reports.faults import FaultWindow
+from reports.results import RunData
+from reports.schema import SloSpec
+from reports.timeseries import cache_hit_ratio, latency_by_length, pool_series, request_series
 
-from reports.faults import FaultWindow  # noqa: E402
-
-FIGSIZE = (9.0, 3.2)
-DPI = 90
-CDF_POINTS = 2000
+NO_METRICS = "server_metrics.parquet is missing or empty, so this chart cannot be drawn."
 
 
-@dataclass(frozen=True)
-class Chart:
-    """A titled chart: a base64 PNG, or None with a note saying why it could not be drawn."""
-
-    key: str
-    title: str
-    png_base64: str | None
-    note: str = ""
-
-
-def encode(figure: Figure) -> str:
-    """PNG bytes of `figure` as base64 text, and the figure closed (pyplot keeps them otherwise)."""
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
-    plt.close(figure)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+def all_charts(run: RunData, faults: Sequence[FaultWindow]) -> list[Chart]:
+    """Every chart of the report, in reading order."""
+    series = request_series(run.requests, run.duration_s)
+    return [
+        *request_charts(series, faults, run.scenario.slos),
+        *latency_charts(run.requests),
+        *server_charts(run, faults),
+    ]
 
 
-def shade_faults(axes: Axes, faults: Sequence[FaultWindow]) -> None:
-    """Grey band and a label over every fault window, so cause sits next to effect."""
-    for fault in faults:
-        axes.axvspan(fault.start_s, fault.end_s, color="tab:red", alpha=0.12, lw=0)
-        axes.annotate(fault.name, xy=(fault.start_s, 1.0), xycoords=("data", "axes fraction"),
-                      xytext=(2, -10), textcoords="offset points", fontsize=7, color="tab:red")
+def latency_charts(requests: pd.DataFrame) -> list[Chart]:
+    """The latency distribution charts, or notes when no request was attempted."""
+    corrected, uncorrected = attempt_values(requests, "latency_ms"), attempt_values(requests, "service_ms")
+    if np.isnan(corrected).all():
+        note = "No request was attempted, so there is no latency distribution to draw."
+        return [missing_chart("latency_cdf", "Latency CDF: corrected vs uncorrected", note),
+                missing_chart("latency_by_length", "Latency by text length", note)]
+    return [cdf_chart(corrected, uncorrected), length_chart(latency_by_length(requests))]
 
 
-def time_chart(key: str, title: str, ylabel: str, x: np.ndarray, lines: dict[str, np.ndarray],
-               faults: Sequence[FaultWindow], *, hline: tuple[float, str] | None = None,
-               step: bool = False) -> Chart:
-    """A time chart of several lines sharing an x axis, fault windows shaded and labelled."""
-    figure, axes = plt.subplots(figsize=FIGSIZE)
-    for label, y in lines.items():
-        if step:
-            axes.step(x, y, where="post", label=label, lw=1.2)
-        else:
-            axes.plot(x, y, label=label, lw=1.2)
-    if hline is not None:
-        axes.axhline(hline[0], color="black", ls="--", lw=0.8, label=hline[1])
-    shade_faults(axes, faults)
-    axes.set_xlabel("run time (s)")
-    axes.set_ylabel(ylabel)
-    axes.grid(alpha=0.3)
-    axes.legend(fontsize=7, loc="upper right")
-    return Chart(key, title, encode(figure))
+def request_charts(series: pd.DataFrame, faults: Sequence[FaultWindow],
+                   slos: list[SloSpec]) -> list[Chart]:
+    """Charts built from requests.parquet alone: rates, latency over time, errors, degrades."""
+    x = series["t_s"].to_numpy()
+    threshold = next((s for s in slos if s.kind == "latency" and s.priority is None
+                      and s.mode is None and s.phase is None), None)
+    hline = (float(threshold.threshold_ms or 0), f"SLO {threshold.name}") if threshold else None
+    return [
+        time_chart("rates", "Offered vs achieved vs shed rate", "requests/s", x,
+                   {key: series[f"{key}_rps"].to_numpy() for key in ("offered", "achieved", "shed")},
+                   faults),
+        time_chart("latency_over_time", "P50 / P95 / P99 latency over time", "latency (ms)", x,
+                   {p.upper(): series[f"{p}_ms"].to_numpy() for p in ("p50", "p95", "p99")},
+                   faults, hline=hline),
+        time_chart("errors_sheds", "Errors and sheds over time", "requests/s", x,
+                   {"errors (not shed)": series["error_rps"].to_numpy(),
+                    "shed (429/503)": series["shed_rps"].to_numpy()}, faults),
+        time_chart("error_degrade_rates", "Error and degrade rates", "share", x,
+                   {"error rate (of offered)": series["error_rate"].to_numpy(),
+                    "degrade rate (of ok)": series["degrade_rate"].to_numpy()}, faults),
+    ]
 
 
-def missing_chart(key: str, title: str, note: str) -> Chart:
-    """A placeholder entry: the report still lists the chart and says what data was absent."""
-    return Chart(key, title, None, note)
+def server_charts(run: RunData, faults: Sequence[FaultWindow]) -> list[Chart]:
+    """Charts built from server_metrics.parquet; placeholders when it is absent."""
+    titles = {"queue_batch": "Queue depth and batch size", "nodes_breakers": "Nodes per pool and breakers open",
+              "cache_hit_ratio": "Cache hit ratio", "cost_rate": "Cost rate"}
+    metrics = run.metrics
+    if metrics is None:
+        return [missing_chart(key, title, NO_METRICS) for key, title in titles.items()]
+    queue = pool_series(metrics, "queue_depth")
+    charts = [
+        _twin_or_note("queue_batch", titles["queue_batch"], queue, "queue depth",
+                      pool_series(metrics, "batch_size_mean"), "batch size", faults),
+        _twin_or_note("nodes_breakers", titles["nodes_breakers"], pool_series(metrics, "nodes_alive"),
+                      "nodes alive", pool_series(metrics, "breakers_open"), "breakers open", faults),
+    ]
+    ratio = cache_hit_ratio(metrics)
+    charts.append(time_chart("cache_hit_ratio", titles["cache_hit_ratio"], "hits / lookups",
+                             ratio.index.to_numpy(float), {"cache hit ratio": ratio.to_numpy(float)}, faults)
+                  if ratio.notna().any() else
+                  missing_chart("cache_hit_ratio", titles["cache_hit_ratio"], "No cache counters were scraped."))
+    charts.append(_cost_chart(run, faults, titles["cost_rate"]))
+    return charts
 
 
-def cdf_chart(corrected: np.ndarray, uncorrected: np.ndarray) -> Chart:
-    """Latency CDF from the intended send time vs from the actual send time (log x axis)."""
-    figure, axes = plt.subplots(figsize=FIGSIZE)
-    probabilities = np.linspace(0.0, 1.0, CDF_POINTS)
-    for label, values in (("corrected (from intended send)", corrected),
-                          ("uncorrected (from actual send)", uncorrected)):
-        clean = values[~np.isnan(values)]
-        if clean.size:
-            axes.plot(np.quantile(clean, probabilities, method="inverted_cdf"), probabilities,
-                      label=f"{label}, n={clean.size}", lw=1.2)
-    axes.set_xscale("log")
-    axes.set_xlabel("latency (ms, log)")
-    axes.set_ylabel("share of attempted requests")
-    axes.grid(alpha=0.3, which="both")
-    axes.legend(fontsize=7, loc="lower right")
-    return Chart("latency_cdf", "Latency CDF: corrected vs uncorrected", encode(figure))
+def _twin_or_note(key: str, title: str, left: pd.DataFrame, left_label: str, right: pd.DataFrame,
+                  right_label: str, faults: Sequence[FaultWindow]) -> Chart:
+    if left.empty:
+        return missing_chart(key, title, f"server_metrics.parquet has no {left_label} column.")
+    right = right.reindex(left.index) if not right.empty else right
+    return twin_chart(key, title, left.index.to_numpy(float), left, left_label, right, right_label, faults)
 
 
-def length_chart(buckets: pd.DataFrame) -> Chart:
-    """Grouped bars of P50/P95/P99 latency per text-length bucket, sample counts on the axis."""
-    figure, axes = plt.subplots(figsize=FIGSIZE)
-    positions = np.arange(len(buckets))
-    for offset, column in zip((-0.27, 0.0, 0.27), ("p50_ms", "p95_ms", "p99_ms")):
-        axes.bar(positions + offset, buckets[column].fillna(0), width=0.27,
-                 label=column.removesuffix("_ms").upper())
-    axes.set_xticks(positions, [f"{b}\nn={n}" for b, n in zip(buckets["bucket"], buckets["samples"])],
-                    fontsize=7)
-    axes.set_xlabel("text length (characters)")
-    axes.set_ylabel("latency (ms)")
-    axes.grid(alpha=0.3, axis="y")
-    axes.legend(fontsize=7)
-    return Chart("latency_by_length", "Latency by text length", encode(figure))
+def _cost_chart(run: RunData, faults: Sequence[FaultWindow], title: str) -> Chart:
+    model, metrics = run.scenario.cost, run.metrics
+    if model is None or metrics is None or "nodes_alive" not in metrics.columns:
+        return missing_chart("cost_rate", title, "Cost unknown: no cost model or no nodes_alive metric.")
+    rate = cost_rate(metrics, model)
+    return time_chart("cost_rate", title, "USD per hour", rate["t_s"].to_numpy(),
+                      {"cost rate": rate["usd_per_hour"].to_numpy()}, faults, step=True)
 
-
-def twin_chart(key: str, title: str, x: np.ndarray, left: pd.DataFrame, left_label: str,
-               right: pd.DataFrame, right_label: str, faults: Sequence[FaultWindow]) -> Chart:
-    """Per-pool gauges on two y axes (e.g. queue depth left, batch size right)."""
-    figure, axes = plt.subplots(figsize=FIGSIZE)
-    other = axes.twinx()
-    for index, pool in enumerate(left.columns):
-        axes.step(x, left[pool].to_numpy(), where="post", lw=1.2, color=f"C{index}",
-                  label=f"{left_label} {pool}")
-    for index, pool in enumerate(right.columns, start=len(left.columns)):
-        other.plot(x, right[pool].to_numpy(), lw=1.0, ls=":", color=f"C{index}",
-                   label=f"{right_label} {pool}")
-    shade_faults(axes, faults)
-    axes.set_xlabel("run time (s)")
-    axes.set_ylabel(left_label)
-    other.set_ylabel(right_label)
-    axes.grid(alpha=0.3)
-    handles = axes.get_legend_handles_labels()
-    extra = other.get_legend_handles_labels()
-    axes.legend(handles[0] + extra[0], handles[1] + extra[1], fontsize=7, loc="upper right")
-    return Chart(key, title, encode(figure))

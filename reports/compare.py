@@ -18,7 +18,7 @@ import numpy as np
 
 from reports.attempts import attempt_values
 from reports.baselines import ScheduleMismatch, load_baselines, schedule_difference
-from reports.costing import compute_cost
+from reports.cost import compute_cost
 from reports.decision import GateDecision, GroupVerdict, explain
 from reports.gate import DEFAULT_POPULATION, GatePopulation, tail
 from reports.judge import group_confidence, judge_groups, verdict_reason

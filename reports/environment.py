@@ -13,7 +13,7 @@ import pandas as pd
 ENV_ORDER = ("cpu_model", "cpu_cores", "gpu", "memory_gb", "os", "python", "packages", "git_commit")
 
 
-def environment(run_start: dict[str, Any] | None, metrics: pd.DataFrame | None,
+def describe_environment(run_start: dict[str, Any] | None, metrics: pd.DataFrame | None,
                 seed: int | None) -> dict[str, Any]:
     """A flat, ordered description of the run's environment; absent facts say "unknown"."""
     env = dict((run_start or {}).get("env") or {})

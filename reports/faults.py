@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from reports.attempts import attempt_values, attempted, good
-from reports.slo import SloSpec
+from reports.schema import SloSpec
 from reports.stats import percentile_of
 
 RECOVERY_BIN_S = 1.0

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from reports.charts import Chart
+from reports.plotting import Chart
 
 DASH = "—"
 
@@ -72,7 +72,7 @@ def _ci(slo: dict[str, Any]) -> str:
     return f"{_pct(low)}, {_pct(high)}"
 
 
-def environment() -> Environment:
+def template_environment() -> Environment:
     """Jinja environment over reports/templates with the report's number filters."""
     env = Environment(loader=PackageLoader("reports", "templates"),
                       autoescape=select_autoescape(["html", "html.j2"]),
@@ -84,13 +84,13 @@ def environment() -> Environment:
 
 def render_html(summary: dict[str, Any], charts: Sequence[Chart]) -> str:
     """One self-contained HTML page: inline CSS, charts as data: URIs, no external assets."""
-    return environment().get_template("report.html.j2").render(s=_with_defaults(summary),
+    return template_environment().get_template("report.html.j2").render(s=_with_defaults(summary),
                                                                charts=charts)
 
 
 def render_markdown(summary: dict[str, Any]) -> str:
     """A short summary fit for a pull-request comment."""
-    return environment().get_template("report.md.j2").render(s=_with_defaults(summary))
+    return template_environment().get_template("report.md.j2").render(s=_with_defaults(summary))
 
 
 def _with_defaults(summary: dict[str, Any]) -> dict[str, Any]:

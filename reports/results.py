@@ -17,8 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from reports.attempts import fill_missing_ends, latest_end_s
-from reports.cost import CostModel
-from reports.slo import SloSpec
+from reports.schema import CostModel, SloSpec
 from traffic_models.clock import parse_clock_s, parse_duration
 from traffic_models.validation import format_validation_errors
 

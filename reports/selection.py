@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from reports.attempts import attempted, good
-from reports.slo import SloSpec
+from reports.schema import SloSpec
 
 
 def phase_labels(requests: pd.DataFrame, phase_events: list[dict[str, Any]]) -> pd.Series:

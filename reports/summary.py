@@ -8,13 +8,13 @@ import numpy as np
 import pandas as pd
 
 from reports.attempts import attempt_values, attempted
-from reports.costing import compute_cost
+from reports.cost import compute_cost
 from reports.documents import documents_section
-from reports.environment import environment
+from reports.environment import describe_environment
 from reports.faults import SHED_STATUSES, RecoveryLimits, fault_impact, fault_windows, journal_for
 from reports.results import RunData
 from reports.selection import phase_labels
-from reports.slo_eval import evaluate_slos
+from reports.slos import evaluate_slos
 from reports.stats import summary_percentiles
 from reports.window import schedule_window
 
@@ -45,7 +45,7 @@ def summarise(run: RunData) -> dict[str, Any]:
         "generator": generator_health(run),
         "phases": [{"name": e.get("name"), "start_s": e.get("start_s"), "end_s": e.get("end_s")}
                    for e in phase_events],
-        "environment": environment(next(iter(run.events_of("run_start")), None), run.metrics,
+        "environment": describe_environment(next(iter(run.events_of("run_start")), None), run.metrics,
                                    run.scenario.seed),
         "missing": list(run.missing),
         "aborted": [e.get("reason", "") for e in run.events_of("abort")],

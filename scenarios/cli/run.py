@@ -55,7 +55,7 @@ def prepare_variants(plan: DrillPlan, only: str | None) -> list[VariantRun]:
 
 def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path) -> int:
     """Each variant in turn into `top/<name>/`, then the comparison; 3 if any run was invalid."""
-    from reports.policies import write_comparison
+    from reports.variants import write_comparison
     from scenarios.run.drill import Drill
 
     done: list[tuple[str, Path]] = []

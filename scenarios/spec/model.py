@@ -15,8 +15,7 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from reports.cost import CostModel
-from reports.slo import SloSpec
+from reports.schema import CostModel, SloSpec
 from traffic_models.clock import parse_clock_s, parse_duration
 from traffic_models.validation import format_validation_errors
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from reports.faults import RecoveryLimits, fault_impact, fault_windows, recovery_time, steady_state
-from reports.slo import SloSpec
+from reports.schema import SloSpec
 from tests.reports.helpers import requests_frame
 
 LIMITS = RecoveryLimits(percentile=99, threshold_ms=100, max_error_rate=0.1)

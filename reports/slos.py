@@ -19,7 +19,7 @@ from scipy.stats import beta
 
 from reports.burn import burn_rates
 from reports.selection import phase_order, slo_scope, valid_and_bad
-from reports.slo import SloSpec
+from reports.schema import SloSpec
 from reports.stats import CONFIDENCE, nearest_rank, percentile_of
 
 

@@ -1,7 +1,10 @@
-"""The SLO schema a scenario file writes; scenarios/spec.py imports `SloSpec` from here.
+"""What a scenario file writes to configure its report: SLOs (`SloSpec`) and prices (`CostModel`).
 
-One flat model with a `kind` field keeps the YAML readable and lets the scenario loader call
-`SloSpec.model_validate(...)` directly; a validator checks that each kind has its own fields.
+The scenario loader (`scenarios.spec.model`) validates these sections with the models here; the
+verdicts and the dollars are computed in `reports.slos` and `reports.cost`.
+
+One flat SLO model with a `kind` field keeps the YAML readable; a validator checks that each
+kind has its own fields.
 """
 
 from __future__ import annotations
@@ -71,3 +74,27 @@ class SloSpec(BaseModel):
             text = f"<= {100 * float(self.max_share or 0):.1f}% degraded"
         scope = [v for v in (self.priority, self.mode, self.request_kind, self.phase) if v]
         return f"{text} ({', '.join(scope)})" if scope else text
+
+
+class PoolPrice(BaseModel):
+    """What one node of a pool costs per hour, and what kind of machine it is."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    usd_per_node_hour: float = Field(ge=0)
+    kind: Literal["gpu", "cpu"] = "gpu"
+
+
+class CostModel(BaseModel):
+    """Prices used to turn node-seconds into dollars; `source` and `date` say where they came from.
+
+    The report prints source and date beside every figure, because a price list without a date
+    is a guess that nobody can check later.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str = "unspecified"
+    date: str = "unspecified"
+    pools: dict[str, PoolPrice] = Field(default_factory=dict)
+    managed_api_usd_per_1k_chars: float | None = Field(default=None, ge=0)

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from reports.slo import SloSpec
-from reports.slo_eval import evaluate_slos
+from reports.schema import SloSpec
+from reports.slos import evaluate_slos
 from tests.reports.helpers import requests_frame
 
 

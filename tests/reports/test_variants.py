@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports.policies import cheapest_passing, comparison_dict, peak_phase, variant_row, write_comparison
+from reports.variants import cheapest_passing, comparison_dict, peak_phase, variant_row, write_comparison
 from reports.results import load_run
 from tests.reports.helpers import requests_frame, write_run
 
@@ -43,25 +43,25 @@ def _variant(root: Path, nodes: int, summary: dict[str, Any]) -> Path:
     return root
 
 
-def test_policies_peak_phase_is_the_busiest_per_second(tmp_path: Path) -> None:
+def test_variants_peak_phase_is_the_busiest_per_second(tmp_path: Path) -> None:
     root = _variant(tmp_path / "a", 1, _summary("pass", 1.0, 0.1))
     assert peak_phase(load_run(root)) == "promo"  # 4 requests in 2 s beats 8 in 8 s
 
 
-def test_policies_peak_phase_of_an_aborted_run_without_later_phase_events(tmp_path: Path) -> None:
+def test_variants_peak_phase_of_an_aborted_run_without_later_phase_events(tmp_path: Path) -> None:
     root = _variant(tmp_path / "a", 1, _summary("invalid", 1.0, 0.1))
     (root / "events.jsonl").write_text(json.dumps(PHASES[0] | {"wall": "2026-01-01T00:00:00Z"}) + "\n")
     assert peak_phase(load_run(root)) == "promo"  # 4 arrivals over 1.5 s of intended times
 
 
-def test_policies_row_has_peak_p99_and_node_hours(tmp_path: Path) -> None:
+def test_variants_row_has_peak_p99_and_node_hours(tmp_path: Path) -> None:
     row = variant_row("a", _variant(tmp_path / "a", 3, _summary("pass", 1.0, 0.1)))
     assert row["peak_phase"] == "promo" and row["p99_peak_ms"] == 500.0
     assert row["node_hours"] == pytest.approx({"quality": 30 / 3600, "fast": 10 / 3600})
     assert row["faults"][0]["recovery_s"] == 4.5 and row["verdict"] == "pass"
 
 
-def test_policies_cheapest_passing_skips_failed_and_invalid() -> None:
+def test_variants_cheapest_passing_skips_failed_and_invalid() -> None:
     rows = [{"name": "static-3", "verdict": "pass", "total_usd": 0.30, "usd_per_1k_chars": 0.03},
             {"name": "reactive", "verdict": "fail", "total_usd": 0.10, "usd_per_1k_chars": 0.01},
             {"name": "predictive", "verdict": "pass", "total_usd": 0.20, "usd_per_1k_chars": 0.02},
@@ -70,13 +70,13 @@ def test_policies_cheapest_passing_skips_failed_and_invalid() -> None:
     assert cheapest_passing([rows[1], rows[3]]) is None
 
 
-def test_policies_cost_tie_is_broken_by_cost_per_1k() -> None:
+def test_variants_cost_tie_is_broken_by_cost_per_1k() -> None:
     rows = [{"name": "a", "verdict": "pass", "total_usd": 0.2, "usd_per_1k_chars": 0.03},
             {"name": "b", "verdict": "pass", "total_usd": 0.2, "usd_per_1k_chars": 0.02}]
     assert cheapest_passing(rows) == "b"
 
 
-def test_policies_write_comparison_files(tmp_path: Path) -> None:
+def test_variants_write_comparison_files(tmp_path: Path) -> None:
     variants = [("static-3", _variant(tmp_path / "static-3", 3, _summary("pass", 0.30, 0.03))),
                 ("reactive", _variant(tmp_path / "reactive", 1, _summary("fail", 0.10, 0.01, p99_met=False))),
                 ("predictive", _variant(tmp_path / "predictive", 2, _summary("pass", 0.20, 0.02)))]
@@ -93,7 +93,7 @@ def test_policies_write_comparison_files(tmp_path: Path) -> None:
     assert '<a href="reactive/report.html">reactive</a>' in html and "cheapest variant" in html
 
 
-def test_policies_missing_results_make_an_invalid_row(tmp_path: Path) -> None:
+def test_variants_missing_results_make_an_invalid_row(tmp_path: Path) -> None:
     row = variant_row("gone", tmp_path / "gone")
     assert row["verdict"] == "invalid" and "no usable results" in row["verdict_reason"]
     assert comparison_dict(tmp_path, [row])["cheapest_passing"] is None

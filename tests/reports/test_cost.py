@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from reports import build_reports
-from reports.cost import CostModel
-from reports.costing import compute_cost, node_intervals, node_seconds
+from reports.schema import CostModel
+from reports.cost import compute_cost, node_intervals, node_seconds
 from reports.results import load_run
 from reports.summary import summarise
 from tests.reports.helpers import requests_frame, write_run

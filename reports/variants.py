@@ -18,8 +18,8 @@ import numpy as np
 
 from reports.attempts import attempt_values
 from reports.build import _json_safe
-from reports.costing import node_intervals, node_seconds
-from reports.render import environment
+from reports.cost import node_intervals, node_seconds
+from reports.render import template_environment
 from reports.results import ResultsError, RunData, load_run
 from reports.selection import phase_labels
 from reports.stats import percentile_of
@@ -131,11 +131,11 @@ def _lookups(comparison: dict[str, Any]) -> dict[str, Any]:
 
 
 def render_comparison_html(comparison: dict[str, Any]) -> str:
-    return environment().get_template("policies.html.j2").render(c=comparison, by=_lookups(comparison))
+    return template_environment().get_template("variants.html.j2").render(c=comparison, by=_lookups(comparison))
 
 
 def render_comparison_md(comparison: dict[str, Any]) -> str:
-    return environment().get_template("policies.md.j2").render(c=comparison, by=_lookups(comparison))
+    return template_environment().get_template("variants.md.j2").render(c=comparison, by=_lookups(comparison))
 
 
 def write_comparison(top: Path, variants: list[tuple[str, Path]]) -> dict[str, Any]:
