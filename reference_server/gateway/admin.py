@@ -34,6 +34,11 @@ def resolve_admin_token(state_dir: Path) -> tuple[str, Path | None]:
     return token, path
 
 
+class KillBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    restart: bool = Field(True, description="false: the supervisor leaves the node down until a restart or reset")
+
+
 class RestartBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     warm: bool = True
@@ -64,9 +69,9 @@ router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin_token)],
 
 
 @router.post("/nodes/{node_id}/kill")
-async def kill(node_id: str, gateway: GatewayDep) -> dict[str, object]:
+async def kill(node_id: str, gateway: GatewayDep, body: KillBody | None = None) -> dict[str, object]:
     _node_or_404(gateway.cluster, node_id)
-    return _node_view(await gateway.cluster.kill(node_id))
+    return _node_view(await gateway.cluster.kill(node_id, restart=(body or KillBody()).restart))
 
 
 @router.post("/nodes/{node_id}/restart")

@@ -135,12 +135,17 @@ class Cluster:
         carry[1] += node.batch_items_total
         node.batches_total = node.batch_items_total = 0
 
-    async def kill(self, node_id: str) -> NodeHandle:
-        """SIGKILL, no goodbye. The supervisor notices and restarts it after its backoff."""
+    async def kill(self, node_id: str, *, restart: bool = True) -> NodeHandle:
+        """SIGKILL, no goodbye. The supervisor notices and restarts it after its backoff; with
+        `restart=False` it stays down until an admin restart or reset (an N-1 capacity test)."""
         node = self.node(node_id)
         kill_now(node.proc)
-        self._event("node_killed", node)
+        self._event("node_killed", node, restart=restart)
+        if not restart:
+            node.restart_at = None  # a node already down is not relaunched by _handle_exit below
         self._handle_exit(node)  # down at once, not at the next health tick
+        if not restart:
+            node.restart_at = None
         return node
 
     async def restart(self, node_id: str, *, warm: bool) -> NodeHandle:

@@ -1,0 +1,108 @@
+"""A node killed with `restart: false` stays down (an N-1 capacity test holds it), until an admin
+restart brings it back; a plain kill is still restarted by the supervisor after its backoff."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from reference_server.config import PoolConfig, ServerConfig
+from reference_server.gateway.admin import KillBody
+from reference_server.gateway.cluster import Cluster
+from reference_server.gateway.metrics import Metrics
+from reference_server.gateway.nodes import NodeHandle
+
+SLEEPER = "import time\nwhile True: time.sleep(1)\n"
+
+
+class Spawner:
+    """Starts a sleeping Python process per node (nothing listens: health checks just fail)."""
+
+    def __init__(self) -> None:
+        self.started: list[subprocess.Popen[bytes]] = []
+
+    def __call__(self, node: NodeHandle, pool: PoolConfig, *, warm: bool,
+                 model_cache_dir: Path | None) -> tuple[subprocess.Popen[bytes], int]:
+        proc = subprocess.Popen([sys.executable, "-c", SLEEPER], stdin=subprocess.DEVNULL)
+        self.started.append(proc)
+        return proc, 1
+
+    def stop_all(self) -> None:
+        for proc in self.started:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def spawner() -> Iterator[Spawner]:
+    fake = Spawner()
+    yield fake
+    fake.stop_all()
+
+
+def _cluster(spawner: Spawner) -> Cluster:
+    config = ServerConfig(pools={"quality": PoolConfig(model="quality", nodes=0)}, restart_backoff_s=0.05)
+    return Cluster(config, Metrics(), spawn=spawner)
+
+
+async def _supervise_for(cluster: Cluster, seconds: float) -> None:
+    """What the supervisor loop does, for a while: check every node."""
+    for _ in range(int(seconds / 0.05)):
+        for node in list(cluster.nodes.values()):
+            await cluster._check(node)
+        await asyncio.sleep(0.05)
+
+
+async def _close(cluster: Cluster) -> None:
+    for node in cluster.nodes.values():
+        if node.client is not None:
+            await node.client.aclose()
+    await cluster.stop()
+
+
+def test_kill_hold_without_restart_stays_down_until_an_admin_restart(spawner: Spawner) -> None:
+    async def scenario() -> tuple[str, str, int]:
+        cluster = _cluster(spawner)
+        await cluster.scale("quality", 2)
+        await cluster.kill("quality-0", restart=False)
+        await _supervise_for(cluster, 0.5)
+        held = cluster.node("quality-0").state
+        await cluster.kill("quality-0", restart=False)  # killing a held node again keeps it held
+        await _supervise_for(cluster, 0.3)
+        again = cluster.node("quality-0").state
+        await cluster.restart("quality-0", warm=True)
+        alive = sum(1 for p in spawner.started if p.poll() is None)
+        await _close(cluster)
+        return held, again, alive
+
+    held, again, alive = asyncio.run(scenario())
+    assert held == "down" and again == "down"
+    assert alive == 2
+
+
+def test_kill_hold_plain_kill_is_restarted_after_the_backoff(spawner: Spawner) -> None:
+    async def scenario() -> tuple[str, int]:
+        cluster = _cluster(spawner)
+        await cluster.scale("quality", 1)
+        await cluster.kill("quality-0")
+        await _supervise_for(cluster, 0.5)
+        state = cluster.node("quality-0").state
+        await _close(cluster)
+        return state, len(spawner.started)
+
+    state, started = asyncio.run(scenario())
+    assert state != "down" and started == 2
+
+
+def test_kill_hold_body_defaults_to_restart_and_rejects_unknown_fields() -> None:
+    assert KillBody().restart is True
+    assert KillBody.model_validate({"restart": False}).restart is False
+    with pytest.raises(ValidationError):
+        KillBody.model_validate({"restrat": False})
