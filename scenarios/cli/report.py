@@ -35,37 +35,36 @@ def report(results_dir: Path, baseline: Path | None) -> None:
 
 
 @click.command()
-@click.argument("baseline_dir", type=DIR)
+@click.argument("baseline", type=DIR, nargs=-1, required=True)
 @click.argument("current_dir", type=DIR)
 @click.option("--min-change", type=click.FloatRange(0, 10), default=0.10, show_default=True,
               help="Smallest relative P99 increase that can count as a regression.")
-def compare(baseline_dir: Path, current_dir: Path, min_change: float) -> None:
-    """Regression verdict on P99 between two runs (exit 1 on regression).
+@click.option("--paired/--unpaired", default=None,
+              help="Insist on a request-by-request comparison (refused, exit 2, when the schedules differ), "
+                   "or never pair. Default: paired when the runs replayed the same schedule.")
+@click.option("--population", default="", metavar="SPEC",
+              help='Who the gate compares, e.g. "exclude=document,by=priority,p=99" (the default) or '
+                   '"kinds=short,by=none".')
+def compare(baseline: tuple[Path, ...], current_dir: Path, min_change: float, paired: bool | None,
+            population: str) -> None:
+    """Regression verdict on P99: BASELINE... (one run, a folder of runs, or several) vs CURRENT_DIR.
 
-    Prints P50/P95/P99 and cost per 1k characters side by side.
+    Prints P50/P95/P99 and cost per 1k characters side by side, then why it decided: the
+    population, sample counts, paired or not, each group's ratio and interval, the threshold.
+    Exit 1 on regression, 2 on unusable input.
     """
-    from reports.compare import compare_runs
+    from reports.compare import compare_runs, explain_comparison
+    from reports.gate import parse_population
     from reports.results import ResultsError
 
     try:
-        result = compare_runs(baseline_dir, current_dir, min_relative_change=min_change)
+        gate_population = parse_population(population)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--population") from exc
+    try:
+        result = compare_runs(list(baseline), current_dir, min_relative_change=min_change, paired=paired,
+                              population=gate_population)
     except ResultsError as exc:
         raise BadInput(str(exc)) from exc
-    click.echo(f"{'metric':<26}{'baseline':>14}{'current':>14}{'change':>10}")
-    for row in result.rows:
-        click.echo(f"{row['metric']:<26}{_fmt(row['baseline']):>14}{_fmt(row['current']):>14}"
-                   f"{_fmt_change(row['change']):>10}")
-    for note in result.notes:
-        click.echo(f"note: {note}")
-    click.echo(f"{result.verdict.replace('_', ' ').upper()}: {result.reason}")
+    click.echo(explain_comparison(result))
     raise SystemExit(1 if result.regression else 0)
-
-
-def _fmt(value: float | None) -> str:
-    from reports.render import format_sig
-
-    return format_sig(value)
-
-
-def _fmt_change(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:+.1f}%"

@@ -63,3 +63,22 @@ def test_compare_exit_codes(tmp_path: Path, run_dir: Path) -> None:
     assert same.exit_code == 0 and "NO REGRESSION" in same.output and "P99" in same.output
     missing = CliRunner().invoke(compare, [str(run_dir), str(tmp_path / "nope")])
     assert missing.exit_code == 2
+
+
+def test_compare_says_why_it_decided_and_refuses_a_paired_test_on_other_schedules(tmp_path: Path, run_dir: Path) -> None:
+    slow = make_results(tmp_path / "slow", n_requests=2000, slowdown=1.3)
+    result = CliRunner().invoke(compare, [str(run_dir), str(slow)])
+    assert result.exit_code == 1
+    assert "paired: yes" in result.output.lower() and "one group per priority" in result.output  # pairing, population
+    other = make_results(tmp_path / "other", n_requests=1500, seed=99)
+    refused = CliRunner().invoke(compare, ["--paired", str(run_dir), str(other)])
+    assert refused.exit_code == 2 and "schedule" in refused.output.lower()
+    bad = CliRunner().invoke(compare, ["--population", "nonsense", str(run_dir), str(run_dir)])
+    assert bad.exit_code == 2 and "nonsense" in bad.output
+
+
+def test_compare_accepts_a_baseline_of_several_runs(tmp_path: Path, run_dir: Path) -> None:
+    second = make_results(tmp_path / "second", n_requests=2000, noise=0.05, noise_seed=3)
+    result = CliRunner().invoke(compare, [str(run_dir), str(second), str(run_dir)])
+    assert result.exit_code == 0, result.output
+    assert "NO REGRESSION" in result.output
