@@ -24,7 +24,7 @@ from reference_server.aio import cancel_and_wait
 from reference_server.config import ServerConfig
 from reference_server.gateway.breaker import CircuitBreaker
 from reference_server.gateway.metrics import Metrics
-from reference_server.gateway.nodes import NodeHandle, Spawner, kill_now, make_client, spawn_process, stop_process
+from reference_server.gateway.nodes import NodeHandle, Spawner, kill_now, make_client, spawn_process, stop_node_process
 from reference_server.model import build_model
 
 log = logging.getLogger("rushhour.gateway")
@@ -67,7 +67,7 @@ class Cluster:
     async def stop(self) -> None:
         await cancel_and_wait(self._task)
         nodes = list(self.nodes.values())
-        await asyncio.gather(*(stop_process(node.proc, graceful_s=2.0) for node in nodes))
+        await asyncio.gather(*(stop_node_process(node.proc, graceful_s=2.0) for node in nodes))
         for node in nodes:
             node.state = "down"
             if node.client is not None:
@@ -185,7 +185,7 @@ class Cluster:
         deadline = time.monotonic() + timeout_s
         while node.inflight > 0 and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        await stop_process(node.proc, graceful_s=2.0)
+        await stop_node_process(node.proc, graceful_s=2.0)
         self._set_state(node, "down")
         if self.nodes.get(node.id) is node:
             del self.nodes[node.id]

@@ -19,6 +19,7 @@ import httpx
 from reference_server.config import PoolConfig
 from reference_server.gateway.breaker import CircuitBreaker
 from reference_server.gateway.faults import FaultTransport
+from traffic_models.processes import stop_process
 
 CONNECT_TIMEOUT_S = 0.25
 EXIT_POLL_S = 0.02
@@ -127,14 +128,10 @@ def make_client(port: int, *, node_timeout_s: float) -> tuple[httpx.AsyncClient,
 
 def kill_now(proc: subprocess.Popen[bytes] | None) -> None:
     """SIGKILL and reap at once; blocks only while the kernel ends the killed process."""
-    if proc is None:
-        return
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait()
+    stop_process(proc, grace_s=0)
 
 
-async def stop_process(proc: subprocess.Popen[bytes] | None, *, graceful_s: float = 0.0) -> None:
+async def stop_node_process(proc: subprocess.Popen[bytes] | None, *, graceful_s: float = 0.0) -> None:
     """SIGTERM with a grace period (or SIGKILL at once), then reap: no zombies, no orphans.
 
     It waits by polling on the event loop, never in a blocking `wait`, so a node that takes its

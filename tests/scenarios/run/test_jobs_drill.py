@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from scenarios.load.parts import REQUEST_COLUMNS
+from traffic_models.processes import stop_process
 
 TRAFFIC_MODEL = """\
 description: Half short requests, half 1500-3000 character documents, flat 2 requests/s.
@@ -50,9 +51,7 @@ def test_drill_sends_documents_as_jobs_and_reports_first_segment(drill_dir: Path
     try:
         output = proc.communicate(timeout=240)[0].decode()
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=30)
+        stop_process(proc, grace_s=30)
     assert proc.returncode in (0, 1), output
     requests = pd.read_parquet(out / "requests.parquet")
     assert list(requests.columns) == list(REQUEST_COLUMNS)
