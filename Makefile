@@ -2,24 +2,44 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.rushhour-installed
 
-.PHONY: install drill test bench clean redis-server
+# ONNX Runtime is one of two builds that must not share an environment: the CPU build by
+# default, the GPU build (CUDA) with RUSHHOUR_GPU=1 or `make install-gpu`. Once installed, the
+# GPU build stays (make test, make drill) until RUSHHOUR_GPU=0 asks for the CPU build again.
+RUSHHOUR_GPU ?= $(if $(wildcard $(VENV)/.rushhour-installed-gpu),1,)
+ifneq ($(filter 1 yes true,$(RUSHHOUR_GPU)),)
+ORT_EXTRA := gpu
+ORT_OTHER := onnxruntime
+STAMP     := $(VENV)/.rushhour-installed-gpu
+else
+ORT_EXTRA := cpu
+ORT_OTHER := onnxruntime-gpu
+STAMP     := $(VENV)/.rushhour-installed
+endif
+
+.PHONY: install install-gpu drill test bench clean redis-server
 
 INSTALL_LOG := $(VENV)/install.log
 
 # Quiet unless it fails: pip's and setuptools' chatter goes to $(INSTALL_LOG), and a failure
-# prints its end and what to do.
+# prints its end and what to do. Switching builds uninstalls both first: they write the same
+# files, so removing one after the other was installed over it would break the survivor.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "rushhour: installing into $(VENV) (log: $(INSTALL_LOG)) ..."
-	@{ $(PY) -m pip install --upgrade pip && $(PY) -m pip install -e '.[test]'; } > $(INSTALL_LOG) 2>&1 || { \
+	@echo "rushhour: installing into $(VENV) with the $(ORT_EXTRA) build of ONNX Runtime (log: $(INSTALL_LOG)) ..."
+	@{ $(PY) -m pip install --upgrade pip \
+		&& { ! $(PY) -m pip show -q $(ORT_OTHER) 2>/dev/null || $(PY) -m pip uninstall -y onnxruntime onnxruntime-gpu; } \
+		&& $(PY) -m pip install -e '.[$(ORT_EXTRA),test]'; } > $(INSTALL_LOG) 2>&1 || { \
 		tail -n 30 $(INSTALL_LOG); \
 		echo "rushhour: the install failed; the whole log is $(INSTALL_LOG). It needs Python 3.11+ and the package index."; \
 		exit 1; }
+	@rm -f $(VENV)/.rushhour-installed $(VENV)/.rushhour-installed-gpu
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+install-gpu:
+	@$(MAKE) --no-print-directory install RUSHHOUR_GPU=1
 
 drill: $(STAMP)
 	$(VENV)/bin/rushhour run scenarios/promo-day.yaml

@@ -21,10 +21,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--nodes", type=int, default=None)
     parser.add_argument("--max-batch-size", type=int, default=None)
+    parser.add_argument("--require-provider", choices=["cuda"], default=None,
+                        help="refuse to start unless the quality tier really runs on CUDA")
     parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info")
     args = parser.parse_args(argv)
     try:
-        config = load_config(args.config, host=args.host, port=args.port, nodes=args.nodes, max_batch_size=args.max_batch_size)
+        config = load_config(args.config, host=args.host, port=args.port, nodes=args.nodes, max_batch_size=args.max_batch_size,
+                             require_provider=args.require_provider)
         serve(config, log_level=args.log_level)
     except (ConfigError, LaunchError) as exc:
         print(f"Error: {exc}", file=sys.stderr)

@@ -173,12 +173,17 @@ class ServerConfig(_Strict):
     restart_backoff_s: float = Field(0.5, ge=0)
     max_restart_backoff_s: float = Field(10.0, ge=0)
     model_cache_dir: Path | None = None
+    require_provider: Literal["cuda"] | None = Field(
+        None, description='"cuda": a quality node that would not run on CUDA refuses to start (the fast tier is INT8 on the CPU by design); unset: CUDA when offered, else CPU')
     state_dir: Path = Field(default_factory=lambda: Path(os.environ.get("RUSHHOUR_STATE_DIR", "~/.rushhour")).expanduser())
 
     @model_validator(mode="after")
     def _pools_for_each_tier(self) -> ServerConfig:
         if not self.pools:
             raise ValueError("at least one pool is needed")
+        if self.require_provider is not None and self.pool_for_tier("quality") is None:
+            raise ValueError(f'require_provider "{self.require_provider}" applies to quality pools, and there is none '
+                             f"(pools: {', '.join(self.pools)}); the fast tier always runs on the CPU")
         return self
 
     def pool_for_tier(self, tier: str) -> str | None:
@@ -238,8 +243,10 @@ def apply_overrides(
     port: int | None = None,
     nodes: int | None = None,
     max_batch_size: int | None = None,
+    require_provider: str | None = None,
 ) -> ServerConfig:
-    """`--nodes` sizes the quality pool; `--max-batch-size` applies to every pool."""
+    """`--nodes` sizes the quality pool; `--max-batch-size` applies to every pool;
+    `--require-provider cuda` sets `require_provider`."""
     update = config.model_copy(deep=True)
     if host is not None:
         update.host = host
@@ -251,7 +258,10 @@ def apply_overrides(
     if max_batch_size is not None:
         for pool in update.pools.values():
             pool.max_batch_size = max_batch_size
+    data = update.model_dump()
+    if require_provider is not None:
+        data["require_provider"] = require_provider
     try:
-        return ServerConfig.model_validate(update.model_dump())
+        return ServerConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_error("command-line options", exc)) from exc

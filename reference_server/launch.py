@@ -58,6 +58,7 @@ def serve(config: ServerConfig, *, log_level: str = "info") -> None:
 
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    _require_provider(config)
     token, token_path = resolve_admin_token(config.state_dir)
     if token_path is not None:
         print(f"rushhour: admin token written to {token_path}", file=sys.stderr)
@@ -67,6 +68,22 @@ def serve(config: ServerConfig, *, log_level: str = "info") -> None:
     app = create_app(config, admin_token=token)
     server_config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5)
     uvicorn.Server(server_config).run(sockets=[sock])
+
+
+def _require_provider(config: ServerConfig) -> None:
+    """With `require_provider`, refuse to start (LaunchError: exit 2) unless a CUDA session really
+    runs here, and hand the requirement to every node through the environment they inherit, so a
+    node that still ends up on the CPU exits instead of serving."""
+    from reference_server.model.providers import REQUIRE_ENV, ProviderRequirementError, preflight
+
+    os.environ[REQUIRE_ENV] = config.require_provider or ""
+    if config.require_provider is None:
+        return
+    try:
+        preflight(config.require_provider)
+    except ProviderRequirementError as exc:
+        raise LaunchError(str(exc)) from exc
+    print(f"rushhour: require_provider {config.require_provider}: CUDA is in use for the quality tier", file=sys.stderr)
 
 
 class ServerProcess:

@@ -1,4 +1,8 @@
-"""Run the bundled model with ONNX Runtime: encode once, then one session.run per decode step.
+"""Run the bundled model with ONNX Runtime: encode once, then one decoder step per output token.
+
+Where a tier runs, in which precision, and whether it decodes with IO binding is decided by
+`providers.plan_session`; on CUDA the decode loop is `binding.BoundDecoder`, on the CPU the
+host loop below.
 
 Rows decode a fixed number of steps (`output_tokens`), so cost tracks input length. When rows
 finish, the batch is compacted to the rows still running and the memory is trimmed to their
@@ -14,58 +18,63 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
 
+from .binding import BoundDecoder
 from .build import DECODER_FILE, ENCODER_FILE, ensure_built
 from .interface import ModelInput
+from .providers import CUDA, SessionPlan, check_in_use, plan_session, preload_cuda_libraries
 from .spec import ModelSpec, get_spec
 from .tokenizer import detokenize, encode_batch, lang_token, output_tokens, piece_table
 
 __all__ = ["OnnxSeq2SeqModel", "choose_providers", "load_model"]
 
-CUDA = "CUDAExecutionProvider"
-CPU = "CPUExecutionProvider"
+
+def choose_providers(requested: Sequence[str] | None = None, int8: bool = False) -> list[str]:
+    """The providers a tier gets here: CUDA then CPU for a GPU tier when CUDA is offered, else CPU;
+    a requested list must name offered providers."""
+    return list(plan_session(int8, ort.get_available_providers(), requested=requested).providers)
 
 
-def choose_providers(requested: Sequence[str] | None = None) -> list[str]:
-    """CUDA then CPU when CUDA is offered, else CPU; a requested list must name available EPs."""
-    available = ort.get_available_providers()
-    if requested is None:
-        return [CUDA, CPU] if CUDA in available else [CPU]
-    missing = [p for p in requested if p not in available]
-    if missing or not requested:
-        raise ValueError(
-            f"Execution providers {list(requested)!r} are not all available; "
-            f"this onnxruntime offers {available!r}."
-        )
-    return list(requested)
-
-
-def _session(path: Path, providers: list[str], threads: int) -> ort.InferenceSession:
+def _session(path: Path, plan: SessionPlan, threads: int) -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
-    return ort.InferenceSession(str(path), sess_options=options, providers=providers)
+    if plan.wants_cuda:
+        options.use_deterministic_compute = True  # same input, same kernels, same output on the GPU too
+    return ort.InferenceSession(str(path), sess_options=options, providers=list(plan.providers),
+                                provider_options=[dict(o) for o in plan.provider_options])
 
 
 class OnnxSeq2SeqModel:
     """The bundled encoder + decoder-step pair behind the `Seq2SeqModel` interface."""
 
-    def __init__(
-        self, spec: ModelSpec, directory: Path, providers: list[str], threads: int
-    ) -> None:
+    def __init__(self, spec: ModelSpec, directory: Path, plan: SessionPlan, threads: int) -> None:
         self.spec = spec
         self.tier = spec.tier
         self.name = spec.name
         self.directory = directory
-        self._encoder = _session(directory / ENCODER_FILE, providers, threads)
-        self._decoder = _session(directory / DECODER_FILE, providers, threads)
+        self.plan = plan
+        self._encoder = _session(directory / ENCODER_FILE, plan, threads)
+        self._decoder = _session(directory / DECODER_FILE, plan, threads)
         self.provider: str = self._decoder.get_providers()[0]
+        # What really runs: a fallback to the CPU keeps fp16 graphs, but not the device data path.
+        self.device = "cuda" if self.provider == CUDA else "cpu"
+        self.precision: str = plan.precision
+        self._bound = (
+            BoundDecoder(self._encoder, self._decoder, d_model=spec.d_model, device=self.device)
+            if plan.io_binding else None
+        )
         self._pieces = piece_table(spec.tgt_vocab)
 
     def __repr__(self) -> str:
-        return f"OnnxSeq2SeqModel(name={self.name!r}, provider={self.provider!r})"
+        return f"OnnxSeq2SeqModel(name={self.name!r}, provider={self.provider!r}, precision={self.precision!r})"
+
+    def encode(self, inputs: Sequence[ModelInput]) -> npt.NDArray[np.float32]:
+        """The encoder's memory [B, S, D] for `inputs`, on the host (for comparing builds)."""
+        ids, mask = encode_batch([i.text for i in inputs], [i.source_lang for i in inputs], self.spec.src_vocab)
+        return np.asarray(self._encoder.run(None, {"input_ids": ids, "attention_mask": mask})[0])
 
     def translate_batch(self, inputs: Sequence[ModelInput]) -> list[str]:
         """Translate every input; the output for one input never depends on the others."""
@@ -81,6 +90,8 @@ class OnnxSeq2SeqModel:
         """Greedy decode; returns [B, max(steps)] token ids (entries past a row's length unused)."""
         texts, langs = [i.text for i in inputs], [i.source_lang for i in inputs]
         ids, mask = encode_batch(texts, langs, self.spec.src_vocab)
+        if self._bound is not None:
+            return self._bound.generate(ids, mask, [i.target_lang for i in inputs], steps)
         memory = self._encoder.run(None, {"input_ids": ids, "attention_mask": mask})[0]
         out = np.zeros((len(inputs), int(steps.max())), dtype=np.int64)
         rows = np.arange(len(inputs))
@@ -106,10 +117,24 @@ def load_model(
     cache_dir: Path | None = None,
     providers: Sequence[str] | None = None,
     intra_op_threads: int = 1,
+    require: str | None = None,
+    available: Sequence[str] | None = None,
 ) -> OnnxSeq2SeqModel:
-    """Build (once) and load tier `tier`; CUDA is used when onnxruntime offers it."""
+    """Build (once) and load tier `tier` as `plan_session` places it: a GPU tier on CUDA in fp16
+    when onnxruntime offers CUDA, else on the CPU. `require="cuda"` raises
+    ProviderRequirementError when a GPU tier does not really run on CUDA; `available` stands in
+    for `ort.get_available_providers()` (tests)."""
     spec = get_spec(tier)
     if intra_op_threads < 1:
         raise ValueError(f"intra_op_threads must be at least 1, got {intra_op_threads!r}.")
-    directory = ensure_built(spec, cache_dir)
-    return OnnxSeq2SeqModel(spec, directory, choose_providers(providers), intra_op_threads)
+    offered = list(ort.get_available_providers() if available is None else available)
+    plan = plan_session(spec.int8, offered, requested=providers)
+    if not plan.wants_cuda:
+        check_in_use(tier, spec.int8, plan.providers[0], require, offered)  # no need to load to know
+    else:
+        preload_cuda_libraries()
+    directory = ensure_built(spec, cache_dir, fp16=plan.precision == "fp16")
+    model = OnnxSeq2SeqModel(spec, directory, plan, intra_op_threads)
+    check_in_use(tier, spec.int8, model.provider, require, offered)
+    return model
+

@@ -1,20 +1,30 @@
-"""The node's model worker: loading, warm-up, cold start bookkeeping, the batch call, and the
-slowdown fault (compute time multiplied, as on a throttled GPU)."""
+"""The node's model worker: loading, warm-up, cold start bookkeeping, the batch call, the
+provider requirement (a node that must run on CUDA exits rather than serve from the CPU), and
+the slowdown fault (compute time multiplied, as on a throttled GPU)."""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
-from reference_server.model import ModelInput, Seq2SeqModel, load_model
+from reference_server.model import ModelInput, ProviderRequirementError, Seq2SeqModel, load_model
+from reference_server.model.providers import REQUIRE_ENV, parse_requirement, warmup_batch_sizes
 from reference_server.node.protocol import parse_slowdown
 
 WARMUP_TEXT = "The quick brown fox jumps over the lazy dog. "
+EXIT_REFUSED = 2  # the CLI's "bad usage or invalid input": the config asks for what this machine lacks
+
+
+def _required_provider() -> str | None:
+    """The gateway passes `require_provider` to its nodes through the environment they inherit."""
+    return parse_requirement(os.environ.get(REQUIRE_ENV))
 
 
 @dataclass
@@ -29,6 +39,7 @@ class NodeSettings:
     warm: bool = True
     warmup_lengths: list[int] = field(default_factory=lambda: [32, 256, 1024])
     model_cache_dir: Path | None = None
+    require_provider: str | None = field(default_factory=_required_provider)
 
 
 class ModelWorker:
@@ -43,9 +54,14 @@ class ModelWorker:
     each batch then sleeps `(slowdown - 1) x its compute time` on the batcher's thread, so the
     node holds the batch slot longer and really serves fewer requests per second. `model`
     serves a given model instead of loading the bundled one (tests, or a real seq2seq model).
+
+    With `settings.require_provider` ("cuda"), a GPU tier that does not really run on CUDA is not
+    served: the node prints why and exits with `EXIT_REFUSED` (through `exit_process`, a seam for
+    tests) as soon as it loads the model: at start when warm, on its first batch when cold.
     """
 
-    def __init__(self, settings: NodeSettings, *, model: Seq2SeqModel | None = None) -> None:
+    def __init__(self, settings: NodeSettings, *, model: Seq2SeqModel | None = None,
+                 exit_process: Callable[[int], None] = os._exit) -> None:
         self.settings = settings
         self.state = "starting"
         self.provider = "unknown"
@@ -56,6 +72,7 @@ class ModelWorker:
         self._model: Seq2SeqModel | None = model
         self._lock = threading.Lock()
         self.slowdown = 1.0
+        self._exit_process = exit_process
         if model is not None:
             self.provider, self.model_name = model.provider, model.name
 
@@ -90,17 +107,31 @@ class ModelWorker:
     def _load(self) -> None:
         with self._lock:
             if self._model is None:
-                self._model = load_model(
-                    self.settings.tier,
-                    cache_dir=self.settings.model_cache_dir,
-                    intra_op_threads=self.settings.intra_op_threads,
-                )
+                try:
+                    self._model = load_model(
+                        self.settings.tier,
+                        cache_dir=self.settings.model_cache_dir,
+                        intra_op_threads=self.settings.intra_op_threads,
+                        require=self.settings.require_provider,
+                    )
+                except ProviderRequirementError as exc:
+                    self._refuse(exc)
+                    raise
                 self.provider = self._model.provider
                 self.model_name = self._model.name
 
+    def _refuse(self, exc: ProviderRequirementError) -> None:
+        """Say why on stderr (the gateway's log) and end the process: serving from the CPU
+        is exactly what the requirement forbids."""
+        self.state = "failed"
+        print(f"rushhour node {self.settings.node_id}: refusing to start. {exc}", file=sys.stderr, flush=True)
+        self._exit_process(EXIT_REFUSED)
+
     def _warm_up(self) -> None:
-        assert self._model is not None
-        sizes = sorted({1, self.settings.max_batch_size})
+        if self._model is None:
+            raise RuntimeError("warm-up needs a loaded model")
+        device = str(getattr(self._model, "device", "cpu"))
+        sizes = warmup_batch_sizes(self.settings.max_batch_size, device)
         for length in self.settings.warmup_lengths:
             text = (WARMUP_TEXT * (length // len(WARMUP_TEXT) + 1))[:length]
             for size in sizes:
