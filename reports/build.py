@@ -10,11 +10,13 @@ from typing import Any
 
 from reports.baselines import load_baselines
 from reports.compare import compare_loaded
-from reports.faults import fault_windows
 from reports.charts import all_charts
+from reports.faults import fault_windows
+from reports.findings import find, headline
 from reports.gate import DEFAULT_POPULATION, GatePopulation
+from reports.periods import fault_periods, period_length
 from reports.render import write_reports
-from reports.results import load_run
+from reports.results import RunData, load_run
 from reports.summary import summarise
 
 EXIT_CODES = {"pass": 0, "fail": 1, "invalid": 3}
@@ -31,6 +33,7 @@ def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None =
     root = Path(results_dir)
     run = load_run(root)
     summary = summarise(run)
+    add_story(run, summary)
     if baseline is not None:
         summary["comparison"] = compare_loaded(load_baselines(baseline), run, paired=paired,
                                                population=population).as_dict()
@@ -38,6 +41,17 @@ def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None =
     (root / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2) + "\n")
     write_reports(root, summary, charts)
     return summary
+
+
+def add_story(run: RunData, summary: dict[str, Any]) -> None:
+    """Before/during/after per fault, the findings, and the one-line headline, into `summary`."""
+    windows = fault_windows(run.events, run.duration_s)
+    width = period_length(run.duration_s)
+    summary["fault_period_s"] = width
+    for fault, window in zip(summary["faults"], windows):
+        fault["periods"] = fault_periods(run.requests, window, windows, run.duration_s, width)
+    summary["findings"] = find(run, summary)
+    summary["headline"] = headline(summary)
 
 
 def exit_code(summary: dict[str, Any]) -> int:

@@ -20,6 +20,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from reports.faultlane import fault_figure  # noqa: E402
 from reports.faults import FaultWindow  # noqa: E402
 
 FIGSIZE = (9.0, 3.2)
@@ -45,19 +46,11 @@ def encode(figure: Figure) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def shade_faults(axes: Axes, faults: Sequence[FaultWindow]) -> None:
-    """Grey band and a label over every fault window, so cause sits next to effect."""
-    for fault in faults:
-        axes.axvspan(fault.start_s, fault.end_s, color="tab:red", alpha=0.12, lw=0)
-        axes.annotate(fault.name, xy=(fault.start_s, 1.0), xycoords=("data", "axes fraction"),
-                      xytext=(2, -10), textcoords="offset points", fontsize=7, color="tab:red")
-
-
 def time_chart(key: str, title: str, ylabel: str, x: np.ndarray, lines: dict[str, np.ndarray],
                faults: Sequence[FaultWindow], *, hline: tuple[float, str] | None = None,
                step: bool = False) -> Chart:
-    """A time chart of several lines sharing an x axis, fault windows shaded and labelled."""
-    figure, axes = plt.subplots(figsize=FIGSIZE)
+    """A time chart of several lines sharing an x axis, fault windows shaded and named above."""
+    figure, axes = fault_figure(FIGSIZE, faults, _span(x))
     for label, y in lines.items():
         if step:
             axes.step(x, y, where="post", label=label, lw=1.2)
@@ -65,7 +58,6 @@ def time_chart(key: str, title: str, ylabel: str, x: np.ndarray, lines: dict[str
             axes.plot(x, y, label=label, lw=1.2)
     if hline is not None:
         axes.axhline(hline[0], color="black", ls="--", lw=0.8, label=hline[1])
-    shade_faults(axes, faults)
     axes.set_xlabel("run time (s)")
     axes.set_ylabel(ylabel)
     axes.grid(alpha=0.3)
@@ -115,7 +107,7 @@ def length_chart(buckets: pd.DataFrame) -> Chart:
 def twin_chart(key: str, title: str, x: np.ndarray, left: pd.DataFrame, left_label: str,
                right: pd.DataFrame, right_label: str, faults: Sequence[FaultWindow]) -> Chart:
     """Per-pool gauges on two y axes (e.g. queue depth left, batch size right)."""
-    figure, axes = plt.subplots(figsize=FIGSIZE)
+    figure, axes = fault_figure(FIGSIZE, faults, _span(x))
     other = axes.twinx()
     for index, pool in enumerate(left.columns):
         axes.step(x, left[pool].to_numpy(), where="post", lw=1.2, color=f"C{index}",
@@ -123,7 +115,6 @@ def twin_chart(key: str, title: str, x: np.ndarray, left: pd.DataFrame, left_lab
     for index, pool in enumerate(right.columns, start=len(left.columns)):
         other.plot(x, right[pool].to_numpy(), lw=1.0, ls=":", color=f"C{index}",
                    label=f"{right_label} {pool}")
-    shade_faults(axes, faults)
     axes.set_xlabel("run time (s)")
     axes.set_ylabel(left_label)
     other.set_ylabel(right_label)
@@ -132,3 +123,8 @@ def twin_chart(key: str, title: str, x: np.ndarray, left: pd.DataFrame, left_lab
     extra = other.get_legend_handles_labels()
     axes.legend(handles[0] + extra[0], handles[1] + extra[1], fontsize=7, loc="upper right")
     return Chart(key, title, encode(figure))
+
+
+def _span(x: np.ndarray) -> tuple[float, float]:
+    finite = x[np.isfinite(x)] if x.size else x
+    return (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)

@@ -7,37 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from reports.format import DASH, format_sig, num, pct, secs, usd
 from reports.plotting import Chart
 
-DASH = "—"
-
-
-def _num(value: float | None, digits: int = 2) -> str:
-    return DASH if value is None else f"{value:,.{digits}f}"
-
-
-def _pct(value: float | None) -> str:
-    return DASH if value is None else f"{100 * value:.1f}%"
-
-
-def format_sig(value: float | None, digits: int = 4) -> str:
-    """Significant digits without exponents: 0.00000547, 708.5, 12,345."""
-    if value is None:
-        return DASH
-    if abs(value) >= 10 ** digits:
-        return f"{value:,.0f}"
-    return np.format_float_positional(value, precision=digits, unique=False, fractional=False, trim="-")
-
-
-def _usd(value: float | None) -> str:
-    if value is None:
-        return DASH
-    if abs(value) >= 1:
-        return f"${value:,.2f}"
-    return "$" + format_sig(value, 3)
+_num, _pct, _usd = num, pct, usd
 
 
 def _measured(slo: dict[str, Any]) -> str:
@@ -78,7 +53,7 @@ def template_environment() -> Environment:
                       autoescape=select_autoescape(["html", "html.j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(sig=format_sig, num=_num, pct=_pct, usd=_usd, measured=_measured, ci=_ci,
-                       good=_good, ok_only=_ok_only)
+                       good=_good, ok_only=_ok_only, secs=secs)
     return env
 
 
@@ -94,7 +69,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
 
 
 def _with_defaults(summary: dict[str, Any]) -> dict[str, Any]:
-    return {"comparison": None, "documents": None, **summary}
+    return {"comparison": None, "documents": None, "findings": [], "fault_period_s": None, **summary}
 
 
 def render_junit(summary: dict[str, Any]) -> str:

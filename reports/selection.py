@@ -28,11 +28,29 @@ def phase_labels(requests: pd.DataFrame, phase_events: list[dict[str, Any]]) -> 
     return pd.Series(labels, index=requests.index, name="phase")
 
 
-def phase_order(labels: pd.Series, phase_events: list[dict[str, Any]]) -> list[str]:
-    """Phase names in the order they happened, events first, then any others seen."""
-    names = [str(event["name"]) for event in phase_events]
-    seen = pd.unique(labels[labels != ""]).tolist()
-    return list(dict.fromkeys(names + [str(name) for name in seen]))
+def phase_segments(labels: pd.Series, phase_events: list[dict[str, Any]],
+                   intended: np.ndarray) -> list[tuple[str, float | None, float | None, np.ndarray]]:
+    """Each stretch of a phase as it happened: (name, start, end, mask), in time order.
+
+    A name that returns (base, then base again after a peak) gets one row per stretch. Phases
+    come from the `phase` events; requests labelled with a phase that no event covers (an
+    aborted run writes only the events it reached) follow, one row per name, by first arrival.
+    """
+    segments = []
+    covered = np.zeros(len(labels), dtype=bool)
+    for event in sorted(phase_events, key=lambda e: float(e.get("start_s", 0.0))):
+        if event.get("start_s") is None or event.get("end_s") is None:
+            continue
+        start, end = float(event["start_s"]), float(event["end_s"])
+        mask = (intended >= start) & (intended < end)
+        covered |= mask
+        segments.append((str(event["name"]), start, end, mask))
+    values = labels.to_numpy()
+    rest = (values != "") & ~covered
+    if rest.any():
+        first = pd.Series(intended[rest]).groupby(values[rest]).min().sort_values()
+        segments += [(str(name), None, None, rest & (values == name)) for name in first.index]
+    return segments
 
 
 def slo_scope(requests: pd.DataFrame, phases: pd.Series, spec: SloSpec) -> np.ndarray:

@@ -18,19 +18,21 @@ import pandas as pd
 from scipy.stats import beta
 
 from reports.burn import burn_rates
-from reports.selection import phase_order, slo_scope, valid_and_bad
+from reports.selection import phase_segments, slo_scope, valid_and_bad
 from reports.schema import SloSpec
 from reports.stats import CONFIDENCE, nearest_rank, percentile_of
+
+Segment = tuple[str, float | None, float | None, np.ndarray]
 
 
 def evaluate_slos(requests: pd.DataFrame, phases: pd.Series, phase_events: list[dict[str, Any]],
                   specs: list[SloSpec], duration_s: float, time_scale: float) -> list[dict[str, Any]]:
     """One result dict per SLO: whole-run verdict, burn rates and per-phase breakdown."""
-    names = phase_order(phases, phase_events)
-    return [_evaluate_one(requests, phases, names, spec, duration_s, time_scale) for spec in specs]
+    segments = phase_segments(phases, phase_events, requests["intended_s"].to_numpy(dtype=float))
+    return [_evaluate_one(requests, phases, segments, spec, duration_s, time_scale) for spec in specs]
 
 
-def _evaluate_one(requests: pd.DataFrame, phases: pd.Series, names: list[str], spec: SloSpec,
+def _evaluate_one(requests: pd.DataFrame, phases: pd.Series, segments: list[Segment], spec: SloSpec,
                   duration_s: float, time_scale: float) -> dict[str, Any]:
     scope = slo_scope(requests, phases, spec)
     valid, bad = valid_and_bad(requests, spec)
@@ -39,11 +41,10 @@ def _evaluate_one(requests: pd.DataFrame, phases: pd.Series, names: list[str], s
     rules = burn_rates(times, scope & valid, scope & bad, spec.allowed_bad_share, duration_s,
                        time_scale)
     result["burn_rates"] = [rule.as_dict() for rule in rules]
-    phase_labels = phases.to_numpy()
     result["phases"] = [
-        {"phase": name, **measure(requests, scope & valid & (phase_labels == name),
-                                  scope & bad & (phase_labels == name), spec)}
-        for name in names if spec.phase is None
+        {"phase": name, "start_s": start, "end_s": end,
+         **measure(requests, scope & valid & mask, scope & bad & mask, spec)}
+        for name, start, end, mask in segments if spec.phase is None
     ]
     return result
 
