@@ -94,6 +94,16 @@ class EmbeddedTarget(_Strict):
     max_batch_size: int | None = Field(default=None, ge=1)
     server: dict[str, Any] | None = Field(
         default=None, description="a partial server config, deep-merged onto `config` (see variants.py)")
+    require_provider: Literal["cuda"] | None = Field(
+        default=None, description="cuda: the server refuses to start unless its quality tier really runs on CUDA")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _provider_into_server(cls, data: Any) -> Any:
+        """`require_provider` is shorthand for `server: {require_provider: ...}`."""
+        if isinstance(data, dict) and data.get("require_provider") is not None and isinstance(data.get("server") or {}, dict):
+            return {**data, "server": {**(data.get("server") or {}), "require_provider": data["require_provider"]}}
+        return data
 
 
 class TargetSpec(_Strict):

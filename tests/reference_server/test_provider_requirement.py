@@ -115,3 +115,23 @@ def test_serve_requiring_cuda_exits_2_before_listening(command: list[str], tmp_p
     assert done.returncode == 2, done.stderr
     assert 'The quality tier must run on CUDA (require_provider "cuda")' in done.stderr
     assert "serving on" not in done.stderr
+
+
+def test_scenario_embedded_target_passes_requirement_to_server_config(tmp_path: Path) -> None:
+    from scenarios.spec.model import load_scenario
+
+    path = tmp_path / "gpu.yaml"
+    path.write_text("name: gpu\ntraffic: {model: 'constant:5', duration: 10s}\n"
+                    "target: {embedded: {require_provider: cuda, server: {cache: {enabled: false}}}}\n")
+    embedded = load_scenario(path).target.embedded
+    assert embedded is not None
+    assert embedded.server == {"cache": {"enabled": False}, "require_provider": "cuda"}
+
+
+def test_scenario_names_bad_requirement(tmp_path: Path) -> None:
+    from scenarios.spec.model import ScenarioError, load_scenario
+
+    path = tmp_path / "gpu.yaml"
+    path.write_text("name: gpu\ntraffic: {model: 'constant:5', duration: 10s}\ntarget: {embedded: {require_provider: tpu}}\n")
+    with pytest.raises(ScenarioError, match="target.embedded.require_provider"):
+        load_scenario(path)
