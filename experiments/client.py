@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 from chaoslib.exceptions import ActivityFailed
 
+from traffic_models.loopback import is_loopback_url
+
 __all__ = ["AdminClient", "DEFAULT_TIMEOUT_S", "DEFAULT_URL", "client_from"]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -34,6 +36,11 @@ class AdminClient:
     def __repr__(self) -> str:
         return f"AdminClient(url={self.url!r}, token={'***' if self._token else '<none>'})"
 
+    def _http(self) -> httpx.Client:
+        """A fresh client: proxy variables ignored for a loopback server (the token never goes to
+        a proxy), and redirects never followed (an answer is judged where it was asked)."""
+        return httpx.Client(timeout=self.timeout_s, trust_env=not is_loopback_url(self.url), follow_redirects=False)
+
     def get_json(self, path: str) -> Any:
         return self._request("GET", path).json()
 
@@ -43,7 +50,7 @@ class AdminClient:
     def status_code(self, path: str) -> int:
         """The HTTP status of GET `path`, 0 when the server cannot be reached at all."""
         try:
-            with httpx.Client(timeout=self.timeout_s) as http:
+            with self._http() as http:
                 return http.get(self.url + path).status_code
         except httpx.HTTPError:
             return 0
@@ -57,7 +64,7 @@ class AdminClient:
     def request_raw(self, method: str, path: str, body: Mapping[str, Any]) -> httpx.Response:
         """Send without judging the status: probes that measure the service want every answer."""
         try:
-            with httpx.Client(timeout=self.timeout_s) as http:
+            with self._http() as http:
                 return http.request(method, self.url + path, json=dict(body))
         except httpx.HTTPError as exc:
             raise ActivityFailed(f"Could not reach {self.url}{path}: {exc}.") from exc
@@ -68,12 +75,16 @@ class AdminClient:
         headers = {"Authorization": f"Bearer {self._token}"} if admin else {}
         target = self.url + path
         try:
-            with httpx.Client(timeout=self.timeout_s) as http:
+            with self._http() as http:
                 response = http.request(
                     method, target, headers=headers, json=dict(body) if body is not None else None
                 )
         except httpx.HTTPError as exc:
             raise ActivityFailed(f"Could not reach {method} {target}: {exc}.") from exc
+        if response.is_redirect:
+            location = response.headers.get("location", "")
+            raise ActivityFailed(f'{method} {target} answered {response.status_code} with a redirect to "{location}"; '
+                                 "rushhour never follows redirects (they could lead off the guarded target).")
         if response.status_code >= 400:
             raise ActivityFailed(_describe_failure(method, target, response))
         return response

@@ -11,20 +11,29 @@ from typing import Any
 
 __all__ = [
     "APP_LABEL",
+    "CHAOS_LABEL",
+    "CORDONED_BY",
+    "LEASE_ANNOTATION",
     "DEFAULT_NAMESPACE",
     "GPU_NODE_SELECTOR",
     "POOL_LABEL",
+    "cordon_patch",
     "deployment_name",
+    "lease_expiry",
     "partition_policy",
     "policy_name",
     "pool_selector",
     "replicas_patch",
+    "uncordon_patch",
 ]
 
 APP_LABEL = "app.kubernetes.io/name"
 POOL_LABEL = "rushhour.io/pool"
 DEFAULT_NAMESPACE = "rushhour"
 GPU_NODE_SELECTOR = "nvidia.com/gpu.present=true"
+CHAOS_LABEL = "rushhour.io/chaos"
+LEASE_ANNOTATION = "rushhour.io/lease-expires-at"  # epoch seconds, as a string
+CORDONED_BY = "rushhour.io/cordoned-by"
 
 
 def deployment_name(pool: str) -> str:
@@ -41,20 +50,24 @@ def pool_selector(pool: str) -> str:
     return f"{APP_LABEL}=rushhour-node,{POOL_LABEL}={pool}"
 
 
-def partition_policy(pool: str, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
+def partition_policy(pool: str, namespace: str = DEFAULT_NAMESPACE, *, expires_at: float | None = None) -> dict[str, Any]:
     """A deny-all NetworkPolicy on the pods of `pool`: no ingress, no egress.
 
     An empty rule list under both policy types is what denies everything; the gateway's calls
     then hang or fail as in a real partition (enforced only where the CNI implements policies).
+    `expires_at` (epoch seconds) is the lease: a sweep deletes the policy once it has passed.
     """
+    metadata: dict[str, Any] = {
+        "name": policy_name(pool),
+        "namespace": namespace,
+        "labels": {APP_LABEL: "rushhour", CHAOS_LABEL: "partition"},
+    }
+    if expires_at is not None:
+        metadata["annotations"] = {LEASE_ANNOTATION: _epoch(expires_at)}
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": {
-            "name": policy_name(pool),
-            "namespace": namespace,
-            "labels": {APP_LABEL: "rushhour", "rushhour.io/chaos": "partition"},
-        },
+        "metadata": metadata,
         "spec": {
             "podSelector": {"matchLabels": {APP_LABEL: "rushhour-node", POOL_LABEL: pool}},
             "policyTypes": ["Ingress", "Egress"],
@@ -69,3 +82,31 @@ def replicas_patch(replicas: int) -> dict[str, Any]:
     if replicas < 0:
         raise ValueError(f"A Deployment cannot have {replicas} replicas.")
     return {"spec": {"replicas": replicas}}
+
+
+def cordon_patch(expires_at: float) -> dict[str, Any]:
+    """Strategic merge patch of a Node: unschedulable, marked as ours with its lease."""
+    return {"metadata": {"annotations": {CORDONED_BY: "rushhour", LEASE_ANNOTATION: _epoch(expires_at)}},
+            "spec": {"unschedulable": True}}
+
+
+def uncordon_patch() -> dict[str, Any]:
+    """The undo of `cordon_patch`: schedulable again, our marks removed (null deletes a key)."""
+    return {"metadata": {"annotations": {CORDONED_BY: None, LEASE_ANNOTATION: None}},
+            "spec": {"unschedulable": False}}
+
+
+def lease_expiry(annotations: dict[str, str] | None) -> float | None:
+    """The lease's end (epoch seconds) from an object's annotations; None if it has none, or
+    0.0 (long expired) if it is unreadable, so a mangled mark never keeps a fault alive."""
+    raw = (annotations or {}).get(LEASE_ANNOTATION)
+    if raw is None:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        return 0.0
+
+
+def _epoch(value: float) -> str:
+    return f"{float(value):.3f}"

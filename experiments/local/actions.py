@@ -3,8 +3,9 @@
 Every action goes through the server's bearer-token admin API. Node-level faults (partition,
 latency, errors, slowdown) sit in the gateway's fault proxy and heal themselves after their lease,
 so a drill that dies half-way never leaves a node broken for good. An experiment passes its hold
-as `hold_s`, and the lease is then at least `hold_s + lease_margin_s`: the fault outlives the hold
-and is healed by the rollback, never early by its TTL, however long the hold. Process-level faults
+as `hold_s`, and the lease is then at least `hold_s` plus a margin (30 s, or
+RUSHHOUR_LEASE_MARGIN_S; see `experiments.leases`): the fault outlives the hold and is healed by
+the rollback, never early by its TTL, however long the hold. Process-level faults
 (kill, restart, scale) do not heal themselves; pair them with `recover_pool` or `reset` in the
 rollbacks.
 
@@ -19,6 +20,7 @@ from chaoslib.exceptions import ActivityFailed
 from chaoslib.types import Configuration, Secrets
 
 from experiments.client import AdminClient, client_from
+from experiments.leases import LEASE_MARGIN_S, lease_s
 from experiments.local.nodes import UP_STATES, choose_node, list_nodes, node_ids
 
 __all__ = [
@@ -43,17 +45,7 @@ __all__ = [
 ]
 
 PARTITION_KINDS = {"blackhole": "partition", "reset": "reset"}
-LEASE_MARGIN_S = 30.0  # covers the probes and hypothesis between the end of a hold and the rollbacks
 MAX_SLOWDOWN = 20.0
-
-
-def lease_s(ttl_s: float, hold_s: float = 0.0, lease_margin_s: float = LEASE_MARGIN_S) -> float:
-    """The TTL a fault is injected with: `ttl_s`, raised to `hold_s + lease_margin_s` when the
-    experiment holds the fault (`hold_s` > 0), so the dead man's switch never fires mid-hold."""
-    ttl, hold, margin = float(ttl_s), float(hold_s), float(lease_margin_s)
-    if hold < 0 or margin < 0:
-        raise ActivityFailed(f"A fault's hold ({hold_s!r} s) and lease margin ({lease_margin_s!r} s) cannot be negative.")
-    return max(ttl, hold + margin) if hold > 0 else ttl
 
 
 def kill_node(

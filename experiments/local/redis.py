@@ -6,7 +6,8 @@ the given port of this machine (127.0.0.1 only; nothing remote is ever touched),
 counting L2 errors and backing off instead of waiting on a dead Redis.
 
 Needs: the `redis-server` binary on PATH (for `start_redis`), and the rights to see and signal
-the Redis process (the same user, or root). The restarted Redis is empty and keeps nothing on
+the Redis process (the same user, or root). Every stop carries a lease: a detached keeper
+process starts Redis again when it runs out, so a killed drill never leaves the cache down. The restarted Redis is empty and keeps nothing on
 disk, which suits a cache; pass `command` to start it some other way.
 """
 
@@ -25,6 +26,7 @@ from chaoslib.exceptions import ActivityFailed
 from chaoslib.types import Configuration, Secrets
 
 from experiments.client import client_from
+from experiments.leases import lease_s, spawn_keeper
 
 __all__ = ["l2_errors", "redis_running", "start_redis", "stop_redis", "translation_served_uncached"]
 
@@ -50,16 +52,23 @@ def _listener(port: int) -> psutil.Process | None:
     return None
 
 
-def stop_redis(port: int = DEFAULT_PORT, configuration: Configuration = None, secrets: Secrets = None) -> dict[str, Any]:
+def stop_redis(port: int = DEFAULT_PORT, hold_s: float = 0.0, ttl_s: float = 60.0, command: str = "",
+               configuration: Configuration = None, secrets: Secrets = None) -> dict[str, Any]:
     """Stop the Redis behind the gateway's L2 cache: SIGTERM the redis-server listening on
     127.0.0.1:`port`, SIGKILL if it is still there after 10 s.
 
     port: the port of the Redis named in the server's `cache.redis_url`.
+    hold_s: how long the experiment holds the fault; the lease covers it (see `lease_s`).
+    ttl_s: the lease when nothing is held.
+    command: how the lease keeper starts Redis again (as for `start_redis`).
 
     Refuses when the listener is not a redis-server, so a wrong port never stops anything else.
-    Undo with `start_redis` on the same port.
+    Undo with `start_redis` on the same port. Redis cannot time the fault out by itself, so a
+    detached lease keeper starts it again when the lease runs out, should the rollback never
+    come (a killed drill); it exits as soon as Redis is back.
     """
     port = int(port)
+    lease = lease_s(ttl_s, hold_s)
     proc = _listener(port)
     if proc is None:
         raise ActivityFailed(f"Nothing listens on {LOOPBACK}:{port}; there is no Redis to stop.")
@@ -72,7 +81,8 @@ def stop_redis(port: int = DEFAULT_PORT, configuration: Configuration = None, se
     except psutil.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=WAIT_S)
-    return {"port": port, "pid": proc.pid, "stopped": True}
+    keeper = spawn_keeper("start_redis", lease, {"port": port, "command": command})
+    return {"port": port, "pid": proc.pid, "stopped": True, "lease_s": lease, "lease_keeper_pid": keeper}
 
 
 def start_redis(

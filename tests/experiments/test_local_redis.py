@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,16 +31,38 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
 def test_stop_then_start_redis_by_port(redis_server: RedisServer) -> None:
     assert redis_running(redis_server.port) is True
     stopped = stop_redis(port=redis_server.port)
-    assert stopped == {"port": redis_server.port, "pid": redis_server.proc.pid, "stopped": True}  # type: ignore[union-attr]
+    assert stopped.items() >= {"port": redis_server.port, "pid": redis_server.proc.pid, "stopped": True}.items()  # type: ignore[union-attr]
     assert redis_running(redis_server.port) is False
     started = start_redis(port=redis_server.port)
     try:
         assert started["started"] is True and redis_running(redis_server.port) is True
         assert redis_server.client().ping()
         assert start_redis(port=redis_server.port) == {"port": redis_server.port, "started": False, "already_running": True}
+        keeper = psutil.Process(stopped["lease_keeper_pid"])
+        keeper.wait(timeout=10)  # Redis is back: the lease keeper has nothing left to do
     finally:
         psutil.Process(started["pid"]).terminate()
         psutil.Process(started["pid"]).wait(timeout=10)
+
+
+def test_stopped_redis_comes_back_by_its_lease_without_a_rollback(redis_server: RedisServer,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RUSHHOUR_LEASE_MARGIN_S", "1")
+    stopped = stop_redis(port=redis_server.port, hold_s=1, ttl_s=0.5)
+    assert stopped["lease_s"] == 2.0 and redis_running(redis_server.port) is False
+    keeper = psutil.Process(stopped["lease_keeper_pid"])
+    give_up = time.monotonic() + 20
+    while not redis_running(redis_server.port) and time.monotonic() < give_up:
+        time.sleep(0.1)
+    listener = next(c for c in psutil.net_connections("tcp")
+                    if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == redis_server.port)
+    try:
+        assert redis_running(redis_server.port) is True
+        keeper.wait(timeout=10)
+    finally:
+        restarted = psutil.Process(listener.pid)  # the Redis the lease keeper started: ours to stop
+        restarted.terminate()
+        restarted.wait(timeout=10)
 
 
 def test_stop_redis_refuses_a_listener_that_is_not_redis() -> None:

@@ -1,0 +1,96 @@
+"""Leases of the Kubernetes faults: marks on the objects, the sweep, the keeper the actions start."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from experiments.kubernetes import actions, objects
+from experiments.kubernetes.leases import sweep
+from tests.experiments.test_kubernetes import round_trip
+
+
+def _meta(name: str, annotations: dict[str, str] | None = None) -> SimpleNamespace:
+    return SimpleNamespace(metadata=SimpleNamespace(name=name, annotations=annotations))
+
+
+class FakeNetworking:
+    def __init__(self, policies: list[SimpleNamespace]) -> None:
+        self.policies = policies
+        self.deleted: list[tuple[str, str]] = []
+        self.selectors: list[str] = []
+
+    def list_namespaced_network_policy(self, ns: str, label_selector: str) -> SimpleNamespace:
+        self.selectors.append(label_selector)
+        return SimpleNamespace(items=self.policies)
+
+    def delete_namespaced_network_policy(self, name: str, ns: str) -> None:
+        self.deleted.append((ns, name))
+
+
+class FakeCore:
+    def __init__(self, nodes: list[SimpleNamespace]) -> None:
+        self.nodes = nodes
+        self.patched: list[tuple[str, dict[str, Any]]] = []
+
+    def list_node(self) -> SimpleNamespace:
+        return SimpleNamespace(items=self.nodes)
+
+    def patch_node(self, name: str, body: dict[str, Any]) -> None:
+        self.patched.append((name, body))
+
+
+def test_partition_policy_carries_its_lease_and_stays_a_valid_object() -> None:
+    policy = objects.partition_policy("quality", "drill", expires_at=1000.5)
+    assert round_trip(policy) == policy
+    assert policy["metadata"]["annotations"] == {objects.LEASE_ANNOTATION: "1000.500"}
+    assert objects.lease_expiry(policy["metadata"]["annotations"]) == 1000.5
+    assert objects.lease_expiry({objects.LEASE_ANNOTATION: "garbage"}) == 0.0  # unreadable counts as expired
+    assert objects.lease_expiry(None) is None
+
+
+def test_cordon_patch_marks_the_node_and_uncordon_removes_the_marks() -> None:
+    patch = objects.cordon_patch(50.0)
+    assert patch["spec"] == {"unschedulable": True}
+    assert patch["metadata"]["annotations"][objects.CORDONED_BY] == "rushhour"
+    undo = objects.uncordon_patch()
+    assert undo["spec"] == {"unschedulable": False}
+    assert undo["metadata"]["annotations"] == {objects.CORDONED_BY: None, objects.LEASE_ANNOTATION: None}
+
+
+def test_sweep_removes_only_expired_objects_of_ours() -> None:
+    expired = _meta("rushhour-chaos-partition-quality", {objects.LEASE_ANNOTATION: "100"})
+    current = _meta("rushhour-chaos-partition-fast", {objects.LEASE_ANNOTATION: "300"})
+    networking = FakeNetworking([expired, current])
+    core = FakeCore([
+        _meta("gpu-a", {objects.CORDONED_BY: "rushhour", objects.LEASE_ANNOTATION: "150"}),
+        _meta("gpu-b", {objects.CORDONED_BY: "rushhour", objects.LEASE_ANNOTATION: "900"}),
+        _meta("gpu-c", {"someone-else": "x"}),  # cordoned or not, not ours: never touched
+    ])
+    found = sweep("drill", now=200.0, networking=networking, core=core)
+    assert networking.selectors == [objects.CHAOS_LABEL]
+    assert networking.deleted == [("drill", "rushhour-chaos-partition-quality")]
+    assert [name for name, _ in core.patched] == ["gpu-a"] and core.patched[0][1] == objects.uncordon_patch()
+    assert [(f["kind"], f["name"], f["removed"]) for f in found] == [
+        ("NetworkPolicy", "drill/rushhour-chaos-partition-quality", True),
+        ("NetworkPolicy", "drill/rushhour-chaos-partition-fast", False),
+        ("Node", "gpu-a", True),
+        ("Node", "gpu-b", False),
+    ]
+
+
+def test_partition_pool_marks_the_lease_and_starts_a_keeper(monkeypatch: pytest.MonkeyPatch) -> None:
+    created: list[dict[str, Any]] = []
+    keepers: list[tuple[str, float, dict[str, Any]]] = []
+    monkeypatch.setattr(actions, "create_network_policy", lambda spec, ns, secrets: created.append(spec))
+    monkeypatch.setattr(actions, "spawn_keeper", lambda undo, after, args: keepers.append((undo, after, args)) or 4242)
+    monkeypatch.setattr(actions.time, "time", lambda: 1000.0)
+    monkeypatch.setenv("RUSHHOUR_LEASE_MARGIN_S", "5")
+    result = actions.partition_pool("quality", "drill", hold_s=20)
+    assert result["lease_s"] == 600.0 and result["lease_keeper_pid"] == 4242  # the default ttl is longer
+    result = actions.partition_pool("quality", "drill", hold_s=20, ttl_s=1)
+    assert result["lease_s"] == 25.0
+    assert objects.lease_expiry(created[-1]["metadata"]["annotations"]) == 1025.0
+    assert keepers[-1] == ("sweep_kubernetes", 25.0 + actions.SWEEP_SLACK_S, {"ns": "drill"})
