@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from reports.attempts import attempt_values
+from reports.pools import healthy_nodes
 from reports.plotting import Chart, cdf_chart, length_chart, missing_chart, time_chart, twin_chart
 from reports.cost import cost_rate
 from reports.faults import FaultWindow
@@ -67,7 +68,7 @@ def request_charts(series: pd.DataFrame, faults: Sequence[FaultWindow],
 
 def server_charts(run: RunData, faults: Sequence[FaultWindow]) -> list[Chart]:
     """Charts built from server_metrics.parquet; placeholders when it is absent."""
-    titles = {"queue_batch": "Queue depth and batch size", "nodes_breakers": "Nodes per pool and breakers open",
+    titles = {"queue_batch": "Queue depth and batch size", "nodes_breakers": "Healthy nodes per pool and breakers open",
               "cache_hit_ratio": "Cache hit ratio", "cost_rate": "Cost rate"}
     metrics = run.metrics
     if metrics is None:
@@ -76,8 +77,8 @@ def server_charts(run: RunData, faults: Sequence[FaultWindow]) -> list[Chart]:
     charts = [
         _twin_or_note("queue_batch", titles["queue_batch"], queue, "queue depth",
                       pool_series(metrics, "batch_size_mean"), "batch size", faults),
-        _twin_or_note("nodes_breakers", titles["nodes_breakers"], pool_series(metrics, "nodes_alive"),
-                      "nodes alive", pool_series(metrics, "breakers_open"), "breakers open", faults),
+        _twin_or_note("nodes_breakers", titles["nodes_breakers"], healthy_nodes(metrics),
+                      "healthy nodes", pool_series(metrics, "breakers_open"), "breakers open", faults),
     ]
     ratio = cache_hit_ratio(metrics)
     charts.append(time_chart("cache_hit_ratio", titles["cache_hit_ratio"], "hits / lookups",

@@ -126,12 +126,23 @@ def _fault_cost(intervals: pd.DataFrame, model: CostModel, requests: pd.DataFram
     usd, chars = 0.0, 0
     intended = requests["intended_s"].to_numpy()
     ok = requests["ok"].to_numpy()
-    for start, end in windows:
+    for start, end in merged_windows(windows):
         for pool, node_s in node_seconds(intervals, start, end).items():
             price = model.pools.get(pool)
             usd += node_s / 3600.0 * price.usd_per_node_hour if price else 0.0
         chars += int(requests["chars"].to_numpy()[ok & (intended >= start) & (intended < end)].sum())
     return {"usd": usd, "chars": chars, "usd_per_1k_chars": usd / chars * 1000 if chars else None}
+
+
+def merged_windows(windows: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Overlapping windows joined, so time inside two faults at once is counted once."""
+    merged: list[tuple[float, float]] = []
+    for start, end in sorted(windows):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def cost_rate(metrics: pd.DataFrame, model: CostModel) -> pd.DataFrame:

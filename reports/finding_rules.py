@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from reports.faults import SHED_STATUSES
-from reports.format import ms, pct, secs, usd, window_text
+from reports.format import budget, ms, pct, secs, usd, window_text
 from reports.pools import healthy_nodes, pool_low
 from reports.results import RunData
 from traffic_models.clock import parse_duration
@@ -52,9 +52,9 @@ def _slo_finding(slo: dict[str, Any]) -> Finding:
     scope = slo if worst is None else worst
     where = "" if worst is None else f" in {worst['phase']}" + (
         f" ({window_text(worst['start_s'], worst['end_s'])})" if worst.get("start_s") is not None else "")
-    text = f"{slo['name']} missed{where}: {_slo_measure(slo, scope)}, {pct(scope['budget_consumed'])} of its error budget"
+    text = f"{slo['name']} missed{where}: {_slo_measure(slo, scope)}, {budget(scope['budget_consumed'])} of its error budget"
     if worst is not None:
-        text += f" (whole run: {_slo_value(slo)}, {pct(slo['budget_consumed'])} of budget)"
+        text += f" (whole run: {_slo_value(slo)}, {budget(slo['budget_consumed'])} of budget)"
     page = next((r for r in slo.get("burn_rates", []) if r["pages"]), None)
     if page is not None:
         text += f"; a {page['threshold']:g}x burn-rate alert would have paged at {secs(page['first_page_s'])} s"
@@ -191,22 +191,27 @@ def _worst_phase(run: RunData, summary: dict[str, Any]) -> tuple[str, float, flo
 def recovery_findings(run: RunData, summary: dict[str, Any]) -> list[Finding]:
     """Each fault: what the pools had left, and its recovery against the scenario's expectation."""
     healthy = healthy_nodes(run.metrics)
-    return [_recovery(fault, pool_low(healthy, fault["start_s"], fault["end_s"]),
-                      _expected(run, fault)) for fault in summary["faults"]]
+    faults = summary["faults"]
+    return [_recovery(fault, pool_low(healthy, fault["start_s"], fault["end_s"]), _expected(run, fault),
+                      [o["name"] for o in faults if o is not fault
+                       and o["start_s"] < fault["end_s"] and o["end_s"] > fault["start_s"]])
+            for fault in faults]
 
 
-def _recovery(fault: dict[str, Any], lows: list[dict[str, Any]], expected: tuple[float, str]) -> Finding:
+def _recovery(fault: dict[str, Any], lows: list[dict[str, Any]], expected: tuple[float, str],
+              overlapping: list[str]) -> Finding:
     limit, source = expected
-    head = f"{fault['name']} ({window_text(fault['start_s'], fault['end_s'])})"
+    head = f"{fault['name']} ({window_text(fault['start_s'], fault['end_s'])}"
+    head += f", overlapping {' and '.join(overlapping)})" if overlapping else ")"
     pools = "; ".join(f"{r['pool']} pool down to {r['lowest']} of {r['full']} healthy nodes" for r in lows)
     head += f" left the {pools}" if pools else ""
     if fault["recovered"]:
         late = fault["recovery_s"] > limit
         text = (f"{head}; back within the SLOs {secs(fault['recovery_s'])} s after it ended "
-                f"({'later than' if late else 'within'} the {secs(limit)} s expected, {source})")
+                f"({'later than' if late else 'within'} the {secs(limit)} s expected: {source})")
         severity = "bad" if late else "good"
     else:
-        text = f"{head}; not back within the SLOs before the run ended (expected within {secs(limit)} s, {source})"
+        text = f"{head}; not back within the SLOs before the run ended (expected within {secs(limit)} s: {source})"
         severity = "bad"
     state = fault.get("steady_state")
     if state and (state["deviated"] or state["after_met"] is False):
@@ -226,7 +231,7 @@ def _expected(run: RunData, fault: dict[str, Any]) -> tuple[float, str]:
         if fault["name"] in (entry.get("name"), stem):
             value = parse_duration(entry["expect_recovery"]) / run.scenario.traffic.time_scale
             return value, f"expect_recovery {entry['expect_recovery']}"
-    return fault["end_s"] - fault["start_s"], "no expect_recovery set: as long as the fault lasted"
+    return fault["end_s"] - fault["start_s"], "the fault's own length"
 
 
 def cost_findings(summary: dict[str, Any]) -> list[Finding]:

@@ -60,5 +60,6 @@ def headline(summary: dict[str, Any]) -> str:
     top = next((f for f in found if f["rule"] not in ("verdict", "pass")), None)
     if summary.get("verdict") != "fail" or top is None:
         return reason
-    return f"{reason} Worst: {top['text']}"
+    first = top["text"].split("; ")[0].rstrip(".")
+    return f"{reason} Worst: {first}."
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DASH", "format_sig", "ms", "num", "pct", "secs", "usd", "window_text"]
+__all__ = ["DASH", "budget", "format_sig", "ms", "num", "pct", "secs", "usd", "window_text"]
 
 DASH = "—"
 
@@ -16,6 +16,13 @@ def num(value: float | None, digits: int = 2) -> str:
 def pct(value: float | None) -> str:
     """A share as a percentage with one decimal: 0.924 -> "92.4%", 7.57 -> "757.0%"."""
     return DASH if value is None else f"{100 * value:.1f}%"
+
+
+def budget(value: float | None) -> str:
+    """Error budget consumed: one decimal below 100%, whole percent above (7.57 -> "757%")."""
+    if value is None:
+        return DASH
+    return f"{100 * value:.0f}%" if value >= 1 else f"{100 * value:.1f}%"
 
 
 def format_sig(value: float | None, digits: int = 4) -> str:

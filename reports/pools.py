@@ -16,10 +16,15 @@ __all__ = ["healthy_nodes", "pool_low"]
 
 
 def healthy_nodes(metrics: pd.DataFrame | None) -> pd.DataFrame:
-    """Healthy nodes, one column per pool, indexed by scrape time (empty without metrics)."""
-    if metrics is None or not {"t_s", "pool", "nodes_ready"} <= set(metrics.columns) or metrics.empty:
+    """Healthy nodes, one column per pool, indexed by scrape time (empty without metrics).
+
+    Scrapes without `nodes_ready` (older results) count the nodes alive instead."""
+    if metrics is None or metrics.empty or not {"t_s", "pool"} <= set(metrics.columns):
         return pd.DataFrame()
-    ready = metrics["nodes_ready"].astype(float)
+    column = next((c for c in ("nodes_ready", "nodes_alive") if c in metrics.columns), None)
+    if column is None:
+        return pd.DataFrame()
+    ready = metrics[column].astype(float)
     broken = metrics["breakers_open"].astype(float) if "breakers_open" in metrics else 0.0
     frame = pd.DataFrame({"t_s": metrics["t_s"].astype(float), "pool": metrics["pool"].astype(str),
                           "healthy": np.clip(ready - broken, 0.0, None)})

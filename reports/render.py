@@ -9,7 +9,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from reports.format import DASH, format_sig, num, pct, secs, usd
+from reports.format import DASH, budget, format_sig, num, pct, secs, usd
 from reports.plotting import Chart
 
 _num, _pct, _usd = num, pct, usd
@@ -53,7 +53,7 @@ def template_environment() -> Environment:
                       autoescape=select_autoescape(["html", "html.j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(sig=format_sig, num=_num, pct=_pct, usd=_usd, measured=_measured, ci=_ci,
-                       good=_good, ok_only=_ok_only, secs=secs)
+                       good=_good, ok_only=_ok_only, secs=secs, budget=budget)
     return env
 
 
