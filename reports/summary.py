@@ -131,9 +131,18 @@ def generator_health(run: RunData) -> dict[str, Any]:
     reasons = []
     if lag.value is not None and lag.value > limit:
         reasons.append(f"schedule lag P99 {lag.value:.1f} ms is above the {limit:g} ms limit")
+    waits = run.requests["pool_wait_ms"] if "pool_wait_ms" in run.requests else pd.Series(np.nan, run.requests.index)
+    wait = summary_percentiles(waits.to_numpy(dtype=float))["p99"]
+    if wait.value is not None and wait.value > limit:
+        reasons.append(f"requests waited for a free connection (pool wait P99 {wait.value:.1f} ms is above "
+                       f"the {limit:g} ms lag limit), so the load turned closed-loop")
+    duplicates = int((run.requests["fired"].to_numpy() > 1).sum()) if "fired" in run.requests else 0
+    if duplicates:
+        reasons.append(f"{duplicates} scheduled request(s) were fired more than once")
     if cpu_max is not None and cpu_max >= CPU_SATURATED:
         reasons.append(f"generator CPU peaked at {100 * cpu_max:.0f}% (limit {100 * CPU_SATURATED:.0f}%)")
     return {"schedule_lag_p99_ms": lag.value, "lag_samples": lag.samples, "cpu_max": cpu_max,
+            "pool_wait_p99_ms": wait.value, "duplicates": duplicates,
             "max_lag_p99_ms": limit, "valid": not reasons, "reasons": reasons}
 
 

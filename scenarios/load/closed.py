@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from gevent.lock import Semaphore
 
-from scenarios.load.openloop import OpenLoopFirer, Sender
+from scenarios.load.openloop import OpenLoopFirer, Sender, monotonic_anchor
 from scenarios.load.parts import PartWriter
 from scenarios.load.worker import WorkerConfig, build_plan, wait_for_start, warm_up
 
@@ -45,7 +45,7 @@ class ClosedDrill:
         self._firer: OpenLoopFirer | None = None
         self._offsets = np.empty(0)
         self._next = 0
-        self.t0 = 0.0
+        self.m0 = 0.0
 
     def _ensure_started(self) -> OpenLoopFirer:
         with self._lock:  # the first user loads and waits for the start; the others wait on it
@@ -55,7 +55,7 @@ class ClosedDrill:
                 warm_up(plan)
                 writer = PartWriter(Path(self._config.parts_dir), self._index)
                 (control / f"ready-{self._index}").write_text(str(len(plan.rows)), encoding="utf-8")
-                self.t0 = wait_for_start(control)
+                self.m0 = monotonic_anchor(wait_for_start(control))
                 self._offsets = plan.rows["offset_s"].to_numpy(dtype=float)
                 self._firer = OpenLoopFirer(plan, lambda _p, _t: None, writer)  # type: ignore[arg-type, return-value]
             return self._firer
@@ -68,10 +68,10 @@ class ClosedDrill:
             self._finish(firer)
             return False
         self._next += 1
-        delay = self.t0 + self._offsets[i] - time.time()
+        delay = self.m0 + self._offsets[i] - time.monotonic()
         if delay > 0:
             gevent.sleep(delay)
-        firer.shoot(i, self.t0, float(self._offsets[i]), send)
+        firer.shoot(i, self.m0, float(self._offsets[i]), send)
         return True
 
     def flush(self) -> None:

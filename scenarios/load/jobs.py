@@ -51,7 +51,7 @@ class JobFollower:
     """Submits one document as a job and polls it until it is done, failed or out of time."""
 
     def __init__(self, call: Call, *, poll_s: float = POLL_INTERVAL_S,
-                 clock: Callable[[], float] = time.time,
+                 clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], object] = gevent.sleep) -> None:
         self._call = call
         self._poll_s = poll_s

@@ -2,20 +2,27 @@
 
 Thin on purpose: the firing logic lives in `scenarios.load.openloop` and `scenarios.load.worker`.
 Each Locust user is one worker of the drill; with `--processes N` there is one per process.
+Redirects are never followed (a 3xx is recorded as the answer: the loopback guard allowed only
+the target's host), and geventhttpclient reads no proxy variables, so traffic goes straight to
+the target. Connections come from a stamping pool, so `sent_s` is when a connection was free.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+from typing import Any
 
 import gevent
 from locust import FastHttpUser, task
 
+from scenarios.load.handoff import stamp_connections
 from scenarios.load.jobs import JOB_POLL_NAME, JOBS_PATH, JobFollower, Reply
 from scenarios.load.openloop import TRANSLATE_PATH, Outcome, outcome_from
 from scenarios.load.worker import WorkerConfig, run_worker
 
 CONCURRENCY = int(os.environ.get("RUSHHOUR_CONCURRENCY", "2000"))
+log = logging.getLogger(__name__)
 
 
 class OpenLoopUser(FastHttpUser):
@@ -24,11 +31,20 @@ class OpenLoopUser(FastHttpUser):
     concurrency = CONCURRENCY
     network_timeout = 600.0
     connection_timeout = 10.0
+    max_redirects = 0
+    max_retries = 0
+
+    def __init__(self, environment: Any) -> None:
+        super().__init__(environment)
+        stamp_connections(self.client.client)
 
     @task
     def replay(self) -> None:
-        config = WorkerConfig.from_env()
-        run_worker(config, self.environment.runner.worker_index, self._send, send_job=self._send_job)
+        index = self.environment.runner.worker_index
+        try:  # the share is claimed before firing, so even a re-run of this task never refires it
+            run_worker(WorkerConfig.from_env(), index, self._send, send_job=self._send_job)
+        except Exception:
+            log.exception("Load worker %d failed mid-share; its remaining rows stay not sent.", index)
         while True:  # done: idle until the runner stops Locust
             gevent.sleep(3600)
 

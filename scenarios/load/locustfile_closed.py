@@ -12,6 +12,7 @@ import gevent
 from locust import FastHttpUser, LoadTestShape, constant_pacing, events, task
 
 from scenarios.load.closed import PACING_S, ClosedDrill, shape_users
+from scenarios.load.handoff import stamp_connections
 from scenarios.load.openloop import TRANSLATE_PATH, Outcome, outcome_from
 from scenarios.load.worker import WorkerConfig
 
@@ -36,6 +37,12 @@ class PersonaUser(FastHttpUser):
     """A customer: one translation, then wait out the pacing, then the next."""
 
     wait_time = constant_pacing(PACING_S)
+    max_redirects = 0
+    max_retries = 0
+
+    def __init__(self, environment: Any) -> None:
+        super().__init__(environment)
+        stamp_connections(self.client.client)
 
     @task
     def translate(self) -> None:

@@ -4,8 +4,11 @@ A closed-loop generator waits for a reply before sending the next request, so wh
 stalls it quietly stops sending and the stall vanishes from the latency numbers (coordinated
 omission). Here each request gets its own greenlet, spawned at `t0 + offset_s` whatever the
 earlier ones are doing, and its latency is measured from the intended send time. The time it
-actually left (`sent_s`) is kept too, for the uncorrected service latency and the generator's
-own schedule lag.
+actually left (`sent_s`: when it was handed a connection, see `scenarios.load.handoff`) and how
+long it waited for that connection (`pool_wait_ms`) are kept too, for the uncorrected service
+latency and the generator's own health. Every request that was started ends somewhere: its
+answer, its error, its time-out, or its cancellation at the end of the run, and that moment is
+`done_s`. Wall-clock time only places the common start; every stamp after it is monotonic.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import pandas as pd
 from gevent import GreenletExit
 from gevent.pool import Group
 
+from scenarios.load import handoff
 from scenarios.load.parts import PartWriter
 
 TRANSLATE_PATH = "/v1/translate"
@@ -40,11 +44,21 @@ class Outcome:
     degraded: bool = False
     node: str = ""
     first_segment_at: float | None = None
-    """Wall-clock time (time.time()) the first finished segment was seen; jobs only."""
+    """Monotonic time (time.monotonic()) the first finished segment was seen; jobs only."""
 
 
 Sender = Callable[[dict[str, object], float], Outcome]
-"""Send one translate payload with a timeout (seconds) and say what came back."""
+"""Send one translate payload with a timeout (seconds) and say what came back.
+
+A sender that queues for connections calls `handoff.mark_handed()` when its request gets one (the
+stamping client pool does it); one that never does is taken to have sent at the call when it got
+an answer, and never to have reached a connection when it did not."""
+
+
+def monotonic_anchor(t0: float) -> float:
+    """The `time.monotonic()` reading at wall-clock time `t0`: the wall clock places the start once,
+    every duration after it is measured on the monotonic clock."""
+    return time.monotonic() + (t0 - time.time())
 
 
 def outcome_from(status: int, body: bytes | str | None, error: str = "") -> Outcome:
@@ -118,18 +132,19 @@ class OpenLoopFirer:
         self._group = Group()
 
     def run(self, t0: float, *, drain_s: float | None = None) -> None:
-        """Fire every row at `t0 + offset_s`, then wait (bounded) for the last replies."""
+        """Fire every row at `t0 + offset_s` (`t0` wall clock), then wait (bounded) for the last replies."""
+        m0 = monotonic_anchor(t0)
         offsets = self._plan.rows["offset_s"].to_numpy(dtype=float)
         try:
             for i, offset in enumerate(offsets):
-                delay = t0 + offset - time.time()
+                delay = m0 + offset - time.monotonic()
                 if delay > 0:
                     gevent.sleep(delay)
-                self._group.spawn(self.shoot, i, t0, float(offset))
+                self._group.spawn(self.shoot, i, m0, float(offset))
                 self._writer.maybe_flush()
             self._group.join(timeout=drain_s if drain_s is not None else self._max_timeout())
         finally:
-            self._group.kill(block=True, timeout=2.0)
+            self._group.kill(block=True, timeout=2.0)  # the rest end now, recorded as cancelled
             self._writer.flush()
 
     def _max_timeout(self) -> float:
@@ -140,30 +155,36 @@ class OpenLoopFirer:
         longest = float(self._plan.rows["deadline_ms"].max()) / 1000.0
         return longest + self._plan.timeout_margin_s + 1.0
 
-    def shoot(self, i: int, t0: float, offset: float, send: Sender | None = None) -> None:
-        """Send row `i` now and record it (intended at `offset`); blocks until the reply.
+    def shoot(self, i: int, m0: float, offset: float, send: Sender | None = None) -> None:
+        """Send row `i` now and record it (intended at `m0 + offset`, monotonic); blocks until it ends.
 
         A document goes through the jobs API when the plan says so and a job sender is given;
         its follower bounds itself by the row's timeout (capped at JOB_CAP_S), so the outer
         guard only catches a follower that overruns.
         """
-        sent = time.time() - t0
         job = self._send_job if self._plan.via_job(i) else None
         limit = min(self._plan.timeout_s(i), JOB_CAP_S) if job else self._plan.timeout_s(i)
         chosen: Sender = job or send or self._send
+        started = time.monotonic()
+        handoff.begin()
         try:
             outcome = self._timed_send(chosen, self._plan.payload(i), limit,
                                        guard_s=limit + JOB_GUARD_S if job else limit)
         except GreenletExit:
             outcome = Outcome(status=0, error="cancelled")
-        except Exception as exc:  # a bad row must cost one row, never the whole worker
+        except Exception as exc:  # noqa: BLE001 - a bad row must cost one row, never the whole worker
             outcome = Outcome(status=0, error=f"client error: {type(exc).__name__}: {exc}")
-        done = time.time() - t0 if outcome.status else float("nan")
-        first = outcome.first_segment_at - t0 if outcome.first_segment_at is not None else float("nan")
+        ended = time.monotonic()
+        handed = handoff.handed_at()
+        if handed is None and outcome.status:
+            handed = started  # a sender without a connection pool: it left at the call
+        first = outcome.first_segment_at - m0 if outcome.first_segment_at is not None else float("nan")
         self._writer.add(
-            row=int(self._plan.rows["row"].iat[i]), intended_s=offset, sent_s=sent, done_s=done,
-            status=outcome.status, error=outcome.error, model=outcome.model,
-            cached=outcome.cached, degraded=outcome.degraded, node=outcome.node,
+            row=int(self._plan.rows["row"].iat[i]), intended_s=offset,
+            sent_s=handed - m0 if handed is not None else float("nan"), done_s=ended - m0,
+            pool_wait_ms=((handed if handed is not None else ended) - started) * 1000.0,
+            status=outcome.status, error=_never_connected(outcome.error) if handed is None else outcome.error,
+            model=outcome.model, cached=outcome.cached, degraded=outcome.degraded, node=outcome.node,
             first_segment_s=first, via="job" if job else "translate",
         )
 
@@ -174,8 +195,22 @@ class OpenLoopFirer:
     @staticmethod
     def _timed_send(send: Sender, payload: dict[str, object], timeout_s: float, *,
                     guard_s: float) -> Outcome:
+        """Send with a hard limit. geventhttpclient turns our gevent.Timeout into its own error,
+        so whether the limit struck is read from the timer, not from what the client says."""
+        timer = gevent.Timeout(guard_s)
+        timer.start()
         try:
-            with gevent.Timeout(guard_s):
-                return send(payload, timeout_s)
-        except gevent.Timeout:
+            outcome = send(payload, timeout_s)
+        except gevent.Timeout as exc:
+            if exc is not timer:
+                raise
             return Outcome(status=0, error="timeout")
+        finally:
+            struck = not timer.pending
+            timer.close()
+        return Outcome(status=0, error="timeout") if struck and not outcome.status else outcome
+
+
+def _never_connected(error: str) -> str:
+    """The error of a request that gave up before any connection was free for it."""
+    return f"{error or 'no response'} waiting for a connection"

@@ -3,7 +3,9 @@
 Workers never hold a whole run in memory: they append finished requests to small columnar
 buffers and write them out as parquet part files (atomically, so the runner can read them
 while the run is going). The runner joins the parts back onto the schedule, so every scheduled
-request gets exactly one row, answered or not.
+request gets exactly one row, answered or not: `fired` says how many times the generator
+started it (0 = never sent). A row started twice is a generator fault; the first firing is kept
+and the count stays visible (`duplicate_count`), never silently dropped.
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ import numpy as np
 import pandas as pd
 
 PART_COLUMNS = (
-    "row", "intended_s", "sent_s", "done_s", "status", "error",
+    "row", "intended_s", "sent_s", "done_s", "pool_wait_ms", "status", "error",
     "model", "cached", "degraded", "node", "first_segment_s", "via",
 )
 REQUEST_COLUMNS = (
-    "intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "status", "ok", "error",
-    "kind", "chars", "priority", "mode", "model", "cached", "degraded", "node", "tenant", "phase",
-    "first_segment_ms", "via",
+    "intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "pool_wait_ms", "fired", "status",
+    "ok", "error", "kind", "chars", "priority", "mode", "model", "cached", "degraded", "node",
+    "tenant", "phase", "first_segment_ms", "via",
 )
 DEFAULT_BATCH_ROWS = 2000
 DEFAULT_FLUSH_S = 1.0
@@ -94,14 +96,22 @@ def list_parts(directory: Path) -> list[Path]:
     return sorted(directory.glob("part-w*.parquet"))
 
 
+def duplicate_count(requests: pd.DataFrame) -> int:
+    """Scheduled requests the generator started more than once (0 for results without `fired`)."""
+    if "fired" not in requests.columns:
+        return 0
+    return int((requests["fired"].to_numpy() > 1).sum())
+
+
 def merge_requests(schedule: pd.DataFrame, parts: pd.DataFrame, *,
                    documents_via_jobs: bool = False) -> pd.DataFrame:
     """One row per scheduled request with the contract's columns; unanswered rows get status 0.
 
-    `via` says which API a row went to ("job" or "translate"); a row never recorded gets the
-    one it would have gone to. Parts written before jobs existed lack both job columns.
+    A row never recorded was never sent: status 0, error "not sent", no send or end time, the
+    `via` it would have gone to. Parts written before a column existed get it empty.
     """
-    parts = parts.drop_duplicates("row", keep="last").set_index("row")
+    fired = parts["row"].value_counts()
+    parts = parts.drop_duplicates("row", keep="first").set_index("row")
     parts = parts.reindex(columns=[c for c in PART_COLUMNS if c != "row"])
     joined = schedule.reset_index(drop=True).join(parts, how="left")
     out = pd.DataFrame(index=joined.index)
@@ -110,6 +120,8 @@ def merge_requests(schedule: pd.DataFrame, parts: pd.DataFrame, *,
     out["done_s"] = joined["done_s"].astype(float)
     out["latency_ms"] = (out["done_s"] - out["intended_s"]) * 1000.0
     out["service_ms"] = (out["done_s"] - out["sent_s"]) * 1000.0
+    out["pool_wait_ms"] = joined["pool_wait_ms"].astype(float)
+    out["fired"] = fired.reindex(out.index, fill_value=0).to_numpy(dtype="int64")
     out["status"] = joined["status"].fillna(0).astype("int64")
     out["ok"] = (out["status"] >= 200) & (out["status"] < 300)
     out["error"] = _text(joined["error"], missing="not sent")

@@ -14,9 +14,15 @@ from pathlib import Path
 import pandas as pd
 
 from scenarios.load.locust import (
-    CLOSED_LOCUSTFILE, OPEN_LOCUSTFILE, LocustCommand, LocustProcess, start_load, wait_ready,
+    CLOSED_LOCUSTFILE,
+    OPEN_LOCUSTFILE,
+    LocustCommand,
+    LocustProcess,
+    start_load,
+    wait_ready,
     worker_env,
 )
+from scenarios.load.openloop import monotonic_anchor
 from scenarios.load.parts import list_parts, merge_requests, read_parts
 from scenarios.load.worker import WorkerConfig, count_markers
 
@@ -53,6 +59,7 @@ class LoadSession:
     t0: float = 0.0
     _proc: LocustProcess | None = None
     _seen: set[Path] = field(default_factory=set)
+    _started: float = 0.0
 
     @property
     def control_dir(self) -> Path:
@@ -71,6 +78,7 @@ class LoadSession:
         self._proc.start()
         wait_ready(self._proc, self.control_dir, self.plan.processes)
         self.t0 = start_load(self.control_dir)
+        self._started = monotonic_anchor(self.t0)
         return self.t0
 
     def _command(self) -> LocustCommand:
@@ -90,14 +98,14 @@ class LoadSession:
 
     @property
     def deadline(self) -> float:
-        """Wall time after which the session stops waiting for stragglers."""
-        return self.t0 + self.plan.duration_s + self.plan.max_timeout_s + DRAIN_SLACK_S
+        """Monotonic time after which the session stops waiting for stragglers."""
+        return self._started + self.plan.duration_s + self.plan.max_timeout_s + DRAIN_SLACK_S
 
     def finished(self) -> bool:
         """All workers done, Locust gone, or past the deadline."""
         done = count_markers(self.control_dir, "done") >= self.plan.processes
         gone = self._proc is None or not self._proc.alive()
-        return done or gone or time.time() > self.deadline
+        return done or gone or time.monotonic() > self.deadline
 
     def poll(self) -> pd.DataFrame:
         """Part rows written since the previous poll."""

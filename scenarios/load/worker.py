@@ -87,12 +87,17 @@ def wait_for_start(control: Path, *, limit_s: float = START_WAIT_S) -> float:
     return float(path.read_text(encoding="utf-8"))
 
 
-def run_worker(config: WorkerConfig, index: int, send: Sender, *, send_job: Sender | None = None) -> None:
+def run_worker(config: WorkerConfig, index: int, send: Sender, *, send_job: Sender | None = None) -> bool:
     """Load the share, signal ready, wait for the start, fire open-loop, signal done.
 
     `send_job` follows a document through the jobs API; it is used only for document rows and
-    only when the config says `documents_via_jobs`."""
+    only when the config says `documents_via_jobs`. A share is fired at most once per run: Locust
+    re-runs a task that raised, and that second call must not send the rows again, so it returns
+    False without firing. A worker that raised leaves `failed-<i>` with the error beside `done-<i>`.
+    """
     control = Path(config.control_dir)
+    if not claim_share(control, index):
+        return False
     plan = build_plan(config, index)
     warm_up(plan)
     writer = PartWriter(Path(config.parts_dir), index)
@@ -100,8 +105,22 @@ def run_worker(config: WorkerConfig, index: int, send: Sender, *, send_job: Send
     t0 = wait_for_start(control)
     try:
         OpenLoopFirer(plan, send, writer, send_job=send_job).run(t0)
+    except Exception as exc:
+        (control / f"failed-{index}").write_text(f"{type(exc).__name__}: {exc}", encoding="utf-8")
+        raise
     finally:
         (control / f"done-{index}").write_text(str(time.time()), encoding="utf-8")
+    return True
+
+
+def claim_share(control: Path, index: int) -> bool:
+    """Claim worker `index`'s share for this run (exclusive create); False if already claimed."""
+    try:
+        with (control / f"fired-{index}").open("x", encoding="utf-8") as marker:
+            marker.write(str(os.getpid()))
+    except FileExistsError:
+        return False
+    return True
 
 
 def publish_start(control: Path, t0: float) -> None:

@@ -131,7 +131,7 @@ def test_firer_sends_documents_as_jobs_without_holding_up_the_schedule(tmp_path:
     def send_job(_payload: dict[str, object], _timeout: float) -> Outcome:
         sent_to.append("job")
         gevent.sleep(0.2)
-        first = time.time()
+        first = time.monotonic()  # first-segment stamps are monotonic, like every duration
         gevent.sleep(0.5)  # a long document: its polls must not delay the rows behind it
         return Outcome(status=200, model="quality", first_segment_at=first)
 

@@ -1,0 +1,80 @@
+"""The Locust user's HTTP client, probed in its own process (importing Locust monkey-patches the
+interpreter): it follows no redirect, uses no proxy from the environment, stamps connections
+(issue 12 item 7, issue 11 part 3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scenarios.load.locust import worker_env
+from scenarios.load.worker import WorkerConfig
+from tests.scenarios.load.truth import Fate, connection_trap, truth_server
+
+ELSEWHERE = "http://192.0.2.1:9/v1/translate"  # TEST-NET-1: documentation only, never reachable
+ELSEWHERE_V6 = "http://[2001:db8::1]:9/v1/translate"
+ROOT = Path(__file__).resolve().parents[3]
+
+PROBE = """
+import json, sys
+from geventhttpclient.connectionpool import ConnectionPool
+
+attempts = []
+real_connect = ConnectionPool._connect_socket
+
+def spy(self, sock, address):
+    attempts.append(list(address)[:2])
+    return real_connect(self, sock, address)
+
+ConnectionPool._connect_socket = spy
+
+from locust.env import Environment
+from scenarios.load import handoff
+from scenarios.load.locustfile import OpenLoopUser
+
+OpenLoopUser.host = sys.argv[1]
+user = OpenLoopUser(Environment(user_classes=[OpenLoopUser], host=sys.argv[1]))
+answers = []
+for row in (0, 1, 2):
+    handoff.begin()
+    outcome = user._send({"text": "x", "tenant": f"r{row}"}, 5.0)
+    answers.append({"status": outcome.status, "error": outcome.error,
+                    "stamped": handoff.handed_at() is not None})
+print(json.dumps({"answers": answers, "attempts": attempts}))
+"""
+
+
+def fate(row: int) -> Fate:
+    return [Fate(200), Fate(302, location=ELSEWHERE), Fate(307, location=ELSEWHERE_V6)][row]
+
+
+def test_locust_user_records_a_redirect_and_never_contacts_its_target_or_a_proxy() -> None:
+    with connection_trap() as (trap_port, trapped), truth_server(fate) as (host, ledger):
+        proxy = f"http://127.0.0.1:{trap_port}"
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HTTP_PROXY": proxy, "http_proxy": proxy,
+               "HTTPS_PROXY": proxy, "ALL_PROXY": proxy, "NO_PROXY": ""}
+        probe = subprocess.run([sys.executable, "-c", PROBE, host], env=env, cwd=ROOT,
+                               capture_output=True, text=True, timeout=60, check=False)
+        assert probe.returncode == 0, probe.stderr
+        seen = json.loads(probe.stdout.strip().splitlines()[-1])
+        served = len(ledger.frame())
+    port = int(host.rsplit(":", 1)[1])
+    assert [a["status"] for a in seen["answers"]] == [200, 302, 307]  # the 3xx is the answer
+    assert all(a["stamped"] for a in seen["answers"])  # every send stamped by the pool
+    assert seen["attempts"] and all(a == ["127.0.0.1", port] for a in seen["attempts"]), seen["attempts"]
+    assert trapped == [] and served == 3
+
+
+def test_worker_env_drops_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = WorkerConfig(schedule="s", parts_dir="p", control_dir="c", workers=1, languages=("en-de",),
+                          timeout_margin_s=1.0)
+    for name in ("HTTP_PROXY", "https_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, "http://proxy.example:3128")
+    monkeypatch.setenv("KEEP_ME", "1")
+    env = worker_env(config)
+    assert not {"HTTP_PROXY", "https_proxy", "ALL_PROXY"} & set(env) and env["KEEP_ME"] == "1"
