@@ -17,12 +17,19 @@ DIR = click.Path(path_type=Path, file_okay=False)
 def report(results_dir: Path, baseline: Path | None) -> None:
     """(Re)render the report of a finished run; exit code is the verdict.
 
-    Writes summary.json, report.html, report.md and junit.xml into RESULTS_DIR.
+    Writes summary.json, report.html, report.md and junit.xml into RESULTS_DIR. A run whose
+    harness died before writing its results (killed) is rebuilt first from the part files and
+    the schedule it left; its verdict is then "invalid".
     Exit 0 pass, 1 SLO missed or regression, 2 bad input, 3 measurement invalid.
     """
     from reports.build import build_reports, exit_code
     from reports.results import ResultsError
+    from scenarios.run.rebuild import rebuild_results
 
+    rebuilt = rebuild_results(results_dir) if results_dir.is_dir() else None
+    if rebuilt is not None:
+        click.echo(f"rebuilt the results of an interrupted run: {rebuilt.recorded} answered request(s) from "
+                   f"{rebuilt.parts} part file(s); {rebuilt.survivors} process(es) of the run still alive", err=True)
     try:
         summary = build_reports(results_dir, baseline=baseline)
     except ResultsError as exc:

@@ -8,8 +8,10 @@ from pathlib import Path
 import click
 
 from scenarios.cli.errors import EXIT_ABORTED, BadInput
+from scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
 from scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_plan, describe, pin_rate_scale
-from scenarios.spec.model import ScenarioError, is_loopback_url, load_scenario, resolve_path
+from scenarios.spec.model import ScenarioError, load_scenario, resolve_path
+from traffic_models.loopback import is_loopback_url
 from traffic_models.clock import parse_duration
 from scenarios.spec.variants import VariantRun, check_embedded, describe_variants, expand_variants
 
@@ -42,6 +44,14 @@ def prepare(scenario: str, flags: Overrides, *, allow_remote: bool) -> DrillPlan
         check_embedded(spec, source=source, base_dir=base_dir)
         return build_plan(spec, source=source, base_dir=base_dir)
     except ScenarioError as exc:
+        raise BadInput(str(exc)) from exc
+
+
+def results_folder(out: Path | None, name: str) -> Path:
+    """This run's own results folder: `--out` if new or empty (else exit 2), or a fresh default."""
+    try:
+        return claim_results_dir(out) if out is not None else new_results_dir(name)
+    except ResultsDirError as exc:
         raise BadInput(str(exc)) from exc
 
 
@@ -80,8 +90,8 @@ def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path) -> int:
 
 @click.command("run")
 @click.argument("scenario")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Results directory "
-              "(default results/<scenario>-<UTC timestamp>).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Results directory, new or "
+              "empty (default: a fresh results/<scenario>-<UTC timestamp>-<id>).")
 @click.option("--target", "target_url", help="Load this running service instead of the scenario's target.")
 @click.option("--traffic", help='Replace the traffic model, e.g. "constant:20" (requests/s).')
 @click.option("--duration", callback=_check_duration, help='Run length, e.g. "30s" or "3m".')
@@ -111,12 +121,15 @@ def run(scenario: str, out: Path | None, target_url: str | None, traffic: str | 
         if runs:
             click.echo(describe_variants(runs))
         return
-    from scenarios.run.drill import Drill, default_results_dir
+    from scenarios.run.drill import Drill
 
-    results = out or default_results_dir(plan.scenario.name)
+    results = results_folder(out, plan.scenario.name)
     if runs:
         raise SystemExit(run_variants(plan, runs, results))
-    result = Drill(plan, results).run()
+    try:
+        result = Drill(plan, results).run()
+    except ResultsDirError as exc:
+        raise BadInput(str(exc)) from exc
     click.echo(f"verdict: {result.verdict} - {result.reason}".rstrip(" -"))
     report = result.results_dir / "report.html"
     click.echo(f"report: {report if report.exists() else result.results_dir}")

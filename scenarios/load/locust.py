@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 
 from scenarios.load.worker import ENV_CONFIG, WorkerConfig, count_markers, publish_start
+from traffic_models.processes import die_with_parent
 
 HERE = Path(__file__).resolve().parent
 OPEN_LOCUSTFILE = HERE / "locustfile.py"
@@ -69,6 +70,7 @@ class LocustProcess:
             self._proc = subprocess.Popen(
                 self._command.argv(), env=self._env, stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True, cwd=self._log_path.parent,
+                preexec_fn=die_with_parent,  # SIGTERM when the drill's main thread dies, even by SIGKILL
             )
         finally:
             log.close()
@@ -140,13 +142,9 @@ def _send(pid: int, sig: signal.Signals) -> None:
         pass
 
 
-PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy"})
-
-
 def worker_env(config: WorkerConfig) -> dict[str, str]:
-    """The environment Locust runs in: ours without proxy variables (the load goes straight to the
-    target the loopback guard allowed, never through a proxy), plus the worker config."""
-    env = {key: value for key, value in os.environ.items() if key.lower() not in PROXY_VARIABLES}
+    """The environment Locust runs in: ours plus the worker config."""
+    env = dict(os.environ)
     env[ENV_CONFIG] = config.to_env()
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env

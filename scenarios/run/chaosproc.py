@@ -8,6 +8,11 @@ failure (the method then carries on), and SIGUSR2 skips the rollbacks on purpose
 Each child gets its own session, so a Ctrl-C at the terminal reaches the drill only: the drill
 then interrupts each experiment exactly once. A second SIGINT during the rollbacks would cut
 them short.
+
+A child also dies with the drill: the kernel sends it SIGINT when the thread that started it
+ends (PR_SET_PDEATHSIG; the timeline keeps that thread alive until every run has stopped), so
+its rollbacks play even when the drill was killed with SIGKILL, and `chaos_main` bounds how long
+an orphaned run may take over them.
 """
 
 from __future__ import annotations
@@ -18,8 +23,12 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from scenarios.run.chaos_main import PARENT_ENV
+from traffic_models.processes import die_with_parent
 
 __all__ = ["ChaosProcess", "chaos_command"]
 
@@ -71,6 +80,7 @@ class ChaosProcess:
         self.journal_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self._env}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+        env[PARENT_ENV] = str(os.getpid())
         with self.log_path.open("wb") as log:
             self._proc = subprocess.Popen(
                 chaos_command(self.experiment, self.journal_path, hypothesis=self.hypothesis),
@@ -80,6 +90,7 @@ class ChaosProcess:
                 env=env,
                 cwd=self.experiment.parent,
                 start_new_session=True,
+                preexec_fn=partial(die_with_parent, signal.SIGINT),
             )
 
     @property

@@ -1,30 +1,37 @@
 """One drill, start to finish: boot, load, watch, stop, and always leave results and a report.
 
 The order of teardown matters and lives in one `finally`: stop the load, stop the chaos
-timeline (its rollbacks need the server up), stop the scraper and the server, then write the
-results and build the report, so an aborted or interrupted drill still explains itself.
+timeline (its rollbacks need the server up), audit the target for leftover faults, stop the
+scraper and the server, audit for leftover processes, then write the results and build the
+report, so an aborted or interrupted drill still explains itself. Signals stay handled until
+the report is built (`scenarios.run.signals`); the results folder is this run's alone
+(`scenarios.run.resultsdir`); every process of the run is written down as it appears
+(`scenarios.run.ledger`) and dies with the drill, so even a SIGKILLed drill leaves nothing
+running and `rushhour report DIR` can rebuild its results (`scenarios.run.rebuild`).
 """
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from types import FrameType
 from typing import TextIO
 
 import numpy as np
 import pandas as pd
 
+from scenarios.run.atomic import write_json_atomic, write_parquet_atomic
+from scenarios.run.audit import AUDIT_FILE, LeakAudit
 from scenarios.run.chaos import Timeline, start_chaos
+from scenarios.run.leakcheck import audit_leftovers, audit_target
+from scenarios.run.ledger import LEDGER_FILE, ProcessLedger
+from scenarios.run.resultsdir import ResultsDirError
+from scenarios.run.signals import SignalGuard
 from reference_server.launch import LaunchError
 from scenarios.run.embedded import EmbeddedServer
 from scenarios.run.envinfo import machine_facts
 from scenarios.run.events import EventLog
-from scenarios.load.health import generator_figures
 from scenarios.load.locust import LoadError
 from scenarios.load.parts import merge_requests, read_parts
 from scenarios.spec.plan import DrillPlan
@@ -33,6 +40,7 @@ from scenarios.run.stopping import stop_reason
 from scenarios.run.scraper import StatusScraper, metrics_frame
 from scenarios.load.session import LoadPlan, LoadSession
 from scenarios.spec.model import dump_scenario
+from traffic_models.quantiles import percentile_value
 
 TICK_S = 0.5
 EXIT_INVALID = 3
@@ -46,11 +54,6 @@ class RunResult:
     verdict: str
     reason: str
     results_dir: Path
-
-
-def default_results_dir(name: str, root: Path = Path("results")) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return root / f"{name}-{stamp}"
 
 
 @dataclass
@@ -69,38 +72,44 @@ class Drill:
     abort_reason: str | None = None
     interrupted: bool = False
     t0: float = 0.0
+    audit: LeakAudit = field(default_factory=LeakAudit)
+    ledger: ProcessLedger | None = None
     _phases_seen: int = 0
 
     def run(self) -> RunResult:
         self._write_inputs()
-        previous = self._install_signals()
+        self.ledger = ProcessLedger(self.results_dir / LEDGER_FILE)
+        guard = SignalGuard(self._stop_requested, self._say).install()
         try:
-            self._boot_and_load()
-        except (LaunchError, LoadError) as exc:
-            self.abort_reason = str(exc)
+            try:
+                self._boot_and_load()
+            except (LaunchError, LoadError) as exc:
+                self.abort_reason = str(exc)
+            except KeyboardInterrupt:
+                self.interrupted = True
+            finally:
+                guard.tearing_down = True
+                self._teardown()
+            return self._report()
         finally:
-            self._restore_signals(previous)
-            self._teardown()
-        return self._report()
+            guard.restore()
 
     def _write_inputs(self) -> None:
+        """Claim the (new or empty) folder: `scenario.yaml` is created exclusively, first."""
         self.results_dir.mkdir(parents=True, exist_ok=True)
-        (self.results_dir / "chaos").mkdir(exist_ok=True)
         text = dump_scenario(self.plan.scenario, rate_scale=self.plan.rate_scale)
-        (self.results_dir / "scenario.yaml").write_text(text, encoding="utf-8")
+        try:
+            with (self.results_dir / "scenario.yaml").open("x", encoding="utf-8") as handle:
+                handle.write(text)
+        except FileExistsError as exc:
+            raise ResultsDirError(f'The results folder "{self.results_dir}" already holds a run '
+                                  "(scenario.yaml); a run never shares its folder.") from exc
+        (self.results_dir / "chaos").mkdir(exist_ok=True)
         self.plan.schedule.to_parquet(self.results_dir / "schedule.parquet", index=False)
 
-    def _install_signals(self) -> dict[int, object]:
-        """First Ctrl-C (or SIGTERM) stops the drill cleanly; a second one is a hard interrupt."""
-        def handler(signum: int, _frame: FrameType | None) -> None:
-            self.interrupted = True
-            signal.signal(signum, signal.default_int_handler)
-        return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-    @staticmethod
-    def _restore_signals(previous: dict[int, object]) -> None:
-        for sig, old in previous.items():
-            signal.signal(sig, old)  # type: ignore[arg-type]
+    def _stop_requested(self, name: str) -> None:
+        self.interrupted = True
+        self._say(f"{name}: stopping the drill; the results and the report are written first.")
 
     @property
     def url(self) -> str:
@@ -114,16 +123,23 @@ class Drill:
             self.server = EmbeddedServer(target.embedded, log_path=self.results_dir / "server.log",
                                          base_dir=self.plan.base_dir)
             self._say(f"booting the reference server on {self.server.url} ...")
-            self.server.start()
+            try:
+                self.server.start()
+            finally:
+                self._observe()
             self.server.warm(self.plan.scenario.load.languages)
         if self.interrupted:
             return
         self.session = LoadSession(self._load_plan())
-        self.t0 = self.session.start()
+        try:
+            self.t0 = self.session.start()
+        finally:
+            self._observe()
         self._open_events()
         if self.server is not None:
             self.server.anchor_schedules(self.t0)
-        self.scraper = StatusScraper(self.url, origin=self.t0, on_server_event=self._server_event)
+        self.scraper = StatusScraper(self.url, origin=self.t0, on_server_event=self._server_event,
+                                     on_error=self._scraper_error)
         self.scraper.start()
         self.chaos = start_chaos(self.plan, url=self.url, token=self.server.token if self.server else None,
                                  out_dir=self.results_dir / "chaos", events=self.events_log, t0=self.t0,
@@ -158,6 +174,13 @@ class Drill:
             start_clock_s=s.traffic.start_clock_s, env=machine_facts(),
         )
 
+    def _scraper_error(self, error: dict[str, object]) -> None:
+        self.events_log.emit("scraper_error", source="harness", **error)
+
+    def _observe(self) -> None:
+        if self.ledger is not None:
+            self.ledger.observe()
+
     def _server_event(self, event: dict) -> None:
         fields = {("fault_kind" if k == "kind" else k): v for k, v in event.items() if k not in ("type", "wall", "seq", "t_s")}
         wall = float(event.get("wall", time.time()))
@@ -179,6 +202,7 @@ class Drill:
         elapsed = time.time() - self.t0
         self.stats.add(self.session.poll())
         self.stats.cpu_samples.append(self.session.cpu_percent() / 100.0)
+        self._observe()
         self._mark_phases(elapsed)
         printer.show(progress_line(self.stats, elapsed_s=elapsed, total_s=self.plan.duration_s,
                                    scheduled=len(self.plan.schedule)), elapsed)
@@ -194,7 +218,9 @@ class Drill:
 
     def _teardown(self) -> None:
         """Stop everything in a safe order; each step runs even if an earlier one failed."""
-        steps = (self._stop_load, self._stop_chaos, self._stop_scraper, self._stop_server, self._write_results)
+        self._observe()
+        steps = (self._stop_load, self._stop_chaos, self._audit_target, self._stop_scraper, self._stop_server,
+                 self._audit_leftovers, self._write_results)
         for step in steps:
             try:
                 step()
@@ -210,6 +236,9 @@ class Drill:
         if self.chaos is not None:
             self.chaos.stop()
 
+    def _audit_target(self) -> None:
+        audit_target(self.audit, self.plan, url=self.url if self.chaos is not None else None)
+
     def _stop_scraper(self) -> None:
         if self.scraper is not None:
             self.scraper.stop()
@@ -218,13 +247,23 @@ class Drill:
         if self.server is not None:
             self.server.stop()
 
+    def _audit_leftovers(self) -> None:
+        audit_leftovers(self.audit, self.ledger)
+        result = self.audit.result(time.time() - self.t0 if self.t0 else None)
+        write_json_atomic(result, self.results_dir / AUDIT_FILE)
+        self.events_log.emit("leak_audit", **{k: v for k, v in result.items() if k != "t_s"})
+        findings = "; ".join(f"{f['target']}: {f['detail']}" for f in result["findings"])
+        self._say("leak audit: clean" if result["clean"] else f"warning: leak audit found {findings}")
+
     def _write_results(self) -> None:
         sched = self.plan.schedule
         requests = self.session.requests(sched) if self.session else merge_requests(sched, read_parts([]))
-        requests.to_parquet(self.results_dir / "requests.parquet", index=False)
+        write_parquet_atomic(requests, self.results_dir / "requests.parquet")
         metrics = self.scraper.frame() if self.scraper else metrics_frame([])
-        metrics.to_parquet(self.results_dir / "server_metrics.parquet", index=False)
+        write_parquet_atomic(metrics, self.results_dir / "server_metrics.parquet")
         log = self.events_log
+        if self.scraper is not None:
+            log.emit("scraper", source="harness", **self.scraper.summary())
         self._mark_phases(min(time.time() - self.t0, self.plan.duration_s) if self.t0 else -1.0)
         log.emit("generator", **self._generator(requests))
         if self.abort_reason or (self.interrupted and self.session is None):
@@ -236,8 +275,9 @@ class Drill:
         log.close()
 
     def _generator(self, requests: pd.DataFrame) -> dict[str, object]:
+        lag = ((requests["sent_s"] - requests["intended_s"]) * 1000.0).dropna().to_numpy()
         cpu = np.asarray(self.stats.cpu_samples[1:] or [0.0])
-        return {"cpu_max": round(float(cpu.max()), 4), **generator_figures(requests),
+        return {"cpu_max": round(float(cpu.max()), 4), "lag_p99_ms": percentile_value(lag, 99) if lag.size else None,
                 "processes": self.plan.scenario.load.processes}
 
     def _report(self) -> RunResult:

@@ -22,6 +22,12 @@ STOP_GRACE_S = 15.0
 WARM_REQUESTS = 8
 
 
+def loopback_client(timeout_s: float) -> httpx.Client:
+    """A client for the embedded server: proxy variables ignored (the token stays on this
+    machine), redirects never followed."""
+    return httpx.Client(timeout=timeout_s, trust_env=False, follow_redirects=False)
+
+
 class EmbeddedServer:
     """The reference server as a child process; `url` and `token` once started."""
 
@@ -82,7 +88,7 @@ class EmbeddedServer:
         """A few real translations through the gateway, so the drill's first second is not cold."""
         source, target = languages[0].split("-")
         ok = 0
-        with httpx.Client(timeout=30.0) as client:
+        with loopback_client(30.0) as client:
             for i in range(WARM_REQUESTS):
                 body = {"text": f"warm-up request number {i}.", "source_lang": source, "target_lang": target,
                         "mode": ("fast", "quality")[i % 2], "priority": "batch", "tenant": "rushhour-warmup",
@@ -96,8 +102,9 @@ class EmbeddedServer:
     def anchor_schedules(self, t0: float) -> None:
         """Make the server's autoscale schedules count from the drill's start (best effort)."""
         try:
-            httpx.post(f"{self.url}/admin/autoscale/epoch", json={"epoch": t0},
-                       headers={"Authorization": f"Bearer {self.token}"}, timeout=5.0)
+            with loopback_client(5.0) as client:
+                client.post(f"{self.url}/admin/autoscale/epoch", json={"epoch": t0},
+                            headers={"Authorization": f"Bearer {self.token}"})
         except httpx.HTTPError:
             pass
 

@@ -1,7 +1,9 @@
 """Scrape GET /v1/status once a second into `server_metrics.parquet` rows (one per pool).
 
 Runs in a thread of the runner: it must keep its 1 s rhythm while the runner's loop is busy
-merging parts, and a slow or dead server must cost one missed sample, never the run.
+merging parts, and a slow or dead server must cost one missed sample, never the run. A failed
+scrape is never silent: `on_error` hears of it (rate-limited, see `ErrorReporter`), so the run's
+timeline says which samples and server events are missing and why.
 """
 
 from __future__ import annotations
@@ -14,12 +16,17 @@ from pathlib import Path
 import httpx
 import pandas as pd
 
+from traffic_models.loopback import is_loopback_url
+
 METRIC_COLUMNS = (
     "t_s", "pool", "nodes_alive", "nodes_ready", "breakers_open", "queue_depth", "inflight",
     "batch_size_mean", "provider", "cache_hits_total", "cache_misses_total", "shed_total",
     "requests_total",
 )
 SCRAPE_INTERVAL_S = 1.0
+ERROR_REPORT_EVERY_S = 10.0
+STATUS_PATH = "/v1/status"
+EVENTS_PATH = "/v1/events"
 
 
 def _pool_provider(status: dict, pool: str) -> str:
@@ -71,16 +78,55 @@ def metrics_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
     return frame
 
 
+class ErrorReporter:
+    """Failures of one scraper, reported without flooding: the first failure of an endpoint at
+    once, then at most one report per `every_s` carrying the count of failures since the last."""
+
+    def __init__(self, report: Callable[[dict[str, object]], None] | None, *,
+                 every_s: float = ERROR_REPORT_EVERY_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self._report = report
+        self._every_s = every_s
+        self._clock = clock
+        self._last: dict[str, float] = {}
+        self._pending: dict[str, tuple[int, str]] = {}
+        self.totals: dict[str, int] = {}
+
+    def failed(self, endpoint: str, reason: str) -> None:
+        self.totals[endpoint] = self.totals.get(endpoint, 0) + 1
+        count = self._pending.get(endpoint, (0, ""))[0] + 1
+        self._pending[endpoint] = (count, reason)
+        now = self._clock()
+        if endpoint not in self._last or now - self._last[endpoint] >= self._every_s:
+            self._last[endpoint] = now
+            self._send(endpoint)
+
+    def flush(self) -> None:
+        """Report what the rate limit held back (called once when the scraper stops)."""
+        for endpoint in list(self._pending):
+            self._send(endpoint)
+
+    def _send(self, endpoint: str) -> None:
+        count, reason = self._pending.pop(endpoint)
+        if self._report is not None:
+            self._report({"endpoint": endpoint, "reason": reason, "errors": count, "total": self.totals[endpoint]})
+
+
 class StatusScraper:
-    """Background thread polling `<base>/v1/status`; `rows` grows by one scrape per second."""
+    """Background thread polling `<base>/v1/status`; `rows` grows by one scrape per second.
+
+    The client ignores proxy variables for a loopback target (the admin token and the samples
+    stay on this machine) and never follows redirects."""
 
     def __init__(
         self, base_url: str, *, origin: float, interval_s: float = SCRAPE_INTERVAL_S,
         on_server_event: Callable[[dict], None] | None = None,
+        on_error: Callable[[dict[str, object]], None] | None = None,
     ) -> None:
-        self._url = base_url.rstrip("/") + "/v1/status"
-        self._events_url = base_url.rstrip("/") + "/v1/events"
+        self._base = base_url.rstrip("/")
+        self._url = self._base + STATUS_PATH
+        self._events_url = self._base + EVENTS_PATH
         self._on_server_event = on_server_event
+        self.errors = ErrorReporter(on_error)
         self._last_seq = 0
         self._origin = origin
         self._interval = interval_s
@@ -89,13 +135,21 @@ class StatusScraper:
         self._lock = threading.Lock()
         self._rows: list[dict[str, object]] = []
         self.last_status: dict | None = None
-        self.failures = 0
+        self.samples = 0
+
+    @property
+    def failures(self) -> int:
+        return sum(self.errors.totals.values())
 
     def start(self) -> None:
         self._thread.start()
 
+    def client(self) -> httpx.Client:
+        return httpx.Client(timeout=self._interval * 0.9, trust_env=not is_loopback_url(self._base),
+                            follow_redirects=False)
+
     def _loop(self) -> None:
-        with httpx.Client(timeout=self._interval * 0.9) as client:
+        with self.client() as client:
             while not self._stop.is_set():
                 began = time.monotonic()
                 self._scrape(client)
@@ -103,33 +157,48 @@ class StatusScraper:
 
     def _scrape(self, client: httpx.Client) -> None:
         t_s = time.time() - self._origin
-        try:
-            response = client.get(self._url)
-            response.raise_for_status()
-            status = response.json()
-        except (httpx.HTTPError, ValueError):
-            self.failures += 1
+        status = self._get_json(client, STATUS_PATH, self._url)
+        if not isinstance(status, dict):
             return
         rows = status_rows(status, self.last_status, t_s)
         with self._lock:
             self._rows.extend(rows)
+            self.samples += 1
         self.last_status = status
         self._pull_events(client)
 
+    def _get_json(self, client: httpx.Client, endpoint: str, url: str, **params: object) -> object:
+        """The JSON body of a 2xx answer; any other outcome is reported and gives None."""
+        try:
+            response = client.get(url, params=params or None)
+        except httpx.HTTPError as exc:
+            self.errors.failed(endpoint, f"GET {url} failed: {type(exc).__name__}: {exc}")
+            return None
+        if response.status_code == 404 and endpoint == EVENTS_PATH:
+            return {"missing": True}
+        if not response.is_success:
+            self.errors.failed(endpoint, f"GET {url} answered {response.status_code} ({response.text[:200]!r}).")
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            self.errors.failed(endpoint, f"GET {url} answered {response.status_code} with a body that is not JSON.")
+            return None
+
     def _pull_events(self, client: httpx.Client) -> None:
         """Copy the server's own events (scale, node down/ready, breaker) into the drill's log.
-        A target without /v1/events (not the reference server) just has none."""
+        A target without /v1/events (404: not the reference server) just has none."""
         if self._on_server_event is None:
             return
-        try:
-            response = client.get(self._events_url, params={"after": self._last_seq})
-            if response.status_code == 404:
-                self._on_server_event = None
-                return
-            events = response.json().get("events", [])
-        except (httpx.HTTPError, ValueError, AttributeError):
+        body = self._get_json(client, EVENTS_PATH, self._events_url, after=self._last_seq)
+        if isinstance(body, dict) and body.get("missing"):
+            self._on_server_event = None
             return
-        for event in events:
+        events = body.get("events") if isinstance(body, dict) else None
+        if body is not None and not isinstance(events, list):
+            self.errors.failed(EVENTS_PATH, f'GET {self._events_url} answered a body without an "events" list.')
+            return
+        for event in events or []:
             self._last_seq = max(self._last_seq, int(event.get("seq", 0)))
             self._on_server_event(event)
 
@@ -137,6 +206,11 @@ class StatusScraper:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
+        self.errors.flush()
+
+    def summary(self) -> dict[str, object]:
+        """Samples taken and failures per endpoint, for the run's `scraper` event."""
+        return {"samples": self.samples, "errors": dict(self.errors.totals), "failed": self.failures}
 
     def frame(self) -> pd.DataFrame:
         with self._lock:
@@ -144,3 +218,4 @@ class StatusScraper:
 
     def write(self, path: Path) -> None:
         self.frame().to_parquet(path, index=False)
+

@@ -10,6 +10,10 @@ background thread, never from two at once.
 `stop()` interrupts what is still running so that its rollbacks play, waits a bounded time, and
 when anything might be left broken (a run killed, a rollback failed or missing) heals the whole
 target with `POST /admin/reset`.
+
+The scheduler thread starts every run and stays alive until `stop()` has seen them all end:
+a run's parent-death signal (see `scenarios.run.chaosproc`) fires when the thread that forked it
+ends, so that thread must live exactly as long as the drill needs its runs.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import httpx
 from scenarios.run.chaosproc import ChaosProcess, chaos_command
 from scenarios.spec.chaos import PlannedFault
 from traffic_models.clock import format_clock
+from traffic_models.loopback import is_loopback_url
 
 __all__ = ["ChaosTimeline"]
 
@@ -68,6 +73,7 @@ class ChaosTimeline:
         self._lock = threading.Lock()
         self._event_lock = threading.Lock()
         self._stopping = threading.Event()
+        self._released = threading.Event()
         self._scheduler: threading.Thread | None = None
         self._t0 = 0.0
         self.reset_sent = False
@@ -98,9 +104,7 @@ class ChaosTimeline:
     def stop(self) -> None:
         """Interrupt running experiments (their rollbacks play), wait, then reset if in doubt."""
         self._stopping.set()
-        if self._scheduler is not None:
-            self._scheduler.join()
-        with self._lock:
+        with self._lock:  # a launch in progress finishes first; none starts after this
             procs = list(self._procs)
         for proc in procs:
             proc.interrupt()
@@ -109,6 +113,9 @@ class ChaosTimeline:
             if proc.wait(max(0.0, deadline - time.monotonic())) is None:
                 logger.warning("Chaos experiment %s did not stop in time; killing it.", proc.name)
                 proc.kill()
+        self._released.set()
+        if self._scheduler is not None:
+            self._scheduler.join()
         for watcher in self._watchers:
             watcher.join()
         if any(not proc.rolled_back() for proc in procs):
@@ -135,6 +142,12 @@ class ChaosTimeline:
         return self.out_dir / f"{fault.name}.journal.json"
 
     def _schedule(self) -> None:
+        try:
+            self._launch_all()
+        finally:
+            self._released.wait()  # the runs' parent-death signal is tied to this thread
+
+    def _launch_all(self) -> None:
         for fault in sorted(self.faults, key=lambda f: f.offset_s):
             delay = self._t0 + fault.offset_s - self._clock()
             if self._stopping.wait(max(0.0, delay)):
@@ -177,11 +190,8 @@ class ChaosTimeline:
 
     def _reset(self) -> None:
         try:
-            response = httpx.post(
-                f"{self.url}/admin/reset",
-                headers={"Authorization": f"Bearer {self._token}"},
-                timeout=10.0,
-            )
+            with httpx.Client(timeout=10.0, trust_env=not is_loopback_url(self.url), follow_redirects=False) as http:
+                response = http.post(f"{self.url}/admin/reset", headers={"Authorization": f"Bearer {self._token}"})
             self.reset_sent = response.status_code < 400
             if not self.reset_sent:
                 logger.error("POST %s/admin/reset answered %s.", self.url, response.status_code)

@@ -7,7 +7,6 @@ fails twenty minutes in because of a typo.
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -169,8 +168,8 @@ class ChaosEntry(_Strict):
     def _no_reserved_env(cls, value: dict[str, str]) -> dict[str, str]:
         reserved = sorted(set(value) & set(RESERVED_CHAOS_ENV))
         if reserved:
-            raise ValueError(f"{', '.join(reserved)} is set by the drill (the guarded target, its token, the hold); "
-                             "use target/--target and hold instead")
+            raise ValueError(f"the drill sets {', '.join(reserved)} itself (the guarded target, its token, the "
+                             "hold), so a chaos entry may not; use target/--target and hold instead")
         return value
 
     @field_validator("at")
@@ -289,14 +288,3 @@ def resolved_dict(scenario: Scenario, *, rate_scale: float) -> dict[str, object]
 def dump_scenario(scenario: Scenario, *, rate_scale: float) -> str:
     """The resolved scenario as YAML (loads again with `load_scenario`)."""
     return yaml.safe_dump(resolved_dict(scenario, rate_scale=rate_scale), sort_keys=False)
-
-
-def is_loopback_url(url: str) -> bool:
-    """True when `url` points at this machine only (127.0.0.0/8, ::1 or localhost)."""
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

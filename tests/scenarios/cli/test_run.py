@@ -83,3 +83,64 @@ def test_run_cli_overrides_show_in_plan(tmp_path: Path) -> None:
     assert code == 0, output
     assert "constant:20" in output and "seed 3" in output and "2 Locust process(es)" in output
     assert "duration   30 s" in output
+
+
+def test_run_cli_refuses_a_results_folder_that_is_not_empty(tmp_path: Path) -> None:
+    out = tmp_path / "earlier-run"
+    (out / "load" / "control").mkdir(parents=True)
+    (out / "summary.json").write_text("{}")
+    code, output = _invoke(str(_scenario(tmp_path)), "--out", str(out))  # refused before anything boots
+    assert code == 2, output
+    assert f'"{out}" is not empty' in output and "load, summary.json" in output
+    assert sorted(p.name for p in out.iterdir()) == ["load", "summary.json"]
+
+
+def test_run_cli_refuses_a_file_as_results_folder(tmp_path: Path) -> None:
+    out = tmp_path / "a-file"
+    out.write_text("x")
+    code, output = _invoke(str(_scenario(tmp_path)), "--out", str(out))
+    assert code == 2 and str(out) in output and "is a file" in output
+
+
+def test_default_results_folders_never_collide(tmp_path: Path) -> None:
+    from scenarios.run.resultsdir import claim_results_dir, new_results_dir
+
+    made = {new_results_dir("smoke", tmp_path) for _ in range(50)}  # all within the same second or two
+    assert len(made) == 50 and all(p.is_dir() and p.name.startswith("smoke-") for p in made)
+    assert claim_results_dir(tmp_path / "fresh" / "deep").is_dir()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert claim_results_dir(empty) == empty
+
+
+def test_drill_refuses_a_folder_claimed_by_another_run(tmp_path: Path) -> None:
+    import dataclasses
+
+    from scenarios.cli.run import prepare
+    from scenarios.run.drill import Drill
+    from scenarios.run.resultsdir import ResultsDirError
+    from scenarios.spec.plan import Overrides
+
+    plan = prepare(str(_scenario(tmp_path)), Overrides(), allow_remote=False)
+    out = tmp_path / "raced"
+    out.mkdir()
+    (out / "scenario.yaml").write_text("name: other\n")  # another run claimed it after our check
+    with pytest.raises(ResultsDirError, match="already holds a run"):
+        Drill(dataclasses.replace(plan), out).run()
+    assert (out / "scenario.yaml").read_text() == "name: other\n"
+
+
+@pytest.mark.parametrize("name", ["RUSHHOUR_URL", "RUSHHOUR_ADMIN_TOKEN"])
+def test_run_cli_chaos_env_cannot_redirect_the_experiments(tmp_path: Path, name: str) -> None:
+    entry = {"at": "00:00:01", "experiment": "cache-flush.json", "env": {name: "http://203.0.113.9:8000"}}
+    code, output = _invoke(str(_scenario(tmp_path, chaos=[entry])), "--dry-run")
+    assert code == 2 and f"chaos[0].env: the drill sets {name} itself" in output
+
+
+def test_chaos_env_never_overrides_the_guarded_target() -> None:
+    from scenarios.spec.chaos import PlannedFault
+
+    fault = PlannedFault.model_construct(name="f", experiment=Path("x.json"), scenario_time="0", offset_s=0.0,
+                                         targets=[], env={"RUSHHOUR_URL": "http://203.0.113.9"}, hold_s=None)
+    env = fault.process_env({"RUSHHOUR_URL": "http://127.0.0.1:8000", "RUSHHOUR_ADMIN_TOKEN": "t"})
+    assert env["RUSHHOUR_URL"] == "http://127.0.0.1:8000"  # even a model built without validation

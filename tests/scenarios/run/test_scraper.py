@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from scenarios.run.scraper import METRIC_COLUMNS, metrics_frame, status_rows
 
 
@@ -88,3 +90,88 @@ def test_scraper_stops_asking_a_target_without_events() -> None:
         scraper._pull_events(client)
         scraper._pull_events(client)
     assert len(calls) == 1
+
+
+def test_scraper_reports_a_failing_events_endpoint_rate_limited() -> None:
+    import httpx
+
+    from scenarios.run.scraper import StatusScraper
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/events":
+            return httpx.Response(500, json={"error": {"code": "internal", "message": "no seq"}})
+        return httpx.Response(200, json=_status(1, 1, 1))
+
+    errors: list[dict] = []
+    scraper = StatusScraper("http://127.0.0.1:9", origin=0.0, on_server_event=lambda e: None, on_error=errors.append)
+    with httpx.Client(transport=httpx.MockTransport(handler)) as client:
+        for _ in range(5):
+            scraper._scrape(client)
+    assert len(errors) == 1  # the first failure at once, the rest held back by the rate limit
+    assert errors[0]["endpoint"] == "/v1/events" and "answered 500" in str(errors[0]["reason"])
+    scraper.stop()
+    assert [e["errors"] for e in errors] == [1, 4] and errors[-1]["total"] == 5
+    assert scraper.summary() == {"samples": 5, "errors": {"/v1/events": 5}, "failed": 5}
+
+
+def test_scraper_reports_an_unreachable_status_endpoint() -> None:
+    import httpx
+
+    from scenarios.run.scraper import StatusScraper
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("Connection refused", request=request)
+
+    errors: list[dict] = []
+    scraper = StatusScraper("http://127.0.0.1:9", origin=0.0, on_error=errors.append)
+    with httpx.Client(transport=httpx.MockTransport(handler)) as client:
+        scraper._scrape(client)
+    assert errors[0]["endpoint"] == "/v1/status" and "ConnectError" in str(errors[0]["reason"])
+
+
+def test_error_reporter_reports_again_after_its_interval() -> None:
+    from scenarios.run.scraper import ErrorReporter
+
+    now = [0.0]
+    sent: list[dict] = []
+    reporter = ErrorReporter(sent.append, every_s=10.0, clock=lambda: now[0])
+    for t in (0.0, 1.0, 2.0, 10.5, 11.0):
+        now[0] = t
+        reporter.failed("/v1/status", f"down at {t}")
+    reporter.flush()
+    assert [(e["errors"], e["reason"]) for e in sent] == [(1, "down at 0.0"), (3, "down at 10.5"), (1, "down at 11.0")]
+
+
+def test_scraper_ignores_proxy_variables_for_a_loopback_target(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from scenarios.run.scraper import StatusScraper
+    from tests.support.stub import stub_server
+
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    routes = {"/v1/status": (200, {}, _status(1, 1, 1)), "/v1/events": (200, {}, {"events": []})}
+    errors: list[dict] = []
+    with stub_server(routes) as (url, asked):
+        scraper = StatusScraper(url, origin=0.0, interval_s=0.1, on_server_event=lambda e: None, on_error=errors.append)
+        scraper.start()
+        give_up = time.monotonic() + 10
+        while scraper.samples < 2 and time.monotonic() < give_up:
+            time.sleep(0.05)
+        scraper.stop()
+    assert errors == [] and scraper.samples >= 2 and "/v1/events" in asked
+
+
+def test_scraper_does_not_follow_a_redirect() -> None:
+    from scenarios.run.scraper import StatusScraper
+    from tests.support.stub import stub_server
+
+    routes = {"/v1/status": (302, {"Location": "http://203.0.113.7/v1/status"}, {})}
+    errors: list[dict] = []
+    with stub_server(routes) as (url, asked):
+        scraper = StatusScraper(url, origin=0.0, on_error=errors.append)
+        with scraper.client() as client:
+            scraper._scrape(client)
+    assert asked == ["/v1/status"] and "answered 302" in str(errors[0]["reason"])

@@ -112,7 +112,7 @@ def test_entries_outside_the_run_are_planned_but_not_fired(tmp_path: Path) -> No
 @pytest.mark.parametrize(("field", "value", "message"), [
     ("at", "20h", "clock time"),
     ("name", "../../etc/escape", "should match pattern"),
-    ("env", {"RUSHHOUR_URL": "http://198.51.100.7:8000"}, "set by the drill"),
+    ("env", {"RUSHHOUR_URL": "http://198.51.100.7:8000"}, "the drill sets RUSHHOUR_URL itself"),
 ])
 def test_chaos_entry_refuses_unsafe_fields(field: str, value: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -176,3 +176,53 @@ def test_stop_before_the_entry_is_due_launches_nothing(tmp_path: Path) -> None:
     timeline.start(time.monotonic())
     timeline.stop()
     assert events == [] and timeline.outcomes == []
+
+
+HARNESS = """
+import sys, time
+from pathlib import Path
+from scenarios.run.timeline import ChaosTimeline
+from scenarios.spec.chaos import PlannedFault
+
+fault = PlannedFault(name="stand-in", experiment=Path(sys.argv[1]), scenario_time="20:00:00", offset_s=0.0, targets=[])
+def say(event):
+    print(event["type"], event.get("pid"), flush=True)
+timeline = ChaosTimeline([fault], time_scale=1.0, start_clock_s=0.0, out_dir=Path(sys.argv[2]),
+                         url="http://127.0.0.1:9", token="t", on_event=say)
+timeline.start(time.monotonic())
+time.sleep(600)
+"""
+
+
+def test_a_running_experiment_outlives_its_scheduler_but_not_the_drill(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+
+    import psutil
+
+    path = _stand_in(tmp_path, 300)
+    harness = subprocess.Popen([sys.executable, "-c", HARNESS, str(path), str(tmp_path / "chaos")],
+                               stdout=subprocess.PIPE, text=True, cwd=EXPERIMENTS.parent)
+    chaos: psutil.Process | None = None
+    try:
+        line = harness.stdout.readline() if harness.stdout else ""
+        assert line.startswith("fault_start"), line
+        chaos = psutil.Process(int(line.split()[1]))
+        log = tmp_path / "chaos" / "stand-in.log"
+        deadline = time.monotonic() + 60
+        while "hold-the-fault" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2.0)  # the scheduler has nothing left to launch: its thread must not end yet
+        assert chaos.is_running() and not (tmp_path / "rolled-back.txt").exists()
+        os.kill(harness.pid, signal.SIGKILL)  # the drill dies without any teardown
+        harness.wait(timeout=10)
+        chaos.wait(timeout=30)  # the parent-death signal interrupted the run ...
+        assert (tmp_path / "rolled-back.txt").exists()  # ... and its rollbacks played
+        assert json.loads((tmp_path / "chaos" / "stand-in.journal.json").read_text())["status"] == "interrupted"
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait()
+        if chaos is not None and chaos.is_running():  # the run and its `sleep` share its session
+            os.killpg(chaos.pid, signal.SIGKILL)

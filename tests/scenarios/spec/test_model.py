@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scenarios.spec.model import ScenarioError, is_loopback_url, load_scenario
+from scenarios.spec.model import ScenarioError, load_scenario
+from traffic_models.loopback import is_loopback_url
 
 BASE = {"name": "x", "traffic": {"model": "constant:5", "duration": "10s"}}
 

@@ -1,0 +1,117 @@
+"""Finish the results of a run whose harness died before writing them (SIGKILL, a lost machine).
+
+A drill writes its timeline (`events.jsonl`) and the load workers write their part files as
+they go; only the merge into `requests.parquet`, the leak audit and the final events wait for the
+teardown. A results folder whose timeline has no `run_end` never got that far, and
+`rushhour report DIR` calls `rebuild_results` first: it merges the part files onto the schedule
+(unsent rows stay "not sent"), checks which recorded processes of the run are still alive, and
+closes the timeline with an `abort` (so the verdict is "invalid") and a `run_end`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from scenarios.load.parts import list_parts, merge_requests, read_parts
+from scenarios.run.atomic import write_json_atomic, write_parquet_atomic
+from scenarios.run.audit import AUDIT_FILE, LeakAudit, process_findings
+from scenarios.run.events import EventLog
+from scenarios.run.ledger import LEDGER_FILE, survivors
+from scenarios.run.scraper import metrics_frame
+from scenarios.spec.model import ScenarioError, load_scenario
+
+__all__ = ["Rebuilt", "needs_rebuild", "rebuild_results"]
+
+PARTS_DIR = Path("load") / "parts"  # LoadPlan.work_dir is <results>/load, its parts under parts/
+ABORT_REASON = ("the harness stopped before writing its results (killed?); `rushhour report` rebuilt them "
+                "from {parts} part file(s) written during the run")
+
+
+@dataclass(frozen=True)
+class Rebuilt:
+    """What the rebuild found: part files merged, rows answered, processes still alive."""
+
+    parts: int
+    recorded: int
+    survivors: int
+
+
+def _events(path: Path) -> list[dict[str, object]]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    events = []
+    for line in lines:
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut short by the kill
+    return events
+
+
+def needs_rebuild(root: Path) -> bool:
+    """A drill's folder (it has a schedule) whose timeline never reached `run_end`."""
+    if not (root / "schedule.parquet").is_file():
+        return False
+    return not any(e.get("type") == "run_end" for e in _events(root / "events.jsonl"))
+
+
+def _via_jobs(root: Path) -> bool:
+    try:
+        scenario = load_scenario(root / "scenario.yaml")
+    except (ScenarioError, OSError):
+        return False
+    return bool(scenario.load.documents_via_jobs and scenario.load.mode == "open")
+
+
+def rebuild_results(root: Path) -> Rebuilt | None:
+    """Rebuild an interrupted run's results in `root`; None when there is nothing to rebuild."""
+    if not needs_rebuild(root):
+        return None
+    schedule = pd.read_parquet(root / "schedule.parquet")
+    parts = list_parts(root / PARTS_DIR)
+    requests = merge_requests(schedule, read_parts(parts), documents_via_jobs=_via_jobs(root))
+    write_parquet_atomic(requests, root / "requests.parquet")
+    if not (root / "server_metrics.parquet").is_file():
+        write_parquet_atomic(metrics_frame([]), root / "server_metrics.parquet")
+    audit = LeakAudit()
+    audit.skip("target", "the harness died before its teardown, so the target was not audited; "
+                         "every fault rushhour injects ends by its lease")
+    alive = survivors(root / LEDGER_FILE)
+    if alive is None:
+        audit.skip("processes", f"no {LEDGER_FILE} was written")
+    else:
+        audit.add("processes", process_findings(alive))
+    end_s = _last_time(requests, _events(root / "events.jsonl"))
+    result = audit.result(end_s)
+    write_json_atomic(result, root / AUDIT_FILE)
+    _cut_partial_line(root / "events.jsonl")
+    log = EventLog(root / "events.jsonl", origin=0.0)
+    log.emit("abort", t_s=end_s, reason=ABORT_REASON.format(parts=len(parts)), source="rushhour report")
+    log.emit("leak_audit", t_s=end_s, **{k: v for k, v in result.items() if k != "t_s"})
+    log.emit("run_end", t_s=end_s, duration_s=round(end_s, 3), interrupted=True, rebuilt=True)
+    log.close()
+    return Rebuilt(parts=len(parts), recorded=int(requests["done_s"].notna().sum()), survivors=len(alive or []))
+
+
+def _cut_partial_line(path: Path) -> None:
+    """Drop a last line the kill cut short (no newline), so the timeline stays valid JSON lines."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return
+    if data and not data.endswith(b"\n"):
+        with path.open("r+b") as handle:
+            handle.truncate(data.rfind(b"\n") + 1)
+
+
+def _last_time(requests: pd.DataFrame, events: list[dict[str, object]]) -> float:
+    """The last moment the run left evidence of: an answer or an event."""
+    times = [float(str(e["t_s"])) for e in events if isinstance(e.get("t_s"), (int, float))]
+    done = requests["done_s"].dropna()
+    return max([0.0, *times, *([float(done.max())] if len(done) else [])])

@@ -1,0 +1,156 @@
+"""Fault and kill: `rushhour run` SIGKILLed in the middle of an active partition (issue 12).
+
+Within 30 s of the kill: no process of the run is left (server, nodes, Locust, chaos), a fault
+on a target that outlives the harness is healed by its lease, and `rushhour report DIR` rebuilds
+a report from what the run had written. Each test runs one short drill (about a minute).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import psutil
+import yaml
+
+from tests.support.server import REPO, TOKEN, RunningServer
+
+CHECK_WITHIN_S = 30.0
+SLO_ENV = {"RUSHHOUR_SLO_WINDOW_S": "1", "RUSHHOUR_SLO_P99_MS": "60000", "RUSHHOUR_SLO_MAX_ERROR_RATE": "1"}
+
+
+def _scenario(tmp_path: Path, target: dict[str, Any], chaos: dict[str, Any]) -> Path:
+    spec = {
+        "name": "fault-and-kill",
+        "traffic": {"model": "constant:3", "duration": "90s", "seed": 5},
+        "target": target,
+        "load": {"processes": 1},
+        "slos": [{"name": "availability", "kind": "availability", "objective": 0.5}],
+        "chaos": [chaos],
+    }
+    path = tmp_path / "fault-and-kill.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def _events(out: Path) -> list[dict[str, Any]]:
+    path = out / "events.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [json.loads(line) for line in lines if line.endswith("}")]
+
+
+def _wait(what: str, predicate: Callable[[], Any], *, timeout_s: float, proc: subprocess.Popen[bytes] | None = None) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"rushhour run exited with {proc.returncode} before {what}")
+        time.sleep(0.2)
+    raise AssertionError(f"{what} did not happen within {timeout_s:.0f} s")
+
+
+def _alive(procs: list[psutil.Process]) -> list[str]:
+    left = []
+    for proc in procs:
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                left.append(f"{proc.pid} {' '.join(proc.cmdline())[:120]}")
+        except psutil.NoSuchProcess:
+            continue
+    return left
+
+
+def _start_drill(scenario: Path, out: Path, drill_process: list, **env: str) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", str(scenario), "--out", str(out)],
+                            cwd=REPO, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    drill_process.append(proc)
+    return proc
+
+
+def _fault_start(out: Path, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
+    return _wait("the partition", lambda: next((e for e in _events(out) if e["type"] == "fault_start"), None),
+                 timeout_s=180, proc=proc)
+
+
+def _report_rebuilds(out: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "scenarios.cli.main", "report", str(out)], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 3, result.stdout + result.stderr  # rebuilt, and invalid: the run was killed
+    assert "rebuilt the results of an interrupted run" in result.stderr
+    requests = pd.read_parquet(out / "requests.parquet")
+    assert len(requests) == len(pd.read_parquet(out / "schedule.parquet")) and requests["ok"].any()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["verdict"] == "invalid" and (out / "report.html").is_file()
+
+
+def test_sigkill_mid_partition_leaves_no_process_of_the_run(tmp_path: Path, drill_process: list) -> None:
+    chaos = {"at": "00:00:03", "experiment": str(REPO / "experiments" / "network-partition.json"), "hold": "120s",
+             "env": SLO_ENV}
+    scenario = _scenario(tmp_path, {"embedded": {"nodes": 2, "max_batch_size": 4}}, chaos)
+    out = tmp_path / "results"
+    proc = _start_drill(scenario, out, drill_process)
+    _fault_start(out, proc)
+    time.sleep(3.0)  # the partition is in place and the load is running
+    family = psutil.Process(proc.pid).children(recursive=True)
+    commands = " ".join(" ".join(p.cmdline()) for p in family)
+    for role in ("reference_server --host", "reference_server.node", "locust", "scenarios.run.chaos_main"):
+        assert role in commands, f"{role} is not running: {commands}"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    killed = time.monotonic()
+    _wait("every process of the run to end", lambda: not _alive(family), timeout_s=CHECK_WITHIN_S)
+    assert time.monotonic() - killed < CHECK_WITHIN_S, _alive(family)
+    assert not (out / "requests.parquet").exists()  # the harness never got to write it
+    _report_rebuilds(out)
+
+
+def _partition_experiment(tmp_path: Path) -> Path:
+    """The shipped partition experiment with a lease of exactly hold + margin (no 60 s floor)."""
+    experiment = json.loads((REPO / "experiments" / "network-partition.json").read_text())
+    experiment["method"][0]["provider"]["arguments"]["ttl_s"] = 1
+    path = tmp_path / "partition-with-lease.json"
+    path.write_text(json.dumps(experiment))
+    return path
+
+
+def _partitioned(server: RunningServer) -> list[str]:
+    return [n["id"] for n in server.status()["nodes"] if any(f.get("kind") == "partition" for f in n["faults"])]
+
+
+def test_sigkill_of_harness_and_chaos_run_fault_healed_by_its_lease(tmp_path: Path, drill_process: list,
+                                                                   server_factory: Callable[..., RunningServer]) -> None:
+    server = server_factory()
+    hold_s, margin_s = 12, 3  # lease = 15 s from the injection
+    chaos = {"at": "00:00:03", "experiment": str(_partition_experiment(tmp_path)), "hold": f"{hold_s}s",
+             "env": {**SLO_ENV, "RUSHHOUR_LEASE_MARGIN_S": str(margin_s)}}
+    scenario = _scenario(tmp_path, {"url": server.url}, chaos)
+    out = tmp_path / "results"
+    proc = _start_drill(scenario, out, drill_process, RUSHHOUR_ADMIN_TOKEN=TOKEN)
+    chaos_run = psutil.Process(int(_fault_start(out, proc)["pid"]))
+    _wait("the partition on the server", lambda: _partitioned(server), timeout_s=30, proc=proc)
+    injected = time.monotonic()
+    time.sleep(2.0)
+    family = psutil.Process(proc.pid).children(recursive=True)
+    assert any("locust" in " ".join(p.cmdline()) for p in family)
+    os.killpg(chaos_run.pid, signal.SIGKILL)  # no rollback will ever come: only the lease can heal
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    killed = time.monotonic()
+    assert _partitioned(server), "the fault must still be there right after the kill"
+    _wait("every process of the run to end", lambda: not _alive(family), timeout_s=CHECK_WITHIN_S)
+    _wait("the lease to heal the partition", lambda: not _partitioned(server), timeout_s=CHECK_WITHIN_S)
+    healed = time.monotonic()
+    assert healed - killed < CHECK_WITHIN_S
+    assert healed - injected >= hold_s  # healed by the lease, not early
+    assert all(n["state"] == "ready" for n in server.status()["nodes"])
+    _report_rebuilds(out)

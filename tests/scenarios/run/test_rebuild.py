@@ -1,0 +1,84 @@
+"""`rushhour report DIR` on a run whose harness was killed: results rebuilt from what was written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from click.testing import CliRunner
+
+from scenarios.cli.report import report
+from scenarios.run.ledger import ProcessLedger
+from scenarios.run.rebuild import needs_rebuild, rebuild_results
+from scenarios.spec.model import dump_scenario, load_scenario, resolve_path
+from traffic_models.processes import stop_process
+
+
+def _killed_run(root: Path, schedule: pd.DataFrame, answered: int) -> None:
+    """A results folder as a SIGKILLed drill leaves it: inputs, a started timeline, two parts."""
+    root.mkdir()
+    (root / "scenario.yaml").write_text(dump_scenario(load_scenario(resolve_path("smoke")), rate_scale=1.0))
+    schedule.to_parquet(root / "schedule.parquet", index=False)
+    parts = root / "load" / "parts"
+    parts.mkdir(parents=True)
+    for seq, rows in enumerate(np.array_split(np.arange(answered), 2)):
+        intended = schedule["offset_s"].to_numpy()[rows]
+        pd.DataFrame({
+            "row": rows, "intended_s": intended, "sent_s": intended + 0.001, "done_s": intended + 0.05,
+            "status": 200, "error": "", "model": "fast", "cached": False, "degraded": False, "node": "fast-0",
+            "first_segment_s": np.nan, "via": "translate",
+        }).to_parquet(parts / f"part-w000-{seq:06d}.parquet", index=False)
+    (parts / "part-w000-000002.tmp").write_bytes(b"half a file")  # cut short by the kill: ignored
+    start = {"type": "run_start", "t_s": 0.0, "wall": "2026-12-01T00:00:00.000Z", "scenario": "smoke"}
+    (root / "events.jsonl").write_text(json.dumps(start) + "\n" + '{"type": "fault_sta')
+
+
+def test_report_rebuilds_a_killed_run_and_calls_it_invalid(tmp_path: Path, make_schedule: Callable[..., pd.DataFrame]) -> None:
+    schedule = make_schedule(3.0, 10.0)
+    root = tmp_path / "killed"
+    _killed_run(root, schedule, answered=12)
+    assert needs_rebuild(root)
+    result = CliRunner().invoke(report, [str(root)])
+    assert result.exit_code == 3, result.output
+    assert "rebuilt the results of an interrupted run: 12 answered request(s) from 2 part file(s)" in result.output
+    requests = pd.read_parquet(root / "requests.parquet")
+    assert len(requests) == len(schedule) and int(requests["ok"].sum()) == 12
+    assert set(requests.loc[~requests["ok"], "error"]) == {"not sent"}
+    summary = json.loads((root / "summary.json").read_text())
+    assert summary["verdict"] == "invalid" and "rebuilt them from 2 part file(s)" in summary["verdict_reason"]
+    assert (root / "report.html").is_file() and (root / "server_metrics.parquet").is_file()
+    events = [json.loads(line) for line in (root / "events.jsonl").read_text().splitlines() if line.endswith("}")]
+    assert [e["type"] for e in events][-3:] == ["abort", "leak_audit", "run_end"]
+    assert events[-1]["interrupted"] is True and events[-1]["rebuilt"] is True
+    audit = json.loads((root / "leak_audit.json").read_text())
+    assert [s["check"] for s in audit["skipped"]] == ["target", "processes"]
+    assert not needs_rebuild(root)  # a second report just renders
+    assert CliRunner().invoke(report, [str(root)]).exit_code == 3
+    assert len(pd.read_parquet(root / "requests.parquet")) == len(schedule)
+
+
+def test_rebuild_reports_processes_of_the_run_still_alive(tmp_path: Path, make_schedule: Callable[..., pd.DataFrame]) -> None:
+    root = tmp_path / "killed"
+    _killed_run(root, make_schedule(2.0, 5.0), answered=4)
+    leftover = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        ProcessLedger(root / "processes.json").observe()
+        rebuilt = rebuild_results(root)
+        assert rebuilt is not None and rebuilt.survivors >= 1
+        audit = json.loads((root / "leak_audit.json").read_text())
+        assert audit["clean"] is False
+        assert any(f["kind"] == "process" and f["target"] == str(leftover.pid) for f in audit["findings"])
+    finally:
+        stop_process(leftover, grace_s=2)
+
+
+def test_finished_run_is_never_rebuilt(tmp_path: Path) -> None:
+    (tmp_path / "schedule.parquet").write_bytes(b"")
+    (tmp_path / "events.jsonl").write_text('{"type": "run_end", "t_s": 3.0, "duration_s": 3.0}\n')
+    assert not needs_rebuild(tmp_path) and rebuild_results(tmp_path) is None
+    assert not needs_rebuild(tmp_path / "nothing-here")
