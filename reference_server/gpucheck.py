@@ -198,6 +198,13 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
 
 
+def _cold_row(cold: dict[str, Any]) -> str:
+    if "error" in cold:
+        return str(cold["error"])
+    return (f"{_fmt(cold.get('total_s'))} s (import {_fmt(cold.get('import_s'))}, load {_fmt(cold.get('load_s'))}, "
+            f"first {_fmt(cold.get('first_translation_s'))})")
+
+
 def render(result: dict[str, Any]) -> str:
     """The table a person reads; every figure is also in the JSON."""
     env, batching, served, cold = result["environment"], result["batching"], result["served"], result["cold_start"]
@@ -209,14 +216,13 @@ def render(result: dict[str, Any]) -> str:
     for tier, t in result["tiers"].items():
         rows.append((f"{tier}: provider, precision, IO binding", f"{t['provider']}, {t['precision']}, {'yes' if t['io_binding'] else 'no'}"))
         bound = f"<= {t['tolerance']:g}" if t["tolerance"] else "identical"
-        rows.append((f"{tier}: vs {t['reference']}", f"{t['identical_share']:.0%} identical texts, encoder max rel. error "
+        rows.append((f"{tier}: vs {t['reference']}", (f"{t['identical_share']:.0%} identical texts, encoder max rel. error "
                      f"{t['encoder_max_rel_error']:.2g} ({bound}); batch-independent {t['batch_independent_share']:.0%}; "
-                     f"{'ok' if t['ok'] else 'FAILED'}"))
+                     f"{'ok' if t['ok'] else 'FAILED'}")))
     rows += [
         (f"batching gain, raw batch {batching['batch_size']} / batch 1", f"{batching['gain']:.2f}x ({batching['raw_rps']:.1f} / {batching['raw_batch1_rps']:.1f} req/s)"),
         ("served / raw, one quality node", f"{served['ratio']:.2f}x ({served['served_rps']:.1f} / {served['raw_rps']:.1f} req/s, {served['errors']} errors)"),
-        ("cold start to first translation", f"{_fmt(cold.get('total_s'))} s (import {_fmt(cold.get('import_s'))}, load {_fmt(cold.get('load_s'))}, "
-                                            f"first {_fmt(cold.get('first_translation_s'))})" if "error" not in cold else cold["error"]),
+        ("cold start to first translation", _cold_row(cold)),
         ("served node: start to ready (warm-up)", f"{_fmt(served.get('node_cold_start_s'))} s"),
         ("check took", f"{result['elapsed_s']:.0f} s; {'all agreement checks ok' if result['ok'] else 'an agreement check FAILED'}"),
     ]

@@ -11,6 +11,7 @@ The same code runs on the CPU provider (device "cpu"), which is how it is tested
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,17 +52,15 @@ class _Batch:
 class BoundDecoder:
     """Runs encoder + decoder-step sessions with their tensors bound on `device` ("cuda"/"cpu")."""
 
-    def __init__(self, encoder: ort.InferenceSession, decoder: ort.InferenceSession, *, d_model: int,
-                 device: str, device_id: int = 0) -> None:
+    def __init__(self, encoder: ort.InferenceSession, decoder: ort.InferenceSession, *, d_model: int, device: str,
+                 providers: Sequence[str], provider_options: Sequence[dict[str, str]], device_id: int = 0) -> None:
         self._encoder = encoder
         self._decoder = decoder
         self._d_model = d_model
         self._device = device
         self._device_id = device_id
-        providers = decoder.get_providers()
-        options = decoder.get_provider_options()
-        self._compact = ort.InferenceSession(build_compaction(d_model), providers=providers,
-                                             provider_options=[options.get(p, {}) for p in providers])
+        self._compact = ort.InferenceSession(build_compaction(d_model), providers=list(providers),
+                                             provider_options=[dict(o) for o in provider_options])
 
     def generate(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.int64], target_langs: list[str],
                  steps: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

@@ -63,7 +63,8 @@ class OnnxSeq2SeqModel:
         self.device = "cuda" if self.provider == CUDA else "cpu"
         self.precision: str = plan.precision
         self._bound = (
-            BoundDecoder(self._encoder, self._decoder, d_model=spec.d_model, device=self.device)
+            BoundDecoder(self._encoder, self._decoder, d_model=spec.d_model, device=self.device,
+                         providers=plan.providers, provider_options=plan.provider_options)
             if plan.io_binding else None
         )
         self._pieces = piece_table(spec.tgt_vocab)
