@@ -65,9 +65,12 @@ def _slo_finding(slo: dict[str, Any]) -> Finding:
 
 def _slo_measure(slo: dict[str, Any], scope: dict[str, Any]) -> str:
     if slo["kind"] == "latency":
-        return (f"{pct(scope.get('good_share'))} of {scope['samples']} attempts succeeded within "
-                f"{slo['objective']:,.0f} ms (needs {pct(scope.get('good_objective'))}), "
-                f"P{_percentile(slo)} {ms(scope['measured'])}")
+        text = (f"{pct(scope.get('good_share'))} of {scope['samples']} attempts succeeded within "
+                f"{slo['objective']:,.0f} ms (needs {pct(scope.get('good_objective'))}; {scope['bad']} bad)")
+        slow = scope["measured"] is not None and scope["measured"] > slo["objective"]
+        return text + (f", P{_percentile(slo)} {ms(scope['measured'])}" if slow else
+                       f", P{_percentile(slo)} {ms(scope['measured'])} is under the threshold but a failed attempt is bad "
+                       "however fast it failed")
     if slo["kind"] == "availability":
         return f"{pct(scope['measured'])} of {scope['samples']} requests answered (objective {pct(slo['objective'])})"
     return f"{pct(scope['measured'])} of answers degraded (limit {pct(slo['objective'])})"
