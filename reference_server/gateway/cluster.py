@@ -24,8 +24,16 @@ from reference_server.aio import cancel_and_wait
 from reference_server.config import ServerConfig
 from reference_server.gateway.breaker import CircuitBreaker
 from reference_server.gateway.metrics import Metrics
-from reference_server.gateway.nodes import NodeHandle, Spawner, kill_now, make_client, spawn_process, stop_node_process
+from reference_server.gateway.nodes import (
+    NodeHandle,
+    Spawner,
+    kill_now,
+    make_client,
+    spawn_process,
+    stop_node_process,
+)
 from reference_server.model import build_model
+from reference_server.node.protocol import EXIT_REFUSED
 
 log = logging.getLogger("rushhour.gateway")
 HEALTH_INTERVAL_S = 0.25
@@ -244,6 +252,11 @@ class Cluster:
             if node.proc is not None:
                 node.proc.wait()
             self._set_state(node, "down")
+            if node.proc is not None and node.proc.returncode == EXIT_REFUSED:
+                node.restart_at = None  # it refused its configuration (e.g. require_provider); restarting cannot help
+                node.queue_depth = 0
+                self._event("node_refused", node, exit_code=EXIT_REFUSED)
+                return
             delay = self._backoff.get(node.id, self.config.restart_backoff_s)
             self._backoff[node.id] = min(max(delay * 2, 0.1), self.config.max_restart_backoff_s)
             node.restart_at = now + delay

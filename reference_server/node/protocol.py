@@ -1,4 +1,4 @@
-"""What the gateway tells a node beside the JSON body of `/infer`: the slowdown fault's factor.
+"""What the gateway and a node tell each other beyond `/infer`'s JSON: the slowdown factor, the refusal exit code.
 
 The gateway's fault proxy stamps every call to a slowed node with `SLOWDOWN_HEADER`; the node
 multiplies its compute time by that factor. A call without the header runs at full speed, so
@@ -10,6 +10,9 @@ from __future__ import annotations
 import math
 
 SLOWDOWN_HEADER = "x-rushhour-slowdown"
+# A node exits with this code when its configuration asks for what the machine lacks (e.g.
+# require_provider: cuda without CUDA); the gateway does not restart it, since that cannot help.
+EXIT_REFUSED = 2
 MAX_SLOWDOWN = 20.0
 
 

@@ -14,12 +14,20 @@ from pathlib import Path
 
 import psutil
 
-from reference_server.model import ModelInput, ProviderRequirementError, Seq2SeqModel, load_model
-from reference_server.model.providers import REQUIRE_ENV, parse_requirement, warmup_batch_sizes
-from reference_server.node.protocol import parse_slowdown
+from reference_server.model import (
+    ModelInput,
+    ProviderRequirementError,
+    Seq2SeqModel,
+    load_model,
+)
+from reference_server.model.providers import (
+    REQUIRE_ENV,
+    parse_requirement,
+    warmup_batch_sizes,
+)
+from reference_server.node.protocol import EXIT_REFUSED, parse_slowdown
 
 WARMUP_TEXT = "The quick brown fox jumps over the lazy dog. "
-EXIT_REFUSED = 2  # the CLI's "bad usage or invalid input": the config asks for what this machine lacks
 
 
 def _required_provider() -> str | None:

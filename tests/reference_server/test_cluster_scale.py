@@ -160,3 +160,38 @@ def test_cluster_scale_down_keeps_serving_while_a_node_takes_its_time_to_exit() 
     assert took >= 0.9  # the node really took its second to exit
     assert 0 < served_at < took  # a request was served during the scale-down
     assert worst_gap < 0.3, f"the event loop froze for {worst_gap:.2f} s"
+
+
+class RefusingSpawner(FakeSpawner):
+    """Every node exits at once with the refusal code, as one whose config asks for missing CUDA."""
+
+    def __call__(
+        self, node: NodeHandle, pool: PoolConfig, *, warm: bool, model_cache_dir: Path | None
+    ) -> tuple[subprocess.Popen[bytes], int]:
+        proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(2)"], stdin=subprocess.DEVNULL)
+        self.started.append(proc)
+        return proc, 1
+
+
+def test_cluster_does_not_restart_a_node_that_refused_its_configuration() -> None:
+    spawner = RefusingSpawner()
+
+    async def scenario() -> tuple[str, object, int]:
+        cluster = _cluster(spawner)
+        await cluster.scale("quality", 1)
+        node = next(iter(cluster.nodes.values()))
+        assert node.proc is not None
+        node.proc.wait(timeout=10)
+        for _ in range(3):  # what the supervisor does on each tick, past any backoff
+            cluster._handle_exit(node)
+            node.restart_at = None if node.restart_at is None else 0.0
+            await asyncio.sleep(0.05)
+        state, restart_at, started = node.state, node.restart_at, len(spawner.started)
+        await _close(cluster)
+        return state, restart_at, started
+
+    try:
+        state, restart_at, started = asyncio.run(scenario())
+    finally:
+        spawner.stop_all()
+    assert state == "down" and restart_at is None and started == 1
