@@ -40,13 +40,16 @@ class LocustCommand:
     run_time_s: float
     locustfile: Path = OPEN_LOCUSTFILE
     users: int | None = None
+    stop_timeout_s: float = 0.0
+    """How long Locust lets a running task finish when stopped. 0 for the open loop: its task
+    never finishes, and what is still in flight ends (cancelled) at the moment the load stops."""
 
     def argv(self) -> list[str]:
         users = self.users if self.users is not None else self.processes
         argv = [
             sys.executable, "-m", "locust", "-f", str(self.locustfile), "--headless",
             "-u", str(users), "-r", str(max(users, 1)), "--host", self.host,
-            "--run-time", f"{int(self.run_time_s) + 1}s", "--stop-timeout", "5",
+            "--run-time", f"{int(self.run_time_s) + 1}s", "--stop-timeout", f"{self.stop_timeout_s:g}",
             "--only-summary", "--loglevel", "WARNING",
         ]
         if self.processes > 1:

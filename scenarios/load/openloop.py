@@ -165,11 +165,12 @@ class OpenLoopFirer:
         job = self._send_job if self._plan.via_job(i) else None
         limit = min(self._plan.timeout_s(i), JOB_CAP_S) if job else self._plan.timeout_s(i)
         chosen: Sender = job or send or self._send
-        started = time.monotonic()
         handoff.begin()
+        started = time.monotonic()
         try:
-            outcome = self._timed_send(chosen, self._plan.payload(i), limit,
-                                       guard_s=limit + JOB_GUARD_S if job else limit)
+            payload = self._plan.payload(i)
+            started = time.monotonic()  # the wait for a connection starts once the body is built
+            outcome = self._timed_send(chosen, payload, limit, guard_s=limit + JOB_GUARD_S if job else limit)
         except GreenletExit:
             outcome = Outcome(status=0, error="cancelled")
         except Exception as exc:  # noqa: BLE001 - a bad row must cost one row, never the whole worker

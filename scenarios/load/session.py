@@ -27,6 +27,8 @@ from scenarios.load.parts import list_parts, merge_requests, read_parts
 from scenarios.load.worker import WorkerConfig, count_markers
 
 DRAIN_SLACK_S = 5.0
+CLOSED_STOP_TIMEOUT_S = 5.0
+"""A persona mid-request may finish it when the load stops; open-loop requests end at the stop."""
 
 
 @dataclass(frozen=True)
@@ -82,10 +84,11 @@ class LoadSession:
         return self.t0
 
     def _command(self) -> LocustCommand:
-        locustfile = CLOSED_LOCUSTFILE if self.plan.mode == "closed" else OPEN_LOCUSTFILE
+        closed = self.plan.mode == "closed"
         run_time = self.plan.duration_s + self.plan.max_timeout_s + 60.0
-        return LocustCommand(host=self.plan.host, processes=self.plan.processes,
-                             run_time_s=run_time, locustfile=locustfile)
+        return LocustCommand(host=self.plan.host, processes=self.plan.processes, run_time_s=run_time,
+                             locustfile=CLOSED_LOCUSTFILE if closed else OPEN_LOCUSTFILE,
+                             stop_timeout_s=CLOSED_STOP_TIMEOUT_S if closed else 0.0)
 
     def _config(self) -> WorkerConfig:
         return WorkerConfig(

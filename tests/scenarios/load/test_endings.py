@@ -8,6 +8,7 @@ logs when each request arrived and was answered.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import gevent
@@ -17,6 +18,7 @@ import pytest
 from scenarios.load import handoff
 from scenarios.load.openloop import FirePlan, OpenLoopFirer, Outcome
 from scenarios.load.parts import PartWriter, list_parts, read_parts
+from scenarios.load.session import LoadPlan, LoadSession
 from tests.scenarios.load.truth import (
     Fate,
     connection_trap,
@@ -63,6 +65,27 @@ def test_failed_and_abandoned_requests_end_when_they_really_ended(
     assert (moved["status"] == 302).all() and not moved["ok"].any(), moved[["status", "error"]]
     assert (moved["latency_ms"] < 500).all()
     assert trapped == []  # no proxy variable diverted the load
+
+
+def test_requests_in_flight_when_the_load_stops_end_at_the_stop(tmp_path: Path) -> None:
+    """Ctrl-C or the drill's deadline stops Locust: what is still in flight ends at that moment."""
+    schedule = row_schedule(10, rate=10.0)
+    schedule.to_parquet(tmp_path / "schedule.parquet", index=False)
+    plan = LoadPlan(host="", schedule_path=tmp_path / "schedule.parquet", work_dir=tmp_path / "load",
+                    duration_s=2.0, request_timeout_s=30.0, max_timeout_s=31.0)
+    with truth_server(lambda _row: Fate(0)) as (host, ledger):
+        session = LoadSession(replace(plan, host=host))
+        try:
+            t0 = session.start()
+            while len(ledger.frame()) < len(schedule) and time.time() - t0 < 10.0:
+                time.sleep(0.05)
+            stopped_at = time.time() - t0
+        finally:
+            session.stop()
+        requests = session.requests(schedule)
+    assert (requests["error"] == "cancelled").all(), requests["error"].value_counts()
+    assert requests["sent_s"].notna().all() and (requests["fired"] == 1).all()
+    np.testing.assert_allclose(requests["done_s"], stopped_at, atol=0.5)
 
 
 def test_requests_cancelled_at_the_run_end_end_at_the_cancel(tmp_path: Path) -> None:
