@@ -145,9 +145,13 @@ def _send(pid: int, sig: signal.Signals) -> None:
         pass
 
 
+PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy"})
+
+
 def worker_env(config: WorkerConfig) -> dict[str, str]:
-    """The environment Locust runs in: ours plus the worker config."""
-    env = dict(os.environ)
+    """The environment Locust runs in: ours without proxy variables (the load goes straight to the
+    target the loopback guard allowed, never through a proxy), plus the worker config."""
+    env = {key: value for key, value in os.environ.items() if key.lower() not in PROXY_VARIABLES}
     env[ENV_CONFIG] = config.to_env()
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env

@@ -32,6 +32,7 @@ from reference_server.launch import LaunchError
 from scenarios.run.embedded import EmbeddedServer
 from scenarios.run.envinfo import machine_facts
 from scenarios.run.events import EventLog
+from scenarios.load.health import generator_figures
 from scenarios.load.locust import LoadError
 from scenarios.load.parts import merge_requests, read_parts
 from scenarios.spec.plan import DrillPlan
@@ -40,7 +41,6 @@ from scenarios.run.stopping import stop_reason
 from scenarios.run.scraper import StatusScraper, metrics_frame
 from scenarios.load.session import LoadPlan, LoadSession
 from scenarios.spec.model import dump_scenario
-from traffic_models.quantiles import percentile_value
 
 TICK_S = 0.5
 EXIT_INVALID = 3
@@ -275,9 +275,8 @@ class Drill:
         log.close()
 
     def _generator(self, requests: pd.DataFrame) -> dict[str, object]:
-        lag = ((requests["sent_s"] - requests["intended_s"]) * 1000.0).dropna().to_numpy()
         cpu = np.asarray(self.stats.cpu_samples[1:] or [0.0])
-        return {"cpu_max": round(float(cpu.max()), 4), "lag_p99_ms": percentile_value(lag, 99) if lag.size else None,
+        return {"cpu_max": round(float(cpu.max()), 4), **generator_figures(requests),
                 "processes": self.plan.scenario.load.processes}
 
     def _report(self) -> RunResult:
