@@ -7,10 +7,11 @@ Checks that things settle (a node restarting after its rollback) are retried for
 time. The result goes to `leak_audit.json` and the `leak_audit` event, interrupted run or not:
 
     {"clean": bool, "checked": [check, ...], "skipped": [{"check", "reason"}, ...],
-     "findings": [{"kind", "target", "detail"}, ...], "t_s": float}
+     "findings": [{"kind", "target", "detail"}, ...], "actions": [sentence, ...], "t_s": float}
 
 `kind` is one of fault, node, redis, kubernetes, process, unverified (a check that could not
-be done counts against `clean`).
+be done counts against `clean`). `actions` says what the audit did about its findings (a last
+`POST /admin/reset` of the target); `clean` stays False: something was left until then.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class LeakAudit:
     checked: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
 
     def add(self, check: str, findings: Sequence[Finding]) -> None:
         self.checked.append(check)
@@ -58,7 +60,8 @@ class LeakAudit:
 
     def result(self, t_s: float | None = None) -> dict[str, Any]:
         return {"clean": not self.findings, "checked": list(self.checked), "skipped": list(self.skipped),
-                "findings": [asdict(f) for f in self.findings], "t_s": None if t_s is None else round(t_s, 3)}
+                "findings": [asdict(f) for f in self.findings], "actions": list(self.actions),
+                "t_s": None if t_s is None else round(t_s, 3)}
 
 
 def settle(check: Check, *, wait_s: float, clock: Callable[[], float] = time.monotonic,

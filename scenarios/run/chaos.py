@@ -18,6 +18,8 @@ from scenarios.spec.plan import DrillPlan
 class Timeline(Protocol):
     def stop(self) -> None: ...
 
+    def heal(self) -> bool: ...
+
 
 def start_chaos(plan: DrillPlan, *, url: str, token: str | None, out_dir: Path,
                 events: EventLog, t0: float, live_dir: Path | None = None) -> Timeline | None:

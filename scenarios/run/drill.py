@@ -237,7 +237,9 @@ class Drill:
             self.chaos.stop()
 
     def _audit_target(self) -> None:
-        audit_target(self.audit, self.plan, url=self.url if self.chaos is not None else None)
+        chaos = self.chaos
+        audit_target(self.audit, self.plan, url=self.url if chaos is not None else None,
+                     heal=chaos.heal if chaos is not None else None)
 
     def _stop_scraper(self) -> None:
         if self.scraper is not None:

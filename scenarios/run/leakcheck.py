@@ -8,6 +8,7 @@ should be alive any more. Both only add to the drill's `LeakAudit`; see `scenari
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from scenarios.run.audit import (
     LeakAudit,
@@ -36,9 +37,10 @@ def _wait_s() -> float:
         return TARGET_WAIT_S
 
 
-def audit_target(audit: LeakAudit, plan: DrillPlan, *, url: str | None) -> None:
+def audit_target(audit: LeakAudit, plan: DrillPlan, *, url: str | None, heal: Callable[[], bool] | None = None) -> None:
     """Faults and nodes on the target, the scenario's Redis and Kubernetes objects.
-    `url` is None when no chaos ran: then nothing on the target can have been broken by us."""
+    `url` is None when no chaos ran: then nothing on the target can have been broken by us.
+    `heal` (the timeline's `POST /admin/reset`) runs when faults or broken nodes are found."""
     if url is None:
         audit.skip("target", "no chaos experiment ran, so nothing on the target was broken by this drill")
         return
@@ -46,7 +48,11 @@ def audit_target(audit: LeakAudit, plan: DrillPlan, *, url: str | None) -> None:
     if target_findings(url) is None:
         audit.skip("target", f"{url} has no /v1/status (not the reference server); faults and nodes unchecked")
     else:
-        audit.add("target", settle(lambda: target_findings(url) or [], wait_s=wait_s))
+        found = settle(lambda: target_findings(url) or [], wait_s=wait_s)
+        audit.add("target", found)
+        if heal is not None and any(f.kind in ("fault", "node") for f in found):
+            sent = heal()
+            audit.actions.append(f"POST {url}/admin/reset after the audit: {'healed' if sent else 'failed'}.")
     scope = leak_scope([fault for fault in plan.chaos if fault.in_run])
     if scope.redis_ports:
         audit.add("redis", settle(lambda: redis_findings(scope.redis_ports), wait_s=wait_s))

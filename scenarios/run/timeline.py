@@ -121,6 +121,11 @@ class ChaosTimeline:
         if any(not proc.rolled_back() for proc in procs):
             self._reset()
 
+    def heal(self) -> bool:
+        """Heal the whole target now (`POST /admin/reset`); True when the server accepted it."""
+        self._reset()
+        return self.reset_sent
+
     @property
     def outcomes(self) -> list[dict[str, Any]]:
         """Per launched experiment: its status, whether it was interrupted and rolled back."""

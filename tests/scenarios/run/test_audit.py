@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from scenarios.run.audit import Finding, LeakAudit, process_findings, settle, status_findings, target_findings
 from scenarios.run.leakscope import leak_scope
@@ -59,7 +62,7 @@ def test_leak_audit_record_shape() -> None:
     audit.add("target", [])
     audit.skip("redis", "not used")
     assert audit.result(3.21) == {"clean": True, "checked": ["target"], "skipped": [{"check": "redis", "reason": "not used"}],
-                                  "findings": [], "t_s": 3.21}
+                                  "findings": [], "actions": [], "t_s": 3.21}
     audit.add("processes", process_findings([]))
     audit.add("unverified", [Finding("unverified", "kubernetes:rushhour", "no cluster")])
     record = audit.result()
@@ -76,3 +79,25 @@ def test_leak_scope_resolves_redis_ports_and_namespaces_from_the_experiments() -
     assert scope.redis_ports == (7001,) and scope.namespaces == ()
     scope = leak_scope([fault("redis-down"), fault("k8s-network-partition")], environ={"RUSHHOUR_NAMESPACE": "drill"})
     assert scope.redis_ports == (6379,) and scope.namespaces == ("drill",)
+
+
+def test_audit_target_heals_only_what_it_found_broken(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from scenarios.run.leakcheck import WAIT_ENV, audit_target
+
+    monkeypatch.setenv(WAIT_ENV, "0")
+    plan: Any = SimpleNamespace(chaos=[])
+    healed: list[bool] = []
+    with stub_server({"/v1/status": (200, {}, _status())}) as (url, _):
+        clean = LeakAudit()
+        audit_target(clean, plan, url=url, heal=lambda: healed.append(True) or True)
+    assert clean.result()["clean"] is True and healed == [] and clean.actions == []
+    with stub_server({"/v1/status": (200, {}, _status(faults=[{"kind": "partition"}]))}) as (url, _):
+        leaky = LeakAudit()
+        audit_target(leaky, plan, url=url, heal=lambda: healed.append(True) or True)
+    assert leaky.result()["clean"] is False and healed == [True]
+    assert leaky.actions == [f"POST {url}/admin/reset after the audit: healed."]
+    skipped = LeakAudit()
+    audit_target(skipped, plan, url=None)
+    assert skipped.checked == [] and skipped.skipped[0]["check"] == "target"

@@ -91,6 +91,8 @@ def _report_rebuilds(out: Path) -> None:
     assert len(requests) == len(pd.read_parquet(out / "schedule.parquet")) and requests["ok"].any()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["verdict"] == "invalid" and (out / "report.html").is_file()
+    audit = json.loads((out / "leak_audit.json").read_text())
+    assert "processes" in audit["checked"] and audit["clean"] is True, audit  # every recorded process is gone
 
 
 def test_sigkill_mid_partition_leaves_no_process_of_the_run(tmp_path: Path, drill_process: list) -> None:
