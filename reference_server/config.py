@@ -75,6 +75,10 @@ class PoolConfig(_Strict):
     max_batch_size: int = Field(8, ge=1, le=256)
     max_queue_delay_ms: float = Field(10.0, ge=0, le=10_000)
     max_node_queue: int = Field(256, ge=1)
+    batching: Literal["dynamic", "continuous"] = Field(
+        "dynamic", description="dynamic: batches decoded to their longest row; continuous: rows join and leave at every decode step")
+    max_batch_tokens: int = Field(
+        4096, ge=1, le=1_000_000, description="continuous: source tokens (about 4 characters each) the active rows may hold together")
     intra_op_threads: int = Field(1, ge=1, le=64)
     warmup_lengths: list[int] = Field(default_factory=lambda: [32, 256, 1024])
     required: bool = True

@@ -88,6 +88,7 @@ def spawn_process(
         "--id", node.id, "--pool", node.pool, "--tier", pool.model, "--fd", str(sock.fileno()),
         "--max-batch-size", str(pool.max_batch_size), "--max-queue-delay-ms", str(pool.max_queue_delay_ms),
         "--max-queue", str(pool.max_node_queue), "--threads", str(pool.intra_op_threads),
+        "--batching", pool.batching, "--max-batch-tokens", str(pool.max_batch_tokens),
         "--warmup-lengths", ",".join(str(n) for n in pool.warmup_lengths), "--parent-pid", str(os.getpid()),
     ]
     if not warm:

@@ -10,16 +10,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["ModelInput", "Seq2SeqModel"]
+__all__ = ["ModelInput", "RowDecoder", "RowPiece", "Seq2SeqModel", "StepwiseModel"]
 
 
 @dataclass(frozen=True)
 class ModelInput:
-    """One request as the model sees it."""
+    """One request as the model sees it; `max_tokens` caps its output tokens (None: no cap)."""
 
     text: str
     source_lang: str
     target_lang: str
+    max_tokens: int | None = None
 
 
 @runtime_checkable
@@ -31,3 +32,36 @@ class Seq2SeqModel(Protocol):
     name: str
 
     def translate_batch(self, inputs: Sequence[ModelInput]) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class RowPiece:
+    """What one decode step gave one row: its next piece of text, and whether the row is done.
+
+    The pieces of a row joined are exactly what `translate_batch` returns for its input."""
+
+    text: str
+    done: bool
+
+
+@runtime_checkable
+class RowDecoder(Protocol):
+    """An active set of rows decoded one step at a time (continuous batching): rows join with
+    `admit` (their encoder runs) and leave with `retire` between steps; row i is the i-th row
+    admitted and not yet retired."""
+
+    @property
+    def size(self) -> int: ...
+
+    def admit(self, inputs: Sequence[ModelInput]) -> None: ...
+
+    def retire(self, rows: Sequence[int]) -> None: ...
+
+    def step(self) -> list[RowPiece]: ...
+
+
+@runtime_checkable
+class StepwiseModel(Protocol):
+    """A model that can also decode row by row, as continuous batching needs."""
+
+    def row_decoder(self) -> RowDecoder: ...

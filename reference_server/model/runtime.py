@@ -21,9 +21,16 @@ import onnxruntime as ort
 from .binding import BoundDecoder
 from .build import DECODER_FILE, ENCODER_FILE, ensure_built
 from .interface import ModelInput
-from .providers import CUDA, SessionPlan, check_in_use, plan_session, preload_cuda_libraries
+from .providers import (
+    CUDA,
+    SessionPlan,
+    check_in_use,
+    plan_session,
+    preload_cuda_libraries,
+)
+from .rows import HostRowDecoder, row_steps
 from .spec import ModelSpec, get_spec
-from .tokenizer import detokenize, encode_batch, lang_token, output_tokens, piece_table
+from .tokenizer import detokenize, encode_batch, lang_token, piece_table
 
 __all__ = ["OnnxSeq2SeqModel", "choose_providers", "load_model"]
 
@@ -81,14 +88,21 @@ class OnnxSeq2SeqModel:
         """Translate every input; the output for one input never depends on the others."""
         if not inputs:
             return []
-        steps = np.array([output_tokens(len(i.text)) for i in inputs], dtype=np.int64)
+        steps = np.array([row_steps(i) for i in inputs], dtype=np.int64)
         tokens = self._generate(inputs, steps)
         return [detokenize(row[:n], self._pieces) for row, n in zip(tokens, steps.tolist())]
+
+    def row_decoder(self) -> HostRowDecoder:
+        """A decoder for continuous batching over the same sessions (host arrays, on any provider)."""
+        return HostRowDecoder(self._encoder, self._decoder, d_model=self.spec.d_model,
+                              src_vocab=self.spec.src_vocab, pieces=self._pieces)
 
     def _generate(
         self, inputs: Sequence[ModelInput], steps: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.int64]:
         """Greedy decode; returns [B, max(steps)] token ids (entries past a row's length unused)."""
+        if not steps.max():
+            return np.zeros((len(inputs), 0), dtype=np.int64)
         texts, langs = [i.text for i in inputs], [i.source_lang for i in inputs]
         ids, mask = encode_batch(texts, langs, self.spec.src_vocab)
         if self._bound is not None:

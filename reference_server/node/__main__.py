@@ -25,6 +25,8 @@ def _parse() -> argparse.Namespace:
     parser.add_argument("--max-batch-size", type=int, default=8)
     parser.add_argument("--max-queue-delay-ms", type=float, default=10.0)
     parser.add_argument("--max-queue", type=int, default=256)
+    parser.add_argument("--batching", choices=("dynamic", "continuous"), default="dynamic")
+    parser.add_argument("--max-batch-tokens", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cold", action="store_true", help="skip warm-up (a cold start)")
     parser.add_argument("--warmup-lengths", default="32,256,1024")
@@ -50,6 +52,8 @@ def main() -> None:
         max_batch_size=args.max_batch_size,
         max_queue_delay_ms=args.max_queue_delay_ms,
         max_queue=args.max_queue,
+        batching=args.batching,
+        max_batch_tokens=args.max_batch_tokens,
         intra_op_threads=args.threads,
         warm=not args.cold,
         warmup_lengths=[int(x) for x in args.warmup_lengths.split(",") if x],

@@ -1,7 +1,9 @@
 """HTTP face of a node: `POST /infer` into the batcher, `GET /health` for the gateway's supervisor.
 
 The routes sit on a module-level router and reach the node's worker and batcher through the
-`get_node` dependency; `create_node_app` only builds those two and assembles the app.
+`get_node` dependency; `create_node_app` only builds those two and assembles the app. The
+batcher is the dynamic one or, with `batching: continuous`, the continuous one; `/infer` with
+`"stream": true` answers NDJSON lines (see `reference_server.node.streaming`).
 """
 
 from __future__ import annotations
@@ -18,9 +20,18 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from reference_server.batcher import CannotMeetDeadline, DeadlineExceeded, DynamicBatcher, QueueFull
+from reference_server.batcher import (
+    CannotMeetDeadline,
+    DeadlineExceeded,
+    DynamicBatcher,
+    QueueFull,
+)
+from reference_server.continuous import ContinuousBatcher
 from reference_server.model import ModelInput
+from reference_server.model.rows import row_steps
+from reference_server.model.tokenizer import CHARS_PER_PIECE
 from reference_server.node.protocol import SLOWDOWN_HEADER
+from reference_server.node.streaming import error_json, stream_answer
 from reference_server.node.worker import ModelWorker
 
 FIXED_COST_CHARS = 40  # a batch's time grows with its longest text, plus a fixed part per step
@@ -29,7 +40,7 @@ FIXED_COST_CHARS = 40  # a batch's time grows with its longest text, plus a fixe
 @dataclass(frozen=True)
 class Node:
     worker: ModelWorker
-    batcher: DynamicBatcher[ModelInput, str]
+    batcher: DynamicBatcher[ModelInput, str] | ContinuousBatcher[ModelInput]
 
 
 async def get_node(request: Request) -> Node:
@@ -42,8 +53,7 @@ NodeDep = Annotated[Node, Depends(get_node)]
 router = APIRouter()
 
 
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+_error = error_json
 
 
 @router.post("/infer")
@@ -53,13 +63,17 @@ async def infer(request: Request, node: NodeDep) -> Response:
         return _error(503, "not_ready", f"Node {settings.node_id} is {worker.state}.")
     try:
         body = json.loads(await request.body())
-        item = ModelInput(str(body["text"]), str(body["source_lang"]), str(body["target_lang"]))
+        cap = body.get("max_tokens")
+        item = ModelInput(str(body["text"]), str(body["source_lang"]), str(body["target_lang"]),
+                          None if cap is None else int(cap))
         rank = int(body.get("rank", 0))
         budget_ms = float(body.get("budget_ms", 60_000))
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return _error(400, "bad_request", f"The node could not read the request: {exc}.")
     deadline = time.monotonic() + budget_ms / 1000.0
     worker.slow_down_from(request.headers.get(SLOWDOWN_HEADER))
+    if body.get("stream"):
+        return await stream_answer(node.batcher, item, rank=rank, deadline=deadline, model=worker.model_name)
     try:
         output, info = await node.batcher.submit(item, rank=rank, deadline=deadline)
     except DeadlineExceeded as exc:
@@ -77,6 +91,11 @@ async def infer(request: Request, node: NodeDep) -> Response:
             "batch_size": info.size,
         }
     )
+
+
+def source_tokens(item: ModelInput) -> int:
+    """What a row takes of the token budget: its source tokens (language token + 4-char chunks)."""
+    return 1 + -(-len(item.text) // CHARS_PER_PIECE)
 
 
 @router.get("/health")
@@ -100,6 +119,8 @@ async def health(node: NodeDep) -> Response:
             "expired_total": stats.expired,
             "cannot_meet_total": stats.cannot_meet,
             "busy_s": round(stats.busy_s, 6),
+            "batching": settings.batching,
+            "active_rows": getattr(batcher, "active_rows", 0),
         }
     )
 
@@ -118,13 +139,20 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 def create_node_app(worker: ModelWorker) -> FastAPI:
     settings = worker.settings
-    batcher: DynamicBatcher[ModelInput, str] = DynamicBatcher(
-        worker.run_batch,
-        max_batch_size=settings.max_batch_size,
-        max_queue_delay_ms=settings.max_queue_delay_ms,
-        max_queue=settings.max_queue,
-        cost=lambda item: len(item.text) + FIXED_COST_CHARS,
-    )
+    batcher: DynamicBatcher[ModelInput, str] | ContinuousBatcher[ModelInput]
+    if settings.batching == "continuous":
+        batcher = ContinuousBatcher(
+            worker.decode_step, max_batch_size=settings.max_batch_size, max_tokens=settings.max_batch_tokens,
+            max_queue=settings.max_queue, cost=source_tokens, steps=row_steps,
+        )
+    else:
+        batcher = DynamicBatcher(
+            worker.run_batch,
+            max_batch_size=settings.max_batch_size,
+            max_queue_delay_ms=settings.max_queue_delay_ms,
+            max_queue=settings.max_queue,
+            cost=lambda item: len(item.text) + FIXED_COST_CHARS,
+        )
     app = FastAPI(title=f"rushhour node {settings.node_id}", lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
     app.state.node = Node(worker, batcher)
     app.include_router(router)

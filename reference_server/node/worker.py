@@ -20,6 +20,7 @@ from reference_server.model import (
     Seq2SeqModel,
     load_model,
 )
+from reference_server.model.interface import RowDecoder, StepwiseModel
 from reference_server.model.providers import (
     REQUIRE_ENV,
     parse_requirement,
@@ -42,6 +43,8 @@ class NodeSettings:
     tier: str
     max_batch_size: int = 8
     max_queue_delay_ms: float = 10.0
+    batching: str = "dynamic"
+    max_batch_tokens: int = 4096
     max_queue: int = 256
     intra_op_threads: int = 1
     warm: bool = True
@@ -81,6 +84,7 @@ class ModelWorker:
         self._lock = threading.Lock()
         self.slowdown = 1.0
         self._exit_process = exit_process
+        self._rows: RowDecoder | None = None
         if model is not None:
             self.provider, self.model_name = model.provider, model.name
 
@@ -111,6 +115,37 @@ class ModelWorker:
         if first:
             self.first_request_ms = (time.perf_counter() - started) * 1000.0
         return outputs
+
+    def decode_step(self, retire: Sequence[int], admit: Sequence[ModelInput]) -> list[tuple[str, bool]]:
+        """Continuous batching's model side (see `reference_server.continuous`): retire rows,
+        admit new ones, run one decode step. Loads the model on a cold node's first step; the
+        slowdown fault stretches every step. A failure leaves no rows behind."""
+        first = self.first_request_ms is None
+        started = time.perf_counter()
+        if self._model is None:
+            self._load()
+        computing = time.perf_counter()
+        try:
+            rows = self._row_decoder()
+            rows.retire(retire)
+            rows.admit(admit)
+            pieces = [(p.text, p.done) for p in rows.step()] if rows.size else []
+        except BaseException:
+            self._rows = None
+            raise
+        finished = time.perf_counter()
+        if self.slowdown > 1.0:
+            time.sleep((self.slowdown - 1.0) * (finished - computing))
+        if first and pieces:
+            self.first_request_ms = (time.perf_counter() - started) * 1000.0
+        return pieces
+
+    def _row_decoder(self) -> RowDecoder:
+        if self._rows is None:
+            if not isinstance(self._model, StepwiseModel):
+                raise RuntimeError(f"The model {self.model_name!r} cannot decode row by row; serve it with batching: dynamic.")
+            self._rows = self._model.row_decoder()
+        return self._rows
 
     def _load(self) -> None:
         with self._lock:

@@ -1,0 +1,114 @@
+"""Decode row by row for continuous batching: rows join and leave the running batch between steps.
+
+The active set lives in host arrays: the encoder's memory [B, S, D] and its mask [B, S], the
+decoder state [B, D] and the previous tokens [B]. A joining row's memory is padded with zeros
+(exactly what the encoder writes for padding, and masked out of attention), so a row's tokens
+never depend on its batch-mates; a leaving row is gathered out and the memory trimmed to the
+longest row still running. Each step yields each row's next piece of text such that the pieces
+of a row joined equal `detokenize` of its tokens: the first piece loses its leading space and
+gains a capital, the last gains the full stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+
+from .interface import ModelInput, RowPiece
+from .tokenizer import encode_batch, lang_token, output_tokens
+
+__all__ = ["HostRowDecoder", "row_steps"]
+
+
+def row_steps(item: ModelInput) -> int:
+    """Decode steps of one row: one per output token, capped by the input's `max_tokens`."""
+    steps = output_tokens(len(item.text))
+    return steps if item.max_tokens is None else max(0, min(steps, item.max_tokens))
+
+
+class HostRowDecoder:
+    """The `RowDecoder` of the bundled model over its encoder and decoder-step sessions."""
+
+    def __init__(self, encoder: ort.InferenceSession, decoder: ort.InferenceSession, *, d_model: int,
+                 src_vocab: int, pieces: Sequence[str]) -> None:
+        self._encoder = encoder
+        self._decoder = decoder
+        self._d_model = d_model
+        self._src_vocab = src_vocab
+        self._pieces = pieces
+        self._memory = np.zeros((0, 1, d_model), dtype=np.float32)
+        self._mask = np.zeros((0, 1), dtype=np.int64)
+        self._state = np.zeros((0, d_model), dtype=np.float32)
+        self._prev = np.zeros(0, dtype=np.int64)
+        self._done = np.zeros(0, dtype=np.int64)  # steps taken per row
+        self._steps = np.zeros(0, dtype=np.int64)  # steps needed per row
+
+    @property
+    def size(self) -> int:
+        return len(self._prev)
+
+    def admit(self, inputs: Sequence[ModelInput]) -> None:
+        """Run the encoder of the new rows and append them to the active set."""
+        if not inputs:
+            return
+        ids, mask = encode_batch([i.text for i in inputs], [i.source_lang for i in inputs], self._src_vocab)
+        memory = np.asarray(self._encoder.run(None, {"input_ids": ids, "attention_mask": mask})[0], dtype=np.float32)
+        width = max(self._mask.shape[1] if self.size else 1, mask.shape[1])
+        self._memory = np.concatenate([_pad(self._memory, width), _pad(memory, width)])
+        self._mask = np.concatenate([_pad(self._mask, width), _pad(mask, width)])
+        self._state = np.concatenate([self._state, np.zeros((len(inputs), self._d_model), dtype=np.float32)])
+        self._prev = np.concatenate([self._prev, [lang_token(i.target_lang) for i in inputs]]).astype(np.int64)
+        self._done = np.concatenate([self._done, np.zeros(len(inputs), dtype=np.int64)])
+        self._steps = np.concatenate([self._steps, [row_steps(i) for i in inputs]]).astype(np.int64)
+
+    def retire(self, rows: Sequence[int]) -> None:
+        """Remove rows by their index in the active set; the rest keep their order."""
+        if not len(rows):
+            return
+        bad = [r for r in rows if not 0 <= r < self.size]
+        if bad:
+            raise IndexError(f"Rows {bad} are not in the active set of {self.size} rows.")
+        keep = np.ones(self.size, dtype=bool)
+        keep[list(rows)] = False
+        mask = self._mask[keep]
+        width = max(1, int(mask.sum(axis=1).max())) if len(mask) else 1
+        self._memory = np.ascontiguousarray(self._memory[keep, :width])
+        self._mask = np.ascontiguousarray(mask[:, :width])
+        self._state, self._prev = self._state[keep], self._prev[keep]
+        self._done, self._steps = self._done[keep], self._steps[keep]
+
+    def step(self) -> list[RowPiece]:
+        """One decoder step for every row; a row already done gets an empty piece."""
+        if not self.size:
+            return []
+        feeds = {"prev_token": self._prev, "state": self._state, "memory": self._memory, "memory_mask": self._mask}
+        tokens, state = self._decoder.run(None, feeds)
+        live = self._done < self._steps
+        self._prev = np.where(live, tokens, self._prev).astype(np.int64)
+        self._state = np.where(live[:, None], state, self._state).astype(np.float32)
+        pieces = [self._piece(int(tok), int(t), int(n)) for tok, t, n in zip(tokens, self._done, self._steps)]
+        self._done = np.minimum(self._done + 1, self._steps)
+        return pieces
+
+    def _piece(self, token: int, t: int, steps: int) -> RowPiece:
+        if t >= steps:
+            return RowPiece("", True)
+        text = self._pieces[token]
+        if t == 0:
+            text = text.lstrip()
+            text = text[:1].upper() + text[1:]
+        if t == steps - 1:
+            return RowPiece(text + ".", True)
+        return RowPiece(text, False)
+
+
+def _pad(array: npt.NDArray[np.generic], width: int) -> npt.NDArray[np.generic]:
+    """Zero-pad axis 1 of `array` to `width` (memory rows and masks)."""
+    extra = width - array.shape[1]
+    if extra <= 0:
+        return array
+    pad = [(0, 0), (0, extra)] + [(0, 0)] * (array.ndim - 2)
+    return np.pad(array, pad)

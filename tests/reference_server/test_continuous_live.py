@@ -1,0 +1,52 @@
+"""A cluster whose quality pool batches continuously: same answers as alone, in any batch, and
+cold starts, deadlines and the slowdown fault keep working."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from reference_server.model.samples import sample_text
+from tests.support.server import RunningServer
+
+CONTINUOUS = {
+    "pools": {"quality": {"batching": "continuous", "max_batch_tokens": 600}},
+    "cache": {"enabled": False},
+}
+
+
+@pytest.fixture()
+def server(server_factory) -> RunningServer:  # type: ignore[no-untyped-def]
+    return server_factory(CONTINUOUS)
+
+
+def test_continuous_live_same_output_alone_or_in_any_batch(server: RunningServer) -> None:
+    texts = [sample_text(n, salt=n) for n in (12, 80, 400, 2500, 33, 150, 900, 5)]
+    alone = [server.translate(t, mode="quality").json()["translation"] for t in texts]
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(lambda t: server.translate(t, mode="quality").json(), texts * 2))
+    assert [a["translation"] for a in together] == alone * 2
+    assert all(a["node"].startswith("quality-") for a in together)
+    nodes = [n for n in server.status()["nodes"] if n["pool"] == "quality"]
+    assert nodes and all(n["state"] == "ready" for n in nodes)
+
+
+def test_continuous_live_cold_start_deadline_and_slowdown(server: RunningServer) -> None:
+    assert server.admin("POST", "/admin/nodes/quality-0/restart", json={"warm": False}).status_code == 200
+    assert server.admin("POST", "/admin/nodes/quality-1/kill", json={"restart": False}).status_code == 200
+    server.wait_for(lambda s: any(n["id"] == "quality-0" and n["state"] == "ready" for n in s["nodes"]))
+    first = server.translate(sample_text(60), mode="quality")
+    assert first.status_code == 200, first.text
+    late = server.translate(sample_text(4000, salt=1), mode="quality", deadline_ms=5)
+    assert late.status_code in (503, 504)
+    slow = {"kind": "slowdown", "factor": 3.0, "ttl_s": 30}
+    text = sample_text(2000, salt=9)
+    started = time.monotonic()
+    assert server.translate(text, mode="quality").status_code == 200
+    normal_s = time.monotonic() - started
+    assert server.admin("POST", "/admin/nodes/quality-0/faults", json=slow).status_code == 200
+    started = time.monotonic()
+    assert server.translate(text + " x", mode="quality").status_code == 200
+    assert time.monotonic() - started > 1.8 * normal_s

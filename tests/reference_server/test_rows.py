@@ -1,0 +1,72 @@
+"""HostRowDecoder: rows that join and leave a running decode get exactly `translate_batch`'s output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reference_server.model import TIERS, ModelInput, load_model
+from reference_server.model.rows import HostRowDecoder, row_steps
+from reference_server.model.runtime import OnnxSeq2SeqModel
+from reference_server.model.samples import sample_text
+
+LENGTHS = (1, 9, 63, 200, 517, 0, 40, 3000)
+
+
+@pytest.fixture(scope="module", params=TIERS)
+def model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> OnnxSeq2SeqModel:
+    return load_model(request.param, cache_dir=tmp_path_factory.mktemp("models"))
+
+
+def _inputs() -> list[ModelInput]:
+    items = [ModelInput(sample_text(n, salt=n), "en", ("de", "fr")[n % 2]) for n in LENGTHS]
+    return items + [ModelInput(sample_text(300), "en", "de", max_tokens=5)]
+
+
+def _decode(decoder: HostRowDecoder, items: list[ModelInput], join_every: int) -> dict[int, list[str]]:
+    """Admit one item every `join_every` steps, retire rows as they finish; pieces per item."""
+    pending, rows, pieces, step = list(range(len(items))), [], {}, 0  # type: ignore[var-annotated]
+    while pending or rows:
+        if pending and step % join_every == 0:
+            index = pending.pop()
+            decoder.admit([items[index]])
+            rows.append(index)
+            pieces[index] = []
+        out = decoder.step()
+        done = [i for i, piece in enumerate(out) if piece.done]
+        for index, piece in zip(rows, out):
+            pieces[index].append(piece.text)
+        decoder.retire(done)
+        rows = [index for i, index in enumerate(rows) if i not in done]
+        step += 1
+    return pieces
+
+
+@pytest.mark.parametrize("join_every", [1, 3, 7])
+def test_rows_joining_and_leaving_match_translate_batch(model: OnnxSeq2SeqModel, join_every: int) -> None:
+    items = _inputs()
+    alone = [model.translate_batch([item])[0] for item in items]
+    pieces = _decode(model.row_decoder(), items, join_every)
+    assert ["".join(pieces[i]) for i in range(len(items))] == alone
+    assert all(len(pieces[i]) == max(row_steps(item), 1) for i, item in enumerate(items))
+
+
+def test_rows_max_tokens_caps_the_output_in_both_paths(model: OnnxSeq2SeqModel) -> None:
+    full = ModelInput(sample_text(300), "en", "de")
+    capped = ModelInput(full.text, "en", "de", max_tokens=5)
+    assert row_steps(capped) == 5 < row_steps(full)
+    assert model.translate_batch([capped])[0] == "".join(_decode(model.row_decoder(), [capped], 1)[0])
+
+
+def test_rows_retire_names_a_missing_row(model: OnnxSeq2SeqModel) -> None:
+    decoder = model.row_decoder()
+    decoder.admit([ModelInput("hello", "en", "de")])
+    with pytest.raises(IndexError, match=r"Rows \[3\] are not in the active set of 1 rows"):
+        decoder.retire([3])
+
+
+def test_rows_decoder_path_does_not_touch_a_fresh_batch(tmp_path: Path) -> None:
+    model = load_model("fast", cache_dir=tmp_path)
+    decoder = model.row_decoder()
+    assert decoder.size == 0 and decoder.step() == []
