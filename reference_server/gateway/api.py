@@ -26,6 +26,7 @@ class TranslateRequest(BaseModel):
     tenant: str = Field("anonymous", min_length=1, max_length=64)
     deadline_ms: float | None = Field(None, gt=0, le=600_000)
     on_overload: OnOverload = "reject"
+    max_tokens: int | None = Field(None, ge=1, le=1_000_000, description="Decode at most this many output tokens.")
 
 
 class Timing(BaseModel):
@@ -80,17 +81,34 @@ class ErrorJSONResponse(JSONResponse):
         return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
-def error_response(exc: ApiError) -> JSONResponse:
-    body: dict[str, object] = {"code": exc.code, "message": exc.message, **exc.extra}
+OPENAI_PATHS = ("/v1/chat/", "/v1/models")
+OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error", 413: "invalid_request_error",
+                422: "invalid_request_error", 429: "rate_limit_error", 503: "server_error", 504: "timeout_error"}
+
+
+def openai_error_body(exc: ApiError) -> dict[str, object]:
+    """OpenAI's error shape, with our code; extras (estimates, reasons) ride along."""
+    kind = OPENAI_TYPES.get(exc.status, "server_error" if exc.status >= 500 else "invalid_request_error")
+    return {"message": exc.message, "type": kind, "param": exc.extra.get("param"), "code": exc.code,
+            **{k: v for k, v in exc.extra.items() if k != "param"}}
+
+
+def error_response(exc: ApiError, *, openai: bool = False) -> JSONResponse:
+    body: dict[str, object] = openai_error_body(exc) if openai else {"code": exc.code, "message": exc.message, **exc.extra}
     headers = {}
     if exc.retry_after_s is not None:
         headers["Retry-After"] = str(max(1, int(exc.retry_after_s + 0.999)))
     return ErrorJSONResponse({"error": body}, status_code=exc.status, headers=headers)
 
 
+def respond(request: Request, exc: ApiError) -> JSONResponse:
+    """The error in the shape the path's clients expect: OpenAI's under `OPENAI_PATHS`, ours elsewhere."""
+    return error_response(exc, openai=request.url.path.startswith(OPENAI_PATHS))
+
+
 async def handle_api_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
-    return error_response(exc)
+    return respond(request, exc)
 
 
 async def handle_validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -98,19 +116,19 @@ async def handle_validation_error(request: Request, exc: Exception) -> JSONRespo
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
     if any(e.get("type") == "json_invalid" for e in errors):
-        return error_response(ApiError(400, "malformed_json", "The request body is not valid JSON."))
+        return respond(request, ApiError(400, "malformed_json", "The request body is not valid JSON."))
     # A body that is no JSON object at all; a model-level validator's error (a value_error on
     # the whole body, e.g. "a latency fault needs latency_ms > 0") stays a 422 below.
     if errors and all(e.get("loc") == ("body",) and e.get("type") != "value_error" for e in errors):
-        return error_response(ApiError(400, "malformed_body", "The request body must be a JSON object."))
+        return respond(request, ApiError(400, "malformed_body", "The request body must be a JSON object."))
     parts = []
     for e in errors[:5]:
         field = ".".join(str(p) for p in e.get("loc", ())[1:]) or "body"
         parts.append(f'field "{field}": {e.get("msg")}')
-    return error_response(ApiError(422, "invalid_field", "; ".join(parts) + "."))
+    return respond(request, ApiError(422, "invalid_field", "; ".join(parts) + "."))
 
 
 async def handle_http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}.get(exc.status_code, "http_error")
-    return error_response(ApiError(exc.status_code, code, str(exc.detail)))
+    return respond(request, ApiError(exc.status_code, code, str(exc.detail)))

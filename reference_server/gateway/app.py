@@ -1,7 +1,7 @@
 """The gateway's FastAPI application, assembled from its parts and its module-level routers.
 
 Routes live in `public.py` (translate, probes, status, events, metrics), `jobs_api.py` (long
-documents) and `admin.py` (drills' controls); they reach the gateway's parts through the
+documents, streams), `chat.py` (OpenAI-compatible chat and models) and `admin.py` (drills' controls); they reach the gateway's parts through the
 dependencies in `deps.py`.
 """
 
@@ -12,8 +12,13 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from reference_server.config import ServerConfig
-from reference_server.gateway import admin, jobs_api, public
-from reference_server.gateway.api import ApiError, handle_api_error, handle_http_error, handle_validation_error
+from reference_server.gateway import admin, chat, jobs_api, public
+from reference_server.gateway.api import (
+    ApiError,
+    handle_api_error,
+    handle_http_error,
+    handle_validation_error,
+)
 from reference_server.gateway.bodylimit import BodyLimitMiddleware
 from reference_server.gateway.components import build_gateway, lifespan
 
@@ -26,6 +31,6 @@ def create_app(config: ServerConfig, *, admin_token: str) -> FastAPI:
     app.add_exception_handler(ApiError, handle_api_error)
     app.add_exception_handler(RequestValidationError, handle_validation_error)
     app.add_exception_handler(StarletteHTTPException, handle_http_error)
-    for module in (public, jobs_api, admin):
+    for module in (public, jobs_api, chat, admin):
         app.include_router(module.router)
     return app

@@ -134,6 +134,7 @@ class Cluster:
         node.ready_since = None
         node.restart_at = None
         node.cold_start_s = node.first_request_ms = None
+        node.health_read_at = None
         self._set_state(node, "starting")
         log.info("node %s started (pid %s, port %s, %s)", node.id, node.pid, node.port, "warm" if warm else "cold")
 
@@ -226,8 +227,9 @@ class Cluster:
         node.provider = str(health.get("provider", node.provider))
         node.model = str(health.get("model", node.model))
         node.queue_depth = int(health.get("queue_depth", 0))  # type: ignore[arg-type]
-        node.batches_total = int(health.get("batches_total", 0))  # type: ignore[arg-type]
-        node.batch_items_total = int(health.get("batch_items_total", 0))  # type: ignore[arg-type]
+        self._decode_rates(node, int(health.get("batches_total", 0)), int(health.get("batch_items_total", 0)))  # type: ignore[arg-type]
+        node.active_rows = int(health.get("active_rows", 0))  # type: ignore[arg-type]
+        self.metrics.node_active_rows.labels(node.id, node.pool).set(node.active_rows)
         node.expired_total = int(health.get("expired_total", 0))  # type: ignore[arg-type]
         node.cold_start_s = health.get("cold_start_s")  # type: ignore[assignment]
         node.first_request_ms = health.get("first_request_ms")  # type: ignore[assignment]
@@ -245,6 +247,19 @@ class Cluster:
             self.metrics.cold_start_seconds.labels(node.id).set(float(node.cold_start_s))
         if node.first_request_ms is not None:
             self.metrics.first_request_seconds.labels(node.id).set(float(node.first_request_ms) / 1000.0)
+
+    def _decode_rates(self, node: NodeHandle, batches: int, items: int) -> None:
+        """Steps and rows since the last read feed the pool's counters; tokens per second is the
+        rows decoded (a continuous row gives one token a step) over the time between reads
+        (dynamic batches count requests, not tokens)."""
+        now = time.monotonic()
+        new_batches, new_items = batches - node.batches_total, items - node.batch_items_total
+        if new_batches >= 0 and new_items >= 0:
+            self.metrics.decode_steps.labels(node.pool).inc(new_batches)
+            self.metrics.decode_rows.labels(node.pool).inc(new_items)
+            if node.health_read_at is not None and now > node.health_read_at:
+                self.metrics.node_tokens_per_second.labels(node.id, node.pool).set(new_items / (now - node.health_read_at))
+        node.batches_total, node.batch_items_total, node.health_read_at = batches, items, now
 
     def _handle_exit(self, node: NodeHandle) -> None:
         now = time.monotonic()

@@ -1,5 +1,9 @@
 """HTTP routes of long-document jobs (`/v1/jobs`) and of the streaming translate (SSE).
 
+`/v1/translate/stream` streams a document's sentences as `segment` events; a text that is one
+segment (one sentence, at most `max_chars`) streams its `piece` events as the node decodes them,
+then the same `segment` and `done` events.
+
 Both answer at once and tell the caller what lies ahead: `X-Queue-Position` (requests of the
 same or a higher priority class waiting in the pool that will serve the first segment; 0 = none)
 and, when the pool has an estimate, `X-Estimated-Wait-Ms` (the dispatcher's `estimated_wait_s`).
@@ -7,15 +11,19 @@ and, when the pool has an estimate, `X-Estimated-Wait-Ms` (the dispatcher's `est
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import AsyncIterator
+
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from reference_server.config import ServerConfig
-from reference_server.gateway.api import TranslateRequest
-from reference_server.gateway.deps import JobsDep, ServiceDep
+from reference_server.gateway.api import ApiError, TranslateRequest, error_response
+from reference_server.gateway.deps import GatewayDep, JobsDep, ServiceDep
+from reference_server.gateway.jobs import split_segments, sse
+from reference_server.gateway.pieces import PieceStream
 from reference_server.gateway.placement import choose_tier
 from reference_server.gateway.service import TranslationService
-
 
 JOB_PATHS = ("/v1/jobs", "/v1/translate/stream")  # take documents of up to jobs.max_chars
 JSON_BYTES_PER_CHAR = 12  # "\ud83d\ude00": an ASCII-only JSON encoder's form of one character
@@ -67,9 +75,35 @@ async def job_status(job_id: str, jobs: JobsDep) -> dict[str, object]:
 
 
 @router.post("/v1/translate/stream")
-async def stream(req: TranslateRequest, service: ServiceDep, jobs: JobsDep) -> StreamingResponse:
+async def stream(req: TranslateRequest, gateway: GatewayDep, jobs: JobsDep) -> Response:
     """Translate a document and send each segment as a server-sent event as soon as it and
-    every segment before it are done; then a `done` event (or `error`)."""
+    every segment before it are done; then a `done` event (or `error`). A one-segment text
+    sends `piece` events as it is decoded first."""
+    service = gateway.service
     headers = queue_headers(service, req)
+    if len(req.text) <= service.config.max_chars and len(split_segments(req.text, service.config.max_chars)) == 1:
+        pieces = PieceStream(service, req, endpoint="translate_stream", metrics=gateway.metrics)
+        pieces.start()
+        try:
+            first = await pieces.first()
+        except ApiError as exc:
+            return error_response(exc)
+        return StreamingResponse(_piece_events(pieces, first), media_type="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
     job = jobs.submit(req, keep=False)
     return StreamingResponse(jobs.stream(job), media_type="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
+
+
+async def _piece_events(pieces: PieceStream, first: str | None) -> AsyncIterator[str]:
+    try:
+        if first is not None:
+            yield sse("piece", {"text": first})
+        async for piece in pieces.rest():
+            yield sse("piece", {"text": piece})
+        answer = await pieces.result()
+    except ApiError as exc:
+        yield sse("error", {"code": exc.code, "message": exc.message})
+        return
+    finally:
+        await pieces.close()
+    yield sse("segment", {"index": 0, "translation": answer.translation, "model": answer.model, "cached": answer.cached, "degraded": answer.degraded})
+    yield sse("done", {"id": uuid.uuid4().hex, "segments": 1})

@@ -12,6 +12,7 @@ from collections.abc import Container
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 34.0)
+TOKEN_GAP_BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 BATCH_BUCKETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256)
 NODE_STATES = ("starting", "warming", "ready", "draining", "down")
 BREAKER_STATES = ("closed", "half_open", "open")
@@ -55,6 +56,18 @@ class Metrics:
         self.node_restarts = Counter("rushhour_node_restarts", "Node processes restarted.", ["node", "reason"], registry=r)
         self.nodes = Gauge("rushhour_pool_nodes", "Nodes per pool by readiness.", ["pool", "ready"], registry=r)
         self.faults = Gauge("rushhour_faults_active", "Faults injected and active, per node and kind.", ["node", "kind"], registry=r)
+        self.ttft_seconds = Histogram(
+            "rushhour_time_to_first_token_seconds", "Streamed requests: arrival to first piece sent.", ["endpoint", "priority"], buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.inter_token_seconds = Histogram(
+            "rushhour_inter_token_seconds", "Streamed requests: time between consecutive pieces.", ["endpoint", "priority"], buckets=TOKEN_GAP_BUCKETS, registry=r
+        )
+        self.node_active_rows = Gauge("rushhour_node_active_rows", "Rows in a node's running decode (continuous batching).", ["node", "pool"], registry=r)
+        self.node_tokens_per_second = Gauge("rushhour_node_tokens_per_second", "Output tokens a node decoded per second, over its last health reads.", ["node", "pool"], registry=r)
+        self.decode_steps = Counter("rushhour_decode_steps", "Batches (dynamic) or decode steps (continuous) run, per pool.", ["pool"], registry=r)
+        self.decode_rows = Counter(
+            "rushhour_decode_rows", "Requests per batch (dynamic) or rows per decode step (continuous), summed; / decode_steps = active rows per step.", ["pool"], registry=r
+        )
         self.scale_events = Counter("rushhour_scale_events", "Pool scale changes.", ["pool", "direction"], registry=r)
 
     def set_node_state(self, node: str, pool: str, state: str) -> None:

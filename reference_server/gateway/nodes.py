@@ -53,6 +53,8 @@ class NodeHandle:
     batches_total: int = 0
     batch_items_total: int = 0
     expired_total: int = 0
+    active_rows: int = 0
+    health_read_at: float | None = None
     cold_start_s: float | None = None
     first_request_ms: float | None = None
     started_at: float = field(default_factory=time.monotonic)

@@ -6,19 +6,32 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
 
 from reference_server.config import ServerConfig
 from reference_server.gateway.admission import Overloaded, PoolDispatcher, TokenBuckets
-from reference_server.gateway.api import ApiError, Timing, TranslateRequest, TranslateResponse
-from reference_server.gateway.cache import CachedTranslation, CacheKey, Coalescer, TranslationCache, cache_key
+from reference_server.gateway.api import (
+    ApiError,
+    Timing,
+    TranslateRequest,
+    TranslateResponse,
+)
+from reference_server.gateway.cache import (
+    CachedTranslation,
+    CacheKey,
+    Coalescer,
+    TranslationCache,
+    cache_key,
+)
 from reference_server.gateway.cluster import Cluster
 from reference_server.gateway.l2cache import L2Cache
 from reference_server.gateway.metrics import Metrics
 from reference_server.gateway.nodes import NodeHandle
 from reference_server.gateway.placement import choose_tier
+from reference_server.gateway.streamcall import PieceSink, post_streaming
 
 RETRYABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 MIN_RETRY_BUDGET_S = 0.05
@@ -29,6 +42,11 @@ def _error_code(response: httpx.Response) -> str:
         return str(response.json()["error"]["code"])
     except (ValueError, KeyError, TypeError):
         return ""
+
+
+def _key(req: TranslateRequest, tier: str) -> CacheKey:
+    """A capped output (`max_tokens`) is cached apart from the whole one."""
+    return cache_key(req.text, req.source_lang, req.target_lang, tier if req.max_tokens is None else f"{tier}/max{req.max_tokens}")
 
 
 class Unavailable(Exception):
@@ -69,8 +87,11 @@ class TranslationService:
         self.l2 = L2Cache(redis_url, ttl_s=config.cache.ttl_s, metrics=metrics) if redis_url else None
 
     # ---- entry point ------------------------------------------------------------------------
-    async def translate(self, req: TranslateRequest) -> TranslateResponse:
+    async def translate(self, req: TranslateRequest, *, on_piece: Callable[[str], None] | None = None) -> TranslateResponse:
+        """Serve one request; with `on_piece`, its pieces are handed over as the node decodes them
+        (not coalesced; a cached or fallback answer hands over nothing: the caller has it whole)."""
         started = time.monotonic()
+        sink = PieceSink(on_piece) if on_piece is not None else None
         priority = self.check(req)
         deadline = started + (req.deadline_ms or self.config.admission.default_deadline_ms) / 1000.0
         wait = self.buckets.take(req.tenant, priority)
@@ -78,13 +99,16 @@ class TranslationService:
             self.metrics.shed.labels("rate_limited", priority).inc()
             raise ApiError(429, "rate_limited", f'Tenant "{req.tenant}" is over its "{priority}" rate.', retry_after_s=wait)
         tier = choose_tier(self.config.routing, req, priority, has_fast_pool=self._fast_routable())
-        key = cache_key(req.text, req.source_lang, req.target_lang, tier)
+        key = _key(req, tier)
         hit = self.cache.get(key)
         if hit is not None:
             self.metrics.cache_hits.labels("l1").inc()
             served = Served(hit.translation, hit.model, "cache", 0.0, 0.0, cached=True)
         elif (l2_hit := await self._l2_get(key)) is not None:
             served = l2_hit
+        elif sink is not None:
+            self.metrics.cache_misses.inc()
+            served = await self._compute(req, tier, priority, deadline, sink)
         else:
             self.metrics.cache_misses.inc()
             served, shared = await self.coalescer.run(
@@ -117,36 +141,38 @@ class TranslationService:
         return priority
 
     # ---- compute with fallback ----------------------------------------------------------------
-    async def _compute(self, req: TranslateRequest, tier: str, priority: str, deadline: float) -> Served:
+    async def _compute(self, req: TranslateRequest, tier: str, priority: str, deadline: float, sink: PieceSink | None = None) -> Served:
         pool = self.config.pool_for_tier(tier)
         try:
             if pool is None:
                 raise Unavailable(f'No pool serves the "{tier}" model.')
-            served = await self._serve_on_pool(pool, req, priority, deadline)
+            served = await self._serve_on_pool(pool, req, priority, deadline, sink)
         except Unavailable as exc:
-            return await self._fallback(req, tier, priority, deadline, "unavailable", str(exc), allow_fast=tier == "quality")
+            if sink is not None and sink.emitted:
+                raise ApiError(503, "unavailable", f"The stream broke after {sink.emitted} pieces: {exc}", retry_after_s=1.0) from None
+            return await self._fallback(req, tier, priority, deadline, "unavailable", str(exc), allow_fast=tier == "quality", sink=sink)
         except Overloaded as exc:
             self.metrics.shed.labels(exc.reason, priority).inc()
             if req.on_overload == "reject":
                 raise self._overload_error(exc) from None
-            return await self._fallback(req, tier, priority, deadline, exc.reason, str(exc), allow_fast=req.on_overload == "fast" and tier == "quality", overload=exc)
-        self._store(cache_key(req.text, req.source_lang, req.target_lang, tier), served)
+            return await self._fallback(req, tier, priority, deadline, exc.reason, str(exc), allow_fast=req.on_overload == "fast" and tier == "quality", overload=exc, sink=sink)
+        self._store(_key(req, tier), served)
         return served
 
     async def _fallback(
         self, req: TranslateRequest, tier: str, priority: str, deadline: float, reason: str, message: str,
-        *, allow_fast: bool, overload: Overloaded | None = None,
+        *, allow_fast: bool, overload: Overloaded | None = None, sink: PieceSink | None = None,
     ) -> Served:
         fast_pool = self.config.pool_for_tier("fast")
         if allow_fast and fast_pool is not None:
             try:
-                served = await self._serve_on_pool(fast_pool, req, priority, deadline)
+                served = await self._serve_on_pool(fast_pool, req, priority, deadline, sink)
             except (Unavailable, Overloaded):
                 pass
             else:
                 self.metrics.degraded.labels("fast_pool").inc()
                 served.degraded = True
-                self._store(cache_key(req.text, req.source_lang, req.target_lang, "fast"), served)
+                self._store(_key(req, "fast"), served)
                 return served
         stale = self._stale(req, tier)
         if stale is not None:
@@ -175,7 +201,7 @@ class TranslationService:
 
     def _stale(self, req: TranslateRequest, tier: str) -> CachedTranslation | None:
         for t in (tier, "fast" if tier == "quality" else "quality"):
-            entry = self.cache.get_stale(cache_key(req.text, req.source_lang, req.target_lang, t))
+            entry = self.cache.get_stale(_key(req, t))
             if entry is not None:
                 return entry
         return None
@@ -188,7 +214,7 @@ class TranslationService:
         return ApiError(503, "overloaded", str(exc), retry_after_s=exc.retry_after_s, **extra)
 
     # ---- one pool ---------------------------------------------------------------------------
-    async def _serve_on_pool(self, pool: str, req: TranslateRequest, priority: str, deadline: float) -> Served:
+    async def _serve_on_pool(self, pool: str, req: TranslateRequest, priority: str, deadline: float, sink: PieceSink | None = None) -> Served:
         if not any(n.routable() for n in self.cluster.pool_nodes(pool)):
             raise Unavailable(f"pool {pool} has no ready node with a closed breaker")
         dispatcher = self.dispatchers[pool]
@@ -197,7 +223,7 @@ class TranslationService:
         granted = time.monotonic()
         held_s: float | None = None
         try:
-            served = await self._call_with_retry(pool, req, priority, deadline)
+            served = await self._call_with_retry(pool, req, priority, deadline, sink)
             held_s = time.monotonic() - granted
         finally:
             dispatcher.release(completed=held_s is not None, held_s=held_s)
@@ -205,7 +231,7 @@ class TranslationService:
         served.queue_position = position or None
         return served
 
-    async def _call_with_retry(self, pool: str, req: TranslateRequest, priority: str, deadline: float) -> Served:
+    async def _call_with_retry(self, pool: str, req: TranslateRequest, priority: str, deadline: float, sink: PieceSink | None = None) -> Served:
         tried: set[str] = set()
         for attempt in range(2):
             node = self._pick(pool, tried)
@@ -213,9 +239,9 @@ class TranslationService:
                 raise Unavailable(f"pool {pool} has no other routable node")
             tried.add(node.id)
             try:
-                return await self._call(node, req, priority, deadline)
+                return await self._call(node, req, priority, deadline, sink)
             except RETRYABLE as exc:
-                if attempt == 1 or deadline - time.monotonic() < MIN_RETRY_BUDGET_S:
+                if attempt == 1 or deadline - time.monotonic() < MIN_RETRY_BUDGET_S or (sink is not None and sink.emitted):
                     raise Unavailable(f"node {node.id} failed ({type(exc).__name__}) and no retry was possible") from None
                 self.metrics.retries.labels(pool).inc()
         raise Unavailable(f"pool {pool}: no node answered")
@@ -234,20 +260,24 @@ class TranslationService:
                 return node
         return None
 
-    async def _call(self, node: NodeHandle, req: TranslateRequest, priority: str, deadline: float) -> Served:
+    async def _call(self, node: NodeHandle, req: TranslateRequest, priority: str, deadline: float, sink: PieceSink | None = None) -> Served:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise ApiError(504, "deadline_exceeded", "The deadline passed before the request reached a node.")
         body = {
             "text": req.text, "source_lang": req.source_lang, "target_lang": req.target_lang,
-            "rank": self.config.admission.classes[priority].rank, "budget_ms": remaining * 1000.0,
+            "rank": self.config.admission.classes[priority].rank, "budget_ms": remaining * 1000.0, "max_tokens": req.max_tokens,
         }
         assert node.client is not None
         node.inflight += 1
         self.metrics.inflight.labels(node.pool).inc()
         started = time.monotonic()
         try:
-            response = await node.client.post("/infer", json=body, timeout=min(remaining + 0.05, self.config.node_timeout_s))
+            timeout_s = min(remaining + 0.05, self.config.node_timeout_s)
+            if sink is None:
+                response = await node.client.post("/infer", json=body, timeout=timeout_s)
+            else:
+                response = await post_streaming(node.client, body, timeout_s=timeout_s, sink=sink)
         except httpx.ConnectTimeout:
             node.breaker.record(ok=False, duration_s=time.monotonic() - started)
             raise

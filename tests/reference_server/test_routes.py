@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
 from reference_server.config import ServerConfig
-from reference_server.gateway import admin, jobs_api, public
+from reference_server.gateway import admin, chat, jobs_api, public
 from reference_server.gateway.app import create_app
 from reference_server.gateway.components import Gateway
 from reference_server.gateway.deps import get_gateway
@@ -55,7 +55,7 @@ def app() -> FastAPI:
 
 def test_routes_gateway_serves_exactly_the_module_routers(app: FastAPI) -> None:
     served = _served(app)
-    assert served == _paths(public.router) | _paths(jobs_api.router) | _paths(admin.router)
+    assert served == _paths(public.router) | _paths(jobs_api.router) | _paths(chat.router) | _paths(admin.router)
     assert {"/v1/translate", "/v1/events", "/metrics", "/v1/jobs", "/admin/reset", "/admin/autoscale/epoch"} <= served
 
 
