@@ -82,13 +82,24 @@ def _fault_start(out: Path, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
                  timeout_s=180, proc=proc)
 
 
+def _recorded(out: Path) -> int:
+    """Requests the load workers had written to part files (what a rebuild must bring back)."""
+    parts = [pd.read_parquet(p) for p in sorted((out / "load" / "parts").glob("part-*.parquet"))]
+    return int(pd.concat(parts)["row"].nunique()) if parts else 0
+
+
+def _wait_for_parts(out: Path, proc: subprocess.Popen[bytes]) -> None:
+    _wait("a part file", lambda: list((out / "load" / "parts").glob("part-*.parquet")), timeout_s=60, proc=proc)
+
+
 def _report_rebuilds(out: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "scenarios.cli.main", "report", str(out)], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 3, result.stdout + result.stderr  # rebuilt, and invalid: the run was killed
     assert "rebuilt the results of an interrupted run" in result.stderr
     requests = pd.read_parquet(out / "requests.parquet")
-    assert len(requests) == len(pd.read_parquet(out / "schedule.parquet")) and requests["ok"].any()
+    assert len(requests) == len(pd.read_parquet(out / "schedule.parquet"))
+    assert requests["done_s"].notna().sum() >= _recorded(out)  # every request a part file held is there
     summary = json.loads((out / "summary.json").read_text())
     assert summary["verdict"] == "invalid" and (out / "report.html").is_file()
     audit = json.loads((out / "leak_audit.json").read_text())
@@ -103,6 +114,7 @@ def test_sigkill_mid_partition_leaves_no_process_of_the_run(tmp_path: Path, dril
     proc = _start_drill(scenario, out, drill_process)
     _fault_start(out, proc)
     time.sleep(3.0)  # the partition is in place and the load is running
+    _wait_for_parts(out, proc)
     family = psutil.Process(proc.pid).children(recursive=True)
     commands = " ".join(" ".join(p.cmdline()) for p in family)
     for role in ("reference_server --host", "reference_server.node", "locust", "scenarios.run.chaos_main"):
@@ -142,6 +154,7 @@ def test_sigkill_of_harness_and_chaos_run_fault_healed_by_its_lease(tmp_path: Pa
     _wait("the partition on the server", lambda: _partitioned(server), timeout_s=30, proc=proc)
     injected = time.monotonic()
     time.sleep(2.0)
+    _wait_for_parts(out, proc)
     family = psutil.Process(proc.pid).children(recursive=True)
     assert any("locust" in " ".join(p.cmdline()) for p in family)
     os.killpg(chaos_run.pid, signal.SIGKILL)  # no rollback will ever come: only the lease can heal
