@@ -16,6 +16,8 @@ from traffic_models.catalog import (
 from traffic_models.errors import TrafficModelError
 from traffic_models.mixspec import MixSpec
 
+OUTPUT_SALT = 7919
+
 
 def pick(fractions: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
     """Category codes drawn with the given probabilities."""
@@ -46,19 +48,34 @@ def draw_texts(mix: MixSpec, count: int, rng: np.random.Generator) -> dict[str, 
         else:
             text_id[rows] = rng.integers(UNIQUE_ID_BASE, 2 * UNIQUE_ID_BASE, rows.size)
         chars[rows] = text_lengths(text_id[rows], spec.chars, salt)
-    return {"kind": kind, "text_id": text_id, "chars": chars}
+    return {"kind": kind, "text_id": text_id, "chars": chars, "max_tokens": output_lengths(mix, kind, text_id)}
 
 
-def replayed_texts(mix: MixSpec, chars: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
-    """Kinds from logged sizes (the smallest kind whose max fits), one text id per log row."""
+def output_lengths(mix: MixSpec, kind: np.ndarray, text_id: np.ndarray) -> np.ndarray:
+    """Each request's `max_tokens` from its kind's distribution (0 where the kind has none).
+
+    Drawn from the text id, not the run's random stream, so adding a distribution never moves
+    the arrivals or texts of a seed: the same text always asks for the same length.
+    """
+    out = np.zeros(kind.size, dtype=np.int32)
+    for code, spec in enumerate(mix.kinds.values()):
+        rows = np.flatnonzero(kind == code)
+        if spec.max_tokens is not None and rows.size:
+            out[rows] = text_lengths(text_id[rows], spec.max_tokens, OUTPUT_SALT)
+    return out
+
+
+def replayed_texts(mix: MixSpec, chars: np.ndarray, rows: np.ndarray,
+                   generated: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Kinds from logged sizes (the smallest kind whose max fits), one text id per log row; the
+    logged output length (the Azure trace's GeneratedTokens) as `max_tokens` when there is one."""
     maxima = np.array([k.chars.max for k in mix.kinds.values()])
     by_max = np.argsort(maxima, kind="stable")
     slot = np.minimum(np.searchsorted(maxima[by_max], chars, side="left"), maxima.size - 1)
-    return {
-        "kind": by_max[slot],
-        "text_id": REPLAY_ID_BASE + rows.astype(np.int64),
-        "chars": chars.astype(np.int32),
-    }
+    kind = by_max[slot]
+    text_id = REPLAY_ID_BASE + rows.astype(np.int64)
+    max_tokens = generated.astype(np.int32) if generated is not None else output_lengths(mix, kind, text_id)
+    return {"kind": kind, "text_id": text_id, "chars": chars.astype(np.int32), "max_tokens": max_tokens}
 
 
 def priority_codes(mix: MixSpec, logged: np.ndarray, source: str) -> np.ndarray:
@@ -99,6 +116,7 @@ def mix_frame(mix: MixSpec, texts: dict[str, np.ndarray], people: dict[str, np.n
             "text_id": texts["text_id"],
             "tenant": pd.Categorical.from_codes(people["tenant"], categories=tenant_names(mix)),
             "deadline_ms": _deadlines(mix, texts["kind"], people["deadline_ms"]),
+            "max_tokens": texts["max_tokens"],
         }
     )
 

@@ -30,12 +30,17 @@ class LengthSpec(Strict):
 
 
 class KindSpec(Strict):
-    """One kind of request. Only text input exists today; image and speech pipelines will add inputs."""
+    """One kind of request. Only text input exists today; image and speech pipelines will add inputs.
+
+    `max_tokens` is the output length asked of a generative target (openai-chat); without it the
+    schedule leaves the choice to the protocol (0 in the `max_tokens` column).
+    """
 
     fraction: Fraction
     input: Literal["text"] = "text"
     chars: LengthSpec
     deadline_factor: Annotated[float, Field(gt=0)] = 1.0  # long documents get longer deadlines than a chat line
+    max_tokens: LengthSpec | None = None
 
 
 class PrioritySpec(Strict):

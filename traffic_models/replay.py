@@ -27,6 +27,8 @@ class Trace:
     clock_s: np.ndarray
     chars: np.ndarray | None
     priority: np.ndarray | None
+    generated: np.ndarray | None = None
+    """Logged output tokens per request (GeneratedTokens, or a max_tokens column), if any."""
 
     @property
     def span_s(self) -> float:
@@ -62,11 +64,23 @@ def _trace_from(frame: pd.DataFrame, name: str, fmt: str, chars_per_token: float
     order = np.argsort(seconds, kind="stable")
     chars = _chars(frame, name, chars_per_token)
     priority = frame["priority"].astype(str).to_numpy(dtype=object) if "priority" in frame else None
+    generated = _generated(frame, name)
     return Trace(
         clock_s=seconds[order] - seconds[order[0]],
         chars=None if chars is None else chars[order],
         priority=None if priority is None else priority[order],
+        generated=None if generated is None else generated[order],
     )
+
+
+def _generated(frame: pd.DataFrame, name: str) -> np.ndarray | None:
+    column = next((c for c in ("GeneratedTokens", "max_tokens") if c in frame), None)
+    if column is None:
+        return None
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
+    if not np.isfinite(values).all() or (values < 0).any():
+        raise TrafficModelError(f"{name}: column {column} must hold non-negative numbers.")
+    return np.rint(values).astype(np.int64)
 
 
 def _seconds(column: pd.Series, name: str, field: str) -> np.ndarray:

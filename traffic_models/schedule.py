@@ -20,7 +20,7 @@ from traffic_models.window import Window, check_rate_scale, resolve_window
 GRID_STEP_S = 1.0
 MIN_GRID, MAX_GRID = 2_000, 500_000
 CURVE_POINTS = 2_000
-COLUMNS = ["offset_s", "kind", "chars", "priority", "mode", "text_id", "tenant", "phase", "deadline_ms"]
+COLUMNS = ["offset_s", "kind", "chars", "priority", "mode", "text_id", "tenant", "phase", "deadline_ms", "max_tokens"]
 
 
 def generate_schedule(
@@ -123,8 +123,11 @@ def _replayed(
     )
     if trace.chars is None:
         texts = draw_texts(model.mix, offsets.size, rng)
+        if trace.generated is not None:
+            texts["max_tokens"] = trace.generated[rows].astype(np.int32)
     else:
-        texts = replayed_texts(model.mix, trace.chars[rows], rows)
+        generated = trace.generated[rows] if trace.generated is not None else None
+        texts = replayed_texts(model.mix, trace.chars[rows], rows, generated)
     logged = None
     if trace.priority is not None:
         logged = priority_codes(model.mix, trace.priority[rows], replay.path.name)

@@ -1,14 +1,17 @@
 """Locust entry point of an open-loop drill (`rushhour run` starts it; not meant by hand).
 
-Thin on purpose: the firing logic lives in `scenarios.load.openloop` and `scenarios.load.worker`.
+Thin on purpose: the firing logic lives in `scenarios.load.openloop` and `scenarios.load.worker`,
+the request and answer formats in `scenarios.protocols`, the sending in `scenarios.load.wire`.
 Each Locust user is one worker of the drill; with `--processes N` there is one per process.
 Redirects are never followed (a 3xx is recorded as the answer: the loopback guard allowed only
 the target's host), and geventhttpclient reads no proxy variables, so traffic goes straight to
 the target. Connections come from a stamping pool, so `sent_s` is when a connection was free.
+An https target is verified (against its `ca_bundle` when the scenario gives one).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from typing import Any
@@ -18,8 +21,12 @@ from locust import FastHttpUser, task
 
 from scenarios.load.handoff import stamp_connections
 from scenarios.load.jobs import JOB_POLL_NAME, JOBS_PATH, JobFollower, Reply
-from scenarios.load.openloop import TRANSLATE_PATH, Outcome, outcome_from
-from scenarios.load.worker import WorkerConfig, run_worker
+from scenarios.load.openloop import Outcome
+from scenarios.load.wire import WireSender, no_response
+from scenarios.load.worker import ENV_CONFIG, WorkerConfig, run_worker
+from scenarios.protocols.base import make_protocol
+from scenarios.protocols.rushhour import translate_body
+from scenarios.protocols.tls import ssl_context_factory
 
 CONCURRENCY = int(os.environ.get("RUSHHOUR_CONCURRENCY", "2000"))
 log = logging.getLogger(__name__)
@@ -33,10 +40,15 @@ class OpenLoopUser(FastHttpUser):
     connection_timeout = 10.0
     max_redirects = 0
     max_retries = 0
+    insecure = False
 
     def __init__(self, environment: Any) -> None:
+        target = json.loads(os.environ[ENV_CONFIG]).get("target") if os.environ.get(ENV_CONFIG) else None
+        self.protocol = make_protocol(target or {})
+        self.ssl_context_factory = ssl_context_factory(self.protocol.spec.ca_bundle)
         super().__init__(environment)
         stamp_connections(self.client.client)
+        self._send = WireSender(self.client, self.protocol)
 
     @task
     def replay(self) -> None:
@@ -48,20 +60,15 @@ class OpenLoopUser(FastHttpUser):
         while True:  # done: idle until the runner stops Locust
             gevent.sleep(3600)
 
-    def _send(self, payload: dict[str, object], timeout_s: float) -> Outcome:
-        response = self.client.post(TRANSLATE_PATH, json=payload, name=TRANSLATE_PATH)
-        status = int(response.status_code or 0)
-        error = "" if status else type(response.error).__name__ if response.error else "no response"
-        return outcome_from(status, response.content if status else None, error)
-
     def _send_job(self, payload: dict[str, object], timeout_s: float) -> Outcome:
-        return JobFollower(self._call).run(payload, timeout_s)
+        return JobFollower(self._call).run(translate_body(payload), timeout_s)
 
     def _call(self, path: str, body: dict[str, object] | None) -> Reply:
+        headers = self.protocol.headers
         if body is None:
-            response = self.client.get(path, name=JOB_POLL_NAME)
+            response = self.client.get(path, name=JOB_POLL_NAME, headers=headers)
         else:
-            response = self.client.post(path, json=body, name=JOBS_PATH)
+            response = self.client.post(path, json=body, name=JOBS_PATH, headers=headers)
         status = int(response.status_code or 0)
-        error = "" if status else type(response.error).__name__ if response.error else "no response"
+        error = "" if status else no_response(response)
         return Reply(status, response.content if status else None, error)

@@ -34,6 +34,22 @@ JOB_GUARD_S = 0.5
 
 
 @dataclass(frozen=True)
+class TokenTiming:
+    """When the tokens of a streamed answer arrived (monotonic, as `time.monotonic()`), how many
+    there were, and the answer's own inter-token gaps (ms); `first_at` None: no token came."""
+
+    first_at: float | None = None
+    last_at: float | None = None
+    output_tokens: int | None = None
+    itl_p50_ms: float = float("nan")
+    itl_p99_ms: float = float("nan")
+    itl_max_ms: float = float("nan")
+
+
+NO_TOKENS = TokenTiming()
+
+
+@dataclass(frozen=True)
 class Outcome:
     """What came back for one request (status 0 = no HTTP response at all)."""
 
@@ -45,6 +61,8 @@ class Outcome:
     node: str = ""
     first_segment_at: float | None = None
     """Monotonic time (time.monotonic()) the first finished segment was seen; jobs only."""
+    tokens: TokenTiming = NO_TOKENS
+    """Generative targets: output tokens and, when streamed, when they arrived."""
 
 
 Sender = Callable[[dict[str, object], float], Outcome]
@@ -97,16 +115,21 @@ class FirePlan:
     request_timeout_s: float | None
     text_for: Callable[[int, int], str]
     documents_via_jobs: bool = False
+    via_name: str = "translate"
+    """What `via` says for a row not sent as a job (the protocol's name for other protocols)."""
 
     def payload(self, i: int) -> dict[str, object]:
-        """The JSON body of row `i` of this share (built just in time, to bound memory)."""
+        """The request fields of row `i` (built just in time, to bound memory): the translate
+        body's fields plus `kind`, `chars` and `max_tokens` (0: none scheduled), which a
+        protocol (`scenarios.protocols`) turns into its own request."""
         rec = self.rows.iloc[i]
         source, target = self.languages[int(rec["row"]) % len(self.languages)].split("-")
         return {
             "text": self.text_for(int(rec["text_id"]), int(rec["chars"])),
             "source_lang": source, "target_lang": target, "mode": str(rec["mode"]),
             "priority": str(rec["priority"]), "tenant": str(rec["tenant"]),
-            "deadline_ms": float(rec["deadline_ms"]),
+            "deadline_ms": float(rec["deadline_ms"]), "kind": str(rec.get("kind", "")), "chars": int(rec["chars"]),
+            "max_tokens": int(rec.get("max_tokens", 0)),
         }
 
     def timeout_s(self, i: int) -> float:
@@ -180,13 +203,17 @@ class OpenLoopFirer:
         if handed is None and outcome.status:
             handed = started  # a sender without a connection pool: it left at the call
         first = outcome.first_segment_at - m0 if outcome.first_segment_at is not None else float("nan")
+        tokens = outcome.tokens
         self._writer.add(
             row=int(self._plan.rows["row"].iat[i]), intended_s=offset,
             sent_s=handed - m0 if handed is not None else float("nan"), done_s=ended - m0,
             pool_wait_ms=((handed if handed is not None else ended) - started) * 1000.0,
             status=outcome.status, error=_never_connected(outcome.error) if handed is None else outcome.error,
             model=outcome.model, cached=outcome.cached, degraded=outcome.degraded, node=outcome.node,
-            first_segment_s=first, via="job" if job else "translate",
+            first_segment_s=first, via="job" if job else self._plan.via_name,
+            first_token_s=_since(tokens.first_at, m0), last_token_s=_since(tokens.last_at, m0),
+            output_tokens=-1 if tokens.output_tokens is None else tokens.output_tokens,
+            itl_p50_ms=tokens.itl_p50_ms, itl_p99_ms=tokens.itl_p99_ms, itl_max_ms=tokens.itl_max_ms,
         )
 
     def flush(self) -> None:
@@ -210,6 +237,10 @@ class OpenLoopFirer:
             struck = not timer.pending
             timer.close()
         return Outcome(status=0, error="timeout") if struck and not outcome.status else outcome
+
+
+def _since(moment: float | None, m0: float) -> float:
+    return moment - m0 if moment is not None else float("nan")
 
 
 def _never_connected(error: str) -> str:

@@ -20,12 +20,20 @@ import pandas as pd
 PART_COLUMNS = (
     "row", "intended_s", "sent_s", "done_s", "pool_wait_ms", "status", "error",
     "model", "cached", "degraded", "node", "first_segment_s", "via",
+    "first_token_s", "last_token_s", "output_tokens", "itl_p50_ms", "itl_p99_ms", "itl_max_ms",
 )
+STREAM_COLUMNS = ("ttft_ms", "tpot_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms", "output_tokens", "max_tokens")
+"""Generative targets: time to first token and per output token (from the intended send, like
+every latency here), the answer's own inter-token gaps, tokens received, tokens asked for."""
 REQUEST_COLUMNS = (
     "intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "pool_wait_ms", "fired", "status",
     "ok", "error", "kind", "chars", "priority", "mode", "model", "cached", "degraded", "node",
-    "tenant", "phase", "first_segment_ms", "via",
+    "tenant", "phase", "first_segment_ms", "via", *STREAM_COLUMNS,
 )
+_PART_DEFAULTS: dict[str, object] = {
+    "first_token_s": float("nan"), "last_token_s": float("nan"), "output_tokens": -1,
+    "itl_p50_ms": float("nan"), "itl_p99_ms": float("nan"), "itl_max_ms": float("nan"),
+}
 DEFAULT_BATCH_ROWS = 2000
 DEFAULT_FLUSH_S = 1.0
 
@@ -49,7 +57,7 @@ class PartWriter:
     def add(self, **values: object) -> None:
         """Record one finished (or abandoned) request; flushes when the batch is full."""
         for name in PART_COLUMNS:
-            self._buf[name].append(values[name])
+            self._buf[name].append(values[name] if name in values else _PART_DEFAULTS[name])
         self.maybe_flush()
 
     def maybe_flush(self) -> None:
@@ -82,7 +90,7 @@ def read_parts(paths: list[Path]) -> pd.DataFrame:
 
 
 def _part_dtype(name: str) -> str:
-    if name in ("row", "status"):
+    if name in ("row", "status", "output_tokens"):
         return "int64"
     if name in ("cached", "degraded"):
         return "bool"
@@ -135,7 +143,24 @@ def merge_requests(schedule: pd.DataFrame, parts: pd.DataFrame, *,
     out["first_segment_ms"] = (joined["first_segment_s"].astype(float) - out["intended_s"]) * 1000.0
     planned = np.where(documents_via_jobs & (out["kind"] == "document"), "job", "translate")
     out["via"] = joined["via"].astype(object).where(joined["via"].notna(), planned).astype(str)
-    return out.loc[:, list(REQUEST_COLUMNS)]
+    return _stream_columns(out, joined, schedule).loc[:, list(REQUEST_COLUMNS)]
+
+
+def _stream_columns(out: pd.DataFrame, joined: pd.DataFrame, schedule: pd.DataFrame) -> pd.DataFrame:
+    """TTFT from the intended send; TPOT = (last token - first token) / (tokens - 1)."""
+    first = joined["first_token_s"].astype(float).to_numpy()
+    last = joined["last_token_s"].astype(float).to_numpy()
+    tokens = joined["output_tokens"].astype(float).to_numpy()
+    tokens = np.where(tokens >= 0, tokens, np.nan)
+    out["ttft_ms"] = (first - out["intended_s"].to_numpy()) * 1000.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["tpot_ms"] = np.where(tokens > 1, (last - first) * 1000.0 / (tokens - 1), np.nan)
+    for name in ("itl_p50_ms", "itl_p99_ms", "itl_max_ms"):
+        out[name] = joined[name].astype(float).to_numpy()
+    out["output_tokens"] = tokens
+    asked = schedule["max_tokens"] if "max_tokens" in schedule else pd.Series(0, index=schedule.index)
+    out["max_tokens"] = asked.fillna(0).astype("int64").to_numpy()
+    return out
 
 
 def _text(column: pd.Series, *, missing: str) -> pd.Series:

@@ -46,6 +46,8 @@ class LoadPlan:
     mode: str = "open"
     max_timeout_s: float = 30.0
     documents_via_jobs: bool = False
+    target: dict[str, object] | None = None
+    """The target's protocol fields (scenarios.spec.target.TargetProtocol.wire_dict()); None: rushhour."""
 
     @property
     def jobs_in_use(self) -> bool:
@@ -96,7 +98,7 @@ class LoadSession:
             control_dir=str(self.control_dir.resolve()), workers=self.plan.processes,
             languages=self.plan.languages, timeout_margin_s=self.plan.timeout_margin_s,
             request_timeout_s=self.plan.request_timeout_s, duration_s=self.plan.duration_s,
-            documents_via_jobs=self.plan.jobs_in_use,
+            documents_via_jobs=self.plan.jobs_in_use, target=self.plan.target,
         )
 
     @property

@@ -39,6 +39,12 @@ class WorkerConfig:
     request_timeout_s: float | None = None
     duration_s: float = 0.0
     documents_via_jobs: bool = False
+    target: dict[str, object] | None = None
+    """The target's protocol fields (`TargetProtocol.wire_dict()`: credential sources, never values)."""
+
+    @property
+    def protocol_name(self) -> str:
+        return str((self.target or {}).get("protocol") or "rushhour")
 
     def to_env(self) -> str:
         return json.dumps(self.__dict__)
@@ -66,6 +72,7 @@ def build_plan(config: WorkerConfig, index: int) -> FirePlan:
         rows=worker_share(schedule, index, config.workers), languages=config.languages,
         timeout_margin_s=config.timeout_margin_s, request_timeout_s=config.request_timeout_s,
         text_for=_text_for, documents_via_jobs=config.documents_via_jobs,
+        via_name="translate" if config.protocol_name == "rushhour" else config.protocol_name,
     )
 
 

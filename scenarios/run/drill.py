@@ -156,6 +156,7 @@ class Drill:
             request_timeout_s=load.request_timeout_s, mode=load.mode,
             max_timeout_s=load.request_timeout_s or longest + load.timeout_margin_s,
             documents_via_jobs=load.documents_via_jobs,
+            target=self.plan.scenario.target.wire_dict(),  # the target's protocol (issue 15)
         )
 
     @property

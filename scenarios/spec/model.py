@@ -15,6 +15,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from reports.schema import CostModel, SloSpec
+from scenarios.spec.peak import Calibration, RelativePeak, parse_relative_peak
+from scenarios.spec.target import TargetProtocol
 from traffic_models.clock import parse_clock_s, parse_duration
 from traffic_models.validation import format_validation_errors
 
@@ -38,10 +40,11 @@ class TrafficSpec(_Strict):
     model: str
     time_scale: float = 1.0
     rate_scale: float | None = None
-    peak_rps: float | None = None
+    peak_rps: float | str | None = Field(default=None, description='req/s, or relative: "0.7x capacity", "0.5x n-1 capacity"')
     start_clock: str = "00:00"
     duration: str | float = "180s"
     seed: int = 0
+    calibration: Calibration | None = Field(default=None, description="filled in by the run: what a relative peak_rps resolved to")
 
     @field_validator("time_scale")
     @classmethod
@@ -52,7 +55,9 @@ class TrafficSpec(_Strict):
 
     @field_validator("rate_scale", "peak_rps")
     @classmethod
-    def _positive_or_none(cls, value: float | None) -> float | None:
+    def _positive_or_none(cls, value: float | str | None) -> float | str | None:
+        if isinstance(value, str):
+            return parse_relative_peak(value).text
         if value is not None and value <= 0:
             raise ValueError("must be > 0")
         return value
@@ -75,6 +80,11 @@ class TrafficSpec(_Strict):
         if self.rate_scale is not None and self.peak_rps is not None:
             raise ValueError("give rate_scale or peak_rps, not both")
         return self
+
+    @property
+    def relative_peak(self) -> RelativePeak | None:
+        """`peak_rps` when it is given relative to the measured capacity."""
+        return parse_relative_peak(self.peak_rps) if isinstance(self.peak_rps, str) else None
 
     @property
     def duration_s(self) -> float:
@@ -105,8 +115,9 @@ class EmbeddedTarget(_Strict):
         return data
 
 
-class TargetSpec(_Strict):
-    """Exactly one of: the embedded reference server, or a running service at `url`."""
+class TargetSpec(TargetProtocol):
+    """Exactly one of: the embedded reference server, or a running service at `url`, plus the
+    protocol it speaks (`scenarios.spec.target`)."""
 
     embedded: EmbeddedTarget | None = None
     url: str | None = None

@@ -28,6 +28,7 @@ class Overrides:
     """Command-line flags that replace parts of the scenario file."""
 
     target_url: str | None = None
+    protocol: str | None = None
     traffic: str | None = None
     duration: str | None = None
     seed: int | None = None
@@ -65,8 +66,10 @@ def _updated(
 
 def apply_overrides(scenario: Scenario, flags: Overrides, source: str) -> Scenario:
     """The scenario with every given flag applied, validated again."""
-    if flags.target_url is not None:
-        scenario = _updated(scenario, "target", {"url": flags.target_url}, source, replace=True)
+    if flags.target_url is not None:  # the file's protocol fields stay; only where the target is changes
+        scenario = _updated(scenario, "target", {"url": flags.target_url, "embedded": None}, source)
+    if flags.protocol is not None:
+        scenario = _updated(scenario, "target", {"protocol": flags.protocol}, source)
     traffic: dict[str, object] = {}
     if flags.traffic is not None:  # keep the clock mapping so chaos entries keep their times
         traffic.update(model=flags.traffic, rate_scale=1.0, peak_rps=None)
@@ -95,6 +98,9 @@ def _rate_scale(scenario: Scenario, model: TrafficModel, source: str) -> float:
     traffic = scenario.traffic
     if traffic.peak_rps is None:
         return traffic.rate_scale if traffic.rate_scale is not None else 1.0
+    if not isinstance(traffic.peak_rps, (int, float)):
+        raise ScenarioError(f'{source}: traffic.peak_rps: "{traffic.peak_rps}" is relative to the measured capacity; '
+                            "pin_rate_scale resolves it before the plan is built.")
     _, rates = rate_curve(model, time_scale=traffic.time_scale, start_clock_s=traffic.start_clock_s,
                           duration_s=traffic.duration_s)
     peak = float(np.max(rates)) if len(rates) else 0.0
@@ -111,6 +117,13 @@ def pin_rate_scale(scenario: Scenario, *, source: str, base_dir: Path) -> Scenar
     """
     if scenario.traffic.peak_rps is None:
         return scenario
+    relative = scenario.traffic.relative_peak
+    if relative is not None:  # "0.7x capacity": this machine's measured capacity, cached or measured now
+        from scenarios.capacity.calibrate import calibrated_peak
+
+        calibration = calibrated_peak(scenario, relative, source=source, base_dir=base_dir)
+        scenario = _updated(scenario, "traffic", {"peak_rps": calibration.peak_rps,
+                                                  "calibration": calibration.model_dump()}, source)
     model = _load_model(scenario.traffic.model, base_dir, source)
     rate_scale = _rate_scale(scenario, model, source)
     return _updated(scenario, "traffic", {"rate_scale": rate_scale, "peak_rps": None}, source)
@@ -156,6 +169,7 @@ def describe(plan: DrillPlan) -> str:
         f"target     {target}",
         f"traffic    {s.traffic.model}, time_scale {s.traffic.time_scale:g}, rate_scale {plan.rate_scale:.4g}, "
         f"from {s.traffic.start_clock}, seed {s.traffic.seed}",
+        *([f"capacity   {s.traffic.calibration.text}"] if s.traffic.calibration else []),
         f"duration   {plan.duration_s:.0f} s (model clock {format_clock(s.traffic.start_clock_s)} to "
         f"{format_clock(s.traffic.start_clock_s + plan.duration_s * s.traffic.time_scale)})",
         f"requests   {len(sched)} scheduled, mean {len(sched) / plan.duration_s:.1f}/s, "

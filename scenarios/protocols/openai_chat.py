@@ -1,0 +1,85 @@
+"""OpenAI chat completions (`POST /v1/chat/completions`): vLLM, TGI, llama.cpp, Triton's frontend.
+
+The row's text becomes one user message asking for a translation, `max_tokens` comes from the
+schedule. Streaming (the default) asks for server-sent events with usage in the last event, so
+time to first token, inter-token gaps and output tokens are measured; without streaming only the
+output tokens (`usage.completion_tokens`) are. Priority, tenant, mode and deadline have no field
+in this API and are not sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from scenarios.load.openloop import Outcome, TokenTiming
+from scenarios.protocols.base import StreamParser, WireProtocol, WireRequest, json_body
+from scenarios.protocols.streaming import SseParser
+
+CHAT_PATH = "/v1/chat/completions"
+DEFAULT_MODEL = "default"
+
+
+class OpenAIChatProtocol(WireProtocol):
+    """One chat completion per schedule row."""
+
+    name = "openai-chat"
+    sends = frozenset({"text", "source_lang", "target_lang", "max_tokens"})
+
+    @property
+    def streaming(self) -> bool:
+        return self.spec.stream
+
+    def build(self, fields: Mapping[str, object]) -> WireRequest:
+        prompt = f"Translate from {fields.get('source_lang', 'en')} to {fields.get('target_lang', 'de')}:\n{fields['text']}"
+        body: dict[str, object] = {
+            "model": self.spec.model or DEFAULT_MODEL,
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": self.max_tokens(fields), "stream": self.streaming,
+        }
+        if self.streaming:
+            body["stream_options"] = {"include_usage": True}
+        return self.json_request("POST", CHAT_PATH, body, stream=self.streaming)
+
+    def parse(self, status: int, body: bytes | None, error: str = "") -> Outcome:
+        data = json_body(body)
+        data = data if isinstance(data, dict) else {}
+        if not 200 <= status < 300 or not status:
+            return Outcome(status=status, error=error_code(data) or error or f"http {status}")
+        if not isinstance(data.get("choices"), list):
+            return Outcome(status=STATUS_BAD_ANSWER, error="answer is not a chat completion (no choices)")
+        usage = data.get("usage")
+        tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
+        return Outcome(status=status, model=str(data.get("model") or ""),
+                       tokens=TokenTiming(output_tokens=int(tokens) if isinstance(tokens, int) else None))
+
+    def stream_parser(self) -> StreamParser:
+        return SseParser(read_chunk_event)
+
+
+STATUS_BAD_ANSWER = 502
+"""An answer with a success status that is not what the protocol promises counts as a failure."""
+
+
+def read_chunk_event(event: dict[str, object]) -> tuple[int, str, str, int | None]:
+    """One `chat.completion.chunk`: does it carry text, which model, an error, the usage."""
+    usage = event.get("usage")
+    tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    choices = event.get("choices")
+    text = ""
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        delta = choices[0].get("delta") or {}
+        if isinstance(delta, dict):
+            text = str(delta.get("content") or delta.get("reasoning_content") or "")
+        text = text or str(choices[0].get("text") or "")
+    return (1 if text else 0, str(event.get("model") or ""), error_code(event),
+            int(tokens) if isinstance(tokens, int) else None)
+
+
+def error_code(data: dict[str, object]) -> str:
+    """The error's code (or type, or message) from an OpenAI-style error body, "" when none."""
+    detail = data.get("error")
+    if isinstance(detail, dict):
+        return str(detail.get("code") or detail.get("type") or detail.get("message") or "error")
+    if isinstance(detail, str):
+        return detail
+    return ""

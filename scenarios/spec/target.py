@@ -1,0 +1,112 @@
+"""What a scenario says about the protocol its target speaks, and how to reach it.
+
+`TargetProtocol` holds every field a load worker needs to talk to the target: the protocol, the
+model name, streaming, extra headers, where the credential comes from (never the credential
+itself: an environment variable or a file, read by whoever sends), a CA bundle for https, and
+the request template of the `http` protocol. `scenarios.spec.model.TargetSpec` adds where the
+target is (embedded or a URL).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from jinja2 import TemplateSyntaxError
+from jinja2.sandbox import SandboxedEnvironment
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+ProtocolName = Literal["rushhour", "openai-chat", "kserve-v2", "http"]
+PROTOCOL_NAMES: tuple[str, ...] = ("rushhour", "openai-chat", "kserve-v2", "http")
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"})
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AuthSpec(_Strict):
+    """Where the target's credential comes from: exactly one of `env` (a variable name) or `file`
+    (a path; surrounding whitespace stripped). `scheme: bearer` sends `Authorization: Bearer <x>`,
+    `header` sends `<header>: <x>` (e.g. `X-API-Key`), `basic` expects `user:password`."""
+
+    scheme: Literal["bearer", "header", "basic"] = "bearer"
+    env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    file: str | None = None
+    header: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> AuthSpec:
+        if (self.env is None) == (self.file is None):
+            raise ValueError("give exactly one of env (a variable name) or file (a path)")
+        if self.scheme == "header" and not self.header:
+            raise ValueError('scheme "header" needs header, the header name (e.g. X-API-Key)')
+        return self
+
+
+class HttpTemplate(_Strict):
+    """The `http` protocol: one request per schedule row from a Jinja2 body template over the
+    row's fields (text, chars, kind, priority, tenant, mode, max_tokens, source_lang,
+    target_lang, deadline_ms); success is a status in `success_status` and, when
+    `json_field` is given, a JSON answer holding that dotted field."""
+
+    method: Literal["POST", "PUT", "GET"] = "POST"
+    path: str = Field(default="/", pattern=r"^/")
+    body: str = '{"text": {{ text | tojson }}}'
+    content_type: str = "application/json"
+    success_status: tuple[int, ...] = (200, 201, 202)
+    json_field: str | None = None
+
+    @field_validator("body")
+    @classmethod
+    def _template(cls, value: str) -> str:
+        try:
+            SandboxedEnvironment().parse(value)
+        except TemplateSyntaxError as exc:
+            raise ValueError(f"is not a valid Jinja2 template: {exc.message} (line {exc.lineno})") from exc
+        return value
+
+
+class TargetProtocol(_Strict):
+    """The protocol fields of a target (see the module docstring)."""
+
+    protocol: ProtocolName = "rushhour"
+    model: str | None = Field(default=None, description="openai-chat: the model field; kserve-v2: the model name in the path")
+    input_name: str = Field(default="text", description="kserve-v2: the name of the BYTES input tensor")
+    stream: bool = Field(default=True, description="openai-chat: ask for server-sent events (TTFT, ITL, TPOT)")
+    max_tokens: int | None = Field(default=None, ge=1, description="when the schedule gives none (0)")
+    headers: dict[str, str] = {}
+    auth: AuthSpec | None = None
+    ca_bundle: str | None = Field(default=None, description="https: verify the target against these CA certificates")
+    http: HttpTemplate | None = None
+    unsupported: Literal["refuse", "warn"] = Field(
+        default="refuse", description="a scenario feature the target cannot serve (jobs, chaos through the "
+                                      "admin API): refuse the run (exit 2), or switch it off with a warning")
+
+    @field_validator("headers")
+    @classmethod
+    def _no_secret_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        secret = sorted(name for name in value if name.lower() in SECRET_HEADERS)
+        if secret:
+            raise ValueError(f"{', '.join(secret)} would write a credential into the scenario and its "
+                             "results; use auth (env or file) instead")
+        return value
+
+    @field_validator("ca_bundle")
+    @classmethod
+    def _bundle_exists(cls, value: str | None) -> str | None:
+        if value is not None and not Path(value).is_file():
+            raise ValueError(f'"{value}" is not a file')
+        return value
+
+    @model_validator(mode="after")
+    def _template_for_http(self) -> TargetProtocol:
+        if self.protocol == "http" and self.http is None:
+            raise ValueError('protocol "http" needs an http section (method, path, body template)')
+        if self.protocol == "kserve-v2" and not self.model:
+            raise ValueError('protocol "kserve-v2" needs model (the name in /v2/models/{model}/infer)')
+        return self
+
+    def wire_dict(self) -> dict[str, object]:
+        """The fields a load worker needs, JSON-ready (credential sources only, never values)."""
+        return self.model_dump(mode="json", include=set(TargetProtocol.model_fields))

@@ -1,0 +1,56 @@
+"""Ground truth for the streaming metrics: a server that writes tokens at known times.
+
+The first token 300 ms after the request arrived, then one every 15 ms, with one stall of 1 s;
+TTFT, the answers' inter-token gaps and TPOT measured through Locust must be within 10% of it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scenarios.load.session import LoadPlan, LoadSession
+from tests.support.targets import StreamPlan, serve_target
+from traffic_models.quantiles import percentile_value
+
+TOLERANCE = 0.10
+
+
+def _fire(url: str, schedule: pd.DataFrame, work: Path, target: dict[str, object]) -> pd.DataFrame:
+    path = work / "schedule.parquet"
+    schedule.to_parquet(path, index=False)
+    duration = float(schedule["offset_s"].max()) + 1.0
+    session = LoadSession(LoadPlan(host=url, schedule_path=path, work_dir=work / "load", duration_s=duration,
+                                   request_timeout_s=10.0, max_timeout_s=11.0, target=target))
+    try:
+        session.start()
+        give_up = time.monotonic() + duration + 40.0
+        while not session.finished() and time.monotonic() < give_up:
+            time.sleep(0.2)
+    finally:
+        session.stop()
+    return session.requests(schedule)
+
+
+@pytest.mark.timeout(120)
+def test_streaming_metrics_match_the_server_s_known_token_times(
+        tmp_path: Path, make_schedule: Callable[..., pd.DataFrame]) -> None:
+    plan = StreamPlan(tokens=40, first_s=0.3, every_s=0.015, stall_at=20, stall_s=1.0)
+    schedule = make_schedule(4.0, 4.0).assign(max_tokens=40)
+    with serve_target() as (url, state):
+        state.plan = plan
+        requests = _fire(url, schedule, tmp_path, {"protocol": "openai-chat", "model": "truth"})
+    assert requests["ok"].all(), requests["error"].value_counts()
+    truth_tpot_ms = (38 * 15.0 + 1000.0) / 39
+    for column, truth in (("ttft_ms", 300.0), ("itl_p50_ms", 15.0), ("itl_max_ms", 1000.0), ("tpot_ms", truth_tpot_ms)):
+        for p in (50, 99):
+            measured = percentile_value(requests[column].to_numpy(), p)
+            assert abs(measured - truth) <= TOLERANCE * truth, (column, p, measured, truth)
+    assert (requests["output_tokens"] == 40).all() and (requests["max_tokens"] == 40).all()
+    assert (requests["via"] == "openai-chat").all()
+    assert np.isnan(requests["first_segment_ms"]).all()
