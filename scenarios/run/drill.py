@@ -75,6 +75,7 @@ class Drill:
     audit: LeakAudit = field(default_factory=LeakAudit)
     ledger: ProcessLedger | None = None
     _phases_seen: int = 0
+    _audit_s: float = 0.0  # time spent auditing: after the run, so not part of its duration
 
     def run(self) -> RunResult:
         self._write_inputs()
@@ -128,6 +129,7 @@ class Drill:
             finally:
                 self._observe()
             self.server.warm(self.plan.scenario.load.languages)
+            self._probe_target()
         if self.interrupted:
             return
         self.session = LoadSession(self._load_plan())
@@ -158,6 +160,16 @@ class Drill:
             documents_via_jobs=load.documents_via_jobs,
             target=self.plan.scenario.target.wire_dict(),  # the target's protocol (issue 15)
         )
+
+    def _probe_target(self) -> None:
+        """One real request through the scenario's protocol before the load (issue 15); a URL
+        target was probed by the CLI already, the booted server is probed here."""
+        from scenarios.protocols.probe import ProbeError, probe_target
+
+        try:
+            self._say(probe_target(self.url, self.plan.scenario.target).line())
+        except ProbeError as exc:
+            raise LoadError(f"the capability probe failed: {exc}") from exc
 
     @property
     def events_log(self) -> EventLog:
@@ -238,9 +250,12 @@ class Drill:
             self.chaos.stop()
 
     def _audit_target(self) -> None:
-        chaos = self.chaos
-        audit_target(self.audit, self.plan, url=self.url if chaos is not None else None,
-                     heal=chaos.heal if chaos is not None else None)
+        began, chaos = time.monotonic(), self.chaos
+        try:
+            audit_target(self.audit, self.plan, url=self.url if chaos is not None else None,
+                         heal=chaos.heal if chaos is not None else None)
+        finally:
+            self._audit_s += time.monotonic() - began
 
     def _stop_scraper(self) -> None:
         if self.scraper is not None:
@@ -251,7 +266,9 @@ class Drill:
             self.server.stop()
 
     def _audit_leftovers(self) -> None:
+        began = time.monotonic()
         audit_leftovers(self.audit, self.ledger)
+        self._audit_s += time.monotonic() - began
         result = self.audit.result(time.time() - self.t0 if self.t0 else None)
         write_json_atomic(result, self.results_dir / AUDIT_FILE)
         self.events_log.emit("leak_audit", **{k: v for k, v in result.items() if k != "t_s"})
@@ -273,7 +290,7 @@ class Drill:
             log.emit("abort", reason=self.abort_reason or "interrupted before the load started")
         elif self.interrupted:
             log.emit("abort", reason="interrupted by the operator (Ctrl-C)")
-        duration = time.time() - self.t0 if self.t0 else 0.0
+        duration = time.time() - self.t0 - self._audit_s if self.t0 else 0.0
         log.emit("run_end", duration_s=round(duration, 3), interrupted=self.interrupted)
         log.close()
 
