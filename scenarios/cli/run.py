@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from scenarios.cli.errors import EXIT_ABORTED, BadInput
+from scenarios.cli.targetcheck import check_target, describe_target
+from scenarios.spec.target import PROTOCOL_NAMES
 from scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
 from scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_plan, describe, pin_rate_scale
 from scenarios.spec.model import ScenarioError, load_scenario, resolve_path
@@ -93,17 +95,20 @@ def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path) -> int:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Results directory, new or "
               "empty (default: a fresh results/<scenario>-<UTC timestamp>-<id>).")
 @click.option("--target", "target_url", help="Load this running service instead of the scenario's target.")
+@click.option("--protocol", type=click.Choice(PROTOCOL_NAMES), help="The protocol the target speaks (default: "
+              "the scenario's target.protocol, else rushhour).")
 @click.option("--traffic", help='Replace the traffic model, e.g. "constant:20" (requests/s).')
 @click.option("--duration", callback=_check_duration, help='Run length, e.g. "30s" or "3m".')
 @click.option("--seed", type=int, help="Seed of the arrival schedule.")
 @click.option("--no-chaos", is_flag=True, help="Skip the scenario's chaos experiments.")
-@click.option("--dry-run", is_flag=True, help="Validate and print the plan; send nothing, boot nothing.")
+@click.option("--dry-run", is_flag=True, help="Validate and print the plan, and probe a --target/url target with one request; boot nothing.")
 @click.option("--processes", type=click.IntRange(1, 64), help="Locust processes generating the load.")
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
+@click.option("--no-probe", is_flag=True, help="Skip the capability probe (one request to the target before the load).")
 @click.option("--variant", "only", help="Run only this one of the scenario's variants.")
-def run(scenario: str, out: Path | None, target_url: str | None, traffic: str | None, duration: str | None,
+def run(scenario: str, out: Path | None, target_url: str | None, protocol: str | None, traffic: str | None, duration: str | None,
         seed: int | None, no_chaos: bool, dry_run: bool, processes: int | None, allow_remote: bool,
-        only: str | None) -> None:
+        no_probe: bool, only: str | None) -> None:
     """Run one drill of SCENARIO (a file or a bundled name) and report on it.
 
     With `variants:` in the scenario, the drill runs once per variant (same seed and schedule)
@@ -112,17 +117,20 @@ def run(scenario: str, out: Path | None, target_url: str | None, traffic: str | 
     Exit codes: 0 all SLOs met (with variants: every variant ran validly), 1 an SLO missed,
     2 invalid input, 3 aborted or invalid measurement.
     """
-    flags = Overrides(target_url=target_url, traffic=traffic, duration=duration, seed=seed,
+    flags = Overrides(target_url=target_url, protocol=protocol, traffic=traffic, duration=duration, seed=seed,
                       no_chaos=no_chaos, processes=processes)
     plan = prepare(scenario, flags, allow_remote=allow_remote)
     runs = prepare_variants(plan, only)
     if dry_run:
         click.echo(describe(plan))
+        click.echo("\n".join(describe_target(plan)))
+        check_target(plan, say=click.echo, probe=not no_probe)
         if runs:
             click.echo(describe_variants(runs))
         return
     from scenarios.run.drill import Drill
 
+    plan = check_target(plan, say=lambda line: click.echo(line, err=True), probe=not no_probe)
     results = results_folder(out, plan.scenario.name)
     if runs:
         raise SystemExit(run_variants(plan, runs, results))

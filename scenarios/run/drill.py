@@ -129,6 +129,7 @@ class Drill:
             finally:
                 self._observe()
             self.server.warm(self.plan.scenario.load.languages)
+            self._probe_target()
         if self.interrupted:
             return
         self.session = LoadSession(self._load_plan())
@@ -159,6 +160,16 @@ class Drill:
             documents_via_jobs=load.documents_via_jobs,
             target=self.plan.scenario.target.wire_dict(),  # the target's protocol (issue 15)
         )
+
+    def _probe_target(self) -> None:
+        """One real request through the scenario's protocol before the load (issue 15); a URL
+        target was probed by the CLI already, the booted server is probed here."""
+        from scenarios.protocols.probe import ProbeError, probe_target
+
+        try:
+            self._say(probe_target(self.url, self.plan.scenario.target).line())
+        except ProbeError as exc:
+            raise LoadError(f"the capability probe failed: {exc}") from exc
 
     @property
     def events_log(self) -> EventLog:

@@ -90,7 +90,7 @@ def _handler(state: TargetState) -> type[BaseHTTPRequestHandler]:
                                         "outputs": [{"name": "out", "shape": [1], "datatype": "BYTES", "data": [text[::-1]]}]})
             if self.path == "/echo":
                 return self._json(200, {"result": {"text": str(body.get("q", ""))[::-1]}})
-            if self.path == "/html":
+            if self.path.startswith("/html"):  # a web page, whatever the path below it
                 page = b"<html>hello</html>"
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html")

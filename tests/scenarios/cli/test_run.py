@@ -63,7 +63,7 @@ def test_run_cli_refuses_non_loopback_in_file(tmp_path: Path) -> None:
 
 def test_run_cli_allow_remote_dry_run(tmp_path: Path) -> None:
     code, output = _invoke(str(_scenario(tmp_path)), "--target", "http://gpu-gateway.example.com:8000",
-                           "--allow-remote", "--dry-run")
+                           "--allow-remote", "--no-probe", "--dry-run")  # no probe: tests send only to loopback
     assert code == 0 and "http://gpu-gateway.example.com:8000" in output
 
 

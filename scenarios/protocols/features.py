@@ -1,0 +1,85 @@
+"""At planning time: what the scenario asks that its target's protocol cannot say or serve.
+
+Row fields a protocol has no place for (priority, tenant, mode, deadline on openai-chat) are
+said once, as a note: the requests are still grouped by them in the report. Server APIs beyond
+the request (the jobs API for documents, the admin API that chaos drives) are either refused
+up front (`target.unsupported: refuse`, the default: exit 2 before anything starts) or switched
+off with a warning (`warn`), never left to fail as thousands of errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from scenarios.spec.model import ScenarioError
+from scenarios.spec.plan import DrillPlan
+
+__all__ = ["FEATURE_TEXT", "UnsupportedFeature", "apply_missing", "protocol_notes", "unserved_features"]
+
+FEATURE_TEXT = {
+    "jobs": "load.documents_via_jobs sends documents through the jobs API (POST /v1/jobs)",
+    "admin": "chaos experiments drive the target's admin API (/admin/..., /v1/status)",
+}
+OFF_TEXT = {"jobs": "documents are sent like every other request", "admin": "the chaos experiments are skipped"}
+ROW_FIELDS_SHOWN = ("priority", "tenant", "mode", "deadline_ms")
+
+
+class UnsupportedFeature(ScenarioError):
+    """The scenario needs something its target cannot serve, and `target.unsupported` is refuse."""
+
+
+def _protocol(plan: DrillPlan) -> tuple[str, frozenset[str], frozenset[str]]:
+    from scenarios.protocols.base import WireProtocol
+    from scenarios.protocols.http_template import HttpTemplateProtocol
+    from scenarios.protocols.kserve_v2 import KServeV2Protocol
+    from scenarios.protocols.openai_chat import OpenAIChatProtocol
+    from scenarios.protocols.rushhour import RushhourProtocol
+
+    kinds: dict[str, type[WireProtocol]] = {"rushhour": RushhourProtocol, "openai-chat": OpenAIChatProtocol,
+                                            "kserve-v2": KServeV2Protocol, "http": HttpTemplateProtocol}
+    kind = kinds[plan.scenario.target.protocol]
+    sends = kind.sends
+    if kind is HttpTemplateProtocol and plan.scenario.target.http is not None:
+        sends = frozenset(f for f in sends if f in plan.scenario.target.http.body)
+    return kind.name, sends, kind.features
+
+
+def unserved_features(plan: DrillPlan) -> list[str]:
+    """Features the scenario uses that its protocol does not have ("jobs", "admin")."""
+    name, _, features = _protocol(plan)
+    s = plan.scenario
+    wanted = []
+    if s.load.documents_via_jobs and s.load.mode == "open":
+        wanted.append("jobs")
+    if any(c.in_run for c in plan.chaos):
+        wanted.append("admin")
+    return [f for f in wanted if f not in features]
+
+
+def apply_missing(plan: DrillPlan, missing: list[str], *, why: str) -> tuple[DrillPlan, list[str]]:
+    """Refuse (UnsupportedFeature) or switch off each missing feature; returns the warnings."""
+    if not missing:
+        return plan, []
+    target = plan.scenario.target
+    if target.unsupported == "refuse":
+        listed = "; ".join(FEATURE_TEXT[f] for f in missing)
+        raise UnsupportedFeature(f"{plan.source}: target: {why}, but {listed}. Set target.unsupported: warn to "
+                                 "run without it, or change the scenario.")
+    scenario = plan.scenario
+    if "jobs" in missing:
+        scenario = scenario.model_copy(update={"load": scenario.load.model_copy(update={"documents_via_jobs": False})})
+    if "admin" in missing:
+        scenario = scenario.model_copy(update={"chaos": []})
+    warnings = [f"warning: {why}: {FEATURE_TEXT[f]}; switched off, {OFF_TEXT[f]}." for f in missing]
+    return dataclasses.replace(plan, scenario=scenario, chaos=[] if "admin" in missing else plan.chaos), warnings
+
+
+def protocol_notes(plan: DrillPlan) -> tuple[DrillPlan, list[str]]:
+    """The plan with what the protocol cannot serve refused or switched off, and the notes to print."""
+    name, sends, _ = _protocol(plan)
+    plan, warnings = apply_missing(plan, unserved_features(plan), why=f'protocol "{name}" has no such API')
+    unsent = [f for f in ROW_FIELDS_SHOWN if f not in sends]
+    if unsent:
+        warnings.append(f'note: protocol "{name}" does not send {", ".join(unsent)}; the report still groups the '
+                        "requests by their scheduled values.")
+    return plan, warnings
