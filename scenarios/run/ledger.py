@@ -41,45 +41,68 @@ class Tracked:
             return False
 
 
-def _tracked(proc: psutil.Process) -> Tracked | None:
+def _key(proc: psutil.Process) -> tuple[int, float] | None:
     try:
-        return Tracked(pid=proc.pid, started=proc.create_time(), command=" ".join(proc.cmdline())[:200])
+        return proc.pid, proc.create_time()
     except psutil.Error:
         return None
 
 
-def _family(root: psutil.Process) -> list[psutil.Process]:
-    """`root`'s children, and all descendants of those that are not chaos runs."""
-    found: list[psutil.Process] = []
-    try:
-        children = root.children()
-    except psutil.Error:
-        return found
-    for child in children:
-        found.append(child)
-        try:
-            if CHAOS_MARK not in " ".join(child.cmdline()):
-                found += child.children(recursive=True)
-        except psutil.Error:
-            continue
-    return found
-
-
 class ProcessLedger:
-    """The run's processes, as observed; `path` (when given) always holds the current list."""
+    """The run's processes, as observed; `path` (when given) always holds the current list.
+
+    One look is one scan of the process table, and a process's command line is read once,
+    when it is first seen."""
 
     def __init__(self, path: Path | None = None, *, root: int | None = None) -> None:
         self.path = path
-        self._root = psutil.Process(root) if root is not None else psutil.Process()
+        self._root = root if root is not None else psutil.Process().pid
         self._seen: dict[tuple[int, float], Tracked] = {}
+        self._commands: dict[tuple[int, float], str] = {}
 
     def observe(self) -> None:
         """Add the processes of the family that are new since the last look."""
-        fresh = [t for t in map(_tracked, _family(self._root)) if t is not None and (t.pid, t.started) not in self._seen]
-        for item in fresh:
-            self._seen[(item.pid, item.started)] = item
+        fresh = [t for t in map(self._track, self._family()) if t is not None]
         if fresh and self.path is not None:
             write_json_atomic({"processes": [asdict(t) for t in self.tracked]}, self.path)
+
+    def _command(self, proc: psutil.Process) -> tuple[tuple[int, float], str] | None:
+        key = _key(proc)
+        if key is None:
+            return None
+        if key not in self._commands:
+            try:
+                self._commands[key] = " ".join(proc.cmdline())[:200]
+            except psutil.Error:
+                return None
+        return key, self._commands[key]
+
+    def _track(self, proc: psutil.Process) -> Tracked | None:
+        """The process as a new ledger entry; None when it is known already or gone."""
+        known = self._command(proc)
+        if known is None or known[0] in self._seen:
+            return None
+        (pid, started), command = known
+        self._seen[known[0]] = item = Tracked(pid=pid, started=started, command=command)
+        return item
+
+    def _family(self) -> list[psutil.Process]:
+        """The root's children, and all descendants of those that are not chaos runs."""
+        by_parent: dict[int, list[psutil.Process]] = {}
+        for proc in psutil.process_iter(["ppid"]):
+            by_parent.setdefault(int(proc.info["ppid"] or 0), []).append(proc)
+        found: list[psutil.Process] = []
+        for child in by_parent.get(self._root, []):
+            found.append(child)
+            known = self._command(child)
+            if known is not None and CHAOS_MARK in known[1]:
+                continue
+            stack = list(by_parent.get(child.pid, []))
+            while stack:
+                proc = stack.pop()
+                found.append(proc)
+                stack += by_parent.get(proc.pid, [])
+        return found
 
     @property
     def tracked(self) -> list[Tracked]:
