@@ -116,3 +116,13 @@ def test_chat_errors_keep_status_codes_in_openai_shape(server: RunningServer, cl
 
 def test_models_lists_the_tiers(client: openai.OpenAI) -> None:
     assert {m.id for m in client.models.list()} == {"quality", "fast", "auto"}
+
+
+def test_streaming_metrics_have_ttft_gaps_and_decode_rows(server: RunningServer, client: openai.OpenAI) -> None:
+    list(client.chat.completions.create(model="quality", messages=[{"role": "user", "content": sample_text(200)}], stream=True))
+    server.wait_for(lambda s: True, timeout_s=1)
+    text = server.client.get("/metrics").text
+    assert 'rushhour_time_to_first_token_seconds_count{endpoint="chat",priority="free"}' in text
+    assert 'rushhour_inter_token_seconds_count{endpoint="chat",priority="free"}' in text
+    assert 'rushhour_decode_rows_total{pool="quality"}' in text and "rushhour_node_tokens_per_second{" in text
+    assert 'rushhour_node_active_rows{node="quality-0",pool="quality"}' in text

@@ -1,0 +1,200 @@
+"""Measurements behind `python -m benchmarks.batching`: the promo-day mix, solo and streamed.
+
+Short texts go through `/v1/translate/stream` (time to first piece and to the end), documents
+through `/v1/translate`; every text is distinct, so nothing is a cache hit or coalesced. Load
+goes only to the loopback server the bench started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+
+import httpx
+import numpy as np
+
+from benchmarks.serverlib import BenchServer
+from reference_server.model import ModelInput, load_model
+from reference_server.model.samples import sample_text
+from traffic_models.quantiles import percentile_value
+
+__all__ = ["MixResult", "Request", "closed_mix", "mix", "open_mix", "solo_model_times", "solo_shorts"]
+
+SHORT_CHARS = (20, 200)
+DOC_CHARS = (1000, 5000)
+DOC_SHARE = 0.15
+
+
+@dataclass(frozen=True)
+class Request:
+    text: str
+    doc: bool
+
+
+@dataclass
+class MixResult:
+    """Latencies (ms, from the intended send time) by kind; characters finished; errors."""
+
+    short_ms: list[float] = field(default_factory=list)
+    short_ttft_ms: list[float] = field(default_factory=list)
+    doc_ms: list[float] = field(default_factory=list)
+    chars: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+
+    def p(self, kind: str, q: float) -> float:
+        return percentile_value(getattr(self, kind), q)
+
+    def summary(self) -> dict[str, float]:
+        return {
+            "short_p50_ms": self.p("short_ms", 50), "short_p99_ms": self.p("short_ms", 99),
+            "short_ttft_p50_ms": self.p("short_ttft_ms", 50), "short_ttft_p99_ms": self.p("short_ttft_ms", 99),
+            "doc_p50_ms": self.p("doc_ms", 50), "doc_p99_ms": self.p("doc_ms", 99),
+            "chars_per_s": self.chars / self.seconds if self.seconds else 0.0,
+            "requests": len(self.short_ms) + len(self.doc_ms), "errors": self.errors,
+        }
+
+
+def mix(count: int, *, seed: int, start: int = 0) -> list[Request]:
+    """The promo-day mix: 85% short texts (20-200 chars), 15% documents (1-5k chars), all distinct."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(count):
+        doc = bool(rng.random() < DOC_SHARE)
+        low, high = DOC_CHARS if doc else SHORT_CHARS
+        chars = int(rng.integers(low, high + 1))
+        prefix = f"{start + i:07d} "
+        out.append(Request(prefix + sample_text(chars - len(prefix), start + i), doc))
+    return out
+
+
+def _body(text: str) -> dict[str, object]:
+    return {"text": text, "source_lang": "en", "target_lang": "de", "mode": "quality", "priority": "paid",
+            "tenant": "bench", "deadline_ms": 120_000}
+
+
+async def _one(client: httpx.AsyncClient, req: Request, intended: float, result: MixResult) -> None:
+    try:
+        if req.doc:
+            response = await client.post("/v1/translate", json=_body(req.text))
+            ok = response.status_code == 200
+            if ok:
+                result.doc_ms.append((time.perf_counter() - intended) * 1000.0)
+        else:
+            ok = await _stream_short(client, req, intended, result)
+    except httpx.HTTPError:
+        ok = False
+    if ok:
+        result.chars += len(req.text)
+    else:
+        result.errors += 1
+
+
+async def _stream_short(client: httpx.AsyncClient, req: Request, intended: float, result: MixResult) -> bool:
+    first: float | None = None
+    async with client.stream("POST", "/v1/translate/stream", json=_body(req.text)) as response:
+        if response.status_code != 200:
+            return False
+        async for line in response.aiter_lines():
+            if line.startswith("event: piece") and first is None:
+                first = time.perf_counter()
+            elif line.startswith("event: error"):
+                return False
+    done = time.perf_counter()
+    result.short_ttft_ms.append(((first or done) - intended) * 1000.0)
+    result.short_ms.append((done - intended) * 1000.0)
+    return True
+
+
+def _client(url: str, connections: int) -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    return httpx.AsyncClient(base_url=url, limits=limits, timeout=180.0, trust_env=False)
+
+
+async def _open(server: BenchServer, rate: float, duration_s: float, seed: int) -> MixResult:
+    rng = np.random.default_rng(seed)
+    offsets = np.cumsum(rng.exponential(1.0 / rate, size=int(rate * duration_s * 1.5) + 10))
+    offsets = offsets[offsets < duration_s]
+    requests = mix(len(offsets), seed=seed, start=seed * 100_000)
+    result = MixResult(seconds=duration_s)
+    async with _client(server.url, 512) as client:
+        start = time.perf_counter()
+        tasks = []
+        for offset, req in zip(offsets.tolist(), requests, strict=True):
+            await asyncio.sleep(max(0.0, start + offset - time.perf_counter()))
+            tasks.append(asyncio.create_task(_one(client, req, start + offset, result)))
+        await asyncio.gather(*tasks)
+    return result
+
+
+def open_mix(server: BenchServer, *, rate: float, duration_s: float, seed: int) -> MixResult:
+    """Poisson arrivals of the mix at `rate` requests/s for `duration_s`; latency from intended send."""
+    return asyncio.run(_open(server, rate, duration_s, seed))
+
+
+async def _closed(server: BenchServer, concurrency: int, warmup_s: float, duration_s: float, seed: int) -> MixResult:
+    requests = iter(mix(100_000, seed=seed, start=seed * 100_000))
+    counted = MixResult(seconds=duration_s)
+    start = time.perf_counter()
+    window = (start + warmup_s, start + warmup_s + duration_s)
+
+    async def worker(client: httpx.AsyncClient) -> None:
+        while time.perf_counter() < window[1]:
+            req = next(requests)
+            scratch = MixResult()
+            await _one(client, req, time.perf_counter(), scratch)
+            if window[0] <= time.perf_counter() < window[1]:
+                for name in ("short_ms", "short_ttft_ms", "doc_ms"):
+                    getattr(counted, name).extend(getattr(scratch, name))
+                counted.chars += scratch.chars
+                counted.errors += scratch.errors
+
+    async with _client(server.url, concurrency) as client:
+        await asyncio.gather(*(worker(client) for _ in range(concurrency)))
+    return counted
+
+
+def closed_mix(server: BenchServer, *, concurrency: int, warmup_s: float, duration_s: float, seed: int) -> MixResult:
+    """Saturation: `concurrency` back-to-back clients sending the mix; what finishes in the window."""
+    return asyncio.run(_closed(server, concurrency, warmup_s, duration_s, seed))
+
+
+def solo_shorts(server: BenchServer, *, count: int, seed: int) -> MixResult:
+    """Short texts of the mix sent one at a time (the 'alone' baseline)."""
+    async def run() -> MixResult:
+        result = MixResult()
+        shorts = [r for r in mix(count * 3, seed=seed, start=seed * 100_000) if not r.doc][:count]
+        async with _client(server.url, 1) as client:
+            for req in shorts:
+                await _one(client, req, time.perf_counter(), result)
+        return result
+    return asyncio.run(run())
+
+
+def solo_model_times(*, threads: int, chars: int = 110, repeats: int = 50) -> dict[str, float]:
+    """In-process: the encoder time of one short text and one decode step of one row (ms, median)."""
+    model = load_model("quality", intra_op_threads=threads)
+    item = ModelInput(sample_text(chars), "en", "de")
+    encode, step = [], []
+    for _ in range(repeats):
+        decoder = model.row_decoder()
+        began = time.perf_counter()
+        decoder.admit([item])
+        encode.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        decoder.step()
+        step.append(time.perf_counter() - began)
+    doc = [ModelInput(sample_text(DOC_CHARS[1], salt=k), "en", "de") for k in range(5)]
+    doc_encode = []
+    for one in doc:
+        began = time.perf_counter()
+        model.row_decoder().admit([one])
+        doc_encode.append(time.perf_counter() - began)
+    return {"encoder_ms": float(np.median(encode) * 1000.0), "step_ms": float(np.median(step) * 1000.0), "chars": chars,
+            "doc_encoder_ms": float(np.median(doc_encode) * 1000.0)}
+
+
+def dumps(data: object) -> str:
+    return json.dumps(data, indent=2, default=float)
