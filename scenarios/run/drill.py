@@ -21,7 +21,7 @@ from typing import TextIO
 import numpy as np
 import pandas as pd
 
-from scenarios.run.atomic import write_json_atomic, write_parquet_atomic
+from traffic_models.atomic import write_json_atomic, write_parquet_atomic
 from scenarios.run.audit import AUDIT_FILE, LeakAudit
 from scenarios.run.chaos import Timeline, start_chaos
 from scenarios.run.leakcheck import audit_leftovers, audit_target

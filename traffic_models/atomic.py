@@ -1,7 +1,8 @@
 """Result files written whole or not at all: a temporary file beside the target, then a rename.
 
 A harness killed while writing `requests.parquet` or a JSON record must leave either the old
-file or none, never half of one that a later `rushhour report` would read as the truth.
+file or none, never half of one that a later `rushhour report` would read as the truth. Kept in
+the bottom layer so the drill and the reports (`summary.json`) write results the same way.
 """
 
 from __future__ import annotations
