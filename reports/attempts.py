@@ -35,10 +35,11 @@ def attempt_values(requests: pd.DataFrame, column: str = "latency_ms") -> np.nda
     return np.where(attempted(requests), values, np.nan)
 
 
-def good(requests: pd.DataFrame, threshold_ms: float) -> np.ndarray:
-    """Per row: succeeded *and* finished within `threshold_ms` (the SRE workbook's good event)."""
-    latency = requests["latency_ms"].to_numpy(dtype=float)
-    return requests["ok"].to_numpy() & (latency <= threshold_ms)
+def good(requests: pd.DataFrame, threshold_ms: float, column: str = "latency_ms") -> np.ndarray:
+    """Per row: succeeded *and* `column` (latency by default) within `threshold_ms` (the SRE
+    workbook's good event); a row without a value (no token ever came) is not good."""
+    values = requests[column].to_numpy(dtype=float)
+    return requests["ok"].to_numpy() & (values <= threshold_ms)
 
 
 def latest_end_s(requests: pd.DataFrame, events: list[dict[str, Any]]) -> float:

@@ -18,6 +18,7 @@ from reports.cost import cost_rate
 from reports.faults import FaultWindow
 from reports.results import RunData
 from reports.schema import SloSpec
+from reports.stream_charts import stream_charts
 from reports.timeseries import cache_hit_ratio, latency_by_length, pool_series, request_series
 
 NO_METRICS = "server_metrics.parquet is missing or empty, so this chart cannot be drawn."
@@ -29,6 +30,7 @@ def all_charts(run: RunData, faults: Sequence[FaultWindow]) -> list[Chart]:
     return [
         *request_charts(series, faults, run.scenario.slos),
         *latency_charts(run.requests),
+        *stream_charts(run.requests, run.duration_s, faults, run.scenario.slos),
         *server_charts(run, faults),
     ]
 

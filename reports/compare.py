@@ -125,10 +125,24 @@ def _rows(baselines: list[RunData], current: RunData, groups: list[GroupVerdict]
     base = np.concatenate([attempt_values(run.requests) for run in baselines])
     cur = attempt_values(current.requests)
     rows = [_row(f"P{p} latency, all attempts (ms)", tail(base, p), tail(cur, p)) for p in (50, 95, 99)]
+    rows += _stream_rows(baselines, current)
     rows += [_row(f"gate {g.group}: P{percentile:g} (ms)", g.p_baseline_ms, g.p_current_ms) for g in groups]
     rows.append(_row("cost per 1k chars served (USD)", _cost_per_1k(baselines[0]), _cost_per_1k(current)))
     ok_share = float(np.mean([run.requests["ok"].mean() for run in baselines]))
     rows.append(_row("ok share", ok_share, float(current.requests["ok"].mean())))
+    return rows
+
+
+def _stream_rows(baselines: list[RunData], current: RunData) -> list[dict[str, Any]]:
+    """P50/P99 of TTFT and TPOT side by side, when both sides streamed."""
+    runs = [*baselines, current]
+    if not all(run.requests["ttft_ms"].notna().any() for run in runs):
+        return []
+    rows = []
+    for column, label in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT")):
+        base = np.concatenate([attempt_values(run.requests, column) for run in baselines])
+        cur = attempt_values(current.requests, column)
+        rows += [_row(f"P{p} {label} (ms)", tail(base, p), tail(cur, p)) for p in (50, 99)]
     return rows
 
 

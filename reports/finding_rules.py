@@ -15,6 +15,7 @@ from reports.faults import SHED_STATUSES
 from reports.format import budget, ms, pct, secs, usd, window_text
 from reports.pools import healthy_nodes, pool_low
 from reports.results import RunData
+from reports.schema import LATENCY_KINDS
 from traffic_models.clock import parse_duration
 
 SHED_ONSET_SHARE = 0.01
@@ -64,7 +65,10 @@ def _slo_finding(slo: dict[str, Any]) -> Finding:
 
 
 def _slo_measure(slo: dict[str, Any], scope: dict[str, Any]) -> str:
-    if slo["kind"] == "latency":
+    if slo["kind"] == "goodput":
+        rps = scope.get("measured")
+        return f"goodput {'—' if rps is None else f'{rps:.2f}'} req/s (objective {slo['objective']:g} req/s)"
+    if slo["kind"] in LATENCY_KINDS:
         text = (f"{pct(scope.get('good_share'))} of {scope['samples']} attempts succeeded within "
                 f"{slo['objective']:,.0f} ms (needs {pct(scope.get('good_objective'))}; {scope['bad']} bad)")
         slow = scope["measured"] is not None and scope["measured"] > slo["objective"]
@@ -77,7 +81,9 @@ def _slo_measure(slo: dict[str, Any], scope: dict[str, Any]) -> str:
 
 
 def _slo_value(slo: dict[str, Any]) -> str:
-    return ms(slo["measured"]) if slo["kind"] == "latency" else pct(slo["measured"])
+    if slo["kind"] == "goodput":
+        return "—" if slo["measured"] is None else f"{slo['measured']:.2f} req/s"
+    return ms(slo["measured"]) if slo["kind"] in LATENCY_KINDS else pct(slo["measured"])
 
 
 def _percentile(slo: dict[str, Any]) -> str:

@@ -23,6 +23,7 @@ from itertools import permutations
 import numpy as np
 import pandas as pd
 
+from reports.attempts import attempt_values
 from reports.results import ResultsError
 from reports.stats import nearest_rank, percentile_of
 
@@ -48,6 +49,9 @@ class GatePopulation:
     split_by: str | None = "priority"
     percentile: float = 99.0
     priorities: tuple[str, ...] | None = None
+    metric: str = "latency_ms"
+    """The requests.parquet column compared: latency_ms, or ttft_ms, tpot_ms, itl_max_ms... (a
+    request without a value, e.g. no first token, is left out of a streaming metric)."""
 
     def describe(self) -> str:
         """One line, e.g. "P99 of attempted requests (kind not document), one group per priority"."""
@@ -60,7 +64,14 @@ class GatePopulation:
             parts.append("priority " + "/".join(self.priorities))
         scope = ", ".join(parts) if parts else "every request"
         split = f"one group per {self.split_by}" if self.split_by else "one group"
-        return f"P{self.percentile:g} of attempted requests ({scope}), {split}"
+        metric = "" if self.metric == "latency_ms" else f" {self.metric}"
+        return f"P{self.percentile:g}{metric} of attempted requests ({scope}), {split}"
+
+    def values(self, requests: pd.DataFrame) -> np.ndarray:
+        """The compared metric per row, NaN where the request was not attempted or has no value."""
+        if self.metric not in requests.columns:
+            raise ResultsError(f'The gate compares "{self.metric}", a column requests.parquet does not have.')
+        return attempt_values(requests, self.metric)
 
     def groups(self, requests: pd.DataFrame) -> dict[str, np.ndarray]:
         """Group name -> boolean mask over the rows (attempted or not: the caller pairs them)."""
@@ -102,6 +113,8 @@ def parse_population(text: str) -> GatePopulation:
             fields["split_by"] = None if value == "none" else value
         elif key == "p":
             fields["percentile"] = _percentile(value, text)
+        elif key == "metric":
+            fields["metric"] = value
         else:
             raise ValueError(f'Gate population key "{key}" in "{text}" is unknown; use kinds, exclude, '
                              "priorities, by or p.")

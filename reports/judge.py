@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from reports.attempts import attempt_values
 from reports.decision import GroupVerdict
 from reports.gate import GatePopulation, noise_band, paired_interval, tail, unpaired_interval
 from reports.results import RunData
@@ -43,7 +42,7 @@ def judge_groups(baselines: list[RunData], current: RunData, *, paired: bool, po
     runs = [current, *baselines]
     masks = [population.groups(run.requests) for run in runs]
     names = sorted(set().union(*masks))
-    latencies = [(attempt_values(run.requests), run.requests["ok"].to_numpy()) for run in runs]
+    latencies = [(population.values(run.requests), run.requests["ok"].to_numpy()) for run in runs]
     sides = {name: [_side(*values, groups.get(name)) for values, groups in zip(latencies, masks)]
              for name in names}
     compared = {name: _compared(sides[name][0], sides[name][1:], paired) for name in names}

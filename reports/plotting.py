@@ -48,7 +48,7 @@ def encode(figure: Figure) -> str:
 
 def time_chart(key: str, title: str, ylabel: str, x: np.ndarray, lines: dict[str, np.ndarray],
                faults: Sequence[FaultWindow], *, hline: tuple[float, str] | None = None,
-               step: bool = False) -> Chart:
+               step: bool = False, log_y: bool = False) -> Chart:
     """A time chart of several lines sharing an x axis, fault windows shaded and named above."""
     figure, axes = fault_figure(FIGSIZE, faults, _span(x))
     for label, y in lines.items():
@@ -60,6 +60,8 @@ def time_chart(key: str, title: str, ylabel: str, x: np.ndarray, lines: dict[str
         axes.axhline(hline[0], color="black", ls="--", lw=0.8, label=hline[1])
     axes.set_xlabel("run time (s)")
     axes.set_ylabel(ylabel)
+    if log_y:
+        axes.set_yscale("log")
     axes.grid(alpha=0.3)
     axes.legend(fontsize=7, loc="upper right")
     return Chart(key, title, encode(figure))

@@ -11,20 +11,25 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from reports.format import DASH, budget, format_sig, num, pct, secs, usd
 from reports.plotting import Chart
+from reports.schema import LATENCY_KINDS
 
 _num, _pct, _usd = num, pct, usd
 
 
 def _measured(slo: dict[str, Any]) -> str:
     """An SLO's measured value in its own unit (ms for latency, % for shares)."""
-    if slo["kind"] == "latency":
+    if slo["kind"] in LATENCY_KINDS:
         return f"{_num(slo['measured'], 1)} ms"
+    if slo["kind"] == "goodput":
+        return f"{_num(slo['measured'], 2)} req/s"
     return _pct(slo["measured"])
 
 
 def _good(slo: dict[str, Any]) -> str:
     """A latency SLO's good-events share against what it needs; "—" for other kinds."""
-    if slo["kind"] != "latency":
+    if slo["kind"] == "goodput":
+        return f"{_pct2(slo.get('good_share'))} of attempts good"
+    if slo["kind"] not in LATENCY_KINDS:
         return DASH
     return f"{_pct2(slo.get('good_share'))} good (needs {_pct2(slo.get('good_objective'))})"
 
@@ -35,14 +40,16 @@ def _pct2(value: float | None) -> str:
 
 def _ok_only(slo: dict[str, Any]) -> str:
     """A latency SLO's percentile over successful requests only, with their count."""
-    if slo["kind"] != "latency":
+    if slo["kind"] not in LATENCY_KINDS:
         return DASH
     return f"{_num(slo.get('measured_ok_only_ms'), 1)} ms (n={slo.get('samples_ok', 0)})"
 
 
 def _ci(slo: dict[str, Any]) -> str:
     low, high = slo["ci"]
-    if slo["kind"] == "latency":
+    if slo["kind"] == "goodput":
+        return DASH
+    if slo["kind"] in LATENCY_KINDS:
         return f"{_num(low, 1)}, {_num(high, 1)}"
     return f"{_pct(low)}, {_pct(high)}"
 
@@ -69,7 +76,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
 
 
 def _with_defaults(summary: dict[str, Any]) -> dict[str, Any]:
-    return {"comparison": None, "documents": None, "findings": [], "fault_period_s": None, **summary}
+    return {"comparison": None, "documents": None, "streaming": None, "goodput": None, "findings": [], "fault_period_s": None, **summary}
 
 
 def render_junit(summary: dict[str, Any]) -> str:
@@ -95,7 +102,7 @@ def render_junit(summary: dict[str, Any]) -> str:
 
 
 def _slo_failure(slo: dict[str, Any]) -> str:
-    if slo["kind"] == "latency":
+    if slo["kind"] in LATENCY_KINDS:
         return (f"{slo['name']} missed: {_good(slo)} of {slo['samples']} attempts, objective "
                 f"{slo['objective_text']}; over all attempts {_measured(slo)}, successful requests "
                 f"only {_ok_only(slo)}; budget consumed {_pct(slo['budget_consumed'])}.")

@@ -26,7 +26,10 @@ OPTIONAL_COLUMNS: dict[str, Any] = {
     "error": "", "kind": "", "chars": 0, "priority": "", "mode": "", "model": "",
     "cached": False, "degraded": False, "node": "", "tenant": "", "phase": "",
     "first_segment_ms": float("nan"), "via": "translate",
+    "ttft_ms": float("nan"), "tpot_ms": float("nan"), "itl_p50_ms": float("nan"), "itl_p99_ms": float("nan"),
+    "itl_max_ms": float("nan"), "output_tokens": float("nan"), "max_tokens": 0,
 }
+STREAM_FLOAT_COLUMNS = ("ttft_ms", "tpot_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms", "output_tokens")
 DEFAULT_MAX_LAG_P99_MS = 50.0
 
 
@@ -155,7 +158,7 @@ def _normalise_requests(frame: pd.DataFrame) -> pd.DataFrame:
     for column, default in OPTIONAL_COLUMNS.items():
         if column not in frame.columns:
             frame[column] = default
-    for column in ("intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "first_segment_ms"):
+    for column in ("intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "first_segment_ms", *STREAM_FLOAT_COLUMNS):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     frame["status"] = pd.to_numeric(frame["status"], errors="coerce").fillna(0).astype("int64")
     frame["chars"] = pd.to_numeric(frame["chars"], errors="coerce").fillna(0).astype("int64")

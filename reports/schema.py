@@ -13,7 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SloKind = Literal["latency", "availability", "degraded"]
+SloKind = Literal["latency", "availability", "degraded", "ttft", "tpot", "itl", "goodput"]
+LATENCY_KINDS = ("latency", "ttft", "tpot", "itl")
+"""Per-request time objectives, each a good-events ratio over the column `SloSpec.column` names."""
+KIND_LABEL = {"latency": "", "ttft": "TTFT ", "tpot": "TPOT ", "itl": "ITL "}
 
 
 class SloSpec(BaseModel):
@@ -24,6 +27,11 @@ class SloSpec(BaseModel):
       from the intended send, to the moment the request ended).
     - availability: share of scheduled requests answered ok >= `objective`.
     - degraded: share of ok answers marked degraded <= `max_share`.
+    - ttft, tpot, itl (streaming targets): like latency, over time to first token (from the intended
+      send), time per output token, or the answer's inter-token gap (`itl_stat`: its median, P99 or
+      worst gap); a request without a measured value (failed, no token) is bad.
+    - goodput: requests per second that met every per-request objective above (and succeeded)
+      >= `min_rps`, over the run and per phase.
     `priority`, `mode`, `phase` and `request_kind` narrow the requests the objective applies to.
     """
 
@@ -35,6 +43,8 @@ class SloSpec(BaseModel):
     threshold_ms: float | None = Field(default=None, gt=0)
     objective: float | None = Field(default=None, gt=0, lt=1)
     max_share: float | None = Field(default=None, gt=0, lt=1)
+    itl_stat: Literal["p50", "p99", "max"] = "p99"
+    min_rps: float | None = Field(default=None, gt=0)
     priority: str | None = None
     mode: str | None = None
     phase: str | None = None
@@ -43,9 +53,10 @@ class SloSpec(BaseModel):
     @model_validator(mode="after")
     def _fields_for_kind(self) -> SloSpec:
         needed = {
-            "latency": ("percentile", "threshold_ms"),
+            **{kind: ("percentile", "threshold_ms") for kind in LATENCY_KINDS},
             "availability": ("objective",),
             "degraded": ("max_share",),
+            "goodput": ("min_rps",),
         }[self.kind]
         missing = [field for field in needed if getattr(self, field) is None]
         if missing:
@@ -57,17 +68,28 @@ class SloSpec(BaseModel):
     @property
     def allowed_bad_share(self) -> float:
         """The share of requests allowed to be bad: the error budget as a fraction."""
-        if self.kind == "latency":
+        if self.kind in LATENCY_KINDS:
             return 1.0 - float(self.percentile or 0) / 100.0
         if self.kind == "availability":
             return 1.0 - float(self.objective or 0)
+        if self.kind == "goodput":
+            return 1.0
         return float(self.max_share or 0)
+
+    @property
+    def column(self) -> str:
+        """The requests.parquet column a per-request time objective reads."""
+        return {"latency": "latency_ms", "ttft": "ttft_ms", "tpot": "tpot_ms",
+                "itl": f"itl_{self.itl_stat}_ms"}.get(self.kind, "latency_ms")
 
     @property
     def objective_text(self) -> str:
         """How the objective reads in a table: "P99 <= 1500 ms", ">= 99.00% ok"."""
-        if self.kind == "latency":
-            text = f"P{self.percentile:g} <= {self.threshold_ms:g} ms"
+        if self.kind in LATENCY_KINDS:
+            stat = f"({self.itl_stat} gap) " if self.kind == "itl" else ""
+            text = f"{KIND_LABEL[self.kind]}{stat}P{self.percentile:g} <= {self.threshold_ms:g} ms"
+        elif self.kind == "goodput":
+            text = f"goodput >= {self.min_rps:g} req/s"
         elif self.kind == "availability":
             text = f">= {100 * float(self.objective or 0):.2f}% ok"
         else:

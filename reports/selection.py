@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from reports.attempts import attempted, good
-from reports.schema import SloSpec
+from reports.schema import LATENCY_KINDS, SloSpec
 
 
 def phase_labels(requests: pd.DataFrame, phase_events: list[dict[str, Any]]) -> pd.Series:
@@ -78,7 +78,7 @@ def valid_and_bad(requests: pd.DataFrame, spec: SloSpec) -> tuple[np.ndarray, np
     ok = requests["ok"].to_numpy()
     if spec.kind == "availability":
         return np.ones(len(requests), dtype=bool), ~ok
-    if spec.kind == "latency":
+    if spec.kind in LATENCY_KINDS:
         valid = attempted(requests)
-        return valid, valid & ~good(requests, float(spec.threshold_ms or 0))
+        return valid, valid & ~good(requests, float(spec.threshold_ms or 0), spec.column)
     return ok, ok & requests["degraded"].to_numpy()

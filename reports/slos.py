@@ -19,17 +19,22 @@ from scipy.stats import beta
 
 from reports.burn import burn_rates
 from reports.selection import phase_segments, slo_scope, valid_and_bad
-from reports.schema import SloSpec
+from reports.goodput import goodput_slo
+from reports.schema import LATENCY_KINDS, SloSpec
 from reports.stats import CONFIDENCE, nearest_rank, percentile_of
 
 Segment = tuple[str, float | None, float | None, np.ndarray]
 
 
 def evaluate_slos(requests: pd.DataFrame, phases: pd.Series, phase_events: list[dict[str, Any]],
-                  specs: list[SloSpec], duration_s: float, time_scale: float) -> list[dict[str, Any]]:
-    """One result dict per SLO: whole-run verdict, burn rates and per-phase breakdown."""
+                  specs: list[SloSpec], duration_s: float, time_scale: float,
+                  window: tuple[float, float] | None = None) -> list[dict[str, Any]]:
+    """One result dict per SLO: whole-run verdict, burn rates and per-phase breakdown; a goodput
+    SLO is measured over `window` (default the whole run), see reports.goodput."""
     segments = phase_segments(phases, phase_events, requests["intended_s"].to_numpy(dtype=float))
-    return [_evaluate_one(requests, phases, segments, spec, duration_s, time_scale) for spec in specs]
+    span = window if window is not None else (0.0, duration_s)
+    return [goodput_slo(requests, phases, phase_events, spec, specs, span) if spec.kind == "goodput"
+            else _evaluate_one(requests, phases, segments, spec, duration_s, time_scale) for spec in specs]
 
 
 def _evaluate_one(requests: pd.DataFrame, phases: pd.Series, segments: list[Segment], spec: SloSpec,
@@ -60,7 +65,7 @@ def measure(requests: pd.DataFrame, valid: np.ndarray, bad: np.ndarray,
         "objective_text": spec.objective_text, "samples": n_valid, "bad": n_bad,
         "budget_consumed": budget,
     }
-    if spec.kind == "latency":
+    if spec.kind in LATENCY_KINDS:
         return base | _latency_measure(requests, valid, n_valid, n_bad, spec)
     measured, low, high = _share_measure(n_valid, n_bad, good_is_measured=spec.kind == "availability")
     met = None if measured is None else (
@@ -74,7 +79,7 @@ def _latency_measure(requests: pd.DataFrame, valid: np.ndarray, n_valid: int, n_
                      spec: SloSpec) -> dict[str, Any]:
     """Good-events verdict, and the percentile over all attempts and over ok requests only."""
     percentile = float(spec.percentile or 0)
-    latency = requests["latency_ms"].to_numpy(dtype=float)
+    latency = requests[spec.column].to_numpy(dtype=float)
     point = percentile_of(latency[valid], percentile)
     ok_only = percentile_of(latency[valid & requests["ok"].to_numpy()], percentile)
     share, low, high = _share_measure(n_valid, n_bad, good_is_measured=True)
@@ -98,7 +103,7 @@ def _share_measure(n_valid: int, n_bad: int,
 
 
 def _objective_value(spec: SloSpec) -> float:
-    if spec.kind == "latency":
+    if spec.kind in LATENCY_KINDS:
         return float(spec.threshold_ms or 0)
     if spec.kind == "availability":
         return float(spec.objective or 0)

@@ -11,6 +11,8 @@ from reports.attempts import attempt_values, attempted
 from reports.cost import compute_cost
 from reports.documents import documents_section
 from reports.environment import describe_environment
+from reports.goodput import goodput_section
+from reports.streaming import streaming_section
 from reports.faults import SHED_STATUSES, RecoveryLimits, fault_impact, fault_windows, journal_for
 from reports.results import RunData
 from reports.selection import phase_labels
@@ -37,7 +39,7 @@ def summarise(run: RunData) -> dict[str, Any]:
         **throughput(requests, window),
         **latency_sections(requests),
         "slos": evaluate_slos(requests, phases, phase_events, run.scenario.slos, duration,
-                              run.scenario.traffic.time_scale),
+                              run.scenario.traffic.time_scale, window=window),
         "cost": compute_cost(requests, run.metrics, run.scenario.cost,
                              [(w.start_s, w.end_s) for w in windows], window=window),
         "faults": [fault_impact(requests, w, limits, duration, journal_for(w, run.journals))
@@ -53,6 +55,8 @@ def summarise(run: RunData) -> dict[str, Any]:
     documents = documents_section(requests)
     if documents is not None:
         summary["documents"] = documents
+    summary["streaming"] = streaming_section(requests)
+    summary["goodput"] = goodput_section(requests, phases, phase_events, run.scenario.slos, window)
     summary["verdict"], summary["verdict_reason"] = verdict(summary)
     return summary
 

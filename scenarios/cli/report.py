@@ -52,8 +52,10 @@ def report(results_dir: Path, baseline: Path | None) -> None:
 @click.option("--population", default="", metavar="SPEC",
               help='Who the gate compares, e.g. "exclude=document,by=priority,p=99" (the default) or '
                    '"kinds=short,by=none".')
+@click.option("--metric", default=None, metavar="COLUMN",
+              help="The requests.parquet column the gate compares: latency_ms (default), ttft_ms, tpot_ms, itl_max_ms, ...")
 def compare(baseline: tuple[Path, ...], current_dir: Path, min_change: float, paired: bool | None,
-            population: str) -> None:
+            population: str, metric: str | None) -> None:
     """Regression verdict on P99: BASELINE... (one run, a folder of runs, or several) vs CURRENT_DIR.
 
     Prints P50/P95/P99 and cost per 1k characters side by side, then why it decided: the
@@ -65,7 +67,7 @@ def compare(baseline: tuple[Path, ...], current_dir: Path, min_change: float, pa
     from reports.results import ResultsError
 
     try:
-        gate_population = parse_population(population)
+        gate_population = parse_population(population + (f",metric={metric}" if metric else ""))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--population") from exc
     try:
