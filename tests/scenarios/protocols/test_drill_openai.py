@@ -69,3 +69,18 @@ def test_run_drills_a_kserve_v2_target_over_https_with_a_ca_bundle(tmp_path: Pat
     assert requests["ok"].all() and (requests["via"] == "kserve-v2").all(), output
     assert state.bodies and state.bodies[-1]["inputs"][0]["datatype"] == "BYTES"
     assert unverified == 2 and "CERTIFICATE_VERIFY_FAILED" in refused
+
+
+@pytest.mark.timeout(300)
+def test_run_drills_the_reference_server_through_its_openai_endpoint(tmp_path: Path) -> None:
+    scenario = {"name": "ref-chat", "traffic": {"model": "constant:3", "duration": "3s"}, "slos": SLOS[:1],
+                "target": {"embedded": {"nodes": 1}, "protocol": "openai-chat", "model": "fast", "max_tokens": 16}}
+    path = tmp_path / "ref.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    out = tmp_path / "results"
+    result = CliRunner().invoke(run, [str(path), "--out", str(out), "--no-chaos"])
+    summary = json.loads((out / "summary.json").read_text())
+    requests = pd.read_parquet(out / "requests.parquet")
+    assert requests["ok"].mean() > 0.9, (result.output, requests["error"].value_counts())
+    assert summary["streaming"]["metrics"]["ttft_ms"]["samples"] > 0
+    assert (requests.loc[requests["ok"], "output_tokens"] > 0).all()
