@@ -12,7 +12,12 @@ from collections.abc import Callable
 
 from scenarios.cli.errors import BadInput
 from scenarios.protocols.credentials import describe_auth
-from scenarios.protocols.features import UnsupportedFeature, apply_missing, protocol_notes, unserved_features
+from scenarios.protocols.features import (
+    UnsupportedFeature,
+    apply_missing,
+    protocol_notes,
+    unserved_features,
+)
 from scenarios.protocols.probe import ProbeError, probe_target
 from scenarios.spec.plan import DrillPlan
 

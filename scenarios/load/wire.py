@@ -17,7 +17,6 @@ from scenarios.load.openloop import Outcome
 from scenarios.protocols.base import WireProtocol
 
 
-
 def no_response(response: Any) -> str:
     """The error of a request that got no HTTP answer."""
     return type(response.error).__name__ if getattr(response, "error", None) else "no response"

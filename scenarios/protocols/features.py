@@ -46,7 +46,7 @@ def _protocol(plan: DrillPlan) -> tuple[str, frozenset[str], frozenset[str]]:
 
 def unserved_features(plan: DrillPlan) -> list[str]:
     """Features the scenario uses that its protocol does not have ("jobs", "admin")."""
-    name, _, features = _protocol(plan)
+    _, _, features = _protocol(plan)
     s = plan.scenario
     wanted = []
     if s.load.documents_via_jobs and s.load.mode == "open":

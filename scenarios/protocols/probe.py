@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 import httpx
 
 from scenarios.load.openloop import Outcome
-from scenarios.protocols.base import WireProtocol, WireRequest, json_body, make_protocol, sample_fields
+from scenarios.protocols.base import (
+    WireProtocol,
+    WireRequest,
+    json_body,
+    make_protocol,
+    sample_fields,
+)
 from scenarios.protocols.credentials import CredentialError, masked_headers
 from scenarios.protocols.tls import verify_setting
 from scenarios.spec.target import TargetProtocol

@@ -65,10 +65,10 @@ def _handler(state: TargetState) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self._json(404, {"detail": "Not Found"})
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             arrived = time.monotonic()
             raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             auth = self.headers.get("Authorization", "")

@@ -62,7 +62,7 @@ def test_run_drills_a_kserve_v2_target_over_https_with_a_ca_bundle(tmp_path: Pat
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(cert, key)
     with serve_target(tls=tls) as (url, state):
-        code, output, out = _drill(tmp_path, url, {"protocol": "kserve-v2", "model": "mt", "ca_bundle": str(cert)},
+        _, output, out = _drill(tmp_path, url, {"protocol": "kserve-v2", "model": "mt", "ca_bundle": str(cert)},
                                    "--no-chaos")
         unverified, refused, _ = _drill(tmp_path / "no-ca", url, {"protocol": "kserve-v2", "model": "mt"}, "--dry-run")
     requests = pd.read_parquet(out / "requests.parquet")
