@@ -18,6 +18,7 @@ from traffic_models.validation import format_validation_errors
 DEFAULT_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ko")
 PRIORITIES = ("paid", "free", "batch")
 DEFAULT_CACHE_MAX_BYTES = 64 * 1024 * 1024
+REDIS_ENV = "RUSHHOUR_REDIS_URL"
 
 
 class ConfigError(ValueError):
@@ -67,10 +68,26 @@ class AutoscaleConfig(_Strict):
         return self
 
 
+class KubernetesEndpoints(_Strict):
+    """Remote nodes found in the Endpoints of a headless Service, watched through the Kubernetes API."""
+
+    service: str = Field(min_length=1, description="the headless Service in front of the pool's pods")
+    namespace: str | None = Field(None, description="default: the gateway pod's own namespace, else rushhour")
+    port: int | str = Field("http", description="the Service port, by name or number")
+    scheme: Literal["http", "https"] = "http"
+
+
 class PoolConfig(_Strict):
-    """One pool of identical model replicas ("GPU nodes")."""
+    """One pool of identical model replicas ("GPU nodes").
+
+    Local by default: the gateway starts `nodes` node processes and supervises them. A pool with
+    `remote` (node URLs) or `kubernetes` (a headless Service) is served by nodes running elsewhere:
+    the gateway polls their readiness and guards them with breakers, but does not start, kill or
+    scale them; `nodes` is then ignored."""
 
     model: Literal["quality", "fast"]
+    remote: list[str] = Field(default_factory=list, description="base URLs of nodes started elsewhere (`rushhour node`)")
+    kubernetes: KubernetesEndpoints | None = None
     nodes: int = Field(1, ge=0, le=64)
     max_batch_size: int = Field(8, ge=1, le=256)
     max_queue_delay_ms: float = Field(10.0, ge=0, le=10_000)
@@ -83,6 +100,24 @@ class PoolConfig(_Strict):
     warmup_lengths: list[int] = Field(default_factory=lambda: [32, 256, 1024])
     required: bool = True
     autoscale: AutoscaleConfig | None = None
+
+    @property
+    def is_remote(self) -> bool:
+        return bool(self.remote) or self.kubernetes is not None
+
+    @model_validator(mode="after")
+    def _remote_consistent(self) -> PoolConfig:
+        if self.remote and self.kubernetes is not None:
+            raise ValueError("give remote (a static list) or kubernetes (a headless Service), not both")
+        for url in self.remote:
+            if not url.startswith(("http://", "https://")) or len(url.split("://", 1)[1].strip("/")) == 0:
+                raise ValueError(f'remote node "{url}" is not an http:// or https:// URL')
+        if len(set(self.remote)) != len(self.remote):
+            raise ValueError(f"remote lists a node twice: {self.remote}")
+        if self.is_remote and self.autoscale is not None:
+            raise ValueError("autoscale sizes local pools only; a remote pool is sized where its nodes run "
+                             "(e.g. a HorizontalPodAutoscaler on its Deployment)")
+        return self
 
 
 class CacheConfig(_Strict):
@@ -229,10 +264,20 @@ def read_config_file(path: Path) -> dict:
     return data
 
 
+def apply_environment(data: dict) -> dict:
+    """`RUSHHOUR_REDIS_URL`, when set, is the L2 cache's URL (over `cache.redis_url` in the file, as
+    the Kubernetes manifests set it); set but empty, it turns the L2 cache off."""
+    if REDIS_ENV not in os.environ:
+        return data
+    cache = data.get("cache") if isinstance(data.get("cache"), dict) else {}
+    return {**data, "cache": {**cache, "redis_url": os.environ[REDIS_ENV] or None}}
+
+
 def load_config(path: Path | None = None, **overrides: object) -> ServerConfig:
-    """Read a YAML config (or none) and apply CLI overrides; raise ConfigError naming file and field."""
+    """Read a YAML config (or none), then the environment (`RUSHHOUR_REDIS_URL`), then CLI
+    overrides; raise ConfigError naming file and field."""
     source = str(path) if path else "server config"
-    data = merge_pools_onto_defaults(read_config_file(path) if path is not None else {})
+    data = apply_environment(merge_pools_onto_defaults(read_config_file(path) if path is not None else {}))
     try:
         config = ServerConfig.model_validate(data)
     except ValidationError as exc:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from reference_server.config import ServerConfig
+from reference_server.config import PoolConfig, ServerConfig
 from traffic_models.processes import die_with_parent, free_port, stop_process
 
 __all__ = ["LaunchError", "ServerProcess", "listen", "serve"]
@@ -62,12 +62,20 @@ def serve(config: ServerConfig, *, log_level: str = "info") -> None:
     token, token_path = resolve_admin_token(config.state_dir)
     if token_path is not None:
         print(f"rushhour: admin token written to {token_path}", file=sys.stderr)
-    pools = ", ".join(f"{name}={p.nodes}x{p.model}" for name, p in config.pools.items())
+    pools = ", ".join(f"{name}={_pool_summary(p)}" for name, p in config.pools.items())
     print(f"rushhour: serving on http://{config.host}:{config.port} (pools: {pools})", file=sys.stderr)
     sock = listen(config.host, config.port)
     app = create_app(config, admin_token=token)
     server_config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5)
     uvicorn.Server(server_config).run(sockets=[sock])
+
+
+def _pool_summary(pool: PoolConfig) -> str:
+    if pool.kubernetes is not None:
+        return f"{pool.model} on the endpoints of Service {pool.kubernetes.service}"
+    if pool.remote:
+        return f"{len(pool.remote)}x{pool.model} remote"
+    return f"{pool.nodes}x{pool.model}"
 
 
 def _require_provider(config: ServerConfig) -> None:

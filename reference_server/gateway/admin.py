@@ -1,4 +1,8 @@
-"""Admin endpoints that chaos drills call. Every call needs `Authorization: Bearer <token>`."""
+"""Admin endpoints that chaos drills call. Every call needs `Authorization: Bearer <token>`.
+
+Kill, restart and scale act on processes the gateway supervises; on a remote node or pool they
+answer 409 `not_supervised` with what to do instead. Faults sit in the gateway, so they work on
+every node."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
 from reference_server.gateway.api import ApiError
-from reference_server.gateway.cluster import Cluster, UnknownNode
+from reference_server.gateway.cluster import Cluster, NotSupervised, UnknownNode
 from reference_server.gateway.deps import GatewayDep, ServiceDep, require_admin_token
 from reference_server.gateway.faults import FaultSpec
 from reference_server.gateway.nodes import NodeHandle
@@ -55,7 +59,10 @@ class ScaleBody(BaseModel):
 
 
 def _node_view(node: NodeHandle) -> dict[str, object]:
-    return {"id": node.id, "pool": node.pool, "state": node.state, "pid": node.pid, "warm": node.warm}
+    view: dict[str, object] = {"id": node.id, "pool": node.pool, "state": node.state, "pid": node.pid, "warm": node.warm}
+    if node.remote:
+        view.update(url=node.url, target=node.target)
+    return view
 
 
 def _node_or_404(cluster: Cluster, node_id: str) -> NodeHandle:
@@ -71,13 +78,19 @@ router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin_token)],
 @router.post("/nodes/{node_id}/kill")
 async def kill(node_id: str, gateway: GatewayDep, body: KillBody | None = None) -> dict[str, object]:
     _node_or_404(gateway.cluster, node_id)
-    return _node_view(await gateway.cluster.kill(node_id, restart=(body or KillBody()).restart))
+    try:
+        return _node_view(await gateway.cluster.kill(node_id, restart=(body or KillBody()).restart))
+    except NotSupervised as exc:
+        raise ApiError(409, "not_supervised", str(exc)) from None
 
 
 @router.post("/nodes/{node_id}/restart")
 async def restart(node_id: str, gateway: GatewayDep, body: RestartBody | None = None) -> dict[str, object]:
     _node_or_404(gateway.cluster, node_id)
-    return _node_view(await gateway.cluster.restart(node_id, warm=(body or RestartBody()).warm))
+    try:
+        return _node_view(await gateway.cluster.restart(node_id, warm=(body or RestartBody()).warm))
+    except NotSupervised as exc:
+        raise ApiError(409, "not_supervised", str(exc)) from None
 
 
 @router.post("/nodes/{node_id}/faults")
@@ -104,6 +117,8 @@ async def scale(pool: str, body: ScaleBody, gateway: GatewayDep) -> dict[str, ob
         nodes = await gateway.cluster.scale(pool, body.nodes)
     except UnknownNode as exc:
         raise ApiError(404, "unknown_pool", str(exc)) from None
+    except NotSupervised as exc:
+        raise ApiError(409, "not_supervised", str(exc)) from None
     return {"pool": pool, "nodes": [_node_view(n) for n in nodes]}
 
 
@@ -137,10 +152,12 @@ async def reset(gateway: GatewayDep) -> dict[str, object]:
         node.breaker.reset()
     targets = gateway.autoscaler.targets()
     for name, pool in cluster.config.pools.items():
+        if pool.is_remote:
+            continue  # sized where its nodes run
         size = targets.get(name, pool.nodes)
         if len(cluster.pool_nodes(name)) != size:
             await cluster.scale(name, size, reason="reset")
     for node in list(cluster.nodes.values()):
-        if node.state == "down":
+        if node.state == "down" and not node.remote:
             await cluster.restart(node.id, warm=True)
     return {"reset": True, "nodes": [_node_view(n) for n in cluster.nodes.values()]}

@@ -1,5 +1,9 @@
 """The gateway's supervisor of local nodes, the way a kubelet supervises pods.
 
+Nodes of a remote pool (`remote:` URLs or a Kubernetes Service, see `remote.py`) sit in the same
+table and take traffic the same way, but are not ours: they are polled for readiness instead of
+supervised, and kill, restart and scale refuse them with `NotSupervised`.
+
 It starts every node of every pool, watches their processes and health, restarts a
 crashed node with exponential backoff, and carries out the admin operations that chaos
 drills call: kill, restart (warm or cold), scale a pool, stop everything.
@@ -32,6 +36,7 @@ from reference_server.gateway.nodes import (
     spawn_process,
     stop_node_process,
 )
+from reference_server.gateway.remote import RemoteNodes
 from reference_server.model import build_model
 from reference_server.node.protocol import EXIT_REFUSED
 
@@ -42,6 +47,10 @@ STABLE_AFTER_S = 30.0
 
 class UnknownNode(LookupError):
     pass
+
+
+class NotSupervised(RuntimeError):
+    """An admin operation on a node or pool that runs elsewhere: the gateway cannot start or kill it."""
 
 
 class Cluster:
@@ -60,20 +69,23 @@ class Cluster:
         self._spawn = spawn
         self._scaling = {name: asyncio.Lock() for name in config.pools}
         self.started = time.monotonic()
+        self.remote = RemoteNodes(self, self._health)
 
     # ---- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        tiers = {pool.model for pool in self.config.pools.values() if pool.nodes > 0}
+        tiers = {pool.model for pool in self.config.pools.values() if pool.nodes > 0 and not pool.is_remote}
         for tier in sorted(tiers):  # build once here, so nodes never race to build
             await loop.run_in_executor(None, lambda t=tier: build_model(t, cache_dir=self.config.model_cache_dir))
         for name, pool in self.config.pools.items():
-            for _ in range(pool.nodes):
+            for _ in range(0 if pool.is_remote else pool.nodes):
                 self._add_node(name)
+        self.remote.start()
         self._task = loop.create_task(self._supervise(), name="supervisor")
 
     async def stop(self) -> None:
         await cancel_and_wait(self._task)
+        self.remote.stop()
         nodes = list(self.nodes.values())
         await asyncio.gather(*(stop_node_process(node.proc, graceful_s=2.0) for node in nodes))
         for node in nodes:
@@ -95,7 +107,7 @@ class Cluster:
     def ready(self) -> bool:
         """Ready when every required pool with nodes has at least one ready node."""
         for name, pool in self.config.pools.items():
-            if pool.required and pool.nodes > 0 and not any(n.state == "ready" for n in self.pool_nodes(name)):
+            if pool.required and (pool.nodes > 0 or pool.is_remote) and not any(n.state == "ready" for n in self.pool_nodes(name)):
                 return False
         return True
 
@@ -108,6 +120,13 @@ class Cluster:
 
     # ---- operations ------------------------------------------------------------------------
     def _add_node(self, pool: str, *, warm: bool = True) -> NodeHandle:
+        node = self.register(pool)
+        self._launch(node, warm=warm)
+        return node
+
+    def register(self, pool: str, *, url: str | None = None) -> NodeHandle:
+        """A new node in the table, with its breaker; a local one still has to be launched.
+        Remote nodes are named by ordinal too, so metric labels stay bounded as pods come and go."""
         # The lowest free ordinal, as a StatefulSet does: after a scale to 0 and back (or an
         # admin reset) the pool has quality-0, quality-1 again, the names drills target.
         taken = {n.index for n in self.nodes.values() if n.pool == pool}
@@ -115,10 +134,9 @@ class Cluster:
         node_id = f"{pool}-{index}"
         self._backoff.pop(node_id, None)  # a new node, not the crash history of an earlier one
         breaker = CircuitBreaker(self.config.breaker, on_change=lambda s, n=node_id: self._breaker_changed(n, s))
-        node = NodeHandle(id=node_id, pool=pool, index=index, breaker=breaker)
+        node = NodeHandle(id=node_id, pool=pool, index=index, breaker=breaker, url=url)
         self.nodes[node_id] = node
         self.metrics.set_breaker_state(node_id, "closed")
-        self._launch(node, warm=warm)
         return node
 
     def _launch(self, node: NodeHandle, *, warm: bool) -> None:
@@ -126,7 +144,7 @@ class Cluster:
         self._retire_counters(node)
         node.proc, node.port = self._spawn(node, pool, warm=warm, model_cache_dir=self.config.model_cache_dir)
         old_client = node.client
-        node.client, node.transport = make_client(node.port, node_timeout_s=self.config.node_timeout_s)
+        node.client, node.transport = make_client(node.base_url, node_timeout_s=self.config.node_timeout_s)
         if old_client is not None:
             asyncio.get_running_loop().create_task(old_client.aclose())
         node.warm = warm
@@ -135,7 +153,7 @@ class Cluster:
         node.restart_at = None
         node.cold_start_s = node.first_request_ms = None
         node.health_read_at = None
-        self._set_state(node, "starting")
+        self.set_state(node, "starting")
         log.info("node %s started (pid %s, port %s, %s)", node.id, node.pid, node.port, "warm" if warm else "cold")
 
     def _retire_counters(self, node: NodeHandle) -> None:
@@ -147,9 +165,9 @@ class Cluster:
     async def kill(self, node_id: str, *, restart: bool = True) -> NodeHandle:
         """SIGKILL, no goodbye. The supervisor notices and restarts it after its backoff; with
         `restart=False` it stays down until an admin restart or reset (an N-1 capacity test)."""
-        node = self.node(node_id)
+        node = self._own(node_id, "kill")
         kill_now(node.proc)
-        self._event("node_killed", node, restart=restart)
+        self.event("node_killed", node, restart=restart)
         if not restart:
             node.restart_at = None  # a node already down is not relaunched by _handle_exit below
         self._handle_exit(node)  # down at once, not at the next health tick
@@ -160,7 +178,7 @@ class Cluster:
     async def restart(self, node_id: str, *, warm: bool) -> NodeHandle:
         """Kill and start again at once (no await in between, so the supervisor cannot start it
         too). A node being scaled away is left to its removal, never brought back."""
-        node = self.node(node_id)
+        node = self._own(node_id, "restart")
         if node.removed:
             return node
         kill_now(node.proc)
@@ -168,7 +186,7 @@ class Cluster:
         self.metrics.node_restarts.labels(node.id, "admin").inc()
         node.breaker.reset()
         self._launch(node, warm=warm)
-        self._event("node_restarted", node, warm=warm)
+        self.event("node_restarted", node, warm=warm)
         return node
 
     async def scale(self, pool: str, count: int, *, reason: str = "admin") -> list[NodeHandle]:
@@ -176,6 +194,10 @@ class Cluster:
         highest. Serialised per pool; the nodes being removed drain in parallel."""
         if pool not in self.config.pools:
             raise UnknownNode(f'There is no pool "{pool}"; pools are {sorted(self.config.pools)}.')
+        if self.config.pools[pool].is_remote:
+            raise NotSupervised(
+                f'Pool "{pool}" is made of remote nodes, which the gateway does not start or stop, so it cannot scale '
+                f"it; scale where its nodes run (e.g. kubectl scale deployment/rushhour-{pool} --replicas={count}).")
         async with self._scaling[pool]:
             current = sorted(self.pool_nodes(pool), key=lambda n: n.index)
             direction = "up" if count > len(current) else "down"
@@ -187,15 +209,23 @@ class Cluster:
                 self._on_event({"type": "scale", "pool": pool, "nodes": count, "reason": reason})
             return self.pool_nodes(pool)
 
+    def _own(self, node_id: str, operation: str) -> NodeHandle:
+        node = self.node(node_id)
+        if node.remote:
+            raise NotSupervised(
+                f'Node "{node.id}" is a remote node at {node.url}: its process is not the gateway\'s to {operation}. '
+                f"Act where it runs (e.g. delete its pod), or inject a fault through /admin/nodes/{node.id}/faults.")
+        return node
+
     async def _drain_and_remove(self, node: NodeHandle, *, timeout_s: float = 10.0) -> None:
         node.removed = True
         self._retire_counters(node)  # now: a removed node's health is no longer read
-        self._set_state(node, "draining")
+        self.set_state(node, "draining")
         deadline = time.monotonic() + timeout_s
         while node.inflight > 0 and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         await stop_node_process(node.proc, graceful_s=2.0)
-        self._set_state(node, "down")
+        self.set_state(node, "down")
         if self.nodes.get(node.id) is node:
             del self.nodes[node.id]
         if node.client is not None:
@@ -210,6 +240,9 @@ class Cluster:
     async def _check(self, node: NodeHandle) -> None:
         if node.removed:
             return
+        if node.remote:
+            await self.remote.check(node)
+            return
         if not node.alive():
             self._handle_exit(node)
             return
@@ -221,9 +254,9 @@ class Cluster:
             return  # still starting, or busy; the process check above decides life and death
         if node.proc is not proc or node.removed or not node.alive():
             return  # killed or replaced while we asked: this answer is about a process that is gone
-        self._apply_health(node, health)
+        self.apply_health(node, health)
 
-    def _apply_health(self, node: NodeHandle, health: dict[str, object]) -> None:
+    def apply_health(self, node: NodeHandle, health: dict[str, object]) -> None:
         node.provider = str(health.get("provider", node.provider))
         node.model = str(health.get("model", node.model))
         node.queue_depth = int(health.get("queue_depth", 0))  # type: ignore[arg-type]
@@ -236,8 +269,8 @@ class Cluster:
         state = str(health.get("state", "starting"))
         if state == "ready" and node.state != "ready":
             node.ready_since = time.monotonic()
-            self._event("node_ready", node)
-        self._set_state(node, state)
+            self.event("node_ready", node)
+        self.set_state(node, state)
         if node.ready_since and time.monotonic() - node.ready_since > STABLE_AFTER_S:
             self._backoff.pop(node.id, None)
         self.metrics.node_queue_depth.labels(node.id, node.pool).set(node.queue_depth)
@@ -266,23 +299,23 @@ class Cluster:
         if node.state != "down":
             if node.proc is not None:
                 node.proc.wait()
-            self._set_state(node, "down")
+            self.set_state(node, "down")
             if node.proc is not None and node.proc.returncode == EXIT_REFUSED:
                 node.restart_at = None  # it refused its configuration (e.g. require_provider); restarting cannot help
                 node.queue_depth = 0
-                self._event("node_refused", node, exit_code=EXIT_REFUSED)
+                self.event("node_refused", node, exit_code=EXIT_REFUSED)
                 return
             delay = self._backoff.get(node.id, self.config.restart_backoff_s)
             self._backoff[node.id] = min(max(delay * 2, 0.1), self.config.max_restart_backoff_s)
             node.restart_at = now + delay
             node.queue_depth = 0
-            self._event("node_down", node, restart_in_s=round(delay, 3))
+            self.event("node_down", node, restart_in_s=round(delay, 3))
         elif node.restart_at is not None and now >= node.restart_at:
             node.restarts += 1
             self.metrics.node_restarts.labels(node.id, "crash").inc()
             self._launch(node, warm=True)
 
-    def _set_state(self, node: NodeHandle, state: str) -> None:
+    def set_state(self, node: NodeHandle, state: str) -> None:
         if node.state != state:
             node.state = state
         self.metrics.set_node_state(node.id, node.pool, state)
@@ -292,5 +325,5 @@ class Cluster:
         self.metrics.breaker_transitions.labels(node_id, state).inc()
         self._on_event({"type": "breaker", "node": node_id, "state": state})
 
-    def _event(self, kind: str, node: NodeHandle, **extra: object) -> None:
+    def event(self, kind: str, node: NodeHandle, **extra: object) -> None:
         self._on_event({"type": kind, "node": node.id, "pool": node.pool, **extra})

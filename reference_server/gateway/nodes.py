@@ -1,4 +1,5 @@
-"""One node as the gateway sees it: its process, its client (through the fault proxy), its breaker."""
+"""One node as the gateway sees it: its process (local nodes) or its URL (remote nodes), its client
+(through the fault proxy), its breaker."""
 
 from __future__ import annotations
 
@@ -61,6 +62,17 @@ class NodeHandle:
     ready_since: float | None = None
     restart_at: float | None = None
     removed: bool = False
+    url: str | None = None  # a remote node's base URL; None for a node process of ours
+    target: str | None = None  # what the remote address belongs to (a pod's name), when known
+    misses: int = 0  # readiness polls of a remote node in a row that got no answer
+
+    @property
+    def remote(self) -> bool:
+        return self.url is not None
+
+    @property
+    def base_url(self) -> str:
+        return self.url if self.url is not None else f"http://127.0.0.1:{self.port}"
 
     @property
     def pid(self) -> int | None:
@@ -114,7 +126,8 @@ class Spawner(Protocol):
     ) -> tuple[subprocess.Popen[bytes], int]: ...
 
 
-def make_client(port: int, *, node_timeout_s: float) -> tuple[httpx.AsyncClient, FaultTransport]:
+def make_client(base_url: str, *, node_timeout_s: float) -> tuple[httpx.AsyncClient, FaultTransport]:
+    """A client for one node, local or remote, whose every call passes through the fault proxy."""
     inner = httpx.AsyncHTTPTransport(
         retries=0,
         limits=httpx.Limits(max_connections=512, max_keepalive_connections=256),
@@ -123,7 +136,8 @@ def make_client(port: int, *, node_timeout_s: float) -> tuple[httpx.AsyncClient,
     transport = FaultTransport(inner, connect_timeout_s=CONNECT_TIMEOUT_S)
     client = httpx.AsyncClient(
         transport=transport,
-        base_url=f"http://127.0.0.1:{port}",
+        base_url=base_url,
+        trust_env=False,  # a node is reached directly, never through an HTTP(S)_PROXY
         timeout=httpx.Timeout(node_timeout_s, connect=CONNECT_TIMEOUT_S),
     )
     return client, transport

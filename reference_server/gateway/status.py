@@ -19,6 +19,7 @@ def _node(node, now: float) -> dict[str, object]:  # type: ignore[no-untyped-def
         "inflight": node.inflight, "queue_depth": node.queue_depth, "expired": node.expired_total, "restarts": node.restarts,
         "cold_start_s": node.cold_start_s, "first_request_ms": node.first_request_ms, "warm": node.warm,
         "faults": node.transport.active() if node.transport else [],
+        "url": node.url, "target": node.target,
     }
 
 

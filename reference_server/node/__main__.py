@@ -1,27 +1,27 @@
-"""Entry point of a node process, started by the gateway's supervisor (not by users)."""
+"""Entry point of a node process: started by the gateway's supervisor on an inherited socket
+(`--fd`), or on a port of its own (`--port`) as `rushhour node` runs it in a Kubernetes pod."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import socket
-import threading
-import time
+import sys
 from pathlib import Path
 
-import uvicorn
+from reference_server.launch import LaunchError
+from reference_server.node.serve import inherited_socket, listen_socket, serve_node
+from reference_server.node.worker import NodeSettings
 
-from reference_server.node.app import create_node_app
-from reference_server.node.worker import ModelWorker, NodeSettings
 
-
-def _parse() -> argparse.Namespace:
+def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m reference_server.node")
-    parser.add_argument("--id", required=True)
-    parser.add_argument("--pool", required=True)
-    parser.add_argument("--tier", required=True)
-    parser.add_argument("--fd", type=int, required=True, help="listening socket inherited from the gateway")
+    parser.add_argument("--id", default=None, help="default: the host name (a pod's name)")
+    parser.add_argument("--pool", default=None, help="default: the tier")
+    parser.add_argument("--tier", required=True, choices=("quality", "fast"))
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--fd", type=int, help="listening socket inherited from the gateway")
+    where.add_argument("--port", type=int, help="listen on this port (a node as its own network service)")
+    parser.add_argument("--host", default="127.0.0.1", help="with --port: the address to bind")
     parser.add_argument("--max-batch-size", type=int, default=8)
     parser.add_argument("--max-queue-delay-ms", type=float, default=10.0)
     parser.add_argument("--max-queue", type=int, default=256)
@@ -32,22 +32,14 @@ def _parse() -> argparse.Namespace:
     parser.add_argument("--warmup-lengths", default="32,256,1024")
     parser.add_argument("--model-cache-dir", type=Path, default=None)
     parser.add_argument("--parent-pid", type=int, default=0)
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
-def _exit_with_parent(parent_pid: int) -> None:
-    """A node never outlives its gateway, even one killed with SIGKILL."""
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != parent_pid:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-
-def main() -> None:
-    args = _parse()
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
     settings = NodeSettings(
-        node_id=args.id,
-        pool=args.pool,
+        node_id=args.id or socket.gethostname(),
+        pool=args.pool or args.tier,
         tier=args.tier,
         max_batch_size=args.max_batch_size,
         max_queue_delay_ms=args.max_queue_delay_ms,
@@ -59,16 +51,14 @@ def main() -> None:
         warmup_lengths=[int(x) for x in args.warmup_lengths.split(",") if x],
         model_cache_dir=args.model_cache_dir,
     )
-    if args.parent_pid:
-        threading.Thread(target=_exit_with_parent, args=(args.parent_pid,), daemon=True).start()
-    app = create_node_app(ModelWorker(settings))
-    # uvicorn's own `fd=` treats an inherited socket as AF_UNIX, so accepted connections would
-    # miss TCP_NODELAY and stall 40 ms on delayed ACKs; wrap the fd with its real family instead.
-    sock = socket.socket(fileno=args.fd)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-    uvicorn.Server(config).run(sockets=[sock])
+    try:
+        sock = inherited_socket(args.fd) if args.fd is not None else listen_socket(args.host, args.port)
+    except LaunchError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 2
+    serve_node(settings, sock, parent_pid=args.parent_pid)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

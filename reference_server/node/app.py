@@ -1,4 +1,5 @@
-"""HTTP face of a node: `POST /infer` into the batcher, `GET /health` for the gateway's supervisor.
+"""HTTP face of a node: `POST /infer` into the batcher, `GET /health` for the gateway's supervisor,
+`GET /healthz` (the process answers) and `GET /readyz` (warmed and serving) for Kubernetes probes.
 
 The routes sit on a module-level router and reach the node's worker and batcher through the
 `get_node` dependency; `create_node_app` only builds those two and assembles the app. The
@@ -123,6 +124,20 @@ async def health(node: NodeDep) -> Response:
             "active_rows": getattr(batcher, "active_rows", 0),
         }
     )
+
+
+@router.get("/healthz")
+async def healthz(node: NodeDep) -> Response:
+    """Liveness: 200 while the process serves HTTP, even while it warms up."""
+    return JSONResponse({"status": "alive", "id": node.worker.settings.node_id, "state": node.worker.state})
+
+
+@router.get("/readyz")
+async def readyz(node: NodeDep) -> Response:
+    """Readiness: 200 once the model is loaded and warmed (a cold node: at once), 503 before."""
+    worker = node.worker
+    body = {"ready": worker.state == "ready", "id": worker.settings.node_id, "state": worker.state}
+    return JSONResponse(body, status_code=200 if worker.state == "ready" else 503)
 
 
 @asynccontextmanager

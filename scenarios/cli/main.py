@@ -13,6 +13,7 @@ COMMANDS = {
     "traffic": "scenarios.cli.traffic:traffic",
     "report": "scenarios.cli.report:report",
     "compare": "scenarios.cli.report:compare",
+    "node": "scenarios.cli.node:node",
 }
 
 

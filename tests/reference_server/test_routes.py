@@ -119,7 +119,7 @@ def test_routes_epoch_in_range_moves_the_schedule(app: FastAPI) -> None:
 def test_routes_node_app_serves_its_module_router() -> None:
     worker = ModelWorker(NodeSettings(node_id="fast-0", pool="fast", tier="fast", warmup_lengths=[]))
     app = node_app.create_node_app(worker)
-    assert _served(app) == _paths(node_app.router) == {"/infer", "/health"}
+    assert _served(app) == _paths(node_app.router) == {"/infer", "/health", "/healthz", "/readyz"}
     health = _request(app, "GET", "/health").json()
     assert health["id"] == "fast-0" and health["queue_depth"] == 0
     refused = _request(app, "POST", "/infer", json={"text": "hi"})
