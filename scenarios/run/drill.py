@@ -312,7 +312,7 @@ class Drill:
         code = exit_code(summary)
         if self.abort_reason or self.interrupted:
             code = EXIT_INVALID
-        return RunResult(code, verdict, str(summary.get("verdict_reason", "")), self.results_dir)
+        return RunResult(code, verdict, str(summary.get("headline") or summary.get("verdict_reason", "")), self.results_dir)
 
     def _say(self, text: str) -> None:
         self.stream.write(text + "\n")

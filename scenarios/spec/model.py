@@ -171,6 +171,8 @@ class ChaosEntry(_Strict):
     name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
                              description="names the journal file; letters, digits, '_', '.', '-'")
     hold: str | None = Field(default=None, description="how long the fault is held, on the scenario clock (e.g. 20m)")
+    expect_recovery: str | None = Field(default=None, description="how soon after the fault ends the SLOs should hold "
+                                        "again, on the scenario clock (e.g. 10m); the report judges recovery by it")
     env: dict[str, str] = {}
     hypothesis: Literal["default", "before-method-only", "after-method-only", "during-method-only", "continuously"] = DRILL_HYPOTHESIS
 
@@ -189,7 +191,7 @@ class ChaosEntry(_Strict):
         parse_clock_s(value)
         return value
 
-    @field_validator("hold")
+    @field_validator("hold", "expect_recovery")
     @classmethod
     def _hold(cls, value: str | None) -> str | None:
         if value is not None:

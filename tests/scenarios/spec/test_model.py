@@ -71,3 +71,11 @@ def test_spec_missing_file_and_bad_yaml(tmp_path: Path) -> None:
 ])
 def test_spec_loopback_detection(url: str, loopback: bool) -> None:
     assert is_loopback_url(url) is loopback
+
+
+def test_chaos_entry_takes_an_expected_recovery_on_the_scenario_clock() -> None:
+    from scenarios.spec.model import ChaosEntry
+
+    assert ChaosEntry(at="20:10", experiment="gpu-node-loss.json", expect_recovery="10m").expect_recovery == "10m"
+    with pytest.raises(ValueError, match="duration"):
+        ChaosEntry(at="20:10", experiment="gpu-node-loss.json", expect_recovery="soon")
