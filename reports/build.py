@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from reports.baselines import load_baselines
-from reports.compare import compare_loaded
 from reports.charts import all_charts
+from reports.compare import compare_loaded
 from reports.faults import fault_windows
 from reports.findings import find, headline
 from reports.gate import DEFAULT_POPULATION, GatePopulation
@@ -18,6 +17,7 @@ from reports.periods import fault_periods, period_length
 from reports.render import write_reports
 from reports.results import RunData, load_run
 from reports.summary import summarise
+from traffic_models.atomic import write_json_atomic
 
 EXIT_CODES = {"pass": 0, "fail": 1, "invalid": 3}
 
@@ -38,7 +38,7 @@ def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None =
         summary["comparison"] = compare_loaded(load_baselines(baseline), run, paired=paired,
                                                population=population).as_dict()
     charts = all_charts(run, fault_windows(run.events, run.duration_s))
-    (root / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2) + "\n")
+    write_json_atomic(_json_safe(summary), root / "summary.json")
     write_reports(root, summary, charts)
     return summary
 

@@ -10,6 +10,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from reports.format import DASH, budget, format_sig, num, pct, secs, usd
+from reports.harness import leak_audit_failure
 from reports.plotting import Chart
 from reports.schema import LATENCY_KINDS
 
@@ -80,7 +81,7 @@ def _with_defaults(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def render_junit(summary: dict[str, Any]) -> str:
-    """JUnit XML: one testcase per SLO and per fault recovery, plus the generator's validity."""
+    """JUnit XML: one testcase per SLO and per fault recovery, the generator's validity, the leak audit."""
     suite = ET.Element("testsuite", name=f"rushhour.{summary['scenario']['name']}")
     for slo in summary["slos"]:
         _case(suite, "slo", slo["name"], None if slo["met"] else _slo_failure(slo))
@@ -89,6 +90,8 @@ def render_junit(summary: dict[str, Any]) -> str:
     generator = summary["generator"]
     _case(suite, "generator", "load generator kept up",
           None if generator["valid"] else "; ".join(generator["reasons"]) + ".", error=True)
+    if summary.get("leak_audit") is not None:
+        _case(suite, "harness", "nothing left behind", leak_audit_failure(summary["leak_audit"]), error=True)
     comparison = summary.get("comparison")
     if comparison:
         _case(suite, "regression", "p99 vs baseline",

@@ -11,13 +11,20 @@ from reports.attempts import attempt_values, attempted
 from reports.cost import compute_cost
 from reports.documents import documents_section
 from reports.environment import describe_environment
+from reports.faults import (
+    SHED_STATUSES,
+    RecoveryLimits,
+    fault_impact,
+    fault_windows,
+    journal_for,
+)
 from reports.goodput import goodput_section
-from reports.streaming import streaming_section
-from reports.faults import SHED_STATUSES, RecoveryLimits, fault_impact, fault_windows, journal_for
+from reports.harness import harness_checks
 from reports.results import RunData
 from reports.selection import phase_labels
 from reports.slos import evaluate_slos
 from reports.stats import summary_percentiles
+from reports.streaming import streaming_section
 from reports.window import schedule_window
 
 CPU_SATURATED = 0.95
@@ -51,6 +58,7 @@ def summarise(run: RunData) -> dict[str, Any]:
                                    run.scenario.seed),
         "missing": list(run.missing),
         "aborted": [e.get("reason", "") for e in run.events_of("abort")],
+        **harness_checks(run),
     }
     documents = documents_section(requests)
     if documents is not None:
