@@ -66,7 +66,7 @@ class RemoteNodes:
         for url, node in current.items():
             if url not in wanted:
                 self._remove(node)
-        for url, address in sorted(wanted.items()):
+        for url, address in wanted.items():  # in the given order: a static list's first URL is node 0
             node = current.get(url)
             if node is None:
                 node = self._add(pool, address)

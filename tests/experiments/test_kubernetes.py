@@ -19,6 +19,12 @@ MODELS = {
     ("v1", "Service"): "V1Service",
     ("apps/v1", "Deployment"): "V1Deployment",
     ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy",
+    ("v1", "ConfigMap"): "V1ConfigMap",
+    ("v1", "ServiceAccount"): "V1ServiceAccount",
+    ("v1", "PersistentVolumeClaim"): "V1PersistentVolumeClaim",
+    ("rbac.authorization.k8s.io/v1", "Role"): "V1Role",
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): "V1RoleBinding",
+    ("batch/v1", "Job"): "V1Job",
 }
 
 
@@ -44,7 +50,7 @@ def round_trip(body: dict[str, Any]) -> dict[str, Any]:
 
 def _documents() -> list[dict[str, Any]]:
     docs = []
-    for path in sorted(MANIFESTS.glob("*.yaml")):
+    for path in sorted(MANIFESTS.rglob("*.yaml")):
         docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
     return docs
 
