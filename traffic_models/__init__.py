@@ -3,7 +3,8 @@
 The bottom layer: every other package may import it, it imports none of them. Beside the
 traffic models it holds the vocabulary they all share: `clock` (one parser and formatter of
 human time), `validation` (one way to word a file's errors), `processes` (free ports, children
-that die with their parent, one process-stop helper) and `quantiles` (one percentile).
+that die with their parent, one process-stop helper), `quantiles` (one percentile), `loopback`
+(the loopback guard) and `atomic` (result files written whole or not at all).
 
     model = load_traffic_model("promo-day")          # or a path, or "constant:20"
     frame = generate_schedule(model, seed=1, time_scale=60, rate_scale=2)
