@@ -13,6 +13,7 @@ from reports.compare import compare_loaded
 from reports.faults import fault_windows
 from reports.findings import find, headline
 from reports.gate import DEFAULT_POPULATION, GatePopulation
+from reports.live import live_section
 from reports.periods import fault_periods, period_length
 from reports.render import write_reports
 from reports.results import RunData, load_run
@@ -34,6 +35,7 @@ def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None =
     run = load_run(root)
     summary = summarise(run)
     add_story(run, summary)
+    summary["live"] = live_section(run.events)  # metrics endpoint and wall-clock window (issue 17)
     if baseline is not None:
         summary["comparison"] = compare_loaded(load_baselines(baseline), run, paired=paired,
                                                population=population).as_dict()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +18,12 @@ from scenarios.spec.model import ScenarioError, load_scenario, resolve_path
 from traffic_models.loopback import is_loopback_url
 from traffic_models.clock import parse_duration
 from scenarios.spec.variants import VariantRun, check_embedded, describe_variants, expand_variants
+
+if TYPE_CHECKING:
+    from scenarios.run.live import LiveWatch
+
+MetricsAt = tuple[int | None, str]
+"""--metrics-port and --metrics-host: where the harness serves its live metrics (port None: off)."""
 
 
 def _check_duration(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -65,7 +73,18 @@ def prepare_variants(plan: DrillPlan, only: str | None) -> list[VariantRun]:
         raise BadInput(str(exc)) from exc
 
 
-def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path) -> int:
+def open_live_watch(plan: DrillPlan, folder: Path, metrics: MetricsAt) -> LiveWatch | None:
+    """The live metrics endpoint and terminal view of one drill (None: nothing to watch); exit 2
+    when the port cannot be opened."""
+    from scenarios.run.live import LiveMetricsError, open_live
+
+    try:
+        return open_live(plan, folder, port=metrics[0], host=metrics[1], stream=sys.stderr)
+    except LiveMetricsError as exc:
+        raise BadInput(str(exc)) from exc
+
+
+def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path, metrics: MetricsAt = (None, "")) -> int:
     """Each variant in turn into `top/<name>/`, then the comparison; 3 if any run was invalid."""
     from reports.variants import write_comparison
     from scenarios.run.drill import Drill
@@ -74,7 +93,8 @@ def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path) -> int:
     invalid = False
     for i, variant in enumerate(runs, start=1):
         click.echo(f"variant {i}/{len(runs)}: {variant.name}", err=True)
-        drill = Drill(dataclasses.replace(plan, scenario=variant.scenario), top / variant.name)
+        variant_plan = dataclasses.replace(plan, scenario=variant.scenario)
+        drill = Drill(variant_plan, top / variant.name, live=open_live_watch(variant_plan, top / variant.name, metrics))
         result = drill.run()
         done.append((variant.name, result.results_dir))
         invalid |= result.exit_code == EXIT_ABORTED
@@ -106,9 +126,13 @@ def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path) -> int:
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
 @click.option("--no-probe", is_flag=True, help="Skip the capability probe (one request to the target before the load).")
 @click.option("--variant", "only", help="Run only this one of the scenario's variants.")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), help="Serve the harness's own Prometheus metrics "
+              "(latency from the intended send, faults, phase, SLO burn) on this port while the drill runs; 0 picks "
+              "a free port. Default: off.")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address the metrics endpoint listens on.")
 def run(scenario: str, out: Path | None, target_url: str | None, protocol: str | None, traffic: str | None, duration: str | None,
         seed: int | None, no_chaos: bool, dry_run: bool, processes: int | None, allow_remote: bool,
-        no_probe: bool, only: str | None) -> None:
+        no_probe: bool, only: str | None, metrics_port: int | None, metrics_host: str) -> None:
     """Run one drill of SCENARIO (a file or a bundled name) and report on it.
 
     With `variants:` in the scenario, the drill runs once per variant (same seed and schedule)
@@ -133,9 +157,9 @@ def run(scenario: str, out: Path | None, target_url: str | None, protocol: str |
     plan = check_target(plan, say=lambda line: click.echo(line, err=True), probe=not no_probe)
     results = results_folder(out, plan.scenario.name)
     if runs:
-        raise SystemExit(run_variants(plan, runs, results))
+        raise SystemExit(run_variants(plan, runs, results, (metrics_port, metrics_host)))
     try:
-        result = Drill(plan, results).run()
+        result = Drill(plan, results, live=open_live_watch(plan, results, (metrics_port, metrics_host))).run()
     except ResultsDirError as exc:
         raise BadInput(str(exc)) from exc
     click.echo(f"verdict: {result.verdict} - {result.reason}".rstrip(" -"))

@@ -30,6 +30,7 @@ from scenarios.run.resultsdir import ResultsDirError
 from scenarios.run.signals import SignalGuard
 from reference_server.launch import LaunchError
 from scenarios.run.embedded import EmbeddedServer
+from scenarios.run.live import LiveWatch
 from scenarios.run.envinfo import machine_facts
 from scenarios.run.events import EventLog
 from scenarios.load.health import generator_figures
@@ -74,6 +75,7 @@ class Drill:
     t0: float = 0.0
     audit: LeakAudit = field(default_factory=LeakAudit)
     ledger: ProcessLedger | None = None
+    live: LiveWatch | None = None  # metrics endpoint and terminal view (scenarios.run.live); closed by run()
     _phases_seen: int = 0
     _audit_s: float = 0.0  # time spent auditing: after the run, so not part of its duration
 
@@ -94,6 +96,8 @@ class Drill:
             return self._report()
         finally:
             guard.restore()
+            if self.live is not None:
+                self.live.close()
 
     def _write_inputs(self) -> None:
         """Claim the (new or empty) folder: `scenario.yaml` is created exclusively, first."""
@@ -138,6 +142,8 @@ class Drill:
         finally:
             self._observe()
         self._open_events()
+        if self.live is not None:
+            self.live.begin(self.t0, self.events_log)
         if self.server is not None:
             self.server.anchor_schedules(self.t0)
         self.scraper = StatusScraper(self.url, origin=self.t0, on_server_event=self._server_event,
@@ -202,7 +208,7 @@ class Drill:
     def _watch(self) -> None:
         """The drill's heartbeat: progress, phase marks, stop conditions, until the load is done."""
         assert self.session is not None
-        printer = ProgressPrinter(self.stream)
+        printer = self.live.printer(ProgressPrinter(self.stream)) if self.live else ProgressPrinter(self.stream)
         try:
             while not self.session.finished() and not self.interrupted and self.abort_reason is None:
                 time.sleep(TICK_S)
@@ -213,8 +219,11 @@ class Drill:
     def _tick(self, printer: ProgressPrinter) -> None:
         assert self.session is not None
         elapsed = time.time() - self.t0
-        self.stats.add(self.session.poll())
+        parts = self.session.poll()
+        self.stats.add(parts)
         self.stats.cpu_samples.append(self.session.cpu_percent() / 100.0)
+        if self.live is not None:
+            self.live.tick(parts, self.stats.cpu_samples[-1])
         self._observe()
         self._mark_phases(elapsed)
         printer.show(progress_line(self.stats, elapsed_s=elapsed, total_s=self.plan.duration_s,
@@ -243,7 +252,10 @@ class Drill:
     def _stop_load(self) -> None:
         if self.session is not None:
             self.session.stop()
-            self.stats.add(self.session.poll())
+            parts = self.session.poll()
+            self.stats.add(parts)
+            if self.live is not None:
+                self.live.tick(parts)
 
     def _stop_chaos(self) -> None:
         if self.chaos is not None:

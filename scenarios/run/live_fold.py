@@ -1,0 +1,190 @@
+"""The live numbers of a running drill, folded from the workers' result parts as they arrive.
+
+One fold per drill, in the runner: every worker process writes its parts into the same folder,
+so `--processes N` aggregates here with no extra plumbing. Rows are joined onto the schedule
+(`merge_requests`, the same columns as `requests.parquet`), counted once per scheduled row, and
+grouped by the bounded labels priority, kind, mode and phase. Everything is vectorised: a tick
+costs one groupby over the rows that arrived since the last one.
+
+A request counts when it ended (its answer, error or give-up time): failures count at their end
+time, like every latency here, and its latency runs from the intended send time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from reports.faults import SHED_STATUSES
+from scenarios.load.parts import merge_requests
+from traffic_models.quantiles import percentile_value
+
+LABELS = ("priority", "kind", "mode", "phase")
+_RENARD = (1.0, 1.25, 1.6, 2.0, 2.5, 3.2, 4.0, 5.0, 6.4, 8.0)
+LATENCY_BUCKETS_S: tuple[float, ...] = tuple(
+    sorted({round(m * 10.0 ** e, 6) for e in range(-3, 2) for m in _RENARD if 0.005 <= m * 10.0 ** e <= 60.0}
+           | {60.0}))
+"""5 ms to 60 s, ten buckets per decade (neighbours 25% apart), so a P99 interpolated inside a
+bucket is off by at most a quarter of its value anywhere in that range."""
+LAG_BUCKETS_S: tuple[float, ...] = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+COUNTERS = ("sent", "completed", "ok", "failed", "shed", "degraded", "cached", "ok_chars")
+
+
+@dataclass(frozen=True)
+class HistogramState:
+    """Cumulative-free bucket counts per label group (the last column is +Inf) and sums."""
+
+    buckets: tuple[float, ...]
+    counts: np.ndarray  # (groups, len(buckets) + 1)
+    sums: np.ndarray  # (groups,)
+
+    @classmethod
+    def empty(cls, buckets: tuple[float, ...], groups: int) -> HistogramState:
+        return cls(buckets, np.zeros((groups, len(buckets) + 1), dtype=np.int64), np.zeros(groups))
+
+    def observe(self, group: np.ndarray, seconds: np.ndarray) -> None:
+        """Add observations (NaN values are skipped) for the given group ids, in place."""
+        keep = np.isfinite(seconds)
+        group, seconds = group[keep], seconds[keep]
+        slot = np.searchsorted(np.asarray(self.buckets), seconds, side="left")
+        np.add.at(self.counts, (group, slot), 1)
+        np.add.at(self.sums, group, seconds)
+
+
+class LiveFold:
+    """Running counters, histograms and per-request arrays for one drill's schedule."""
+
+    def __init__(self, schedule: pd.DataFrame, *, documents_via_jobs: bool = False) -> None:
+        self.schedule = schedule.reset_index(drop=True)
+        keys = self.schedule[list(LABELS)].astype(str)
+        self._group = keys.groupby(list(LABELS), sort=True).ngroup().to_numpy(dtype=np.int64)
+        self.groups: list[tuple[str, ...]] = [tuple(row) for row in
+                                              keys.drop_duplicates().sort_values(list(LABELS)).to_numpy()]
+        n = len(self.groups)
+        self._jobs = documents_via_jobs
+        self._seen = np.zeros(len(self.schedule), dtype=bool)
+        offsets = self.schedule["offset_s"].to_numpy(dtype=float)
+        self._order = np.argsort(offsets, kind="stable")
+        self._sorted_offsets = offsets[self._order]
+        self._offered_cursor = 0
+        self.offered = np.zeros(n, dtype=np.int64)
+        self.counters = {name: np.zeros(n, dtype=np.int64) for name in COUNTERS}
+        self.latency = HistogramState.empty(LATENCY_BUCKETS_S, n)
+        self.service = HistogramState.empty(LATENCY_BUCKETS_S, n)
+        self.lag = HistogramState.empty(LAG_BUCKETS_S, 1)
+        self._ends: list[np.ndarray] = []
+        self._lat: list[np.ndarray] = []
+        self._failed: list[np.ndarray] = []
+        self._shed: list[np.ndarray] = []
+        self._prio: list[np.ndarray] = []
+        self._lags: list[np.ndarray] = []
+
+    def advance(self, elapsed_s: float) -> None:
+        """Count the scheduled rows whose intended send time has come (offered load)."""
+        stop = int(np.searchsorted(self._sorted_offsets, elapsed_s, side="right"))
+        if stop > self._offered_cursor:
+            rows = self._order[self._offered_cursor:stop]
+            self.offered += np.bincount(self._group[rows], minlength=len(self.groups))
+            self._offered_cursor = stop
+
+    def add(self, parts: pd.DataFrame) -> pd.DataFrame:
+        """Fold in new part rows; returns them merged onto the schedule (first firing only)."""
+        merged = self.merge_new(parts)
+        if merged.empty:
+            return merged
+        group = self._group[merged.index.to_numpy()]
+        self._count(merged, group)
+        return merged
+
+    def merge_new(self, parts: pd.DataFrame) -> pd.DataFrame:
+        """Rows not seen before, in `requests.parquet` columns, indexed by schedule row."""
+        rows = parts["row"].to_numpy(dtype=np.int64)
+        inside = (rows >= 0) & (rows < len(self.schedule))
+        parts, rows = parts[inside], rows[inside]
+        first = ~pd.Series(rows).duplicated().to_numpy() & ~self._seen[rows]
+        parts, rows = parts[first], rows[first]
+        self._seen[rows] = True
+        merged = merge_requests(self.schedule.iloc[rows].reset_index(drop=True),
+                                parts.assign(row=np.arange(len(rows))), documents_via_jobs=self._jobs)
+        merged.index = pd.Index(rows)
+        return merged
+
+    def _count(self, merged: pd.DataFrame, group: np.ndarray) -> None:
+        n = len(self.groups)
+        status = merged["status"].to_numpy()
+        ok = merged["ok"].to_numpy(dtype=bool)
+        sent = merged["sent_s"].notna().to_numpy()
+        done = merged["done_s"].notna().to_numpy()
+        attempted = sent | done
+        flags = {
+            "sent": sent, "completed": (status != 0) & done, "ok": ok, "failed": attempted & ~ok,
+            "shed": np.isin(status, SHED_STATUSES), "degraded": ok & merged["degraded"].to_numpy(dtype=bool),
+            "cached": ok & merged["cached"].to_numpy(dtype=bool),
+        }
+        for name, mask in flags.items():
+            self.counters[name] += np.bincount(group[mask], minlength=n)
+        chars = merged["chars"].to_numpy(dtype=float) * ok
+        self.counters["ok_chars"] += np.bincount(group, weights=chars, minlength=n).astype(np.int64)
+        latency_s = merged["latency_ms"].to_numpy(dtype=float) / 1000.0
+        self.latency.observe(group, np.where(attempted, latency_s, np.nan))
+        self.service.observe(group, merged["service_ms"].to_numpy(dtype=float) / 1000.0)
+        lag = merged["sent_s"].to_numpy(dtype=float) - merged["intended_s"].to_numpy(dtype=float)
+        self.lag.observe(np.zeros(len(lag), dtype=np.int64), np.clip(lag, 0.0, None))
+        self._lags.append(lag)
+        self._ends.append(end_times(merged))
+        self._lat.append(np.where(attempted, latency_s, np.nan))
+        self._failed.append(attempted & ~ok)
+        self._shed.append(flags["shed"])
+        self._prio.append(merged["priority"].astype(str).to_numpy())
+
+    def recent(self, now_s: float, window_s: float) -> RecentFigures:
+        """Rate, error share and P99 per priority over requests that ended in the last `window_s`."""
+        ends = np.concatenate(self._ends) if self._ends else np.empty(0)
+        inside = (ends > now_s - window_s) & (ends <= now_s)
+        lat = np.concatenate(self._lat)[inside] if self._ends else np.empty(0)
+        failed = np.concatenate(self._failed)[inside] if self._ends else np.empty(0, dtype=bool)
+        shed = np.concatenate(self._shed)[inside] if self._ends else np.empty(0, dtype=bool)
+        prio = np.concatenate(self._prio)[inside] if self._ends else np.empty(0, dtype=object)
+        by_priority = {str(p): (int((prio == p).sum()), percentile_value(lat[prio == p] * 1000.0, 99),
+                                float(failed[prio == p].mean()))
+                       for p in sorted(set(self.schedule["priority"].astype(str)))
+                       if (prio == p).any()}
+        return RecentFigures(window_s=window_s, done=int(inside.sum()), failed=int(failed.sum()),
+                             shed=int(shed.sum()), by_priority=by_priority)
+
+    def offered_between(self, start_s: float, end_s: float) -> int:
+        """Scheduled rows with an intended send time in (start_s, end_s]."""
+        bounds = np.searchsorted(self._sorted_offsets, [start_s, end_s], side="right")
+        return int(bounds[1] - bounds[0])
+
+    def lag_p99_ms(self) -> float:
+        """The generator's schedule lag P99 so far (NaN before anything was sent)."""
+        return percentile_value(np.concatenate(self._lags) * 1000.0, 99) if self._lags else float("nan")
+
+    def total(self, name: str) -> int:
+        return int(self.offered.sum()) if name == "offered" else int(self.counters[name].sum())
+
+
+@dataclass(frozen=True)
+class RecentFigures:
+    """What ended in the last window: counts, and per priority (done, P99 ms, error share)."""
+
+    window_s: float
+    done: int
+    failed: int
+    shed: int
+    by_priority: dict[str, tuple[int, float, float]]
+
+    @property
+    def rate(self) -> float:
+        return self.done / self.window_s if self.window_s > 0 else 0.0
+
+
+def end_times(requests: pd.DataFrame) -> np.ndarray:
+    """When each request counts: its end, else its send, else its intended time."""
+    done = requests["done_s"].to_numpy(dtype=float)
+    sent = requests["sent_s"].to_numpy(dtype=float)
+    return np.where(np.isfinite(done), done, np.where(np.isfinite(sent), sent,
+                                                       requests["intended_s"].to_numpy(dtype=float)))
