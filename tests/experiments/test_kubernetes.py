@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes.client import ApiClient
 
 from experiments.kubernetes import objects
+from tests.support.manifests import documents
 
-MANIFESTS = Path(__file__).resolve().parents[2] / "reference_server" / "k8s"
 MODELS = {
     ("v1", "Namespace"): "V1Namespace",
     ("v1", "Service"): "V1Service",
@@ -49,10 +47,7 @@ def round_trip(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _documents() -> list[dict[str, Any]]:
-    docs = []
-    for path in sorted(MANIFESTS.rglob("*.yaml")):
-        docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
-    return docs
+    return documents()
 
 
 @pytest.mark.parametrize("doc", _documents(), ids=lambda d: f"{d['kind']}/{d['metadata']['name']}")

@@ -132,3 +132,39 @@ def test_load_config_reports_every_bad_field(tmp_path: Path) -> None:
 def test_load_config_bad_override_raises_config_error() -> None:
     with pytest.raises(ConfigError, match="max_batch_size"):
         load_config(max_batch_size=0)
+
+
+def test_load_config_remote_pool_from_a_static_list_or_a_service(tmp_path: Path) -> None:
+    path = tmp_path / "server.yaml"
+    path.write_text("pools:\n  quality: {model: quality, remote: ['http://10.0.0.1:9000', 'http://10.0.0.2:9000']}\n"
+                    "  fast: {model: fast, kubernetes: {service: rushhour-fast}}\n")
+    config = load_config(path)
+    assert config.pools["quality"].is_remote and config.pools["quality"].remote == ["http://10.0.0.1:9000", "http://10.0.0.2:9000"]
+    assert config.pools["fast"].is_remote and config.pools["fast"].kubernetes is not None
+    assert config.pools["fast"].kubernetes.port == "http" and config.pools["fast"].kubernetes.namespace is None
+
+
+@pytest.mark.parametrize(("pool", "message"), [
+    ("{model: fast, remote: ['10.0.0.1:9000']}", 'remote node "10.0.0.1:9000" is not an http:// or https:// URL'),
+    ("{model: fast, remote: ['http://a:1', 'http://a:1']}", "remote lists a node twice"),
+    ("{model: fast, remote: ['http://a:1'], kubernetes: {service: s}}", "not both"),
+    ("{model: fast, kubernetes: {service: s}, autoscale: {min_nodes: 1}}", "autoscale sizes local pools only"),
+])
+def test_load_config_remote_pool_errors_name_the_pool(tmp_path: Path, pool: str, message: str) -> None:
+    path = tmp_path / "server.yaml"
+    path.write_text(f"pools:\n  fast: {pool}\n")
+    with pytest.raises(ConfigError, match="pools.fast") as caught:
+        load_config(path)
+    assert message in str(caught.value)
+
+
+def test_load_config_redis_url_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "server.yaml"
+    path.write_text("cache: {redis_url: 'redis://file:6379/0', ttl_s: 30}\n")
+    monkeypatch.setenv("RUSHHOUR_REDIS_URL", "redis://env:6379/1")
+    config = load_config(path)
+    assert config.cache.redis_url == "redis://env:6379/1" and config.cache.ttl_s == 30
+    monkeypatch.setenv("RUSHHOUR_REDIS_URL", "")
+    assert load_config(path).cache.redis_url is None
+    monkeypatch.delenv("RUSHHOUR_REDIS_URL")
+    assert load_config(path).cache.redis_url == "redis://file:6379/0"

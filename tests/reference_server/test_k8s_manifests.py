@@ -1,0 +1,91 @@
+"""The Kubernetes manifests hold together: the gateway's config validates and names the pools'
+headless Services, every pool runs a `rushhour node` command line the CLI accepts, the gateway may
+watch Endpoints, and the Locust workers find the master's Service. (Each object is checked against
+the official client's models in tests/experiments/test_kubernetes.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+import yaml
+
+from reference_server.config import ServerConfig, load_config
+from scenarios.cli.node import node as node_command
+from scenarios.cli.serve import serve as serve_command
+from tests.support.manifests import container, documents, manifest, pool_argv
+
+
+def _gateway_config(tmp_path: Path) -> ServerConfig:
+    path = tmp_path / "server.yaml"
+    path.write_text(manifest("ConfigMap", "rushhour-server-config")["data"]["server.yaml"])
+    return load_config(path)
+
+
+def _parse(command: click.Command, argv: list[str]) -> dict[str, Any]:
+    return dict(command.make_context(argv[1], argv[2:]).params)
+
+
+def test_k8s_gateway_config_points_every_pool_at_a_headless_service(tmp_path: Path) -> None:
+    config = _gateway_config(tmp_path)
+    for name, pool in config.pools.items():
+        assert pool.kubernetes is not None, f"pool {name} is not found through the Kubernetes API"
+        service = manifest("Service", pool.kubernetes.service)
+        assert service["spec"]["clusterIP"] == "None"
+        assert pool.kubernetes.port in {p["name"] for p in service["spec"]["ports"]}
+        pod = manifest("Deployment", f"rushhour-{name}")["spec"]["template"]["metadata"]["labels"]
+        assert service["spec"]["selector"].items() <= pod.items()
+
+
+def test_k8s_gateway_runs_serve_with_the_mounted_config() -> None:
+    gateway = container("Deployment", "rushhour-gateway")
+    params = _parse(serve_command, gateway["args"])
+    mount = next(m for m in gateway["volumeMounts"] if m["name"] == "config")["mountPath"]
+    assert params["config_path"] == Path(mount) / "server.yaml" and params["host"] == "0.0.0.0"
+    assert {"name": "RUSHHOUR_REDIS_URL", "value": "redis://rushhour-redis:6379/0"} in gateway["env"]
+
+
+@pytest.mark.parametrize("pool", ["quality", "fast"])
+def test_k8s_pool_runs_rushhour_node_for_its_tier(tmp_path: Path, pool: str) -> None:
+    argv = pool_argv(pool)
+    params = _parse(node_command, argv)
+    assert argv[:2] == ["rushhour", "node"]
+    assert params["tier"] == _gateway_config(tmp_path).pools[pool].model
+    assert (params["host"], params["port"]) == ("0.0.0.0", 9000)
+    pod = container("Deployment", f"rushhour-{pool}")
+    assert pod["ports"] == [{"name": "http", "containerPort": 9000}]
+    assert pod["readinessProbe"]["httpGet"]["path"] == "/readyz" and pod["livenessProbe"]["httpGet"]["path"] == "/healthz"
+
+
+def test_k8s_gateway_may_watch_endpoints_and_nothing_more() -> None:
+    account = manifest("Deployment", "rushhour-gateway")["spec"]["template"]["spec"]["serviceAccountName"]
+    binding = manifest("RoleBinding", "rushhour-gateway-endpoints")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": "rushhour"}]
+    role = manifest("Role", binding["roleRef"]["name"])
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["endpoints"], "verbs": ["get", "list", "watch"]}]
+
+
+def test_k8s_locust_workers_join_the_master_service() -> None:
+    """Written to the documented CLI of Locust across hosts (DESIGN.md): `rushhour run ...
+    --workers N --master-bind HOST:PORT` and `rushhour worker --master HOST:PORT`."""
+    master = container("Job", "rushhour-drill")["args"]
+    assert master[:2] == ["rushhour", "run"] and "--allow-remote" in master
+    workers = int(master[master.index("--workers") + 1])
+    bind_port = master[master.index("--master-bind") + 1].rsplit(":", 1)[1]
+    service = manifest("Service", "rushhour-locust-master")
+    job_labels = manifest("Job", "rushhour-drill")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= job_labels.items()
+    deployment = manifest("Deployment", "rushhour-locust-worker")
+    assert deployment["spec"]["replicas"] == workers
+    assert container("Deployment", "rushhour-locust-worker")["args"] == [
+        "rushhour", "worker", "--master", f"rushhour-locust-master:{service['spec']['ports'][0]['port']}"]
+    assert str(service["spec"]["ports"][0]["port"]) == bind_port
+
+
+def test_k8s_every_object_lives_in_the_rushhour_namespace() -> None:
+    for doc in documents():
+        if doc["kind"] != "Namespace":
+            assert doc["metadata"]["namespace"] == "rushhour", doc["metadata"]["name"]
+    assert yaml.safe_load(manifest("ConfigMap", "rushhour-server-config")["data"]["server.yaml"])["pools"]
