@@ -143,7 +143,7 @@ class Drill:
             self._observe()
         self._open_events()
         if self.live is not None:
-            self.live.begin(self.t0, self.events_log)
+            self.live.begin(self.t0, self.events_log, self.url)
         if self.server is not None:
             self.server.anchor_schedules(self.t0)
         self.scraper = StatusScraper(self.url, origin=self.t0, on_server_event=self._server_event,

@@ -7,18 +7,24 @@ while held); the current phase; each SLO's good/bad events and burn rates. Every
 bounded by the scenario (its priorities, kinds, modes, phases, SLOs and experiments), never by
 requests. Names start with `rushhour_drill_`, apart from the reference server's `rushhour_`.
 
-The collector reads the `LiveState` at scrape time under its lock; the HTTP server is
-prometheus_client's own, on its own registry, bound to 127.0.0.1 unless told otherwise.
+The collector reads the `LiveState` at scrape time under its lock; the HTTP server serves the
+drill's own registry (prometheus_client's WSGI app) and a service-discovery list, bound to
+127.0.0.1 unless told otherwise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import socket
+from collections.abc import Callable, Iterable, Iterator
+from socketserver import ThreadingMixIn
 from threading import Thread
-from wsgiref.simple_server import WSGIServer
+from typing import Any
+from urllib.parse import urlsplit
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import numpy as np
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -151,20 +157,53 @@ def _histogram(name: str, documentation: str, state: HistogramState, groups: lis
     return family
 
 
+def sd_targets(own: str, target_url: str | None) -> list[dict[str, object]]:
+    """Prometheus HTTP service discovery: this endpoint, and the drilled service once known."""
+    groups: list[dict[str, object]] = [{"targets": [own], "labels": {"job": "rushhour-harness"}}]
+    if target_url:
+        url = urlsplit(target_url)
+        groups.append({"targets": [url.netloc], "labels": {
+            "job": "rushhour-server", "__scheme__": url.scheme or "http",
+            "__metrics_path__": url.path.rstrip("/") + "/metrics"}})
+    return groups
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        """Scrapes every second would flood the drill's output."""
+
+
 class MetricsServer:
-    """prometheus_client's HTTP server over one drill's registry; `close()` frees the port."""
+    """The drill's registry over HTTP: `/metrics` (any path, like prometheus_client's server) and
+    `/sd`, Prometheus HTTP service discovery listing this endpoint and the drilled service, so one
+    scrape config finds an embedded server on whatever port it got. `close()` frees the port."""
 
     def __init__(self, state: LiveState, *, port: int, host: str = DEFAULT_HOST) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(DrillCollector(state))
+        self._state = state
+        self._metrics_app = make_wsgi_app(self.registry)
+        server_class = type("_Server", (_ThreadingServer,), {"address_family": socket.AF_INET6 if ":" in host else socket.AF_INET})
         try:
-            server, thread = start_http_server(port, addr=host, registry=self.registry)
+            self._server = make_server(host, port, self._app, server_class, handler_class=_QuietHandler)
         except OSError as exc:
             raise LiveMetricsError(f'--metrics-port: cannot listen on {host}:{port}: {exc.strerror or exc}.') from exc
-        self._server: WSGIServer = server
-        self._thread: Thread = thread
+        self._thread = Thread(target=self._server.serve_forever, name="rushhour-live-metrics", daemon=True)
+        self._thread.start()
         self.host = host
-        self.port = int(server.server_port)
+        self.port = int(self._server.server_port)
+
+    def _app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == "/sd":
+            own = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+            body = json.dumps(sd_targets(own, self._state.target_url)).encode()
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+        return self._metrics_app(environ, start_response)  # type: ignore[no-any-return]
 
     @property
     def url(self) -> str:

@@ -55,6 +55,7 @@ class LiveState:
     results_dir: Path
     run_name: str = ""
     t0: float = 0.0
+    target_url: str | None = None  # the drilled service, for Prometheus service discovery
     cpu_ratio: float = 0.0
     faults: dict[str, float | None] = field(default_factory=dict)  # name -> start t_s while held
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -71,9 +72,9 @@ class LiveState:
     def started(self) -> bool:
         return self.t0 > 0
 
-    def begin(self, t0: float) -> None:
+    def begin(self, t0: float, target_url: str | None = None) -> None:
         with self.lock:
-            self.t0 = t0
+            self.t0, self.target_url = t0, target_url
 
     def elapsed(self) -> float:
         return time.time() - self.t0 if self.started else 0.0
