@@ -17,7 +17,7 @@ ORT_OTHER := onnxruntime-gpu
 STAMP     := $(VENV)/.rushhour-installed
 endif
 
-.PHONY: install install-gpu drill test bench clean redis-server
+.PHONY: install install-gpu drill test bench clean redis-server prometheus
 
 INSTALL_LOG := $(VENV)/install.log
 
@@ -49,7 +49,11 @@ drill: $(STAMP)
 redis-server:
 	@command -v redis-server >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; } || true
 
-test: $(STAMP) redis-server
+# The live-metrics test (issue 17) needs a real Prometheus and promtool: same rule as redis-server.
+prometheus:
+	@command -v prometheus >/dev/null && command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; } || true
+
+test: $(STAMP) redis-server prometheus
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
