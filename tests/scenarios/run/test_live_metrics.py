@@ -56,7 +56,7 @@ def test_metrics_endpoint_serves_counters_faults_and_sd(state: LiveState, tmp_pa
     assert samples["rushhour_drill_slo_bad_total"] >= 1
     assert [g["labels"]["job"] for g in sd] == ["rushhour-harness", "rushhour-server"]
     if shutil.which("promtool"):
-        done = subprocess.run(["promtool", "check", "metrics"], input=text.encode(), capture_output=True, timeout=60)
+        done = subprocess.run(["promtool", "check", "metrics"], input=text.encode(), capture_output=True, timeout=60, check=False)
         assert done.returncode == 0 and not (done.stdout + done.stderr).strip(), done
 
 
