@@ -139,14 +139,21 @@ class LiveFold:
         self._shed.append(flags["shed"])
         self._prio.append(merged["priority"].astype(str).to_numpy())
 
+    def _compact(self) -> None:
+        """One array per column again, so each second concatenates only what arrived."""
+        for chunks in (self._ends, self._lat, self._failed, self._shed, self._prio):
+            if len(chunks) > 1:
+                chunks[:] = [np.concatenate(chunks)]
+
     def recent(self, now_s: float, window_s: float) -> RecentFigures:
         """Rate, error share and P99 per priority over requests that ended in the last `window_s`."""
-        ends = np.concatenate(self._ends) if self._ends else np.empty(0)
+        if not self._ends:
+            return RecentFigures(window_s=window_s, done=0, failed=0, shed=0, by_priority={})
+        self._compact()
+        ends = self._ends[0]
         inside = (ends > now_s - window_s) & (ends <= now_s)
-        lat = np.concatenate(self._lat)[inside] if self._ends else np.empty(0)
-        failed = np.concatenate(self._failed)[inside] if self._ends else np.empty(0, dtype=bool)
-        shed = np.concatenate(self._shed)[inside] if self._ends else np.empty(0, dtype=bool)
-        prio = np.concatenate(self._prio)[inside] if self._ends else np.empty(0, dtype=object)
+        lat, failed = self._lat[0][inside], self._failed[0][inside]
+        shed, prio = self._shed[0][inside], self._prio[0][inside]
         by_priority = {str(p): (int((prio == p).sum()), percentile_value(lat[prio == p] * 1000.0, 99),
                                 float(failed[prio == p].mean()))
                        for p in sorted(set(self.schedule["priority"].astype(str)))

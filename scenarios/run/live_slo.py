@@ -62,7 +62,9 @@ class SloTally:
         """Bad share of the events that ended in (now - window, now], over the allowed share."""
         if not self._times:
             return 0.0
-        times, bad = np.concatenate(self._times), np.concatenate(self._bad)
+        if len(self._times) > 1:  # one array again, so each call concatenates only what arrived
+            self._times[:], self._bad[:] = [np.concatenate(self._times)], [np.concatenate(self._bad)]
+        times, bad = self._times[0], self._bad[0]
         inside = (times > now_s - window_s) & (times <= now_s)
         if not inside.any():
             return 0.0
