@@ -14,6 +14,7 @@ COMMANDS = {
     "report": "scenarios.cli.report:report",
     "compare": "scenarios.cli.report:compare",
     "node": "scenarios.cli.node:node",
+    "capacity": "scenarios.cli.capacity:capacity",
 }
 
 

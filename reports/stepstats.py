@@ -1,0 +1,176 @@
+"""One step of a capacity search judged: every SLO met, missed or not yet clear, at 95% confidence.
+
+A step's requests are judged while some are still in flight, so each request is good, bad or
+*pending*. A pending request that has already waited longer than a latency threshold is bad
+whatever comes back; any other pending request could still go either way. An SLO is
+
+- **met** when it holds even if every pending request turns out bad: the percentile's one-sided
+  95% upper bound (binomial order statistics, `reports.stats.ci_ranks`) is within the threshold,
+  or a share's one-sided 95% Clopper-Pearson bound is on the right side of the objective;
+- **missed** when it fails even if every pending request turns out good (the lower bound is past
+  the threshold);
+- **open** otherwise. That is the early-stopping rule (MLPerf LoadGen's idea): a step ends as
+  soon as its verdict is clear, and a step that ends open counts as not met.
+
+Every SLO is judged over the whole step; a `phase` filter has no meaning at a constant rate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from scipy.stats import beta
+
+from reports.faults import SHED_STATUSES
+from reports.selection import slo_scope
+from reports.schema import SloSpec
+from reports.stats import ci_ranks, summary_percentiles
+
+__all__ = ["ONE_SIDED", "SloCall", "judge_slos", "samples_to_pass", "step_figures"]
+
+ONE_SIDED = 0.95
+INTERVAL = 2 * ONE_SIDED - 1  # a two-sided interval whose each end is a one-sided ONE_SIDED bound
+Decision = Literal["met", "missed", "open"]
+SHARE_HORIZON_S = 5.0
+
+
+@dataclass(frozen=True)
+class SloCall:
+    """One SLO over one step: the decision, the evidence, and how many samples a pass needs."""
+
+    name: str
+    kind: str
+    objective_text: str
+    decision: Decision
+    samples: int
+    bad: int
+    pending: int
+    measured: float | None
+    lower: float | None
+    upper: float | None
+    needed: int
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def samples_to_pass(spec: SloSpec) -> int:
+    """Fewest requests in scope with which `spec` can be shown met (none of them bad)."""
+    allowed = spec.allowed_bad_share
+    return math.ceil(math.log(1.0 - ONE_SIDED) / math.log(1.0 - allowed) - 1e-9)
+
+
+def judge_slos(requests: pd.DataFrame, specs: list[SloSpec], now_s: float, *, final: bool = True,
+               record_lag_s: float = 0.0) -> list[SloCall]:
+    """Judge every SLO on the step's requests at `now_s` (seconds on the step's clock).
+
+    `requests` holds one row per request intended inside the measurement window, with NaN
+    `done_s` for those still in flight; an answer may take `record_lag_s` to be recorded. Before
+    the step's end (`final` False) only the settled part is judged: requests due at least one
+    threshold (latency) or SHARE_HORIZON_S (shares) ago, so that the slow answers still on their
+    way cannot be left out in favour of the fast ones already back.
+    """
+    known_at = now_s - record_lag_s
+    return [_judge(requests, spec.model_copy(update={"phase": None}), known_at, final) for spec in specs]
+
+
+def _judge(requests: pd.DataFrame, spec: SloSpec, now_s: float, final: bool) -> SloCall:
+    scope = slo_scope(requests, pd.Series("", index=requests.index), spec)
+    if not final:
+        horizon = float(spec.threshold_ms or 0) / 1000.0 if spec.kind == "latency" else SHARE_HORIZON_S
+        scope &= requests["intended_s"].to_numpy(dtype=float) < now_s - horizon
+    frame = requests[scope]
+    pending = frame["done_s"].isna().to_numpy()
+    ok = frame["ok"].to_numpy(dtype=bool) & ~pending
+    if spec.kind == "latency":
+        return _latency(spec, frame, ok, pending, now_s)
+    if spec.kind == "availability":
+        good, unknown, n = int(ok.sum()), int(pending.sum()), len(frame)
+        low = _cp_low(good, n)
+        high = _cp_high(good + unknown, n)
+        objective = float(spec.objective or 0)
+        decision = _decide(low is not None and low > objective, high is not None and high < objective)
+        return _call(spec, decision, n, n - good - unknown, unknown, good / n if n else None, low, high)
+    degraded = frame["degraded"].to_numpy(dtype=bool) & ok
+    n, bad = int(ok.sum()), int(degraded.sum())
+    low, high = _cp_low(bad, n), _cp_high(bad, n)
+    limit = float(spec.max_share or 0)
+    decision = _decide(high is not None and high <= limit, low is not None and low > limit)
+    return _call(spec, decision, n, bad, int(pending.sum()), bad / n if n else None, low, high)
+
+
+def _latency(spec: SloSpec, frame: pd.DataFrame, ok: np.ndarray, pending: np.ndarray, now_s: float) -> SloCall:
+    threshold = float(spec.threshold_ms or 0)
+    latency = frame["latency_ms"].to_numpy(dtype=float)
+    waited = (now_s - frame["intended_s"].to_numpy(dtype=float)) * 1000.0
+    good = ok & (latency <= threshold)
+    unknown = pending & (waited <= threshold)
+    n = len(frame)
+    pessimistic = np.sort(np.where(good, latency, np.inf))
+    optimistic = np.sort(np.where(good, latency, np.where(unknown, waited, np.inf)))
+    lo, hi = ci_ranks(float(spec.percentile or 0), n, INTERVAL) if n else (0, 1)
+    met = 1 <= hi <= n and int(good.sum()) >= hi
+    missed = lo >= 1 and int(good.sum() + unknown.sum()) < lo
+    upper = _finite(pessimistic[hi - 1]) if 1 <= hi <= n else None
+    lower = _finite(optimistic[lo - 1]) if 1 <= lo <= n else None
+    rank = min(n, max(1, math.ceil(round(float(spec.percentile or 0) / 100.0 * n, 9))))
+    point = _finite(optimistic[rank - 1]) if n else None
+    return _call(spec, _decide(met, missed), n, n - int(good.sum()) - int(unknown.sum()), int(unknown.sum()),
+                 point, lower, upper)
+
+
+def _decide(met: bool, missed: bool) -> Decision:
+    return "met" if met else "missed" if missed else "open"
+
+
+def _call(spec: SloSpec, decision: Decision, n: int, bad: int, pending: int, measured: float | None,
+          lower: float | None, upper: float | None) -> SloCall:
+    return SloCall(spec.name, spec.kind, spec.objective_text, decision, n, bad, pending, measured, lower, upper,
+                   samples_to_pass(spec))
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+def _cp_low(hits: int, n: int) -> float | None:
+    """One-sided lower Clopper-Pearson bound of hits/n."""
+    if n == 0:
+        return None
+    return float(beta.ppf(1.0 - ONE_SIDED, hits, n - hits + 1)) if hits > 0 else 0.0
+
+
+def _cp_high(hits: int, n: int) -> float | None:
+    """One-sided upper Clopper-Pearson bound of hits/n."""
+    if n == 0:
+        return None
+    return float(beta.ppf(ONE_SIDED, hits + 1, n - hits)) if hits < n else 1.0
+
+
+def step_figures(requests: pd.DataFrame, *, window: tuple[float, float], completions: np.ndarray) -> dict[str, object]:
+    """Offered and achieved rate, percentiles with 95% intervals, error and shed rates of a step.
+
+    `requests` are those intended in `window`; `completions` the end times (step clock) of every
+    successful answer of the step, whenever it was sent, so achieved is the rate the service
+    delivered inside the window.
+    """
+    start, end = window
+    span = max(end - start, 1e-9)
+    done = requests["done_s"].to_numpy(dtype=float)
+    finished = ~np.isnan(done)
+    status = requests["status"].to_numpy()
+    ok = requests["ok"].to_numpy(dtype=bool) & finished
+    latency = np.where(finished, requests["latency_ms"].to_numpy(dtype=float), np.nan)
+    served = int(((completions >= start) & (completions < end)).sum())
+    n = len(requests)
+    return {
+        "requests": n, "finished": int(finished.sum()), "ok": int(ok.sum()),
+        "offered_rps": n / span, "achieved_rps": served / span,
+        "latency_ms": {key: p.as_dict() for key, p in summary_percentiles(latency).items() if key != "p999"},
+        "error_rate": float((finished & ~ok).sum() / n) if n else None,
+        "shed_rate": float((finished & np.isin(status, list(SHED_STATUSES))).sum() / n) if n else None,
+    }

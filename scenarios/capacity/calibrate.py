@@ -1,0 +1,178 @@
+"""Drills calibrated to the machine: `peak_rps: 0.7x capacity` (or `0.7x n-1 capacity`) resolved.
+
+The capacity is what `rushhour capacity` measures for the scenario (its mix, all its SLOs, its
+embedded server), cached per machine, server configuration and version under the state
+directory (`$RUSHHOUR_STATE_DIR`, default ~/.rushhour), in `capacity/<key>.json`. When any of
+them changes the key changes, and the next run re-measures quickly: a coarser precision,
+starting next to the last figure this scenario had. A dry run never measures: without a cached
+figure it plans at the search's starting rate and says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import click
+
+from scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE
+from scenarios.capacity.job import CapacityJob, load_mix, slo_floors, step_rules
+from scenarios.capacity.search import SearchSettings
+from scenarios.capacity.target import embedded_config
+from scenarios.run.envinfo import machine_facts
+from scenarios.spec.model import Scenario, ScenarioError
+from scenarios.spec.peak import Calibration, RelativePeak
+
+__all__ = ["cache_dir", "calibrated_peak", "calibration_key", "remember"]
+
+REFERENCE_SERVER = Path(__file__).resolve().parents[2] / "reference_server"
+CALIBRATION_STEP_S = 60.0
+CALIBRATION_PRECISION = 0.10
+CALIBRATION_SPAN = 8.0
+REMEASURE_GROWTH = 1.25
+REMEASURE_START = 0.9
+MACHINE_FACTS = ("cpu_model", "cpu_cores", "memory_gb", "gpu")
+LOAD_FIELDS = {"languages", "documents_via_jobs", "processes", "request_timeout_s", "timeout_margin_s", "mode"}
+SERVER_VOLATILE = {"host", "port", "state_dir", "model_cache_dir"}
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("RUSHHOUR_STATE_DIR", "~/.rushhour")).expanduser() / "capacity"
+
+
+def _code_digest() -> str:
+    """The reference server's version: a digest of its source, so any change re-measures."""
+    digest = hashlib.sha256()
+    for path in sorted(REFERENCE_SERVER.rglob("*.py")):
+        digest.update(path.relative_to(REFERENCE_SERVER).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def calibration_key(scenario: Scenario, condition: str, *, source: str, base_dir: Path) -> tuple[str, dict[str, Any]]:
+    """(key, what it was made of): machine, version, server config, mix, SLOs, load, condition."""
+    embedded = scenario.target.embedded
+    if embedded is None:
+        raise ScenarioError(f'{source}: traffic.peak_rps: a peak relative to capacity needs target: embedded, the '
+                            f'server this machine measures; "{scenario.target.url}" is measured with '
+                            "`rushhour capacity` and given as a number.")
+    facts = machine_facts()
+    parts = {
+        "machine": {key: facts.get(key) for key in MACHINE_FACTS},
+        "version": {"rushhour": (facts.get("packages") or {}).get("rushhour"), "server": _code_digest()},
+        "server": embedded_config(embedded, source=source, base_dir=base_dir).model_dump(
+            mode="json", exclude=SERVER_VOLATILE),
+        "mix": load_mix(scenario, source=source, base_dir=base_dir).mix.model_dump(mode="json"),
+        "slos": [slo.model_dump(mode="json") for slo in scenario.slos],
+        "load": scenario.load.model_dump(mode="json", include=LOAD_FIELDS),
+        "condition": condition,
+    }
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20], parts
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("capacity_rps"), (int, float)) else None
+
+
+def _previous(scenario: Scenario, condition: str) -> float | None:
+    """The latest figure this scenario had under `condition`, under any key (a re-measure starts there)."""
+    entries = [e for p in cache_dir().glob("*.json") if (e := _read(p)) is not None
+               and e.get("scenario") == scenario.name and e.get("condition") == condition]
+    latest = max(entries, key=lambda e: str(e.get("measured_at", "")), default=None)
+    return float(latest["capacity_rps"]) if latest else None
+
+
+def remember(job: CapacityJob, document: dict[str, Any]) -> list[Path]:
+    """Cache every condition a job measured, when the job is the calibration's kind of measurement:
+    the scenario's embedded server and all its SLOs. Returns the files written."""
+    if job.target_url is not None or job.scenario.target.embedded is None:
+        return []
+    if [slo.name for slo in job.slos] != [slo.name for slo in job.scenario.slos]:
+        return []
+    written = []
+    for entry in document.get("conditions") or []:
+        name = entry.get("condition")
+        usable = entry.get("capacity_rps") is not None and not entry.get("generator_bound") and not entry.get("ceiling")
+        if name not in (HEALTHY, N_MINUS_ONE) or not usable:
+            continue
+        key, parts = calibration_key(job.scenario, name, source=job.source, base_dir=job.base_dir)
+        record = {"key": key, "scenario": job.scenario.name, "condition": name, "capacity_rps": entry["capacity_rps"],
+                  "bracket": entry.get("bracket"), "summary": entry.get("summary"),
+                  "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  "results": str(job.out_dir.resolve()), "made_of": parts}
+        path = cache_dir() / f"{key}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
+        os.replace(tmp, path)
+        written.append(path)
+    return written
+
+
+def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir: Path) -> CapacityJob:
+    """The quick search a calibration runs: all SLOs, 60 s steps, 10% precision."""
+    mix = load_mix(scenario, source=source, base_dir=base_dir)
+    floors = slo_floors(mix, list(scenario.slos), CALIBRATION_STEP_S)
+    low = max(1.0, math.ceil(max((f.floor_rps for f in floors), default=1.0) * 10) / 10)
+    previous = _previous(scenario, condition)
+    settings = SearchSettings(min_rps=low, max_rps=max(low * CALIBRATION_SPAN, (previous or 0) * 2),
+                              precision=CALIBRATION_PRECISION,
+                              growth=REMEASURE_GROWTH if previous else 2.0)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return CapacityJob(
+        scenario=scenario, source=source, base_dir=base_dir, mix=mix, slos=list(scenario.slos),
+        conditions=[condition], settings=settings,
+        rules=step_rules(CALIBRATION_STEP_S, scenario.load.max_lag_p99_ms),
+        out_dir=cache_dir() / "runs" / f"{scenario.name}-{condition}-{stamp}", seed=scenario.traffic.seed,
+        start_rps=previous * REMEASURE_START if previous else None, floors=floors)
+
+
+def _dry_run() -> bool:
+    """Whether the command being run is a --dry-run (which must boot nothing)."""
+    context = click.get_current_context(silent=True)
+    return bool(context is not None and context.params.get("dry_run"))
+
+
+def _measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path) -> float:
+    from scenarios.capacity.runner import run_capacity
+
+    job = calibration_job(scenario, condition, source=source, base_dir=base_dir)
+    say = lambda text: click.echo(f"calibrating: {text}", err=True)  # noqa: E731
+    say(f'traffic.peak_rps is relative to the capacity ({condition}), not yet measured for this machine, '
+        f"server and version; measuring it ({job.settings.min_rps:g}-{job.settings.max_rps:g} req/s, "
+        f"{job.rules.measure_s:g} s steps) ...")
+    outcome = run_capacity(job, say=say)
+    remember(job, outcome.document)
+    entry = (outcome.document.get("conditions") or [{}])[0]
+    if entry.get("capacity_rps") is None or entry.get("generator_bound") or outcome.document.get("aborted"):
+        reason = outcome.document.get("aborted") or entry.get("summary") or "no step ran"
+        raise ScenarioError(f"{source}: traffic.peak_rps: the capacity could not be measured ({reason}); "
+                            f"see {outcome.out_dir / 'capacity.html'}.")
+    say(f"capacity {entry['capacity_rps']:.1f} req/s ({entry['summary']}); cached.")
+    return float(entry["capacity_rps"])
+
+
+def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, base_dir: Path) -> Calibration:
+    """The relative peak as a rate: from the cache, measured now, or (dry run) a labelled placeholder."""
+    key, _ = calibration_key(scenario, relative.condition, source=source, base_dir=base_dir)
+    cached = _read(cache_dir() / f"{key}.json")
+    if cached is not None:
+        figure, note = float(cached["capacity_rps"]), f"measured {cached.get('measured_at', '?')}, cached"
+    elif _dry_run():
+        job = calibration_job(scenario, relative.condition, source=source, base_dir=base_dir)
+        figure = job.start_rps or job.settings.min_rps
+        note = "not measured on this machine yet; shown at the search's first rate, the run measures it first"
+    else:
+        figure, note = _measure(scenario, relative.condition, source=source, base_dir=base_dir), "measured now"
+    return Calibration(factor=relative.factor, condition=relative.condition, capacity_rps=round(figure, 2),
+                       peak_rps=round(relative.factor * figure, 2), note=note, key=key)

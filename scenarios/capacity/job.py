@@ -1,0 +1,130 @@
+"""What one capacity job is: the scenario's mix and SLOs, the conditions, the rates and the steps.
+
+Everything is checked before anything boots. In particular, a step can only show an SLO met
+with 95% confidence once it holds enough requests in that SLO's scope (299 for a P99 with none
+bad), so each SLO has a *floor*: the lowest rate at which one step of the chosen length sees
+that many. A search below the floor could only ever fail, so it is refused with the numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from reports.schema import CostModel, SloSpec
+from reports.selection import slo_scope
+from reports.stepstats import samples_to_pass
+from scenarios.capacity.search import SearchSettings
+from scenarios.capacity.steps import StepRules, step_schedule
+from scenarios.spec.model import Scenario, ScenarioError
+from traffic_models import TrafficModelError, load_traffic_model
+from traffic_models.model import TrafficModel
+
+__all__ = ["CapacityJob", "SloFloor", "default_range", "load_mix", "select_slos", "slo_floors"]
+
+SHARE_SAMPLE_RPS = 2000.0
+SHARE_SAMPLE_S = 10.0
+DEFAULT_SPAN = 10.0
+
+
+@dataclass(frozen=True)
+class SloFloor:
+    """The lowest rate at which one step can show `name` met: needed / (share x measure_s)."""
+
+    name: str
+    share: float
+    needed: int
+    floor_rps: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapacityJob:
+    """A fully resolved `rushhour capacity` invocation."""
+
+    scenario: Scenario
+    source: str
+    base_dir: Path
+    mix: TrafficModel
+    slos: list[SloSpec]
+    conditions: list[str]
+    settings: SearchSettings
+    rules: StepRules
+    out_dir: Path
+    target_url: str | None = None
+    require_rps: float | None = None
+    seed: int = 0
+    start_rps: float | None = None
+    floors: list[SloFloor] = field(default_factory=list)
+
+    @property
+    def cost_model(self) -> CostModel | None:
+        return self.scenario.cost
+
+
+def load_mix(scenario: Scenario, *, source: str, base_dir: Path) -> TrafficModel:
+    """The scenario's traffic model, whose request mix every step replays."""
+    candidate = base_dir / scenario.traffic.model
+    try:
+        return load_traffic_model(candidate if candidate.is_file() else scenario.traffic.model)
+    except TrafficModelError as exc:
+        raise ScenarioError(f"{source}: traffic.model: {exc}") from exc
+
+
+def select_slos(scenario: Scenario, names: tuple[str, ...], *, source: str) -> list[SloSpec]:
+    """The scenario's SLOs, or only those named (each must exist)."""
+    known = {slo.name: slo for slo in scenario.slos}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ScenarioError(f'{source}: slos: no SLO named "{unknown[0]}"; the scenario has '
+                            f"{', '.join(known) or 'none'}.")
+    chosen = [known[name] for name in dict.fromkeys(names)] if names else list(scenario.slos)
+    if not chosen:
+        raise ScenarioError(f"{source}: slos: the scenario has no SLO, so no rate can be shown to meet one.")
+    return chosen
+
+
+def slo_floors(mix: TrafficModel, specs: list[SloSpec], measure_s: float, *, seed: int = 0) -> list[SloFloor]:
+    """Each SLO's share of the mix and the lowest rate a step of `measure_s` can show it met at."""
+    sample = step_schedule(mix, rate_rps=SHARE_SAMPLE_RPS, duration_s=SHARE_SAMPLE_S, seed=seed)
+    frame = sample.rename(columns={"offset_s": "intended_s"})
+    phases = pd.Series("", index=frame.index)
+    floors = []
+    for spec in specs:
+        share = float(slo_scope(frame, phases, spec.model_copy(update={"phase": None})).mean()) if len(frame) else 0.0
+        needed = samples_to_pass(spec)
+        floor = needed / (share * measure_s) if share > 0 else math.inf
+        floors.append(SloFloor(spec.name, share, needed, floor))
+    return floors
+
+
+def check_floors(floors: list[SloFloor], min_rps: float, measure_s: float, *, source: str) -> None:
+    """Refuse a search whose lowest rate cannot show some SLO met, saying what would."""
+    empty = [f.name for f in floors if f.share == 0]
+    if empty:
+        raise ScenarioError(f'{source}: slos: "{empty[0]}" selects no request of the scenario\'s mix, so it '
+                            "can never be shown met.")
+    worst = max(floors, key=lambda f: f.floor_rps)
+    if min_rps + 1e-9 < worst.floor_rps:
+        longer = worst.needed / (worst.share * min_rps)
+        raise ScenarioError(
+            f'SLO "{worst.name}" needs {worst.needed} requests in its scope per step to be shown met with 95% '
+            f"confidence, and it covers {100 * worst.share:.1f}% of the mix: a {measure_s:g} s step reaches "
+            f"that from {worst.floor_rps:.1f} req/s, above --min-rps {min_rps:g}. Raise --min-rps to "
+            f"{math.ceil(worst.floor_rps)}, lengthen --step-duration to {math.ceil(longer)}s, or leave the "
+            "SLO out with --slo.")
+
+
+def default_range(floors: list[SloFloor], min_rps: float | None, max_rps: float | None) -> tuple[float, float]:
+    """--min-rps defaults to the highest SLO floor (at least 1), --max-rps to 10x the minimum."""
+    low = min_rps if min_rps is not None else max(1.0, math.ceil(max(f.floor_rps for f in floors) * 10) / 10)
+    high = max_rps if max_rps is not None else low * DEFAULT_SPAN
+    return float(low), float(high)
+
+
+def step_rules(measure_s: float, max_lag_p99_ms: float) -> StepRules:
+    """Warm-up a sixth of the step (at most 5 s), early fails after 2 s, early passes at half."""
+    return StepRules(measure_s=measure_s, warmup_s=min(5.0, max(1.0, measure_s / 6.0)),
+                     max_lag_p99_ms=max_lag_p99_ms)

@@ -1,0 +1,118 @@
+"""Steps and searches as the plain data of capacity.json (no files written here).
+
+A step entry carries the rate offered and achieved, P50/P95/P99 with 95% intervals, error and
+shed rates, each SLO's decision, the generator's health, and, where the target has
+`/v1/status`, utilisation per pool and the cost per 1k characters at that rate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from reports.cost import compute_cost
+from reports.schema import CostModel
+from scenarios.capacity.search import SearchResult, StepVerdict
+from scenarios.capacity.stepper import StepRecord
+from scenarios.capacity.steps import GENERATOR, StepRules
+
+__all__ = ["condition_entry", "pool_usage", "step_entry", "verdict_of"]
+
+
+def verdict_of(record: StepRecord) -> StepVerdict:
+    """What the search needs to know of a step."""
+    decision = record.assessment.decision
+    verdict = decision if decision in ("pass", "fail", "invalid") else "fail"
+    return StepVerdict(record.rate_rps, verdict, record.assessment.limiting, record.assessment.reason)  # type: ignore[arg-type]
+
+
+def pool_usage(samples: pd.DataFrame, window: tuple[float, float], slots_per_node: dict[str, int]) -> dict[str, Any]:
+    """Per pool over the window: nodes alive, busy slots, queue and utilisation (busy / slots)."""
+    if samples.empty:
+        return {}
+    inside = samples[(samples["t_s"] >= window[0]) & (samples["t_s"] <= window[1])]
+    if inside.empty:
+        inside = samples
+    means = inside.groupby("pool")[["nodes_alive", "nodes_ready", "slots_busy", "queue_depth"]].mean()
+    usage: dict[str, Any] = {}
+    for pool, row in means.iterrows():
+        slots = slots_per_node.get(str(pool), 0) * float(row["nodes_ready"])
+        usage[str(pool)] = {
+            "nodes_alive": round(float(row["nodes_alive"]), 2), "slots_busy": round(float(row["slots_busy"]), 2),
+            "queue_depth": round(float(row["queue_depth"]), 2),
+            "utilisation": round(min(float(row["slots_busy"]) / slots, 1.0), 3) if slots > 0 else None,
+        }
+    return usage
+
+
+def _cost(record: StepRecord, window: tuple[float, float], model: CostModel | None) -> dict[str, Any] | None:
+    if model is None or record.samples.empty:
+        return None
+    intended = record.requests["intended_s"].to_numpy()
+    inside = record.requests[(intended >= window[0]) & (intended < window[1])]
+    metrics = record.samples[["t_s", "pool", "nodes_alive"]]
+    cost = compute_cost(inside, metrics, model, [], window=window)
+    return {key: cost.get(key) for key in ("known", "usd_per_1k_chars", "usd_per_1k_chars_computed", "total_usd",
+                                           "chars", "reason")}
+
+
+def step_entry(record: StepRecord, *, rules: StepRules, slots_per_node: dict[str, int],
+               cost_model: CostModel | None) -> dict[str, Any]:
+    """One entry of `steps` in capacity.json."""
+    a = record.assessment
+    figures = a.figures
+    start, end = rules.window
+    window = (start, max(start, min(a.now_s, end)))
+    return {
+        "index": record.index, "offered_rps": round(record.rate_rps, 3),
+        "offered_measured_rps": _round(figures.get("offered_rps")), "achieved_rps": _round(figures.get("achieved_rps")),
+        "achieved_share": _round(figures.get("achieved_share"), 4),
+        "latency_ms": figures.get("latency_ms", {}), "error_rate": figures.get("error_rate"),
+        "shed_rate": figures.get("shed_rate"), "requests": figures.get("requests"),
+        "passed": a.decision == "pass", "verdict": a.decision if a.decision != "continue" else "fail",
+        "limiting": a.limiting, "reason": a.reason, "early": record.early,
+        "measured_s": round(window[1] - window[0], 2), "wall_s": round(record.wall_s, 2),
+        "slos": [call.as_dict() for call in a.calls],
+        "generator": {key: figures.get(key) for key in ("lag_p99_ms", "pool_wait_p99_ms", "duplicates", "cpu_max")}
+        | {"valid": a.generator_valid},
+        "pools": pool_usage(record.samples, window, slots_per_node),
+        "cost": _cost(record, window, cost_model),
+        "dir": record.work_dir.name,
+    }
+
+
+def _round(value: object, digits: int = 3) -> float | None:
+    return round(float(value), digits) if isinstance(value, (int, float)) and np.isfinite(value) else None
+
+
+def _text(result: SearchResult, require_rps: float | None) -> str:
+    if result.generator_bound:
+        floor = f"{result.last_pass:.1f}" if result.last_pass is not None else "0"
+        return f">= {floor} req/s, generator-bound: the load generator reached its limit before the service did"
+    if result.below_min:
+        return f"< {result.first_fail:.1f} req/s: even the lowest rate tried failed"
+    if result.ceiling:
+        return f">= {result.last_pass:.1f} req/s: every rate up to --max-rps passed"
+    text = f"{result.last_pass:.1f} req/s (fails at {result.first_fail:.1f}, limited by {result.limiting})"
+    if require_rps is not None:
+        text += f"; required {require_rps:g}"
+    return text
+
+
+def condition_entry(name: str, result: SearchResult, steps: list[dict[str, Any]], *,
+                    require_rps: float | None, wall_s: float) -> dict[str, Any]:
+    """One condition's answer: capacity, bracket, what limited it, every step, and the capacity point."""
+    at = next((s for s in steps if s["passed"] and s["offered_rps"] == round(result.last_pass or -1, 3)), None)
+    return {
+        "condition": name, "capacity_rps": result.capacity_rps,
+        "bracket": [result.last_pass, result.first_fail],
+        "limiting_slo": None if result.limiting == GENERATOR else result.limiting,
+        "generator_bound": result.generator_bound, "ceiling": result.ceiling, "below_min": result.below_min,
+        "meets_requirement": None if require_rps is None else bool(
+            result.capacity_rps is not None and result.capacity_rps >= require_rps),
+        "summary": _text(result, require_rps), "wall_s": round(wall_s, 1),
+        "at_capacity": {"pools": at["pools"], "cost": at["cost"], "step": at["index"]} if at else None,
+        "steps": sorted(steps, key=lambda s: s["offered_rps"]),
+    }

@@ -1,0 +1,178 @@
+"""One capacity job end to end: boot the target, hold each condition, search, write, render.
+
+Teardown lives in `finally` blocks in a fixed order (the condition is released while the server
+is still up, then the server stops), so an interrupted search still leaves its steps on disk.
+The exit code follows the public contract: 0 every condition's capacity meets --require, 1 one
+does not (or even the lowest rate failed), 3 generator-bound, interrupted or the target failed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from reference_server.launch import LaunchError
+from scenarios.capacity.conditions import (
+    HEALTHY, N_MINUS_ONE, Condition, ConditionError, ExperimentHeld, Healthy, NMinusOne,
+)
+from scenarios.capacity.job import CapacityJob
+from scenarios.capacity.probe import settle
+from scenarios.capacity.record import condition_entry, step_entry, verdict_of
+from scenarios.capacity.search import SearchResult, StepVerdict, search
+from scenarios.capacity.stepper import StepRunner
+from scenarios.capacity.target import Target, open_target
+from scenarios.load.locust import LoadError
+from scenarios.run.envinfo import machine_facts
+
+__all__ = ["CapacityOutcome", "run_capacity"]
+
+SCHEMA_VERSION = 1
+EXIT_OK, EXIT_BELOW, EXIT_INVALID = 0, 1, 3
+
+
+@dataclass(frozen=True)
+class CapacityOutcome:
+    """What the command prints and exits with."""
+
+    document: dict[str, Any]
+    exit_code: int
+    out_dir: Path
+
+
+def _condition(name: str, job: CapacityJob, target: Target) -> Condition:
+    if name == HEALTHY:
+        return Healthy()
+    if name == N_MINUS_ONE:
+        return NMinusOne(target.url, target.token)
+    path = Path(name)
+    experiment = path if path.is_file() else job.base_dir / path
+    return ExperimentHeld(experiment.resolve(), target.url, target.token, job.out_dir / "chaos")
+
+
+def _flush_cache(target: Target) -> None:
+    """Every step starts with a cold cache, so repeated texts do not favour the later steps."""
+    if not target.token:
+        return
+    try:
+        httpx.post(f"{target.url}/admin/cache/flush", headers={"Authorization": f"Bearer {target.token}"},
+                   timeout=10.0, trust_env=False)
+    except httpx.HTTPError:
+        pass
+
+
+def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable[[str], None], *,
+                      start_rps: float | None) -> dict[str, Any]:
+    began = time.monotonic()
+    label = Path(name).stem if name not in (HEALTHY, N_MINUS_ONE) else name
+    runner = StepRunner(url=target.url, mix=job.mix, specs=job.slos, load=job.scenario.load, rules=job.rules,
+                        work_dir=job.out_dir / label, seed=job.seed)
+    condition = _condition(name, job, target)
+    entries: list[dict[str, Any]] = []
+    result = SearchResult()
+
+    def step(rate: float) -> StepVerdict:
+        settle(target.url)
+        _flush_cache(target)
+        condition.check()
+        record = runner.run(rate)
+        entries.append(step_entry(record, rules=job.rules, slots_per_node=target.slots_per_node,
+                                  cost_model=job.cost_model))
+        verdict = verdict_of(record)
+        say(f"[{label}] step {record.index}: {rate:.1f} req/s -> {verdict.verdict}"
+            + (f" ({verdict.limiting})" if verdict.limiting else "")
+            + f" after {record.assessment.now_s:.0f} s{' (early)' if record.early else ''}: {verdict.reason}")
+        return verdict
+
+    say(f"[{label}] holding the condition ...")
+    interrupted = False
+    condition.hold()
+    try:
+        search(step, job.settings, start_rps=start_rps, into=result)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        condition.release()
+    entry = condition_entry(label, result, entries, require_rps=job.require_rps, wall_s=time.monotonic() - began)
+    return entry | {"interrupted": interrupted}
+
+
+def _exit_code(conditions: list[dict[str, Any]], aborted: str | None, require: float | None) -> int:
+    if aborted or any(c["generator_bound"] for c in conditions):
+        return EXIT_INVALID
+    if any(c["below_min"] for c in conditions):
+        return EXIT_BELOW
+    if require is not None and any((c["capacity_rps"] or 0.0) < require for c in conditions):
+        return EXIT_BELOW
+    return EXIT_OK
+
+
+def _document(job: CapacityJob, target: Target | None, conditions: list[dict[str, Any]],
+              aborted: str | None, wall_s: float) -> dict[str, Any]:
+    headline = conditions[0] if conditions else {}
+    return {
+        "schema_version": SCHEMA_VERSION, "scenario": job.scenario.name, "source": job.source,
+        "target": target.describe if target else job.target_url,
+        **{key: headline.get(key) for key in ("capacity_rps", "bracket", "limiting_slo", "generator_bound")},
+        "steps": headline.get("steps", []),
+        "conditions": conditions, "require_rps": job.require_rps, "aborted": aborted,
+        "slos": [{"name": s.name, "objective": s.objective_text} for s in job.slos],
+        "floors": [f.__dict__ for f in job.floors],
+        "settings": {"min_rps": job.settings.min_rps, "max_rps": job.settings.max_rps,
+                     "precision": job.settings.precision, "step_duration_s": job.rules.measure_s,
+                     "warmup_s": job.rules.warmup_s, "seed": job.seed, "start_rps": job.start_rps},
+        "environment": machine_facts(), "wall_s": round(wall_s, 1),
+    }
+
+
+def plain(value: Any) -> Any:
+    """JSON-ready: NaN and infinities become null (JSON has neither), tuples lists."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def run_capacity(job: CapacityJob, *, say: Callable[[str], None]) -> CapacityOutcome:
+    """Run every condition's search and write capacity.json and capacity.html into job.out_dir."""
+    began = time.monotonic()
+    job.out_dir.mkdir(parents=True, exist_ok=True)
+    conditions: list[dict[str, Any]] = []
+    aborted: str | None = None
+    target: Target | None = None
+    try:
+        target = open_target(job, say=say)
+        for name in job.conditions:
+            # a later condition starts where the first one ended: a fault rarely adds capacity, and
+            # walking down from there takes fewer steps than bracketing up from the minimum again
+            start = job.start_rps if not conditions else conditions[0]["capacity_rps"] or job.start_rps
+            conditions.append(_search_condition(job, target, name, say, start_rps=start))
+            if conditions[-1]["interrupted"]:
+                aborted = "interrupted by the operator (Ctrl-C)"
+                break
+    except KeyboardInterrupt:
+        aborted = "interrupted by the operator (Ctrl-C)"
+    except (LaunchError, LoadError, ConditionError) as exc:
+        aborted = str(exc)
+    finally:
+        if target is not None:
+            target.close()
+    document = _document(job, target, conditions, aborted, time.monotonic() - began)
+    (job.out_dir / "capacity.json").write_text(json.dumps(plain(document), indent=2, allow_nan=False),
+                                               encoding="utf-8")
+    from reports.capacity import write_capacity_html
+
+    write_capacity_html(document, job.out_dir / "capacity.html")
+    return CapacityOutcome(document, _exit_code(conditions, aborted, job.require_rps), job.out_dir)

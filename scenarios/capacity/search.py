@@ -1,0 +1,132 @@
+"""The search itself: bracket upward from the lowest rate until a step fails, then bisect.
+
+Pure and synchronous: it asks a `StepFn` for the verdict of one rate and decides which rate
+comes next, so it is tested with a fake service in microseconds. Bisection is geometric (the
+precision is relative), and the reported capacity is always a rate that *passed*: the highest
+passing rate below the lowest failing one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["SearchResult", "SearchSettings", "StepVerdict", "search"]
+
+Verdict = Literal["pass", "fail", "invalid"]
+MAX_STEPS = 40
+
+
+@dataclass(frozen=True)
+class StepVerdict:
+    """What one step at `rate_rps` concluded; `limiting` names the SLO or rule that failed it."""
+
+    rate_rps: float
+    verdict: Verdict
+    limiting: str | None = None
+    reason: str = ""
+
+
+StepFn = Callable[[float], StepVerdict]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchSettings:
+    """The rates the search may try and when it is precise enough."""
+
+    min_rps: float
+    max_rps: float
+    precision: float = 0.05
+    growth: float = 2.0
+    max_steps: int = MAX_STEPS
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_rps < self.max_rps:
+            raise ValueError(f"The rates must satisfy 0 < min ({self.min_rps:g}) < max ({self.max_rps:g}).")
+        if not 0 < self.precision < 1:
+            raise ValueError(f"The precision {self.precision:g} must lie between 0 and 1.")
+        if self.growth <= 1:
+            raise ValueError(f"The bracketing growth factor {self.growth:g} must be above 1.")
+
+
+@dataclass
+class SearchResult:
+    """The outcome: capacity (a passing rate, or None), the bracket, and every step in order."""
+
+    steps: list[StepVerdict] = field(default_factory=list)
+    last_pass: float | None = None
+    first_fail: float | None = None
+    generator_bound: bool = False
+    limiting: str | None = None
+
+    @property
+    def capacity_rps(self) -> float | None:
+        return self.last_pass
+
+    @property
+    def ceiling(self) -> bool:
+        """True when even the highest allowed rate passed: the capacity is at least that."""
+        return self.first_fail is None and not self.generator_bound and self.last_pass is not None
+
+    @property
+    def below_min(self) -> bool:
+        return self.last_pass is None and self.first_fail is not None
+
+    def narrow_enough(self, precision: float) -> bool:
+        if self.last_pass is None or self.first_fail is None:
+            return True
+        return (self.first_fail - self.last_pass) / self.last_pass <= precision
+
+
+def search(step: StepFn, settings: SearchSettings, *, start_rps: float | None = None,
+           into: SearchResult | None = None) -> SearchResult:
+    """Bracket from `start_rps` (default the minimum) by `growth`, then bisect to `precision`.
+
+    A generator-bound (invalid) step ends the search: the answer is then "at least the last
+    pass", never a capacity made up from a measurement of the generator. `into` is filled as the
+    search goes, so an interrupted search still shows the steps it took.
+    """
+    result = into if into is not None else SearchResult()
+    rate = min(max(start_rps or settings.min_rps, settings.min_rps), settings.max_rps)
+    if not _bracket(step, settings, result, rate):
+        return result
+    while not result.narrow_enough(settings.precision) and len(result.steps) < settings.max_steps:
+        assert result.last_pass is not None and result.first_fail is not None
+        if not _take(step, math.sqrt(result.last_pass * result.first_fail), result):
+            break
+    return result
+
+
+def _bracket(step: StepFn, settings: SearchSettings, result: SearchResult, rate: float) -> bool:
+    """Walk up until a failure (True), or stop at the ceiling, below the minimum or when invalid."""
+    while len(result.steps) < settings.max_steps:
+        if not _take(step, rate, result):
+            return False
+        if result.first_fail is not None:
+            if result.last_pass is None and rate > settings.min_rps:
+                rate = max(rate / settings.growth, settings.min_rps)  # started high: walk down
+                continue
+            return result.last_pass is not None
+        if rate >= settings.max_rps:
+            return False
+        rate = min(rate * settings.growth, settings.max_rps)
+    return False
+
+
+def _take(step: StepFn, rate: float, result: SearchResult) -> bool:
+    """Run one step and fold it in; False when the search cannot go on (generator-bound)."""
+    verdict = step(rate)
+    result.steps.append(verdict)
+    if verdict.verdict == "invalid":
+        result.generator_bound = True
+        return False
+    if verdict.verdict == "pass":
+        if result.last_pass is None or rate > result.last_pass:
+            if result.first_fail is None or rate < result.first_fail:
+                result.last_pass = rate
+    elif result.first_fail is None or rate < result.first_fail:
+        result.first_fail = rate
+        result.limiting = verdict.limiting
+    return True

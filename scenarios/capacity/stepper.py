@@ -1,0 +1,140 @@
+"""Running one step for real: a Locust session fires the step's schedule, and the step ends as
+soon as `assess` calls it (or at its deadline, whichever is first).
+
+The loop is bounded twice: by the step's own deadline on the step clock and by the load
+session's deadline, so a silent target or a stuck generator costs one step, never the search.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reports.schema import SloSpec
+from scenarios.capacity.probe import StatusSampler
+from scenarios.capacity.steps import Assessment, StepRules, assess, live_frame, step_schedule
+from scenarios.load.locust import LoadError
+from scenarios.load.parts import read_parts
+from scenarios.load.session import LoadPlan, LoadSession
+from scenarios.spec.model import LoadSpec
+from traffic_models.model import TrafficModel
+
+__all__ = ["StepRecord", "StepRunner"]
+
+POLL_S = 0.5
+ABORT_GRACE_S = 0.5
+
+
+class StepSession(LoadSession):
+    """A LoadSession that a decided step can end at once.
+
+    LoadSession.stop gives Locust its graceful stop, during which the open-loop firer keeps
+    sending for up to Locust's stop timeout; a step whose verdict is already clear wants the
+    traffic to end now, and the rows still buffered in the workers are no longer needed.
+    """
+
+    def abort(self) -> None:
+        if self._proc is not None:
+            self._proc.stop(grace_s=ABORT_GRACE_S)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One step as it is kept: the rate, the verdict and its evidence, and the pools' state."""
+
+    index: int
+    rate_rps: float
+    assessment: Assessment
+    requests: pd.DataFrame
+    samples: pd.DataFrame
+    wall_s: float
+    early: bool
+    work_dir: Path
+
+
+@dataclass
+class StepRunner:
+    """Fires steps of one condition at `url`; each step gets its own folder and seed."""
+
+    url: str
+    mix: TrafficModel
+    specs: list[SloSpec]
+    load: LoadSpec
+    rules: StepRules
+    work_dir: Path
+    seed: int = 0
+    say: Callable[[str], None] = lambda text: None
+    index: int = 0
+
+    def run(self, rate_rps: float) -> StepRecord:
+        """One step at `rate_rps`: schedule, fire, judge as results come in, stop."""
+        self.index += 1
+        began = time.monotonic()
+        step_dir = self.work_dir / f"step-{self.index:02d}"
+        step_dir.mkdir(parents=True, exist_ok=True)
+        schedule = step_schedule(self.mix, rate_rps=rate_rps, duration_s=self.rules.schedule_s,
+                                 seed=self.seed + self.index)
+        schedule.to_parquet(step_dir / "schedule.parquet", index=False)
+        session = StepSession(self._plan(step_dir, schedule))
+        sampler: StatusSampler | None = None
+        parts: list[pd.DataFrame] = []
+        try:
+            t0 = session.start()
+            sampler = StatusSampler(self.url, origin=t0).start()
+            verdict = self._watch(session, schedule, parts, t0)
+        except LoadError as exc:
+            verdict = Assessment("invalid", "generator", f"the load generator failed: {exc}", 0.0)
+        finally:
+            session.abort()
+            samples = sampler.stop() if sampler is not None else pd.DataFrame()
+        parts.append(session.poll())
+        frame = live_frame(schedule, read_parts([]) if not parts else pd.concat(parts, ignore_index=True),
+                           verdict.now_s, documents_via_jobs=session.plan.jobs_in_use)
+        early = verdict.now_s < self.rules.schedule_s
+        return StepRecord(self.index, rate_rps, verdict, frame, samples, time.monotonic() - began, early, step_dir)
+
+    def _plan(self, step_dir: Path, schedule: pd.DataFrame) -> LoadPlan:
+        load = self.load
+        longest = float(schedule["deadline_ms"].max()) / 1000.0 if len(schedule) else 0.0
+        return LoadPlan(
+            host=self.url, schedule_path=step_dir / "schedule.parquet", work_dir=step_dir / "load",
+            duration_s=self.rules.schedule_s, processes=load.processes, languages=load.languages,
+            timeout_margin_s=load.timeout_margin_s, request_timeout_s=load.request_timeout_s, mode="open",
+            max_timeout_s=load.request_timeout_s or longest + load.timeout_margin_s,
+            documents_via_jobs=load.documents_via_jobs,
+        )
+
+    def _watch(self, session: LoadSession, schedule: pd.DataFrame, parts: list[pd.DataFrame],
+               t0: float) -> Assessment:
+        cpu: list[float] = []
+        earliest = self.rules.warmup_s + min(self.rules.fail_after_s, self.rules.measure_s)
+        while True:
+            time.sleep(POLL_S)
+            now = time.time() - t0
+            parts.append(session.poll())
+            cpu.append(session.cpu_percent() / 100.0)
+            gone = session.finished() and now < self.rules.schedule_s
+            if gone:
+                return Assessment("invalid", "generator", "the load generator stopped before the step's end; "
+                                  "see its locust.log", now)
+            if now < earliest:
+                continue
+            frame = live_frame(schedule, pd.concat(parts, ignore_index=True), now,
+                               documents_via_jobs=session.plan.jobs_in_use)
+            final = now >= self.rules.deadline_s or (now >= self.rules.schedule_s and not _pending(frame, self.rules))
+            verdict = assess(frame, self.specs, self.rules, now, final=final, cpu_max=max(cpu[1:], default=0.0))
+            if verdict.decision != "continue":
+                return verdict
+
+
+def _pending(frame: pd.DataFrame, rules: StepRules) -> bool:
+    """Whether any request of the measurement window is still unanswered."""
+    start, end = rules.window
+    intended = frame["intended_s"].to_numpy()
+    inside = (intended >= start) & (intended < end)
+    return bool(np.isnan(frame["done_s"].to_numpy(dtype=float))[inside].any())

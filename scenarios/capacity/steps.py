@@ -1,0 +1,222 @@
+"""One step of the search, as data: its schedule, what is known mid-step, and the step's verdict.
+
+A step is the scenario's request mix (kinds, sizes, priorities, modes, repetition) at one
+constant open-loop Poisson rate: a warm-up, then a measurement window. `assess` is called on
+every poll with what has come back so far and says pass, fail, invalid or keep going; it is pure
+(no Locust, no server), so the early-stopping rules are tested on made-up frames.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from reports.schema import SloSpec
+from reports.stepstats import SloCall, judge_slos, step_figures
+from scenarios.load.health import generator_figures
+from scenarios.load.parts import merge_requests
+from traffic_models import generate_schedule
+from traffic_models.model import TrafficModel
+
+__all__ = ["Assessment", "StepRules", "assess", "completions", "from_send", "live_frame", "step_schedule"]
+
+Decision = Literal["pass", "fail", "invalid", "continue"]
+DEFAULT_MEASURE_S = 30.0
+ACHIEVED_SHARE = 0.98
+CPU_SATURATED = 0.95
+THROUGHPUT = "throughput"
+GENERATOR = "generator"
+SPARE_ROWS = 1.3  # draw the mix at a higher rate, so that rate x duration rows are (nearly) always there
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepRules:
+    """How long a step runs and when its verdict may be called early."""
+
+    measure_s: float = DEFAULT_MEASURE_S
+    warmup_s: float = 5.0
+    fail_after_s: float = 2.0
+    min_early_samples: int = 20
+    pass_after_share: float = 0.5
+    tail_s: float = 30.0
+    record_lag_s: float = 1.5
+    min_achieved_share: float = ACHIEVED_SHARE
+    max_lag_p99_ms: float = 50.0
+
+    @property
+    def window(self) -> tuple[float, float]:
+        return self.warmup_s, self.warmup_s + self.measure_s
+
+    @property
+    def schedule_s(self) -> float:
+        return self.warmup_s + self.measure_s
+
+    @property
+    def deadline_s(self) -> float:
+        """The latest moment (step clock) a step is judged, pending requests or not."""
+        return self.schedule_s + self.tail_s
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The verdict so far; `figures` and `calls` are the evidence behind it."""
+
+    decision: Decision
+    limiting: str | None
+    reason: str
+    now_s: float
+    calls: list[SloCall] = field(default_factory=list)
+    figures: dict[str, object] = field(default_factory=dict)
+    generator_valid: bool = True
+
+
+def step_schedule(model: TrafficModel, *, rate_rps: float, duration_s: float, seed: int) -> pd.DataFrame:
+    """The model's request mix at a constant Poisson rate for `duration_s` seconds.
+
+    The count is fixed at rate x duration and the arrival times are uniform given it (a Poisson
+    process conditioned on its count), so a short step offers the rate it is named after instead
+    of a draw a few per cent off, while the arrivals stay as bursty as Poisson ones.
+    """
+    constant = model.model_copy(update={
+        "name": f"{model.name or 'mix'}-constant-{rate_rps:g}", "base_rps": float(rate_rps) * SPARE_ROWS,
+        "curve": "flat", "events": [], "replay": None, "duration": None,
+    })
+    count = int(round(rate_rps * duration_s))
+    rows = generate_schedule(constant, seed=seed, duration_s=duration_s).iloc[:count].copy()
+    rng = np.random.default_rng([seed, count])
+    rows["offset_s"] = np.sort(rng.uniform(0.0, duration_s, len(rows)))
+    return rows.reset_index(drop=True)
+
+
+def live_frame(schedule: pd.DataFrame, parts: pd.DataFrame, now_s: float, *, documents_via_jobs: bool = False
+               ) -> pd.DataFrame:
+    """Every scheduled request intended before `now_s`, with what is known of it.
+
+    A row without a part is still in flight (NaN `done_s`); a recorded failure without an end
+    time is taken to have ended now, the latest it can have.
+    """
+    merged = merge_requests(schedule, parts, documents_via_jobs=documents_via_jobs)
+    recorded = np.zeros(len(merged), dtype=bool)
+    rows = parts["row"].to_numpy(dtype=np.int64) if len(parts) else np.empty(0, dtype=np.int64)
+    recorded[rows[(rows >= 0) & (rows < len(merged))]] = True
+    done = merged["done_s"].to_numpy(dtype=float)
+    done = np.where(recorded & np.isnan(done), now_s, done)
+    merged["done_s"] = np.where(recorded, done, np.nan)
+    merged["latency_ms"] = (merged["done_s"] - merged["intended_s"]) * 1000.0
+    return merged[merged["intended_s"].to_numpy() < now_s].reset_index(drop=True)
+
+
+def completions(frame: pd.DataFrame) -> np.ndarray:
+    """End times of every successful answer."""
+    done = frame["done_s"].to_numpy(dtype=float)
+    return done[frame["ok"].to_numpy(dtype=bool) & ~np.isnan(done)]
+
+
+def from_send(frame: pd.DataFrame) -> pd.DataFrame:
+    """The same requests timed from when they actually left, not from when they were due."""
+    shifted = frame.copy()
+    sent = shifted["sent_s"].to_numpy(dtype=float)
+    shifted["intended_s"] = np.where(np.isnan(sent), shifted["intended_s"].to_numpy(dtype=float), sent)
+    shifted["latency_ms"] = (shifted["done_s"] - shifted["intended_s"]) * 1000.0
+    return shifted
+
+
+def _window(frame: pd.DataFrame, rules: StepRules, now_s: float) -> tuple[pd.DataFrame, tuple[float, float]]:
+    start, end = rules.window
+    end = min(end, now_s)
+    intended = frame["intended_s"].to_numpy()
+    return frame[(intended >= start) & (intended < end)].reset_index(drop=True), (start, end)
+
+
+def assess(frame: pd.DataFrame, specs: list[SloSpec], rules: StepRules, now_s: float, *,
+           final: bool, cpu_max: float = 0.0) -> Assessment:
+    """Pass, fail, invalid or continue, from the requests known at `now_s` (see the module doc)."""
+    measured, window = _window(frame, rules, now_s)
+    figures = step_figures(measured, window=window, completions=completions(frame))
+    calls = judge_slos(measured, specs, now_s, final=final, record_lag_s=rules.record_lag_s)
+    into = now_s - rules.warmup_s
+    generator = generator_figures(measured) | {"cpu_max": cpu_max}
+    generator_problems = _generator_problems(generator, rules)
+    figures = figures | generator | {"achieved_share": _achieved_share(frame, measured, window)}
+    missed = [call for call in calls if call.decision == "missed"]
+    if generator_problems:
+        own = [c for c in judge_slos(from_send(measured), specs, now_s, final=final, record_lag_s=rules.record_lag_s)
+               if c.decision == "missed"]
+        if own:
+            return Assessment("fail", own[0].name, f"{own[0].name} missed even timed from the actual send, so the "
+                              "service failed whatever the generator did", now_s, calls, figures, False)
+        if final or missed:
+            return Assessment("invalid", GENERATOR, "the load generator could not keep up: "
+                              + "; ".join(generator_problems), now_s, calls, figures, False)
+        return Assessment("continue", None, "", now_s, calls, figures, False)
+    missed = [call for call in missed if final or call.samples >= rules.min_early_samples]
+    if missed and (final or into >= rules.fail_after_s):
+        return Assessment("fail", missed[0].name, _missed_text(missed[0]), now_s, calls, figures)
+    achieved_ok = _achieved_ok(figures, rules)
+    if all(c.decision == "met" for c in calls) and achieved_ok and (
+            final or into >= rules.pass_after_share * rules.measure_s):
+        return Assessment("pass", None, f"every SLO met with 95% confidence ({len(calls)})", now_s, calls, figures)
+    if not final:
+        return Assessment("continue", None, "", now_s, calls, figures)
+    if not achieved_ok:
+        return Assessment("fail", THROUGHPUT, f"served {figures['achieved_rps']:.1f} req/s of "
+                          f"{figures['offered_rps']:.1f} offered ({100 * float(figures['achieved_share'] or 0):.1f}%, "
+                          f"below {100 * rules.min_achieved_share:g}%)", now_s, calls, figures)
+    unclear = next(call for call in calls if call.decision != "met")
+    return Assessment("fail", unclear.name, f"{unclear.name} not shown met with 95% confidence "
+                      f"({unclear.samples} requests, {unclear.bad} bad, {unclear.pending} unanswered)",
+                      now_s, calls, figures)
+
+
+def _generator_problems(generator: dict[str, Any], rules: StepRules) -> list[str]:
+    """The same three checks as a drill's report: lag, connection waits, duplicates; and CPU."""
+    problems = []
+    limit = rules.max_lag_p99_ms
+    lag, wait = generator.get("lag_p99_ms"), generator.get("pool_wait_p99_ms")
+    if lag is not None and lag > limit:
+        problems.append(f"schedule lag P99 {lag:.1f} ms is above the {limit:g} ms limit")
+    if wait is not None and wait > limit:
+        problems.append(f"connection-pool wait P99 {wait:.1f} ms is above the {limit:g} ms limit")
+    if generator.get("duplicates"):
+        problems.append(f"{generator['duplicates']} request(s) were fired more than once")
+    if float(generator.get("cpu_max") or 0.0) >= CPU_SATURATED:
+        problems.append(f"generator CPU peaked at {100 * float(generator['cpu_max']):.0f}%")
+    return problems
+
+
+def _achieved_share(frame: pd.DataFrame, measured: pd.DataFrame, window: tuple[float, float]) -> float | None:
+    """Answers delivered in the window over the requests that, at the median latency, were due to
+    be answered in it: the flow in against the flow out, without the edge a mid-step look has."""
+    start, end = window
+    ok = measured["ok"].to_numpy(dtype=bool) & measured["done_s"].notna().to_numpy()
+    lag_s = float(np.median(measured["latency_ms"].to_numpy(dtype=float)[ok])) / 1000.0 if ok.any() else 0.0
+    intended = frame["intended_s"].to_numpy(dtype=float)
+    due = int(((intended >= start - lag_s) & (intended < end - lag_s)).sum())
+    done = completions(frame)
+    served = int(((done >= start) & (done < end)).sum())
+    return served / due if due else None
+
+
+def _achieved_ok(figures: dict[str, object], rules: StepRules) -> bool:
+    """At least the share of the offered rate, give or take two standard deviations of a count:
+    a few answers either side of the window's edges are noise, a service that falls behind is not."""
+    share, requests = figures["achieved_share"], figures.get("requests")
+    if not isinstance(share, float) or not isinstance(requests, int) or requests == 0:
+        return True
+    return share >= rules.min_achieved_share - 2.0 / math.sqrt(requests)
+
+
+def _missed_text(call: SloCall) -> str:
+    if call.kind == "latency":
+        bound = "its lower bound is past the threshold" if call.lower is None else f"lower bound {call.lower:,.0f} ms"
+        return f"{call.name} ({call.objective_text}) missed: {bound}, {call.bad} of {call.samples} bad"
+    return (f"{call.name} ({call.objective_text}) missed: {call.bad} of {call.samples} bad "
+            f"(bounds {_pct(call.lower)} to {_pct(call.upper)})")
+
+
+def _pct(value: float | None) -> str:
+    return "?" if value is None else f"{100 * value:.2f}%"

@@ -1,0 +1,145 @@
+"""`rushhour capacity SCENARIO`: the highest arrival rate at which every SLO still holds."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE, parse_conditions
+from scenarios.capacity.job import CapacityJob, check_floors, default_range, load_mix, select_slos, slo_floors, step_rules
+from scenarios.capacity.search import SearchSettings
+from scenarios.cli.errors import BadInput
+from scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
+from traffic_models.clock import parse_duration
+from traffic_models.loopback import is_loopback_url
+
+MIN_STEP_S = 5.0
+
+
+def _step_seconds(value: str) -> float:
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        raise BadInput(f"--step-duration: {exc}") from exc
+    if seconds < MIN_STEP_S:
+        raise BadInput(f'--step-duration: "{value}" is shorter than {MIN_STEP_S:g} s, too short to judge a step.')
+    return seconds
+
+
+def _guard(scenario: Scenario, target_url: str | None, allow_remote: bool, source: str) -> None:
+    url = target_url or scenario.target.url
+    if url is not None and not is_loopback_url(url) and not allow_remote:
+        field = "--target" if target_url else "target.url"
+        raise ScenarioError(f'{source}: {field}: "{url}" is not on this machine (127.0.0.0/8, ::1 or localhost); '
+                            "pass --allow-remote to load a remote service on purpose.")
+    if target_url is not None and not target_url.startswith(("http://", "https://")):
+        raise ScenarioError(f'--target: "{target_url}" must start with http:// or https://.')
+
+
+def _conditions(text: str, base_dir: Path) -> list[str]:
+    try:
+        names = parse_conditions(text)
+    except ValueError as exc:
+        raise ScenarioError(str(exc)) from exc
+    for name in names:
+        if name not in (HEALTHY, N_MINUS_ONE) and not (Path(name).is_file() or (base_dir / name).is_file()):
+            raise ScenarioError(f'--faults: "{name}" is neither none, n-1 nor an experiment file that exists.')
+    return names
+
+
+def build_job(scenario_spec: str, *, target_url: str | None, slos: tuple[str, ...], faults: str,
+              min_rps: float | None, max_rps: float | None, precision: float, step_s: float,
+              require_rps: float | None, out: Path | None, allow_remote: bool, seed: int | None) -> CapacityJob:
+    """Everything checked and resolved before anything boots; ScenarioError on bad input."""
+    path = resolve_path(scenario_spec)
+    source, base_dir = str(path), path.resolve().parent
+    scenario = load_scenario(path)
+    _guard(scenario, target_url, allow_remote, source)
+    specs = select_slos(scenario, slos, source=source)
+    mix = load_mix(scenario, source=source, base_dir=base_dir)
+    floors = slo_floors(mix, specs, step_s)
+    low, high = default_range(floors, min_rps, max_rps)
+    check_floors(floors, low, step_s, source=source)
+    try:
+        settings = SearchSettings(min_rps=low, max_rps=high, precision=precision)
+    except ValueError as exc:
+        raise ScenarioError(f"--min-rps/--max-rps/--precision: {exc}") from exc
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return CapacityJob(
+        scenario=scenario, source=source, base_dir=base_dir, mix=mix, slos=specs,
+        conditions=_conditions(faults, base_dir), settings=settings,
+        rules=step_rules(step_s, scenario.load.max_lag_p99_ms),
+        out_dir=out or Path("results") / f"{scenario.name}-capacity-{stamp}", target_url=target_url,
+        require_rps=require_rps, seed=scenario.traffic.seed if seed is None else seed, floors=floors,
+    )
+
+
+def describe_job(job: CapacityJob) -> str:
+    """The --dry-run text: what would be searched, how, and each SLO's floor."""
+    s = job.settings
+    lines = [f"scenario   {job.scenario.name} ({job.source})",
+             f"target     {job.target_url or job.scenario.target.url or 'embedded reference server'}",
+             f"conditions {', '.join(job.conditions)}",
+             f"rates      {s.min_rps:g} to {s.max_rps:g} req/s, x{s.growth:g} up, then bisect to {100 * s.precision:g}%",
+             f"steps      {job.rules.warmup_s:g} s warm-up + up to {job.rules.measure_s:g} s measured, stopped "
+             "early once clear", "slos"]
+    lines += [f"  {f.name:20s} {100 * f.share:5.1f}% of the mix, needs {f.needed} requests: from "
+              f"{f.floor_rps:.1f} req/s" for f in job.floors]
+    return "\n".join(lines)
+
+
+@click.command("capacity")
+@click.argument("scenario")
+@click.option("--target", "target_url", help="Load this running service instead of the scenario's target.")
+@click.option("--slo", "slos", multiple=True, help="Judge only this SLO of the scenario (repeatable).")
+@click.option("--faults", default=HEALTHY, show_default=True,
+              help='Conditions, comma-separated: none, n-1 (one quality node held down) or an experiment file.')
+@click.option("--min-rps", type=click.FloatRange(min=0, min_open=True),
+              help="Lowest rate (default: the lowest at which a step can show every SLO met).")
+@click.option("--max-rps", type=click.FloatRange(min=0, min_open=True), help="Highest rate (default 10x --min-rps).")
+@click.option("--precision", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+              show_default=True, help="Stop when (first fail - last pass) / last pass is at most this.")
+@click.option("--step-duration", "step_duration", default="30s", show_default=True,
+              help="Measured length of a step after its warm-up (clear steps stop early).")
+@click.option("--require", "require_rps", type=click.FloatRange(min=0),
+              help="Exit 1 when a condition's capacity is below this rate (req/s).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Results folder (default results/<scenario>-capacity-<UTC timestamp>).")
+@click.option("--seed", type=int, help="Seed of the first step's schedule (each step adds its number).")
+@click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
+@click.option("--dry-run", is_flag=True, help="Validate and print the plan; boot nothing, send nothing.")
+def capacity(scenario: str, target_url: str | None, slos: tuple[str, ...], faults: str, min_rps: float | None,
+             max_rps: float | None, precision: float, step_duration: str, require_rps: float | None,
+             out: Path | None, seed: int | None, allow_remote: bool, dry_run: bool) -> None:
+    """Find the highest arrival rate of SCENARIO's request mix at which every SLO holds.
+
+    Constant open-loop Poisson steps: bracket upward from --min-rps until a step fails, then
+    bisect to --precision. With --faults none,n-1 the search runs twice, healthy and with one
+    quality node held down. Writes capacity.json and capacity.html.
+
+    Exit codes: 0 every capacity meets --require, 1 one is below it (or even --min-rps failed),
+    2 invalid input, 3 generator-bound, interrupted or the target failed.
+    """
+    try:
+        job = build_job(scenario, target_url=target_url, slos=slos, faults=faults, min_rps=min_rps, max_rps=max_rps,
+                        precision=precision, step_s=_step_seconds(step_duration), require_rps=require_rps, out=out,
+                        allow_remote=allow_remote, seed=seed)
+    except ScenarioError as exc:
+        raise BadInput(str(exc)) from exc
+    if dry_run:
+        click.echo(describe_job(job))
+        return
+    from scenarios.capacity.calibrate import remember
+    from scenarios.capacity.runner import run_capacity
+
+    outcome = run_capacity(job, say=lambda text: click.echo(text, err=True))
+    remember(job, outcome.document)
+    for condition in outcome.document["conditions"]:
+        click.echo(f"capacity [{condition['condition']}]: {condition['summary']}")
+    if outcome.document.get("aborted"):
+        click.echo(f"aborted: {outcome.document['aborted']}")
+    click.echo(f"report: {outcome.out_dir / 'capacity.html'}")
+    if outcome.exit_code:
+        raise SystemExit(outcome.exit_code)

@@ -1,0 +1,75 @@
+"""The search on fake services: bracket, bisect, the ceiling, below the minimum, generator-bound."""
+
+from __future__ import annotations
+
+import pytest
+
+from scenarios.capacity.search import SearchSettings, StepVerdict, search
+
+
+def _service(capacity: float, *, generator_limit: float = float("inf")):  # type: ignore[no-untyped-def]
+    tried: list[float] = []
+
+    def step(rate: float) -> StepVerdict:
+        tried.append(rate)
+        if rate > generator_limit:
+            return StepVerdict(rate, "invalid", "generator")
+        return StepVerdict(rate, "pass" if rate <= capacity else "fail", None if rate <= capacity else "p99")
+
+    return step, tried
+
+
+def test_search_brackets_up_then_bisects_to_the_precision() -> None:
+    step, tried = _service(47.0)
+    result = search(step, SearchSettings(min_rps=10, max_rps=100, precision=0.05))
+    assert tried[:4] == [10, 20, 40, 80]
+    assert result.capacity_rps is not None and result.first_fail is not None
+    assert result.capacity_rps <= 47.0 < result.first_fail
+    assert (result.first_fail - result.capacity_rps) / result.capacity_rps <= 0.05
+    assert result.limiting == "p99" and not result.generator_bound
+
+
+def test_search_a_ten_times_bracket_to_five_percent_takes_about_nine_steps() -> None:
+    step, tried = _service(33.3)
+    search(step, SearchSettings(min_rps=5, max_rps=50, precision=0.05))
+    assert len(tried) <= 9
+
+
+def test_search_ceiling_when_every_rate_passes() -> None:
+    step, tried = _service(1000.0)
+    result = search(step, SearchSettings(min_rps=10, max_rps=30))
+    assert tried == [10, 20, 30] and result.ceiling and result.capacity_rps == 30
+
+
+def test_search_below_the_minimum_when_the_first_step_fails() -> None:
+    step, tried = _service(3.0)
+    result = search(step, SearchSettings(min_rps=10, max_rps=100))
+    assert tried == [10] and result.below_min and result.capacity_rps is None
+
+
+def test_search_generator_bound_answers_at_least_the_last_pass() -> None:
+    step, tried = _service(500.0, generator_limit=50.0)
+    result = search(step, SearchSettings(min_rps=10, max_rps=1000))
+    assert result.generator_bound and result.capacity_rps == 40 and tried == [10, 20, 40, 80]
+
+
+def test_search_a_start_above_capacity_walks_down_then_bisects() -> None:
+    step, tried = _service(30.0)
+    result = search(step, SearchSettings(min_rps=5, max_rps=200, precision=0.1), start_rps=50)
+    assert tried[:2] == [50, 25]
+    assert result.capacity_rps is not None and result.capacity_rps <= 30 < (result.first_fail or 0)
+
+
+def test_search_steps_are_bounded() -> None:
+    step, tried = _service(33.0)
+    search(step, SearchSettings(min_rps=1, max_rps=1e6, precision=1e-6, max_steps=12))
+    assert len(tried) == 12
+
+
+@pytest.mark.parametrize("fields, text", [
+    ({"min_rps": 0, "max_rps": 10}, "0 < min"), ({"min_rps": 20, "max_rps": 10}, "min (20) < max (10)"),
+    ({"min_rps": 1, "max_rps": 10, "precision": 1.5}, "precision 1.5"),
+])
+def test_search_settings_reject_bad_values_naming_them(fields: dict[str, float], text: str) -> None:
+    with pytest.raises(ValueError, match=text.replace("(", r"\(").replace(")", r"\)")):
+        SearchSettings(**fields)
