@@ -32,6 +32,7 @@ __all__ = ["cache_dir", "calibrated_peak", "calibration_key", "remember"]
 
 REFERENCE_SERVER = Path(__file__).resolve().parents[2] / "reference_server"
 CALIBRATION_STEP_S = 60.0
+CALIBRATION_STEPS_S = (CALIBRATION_STEP_S, 3 * CALIBRATION_STEP_S)
 CALIBRATION_PRECISION = 0.10
 CALIBRATION_SPAN = 8.0
 REMEASURE_GROWTH = 1.25
@@ -119,12 +120,14 @@ def remember(job: CapacityJob, document: dict[str, Any]) -> list[Path]:
     return written
 
 
-def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir: Path) -> CapacityJob:
+def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir: Path,
+                    step_s: float = CALIBRATION_STEP_S) -> CapacityJob:
     """The quick search a calibration runs: all SLOs, 60 s steps, 10% precision."""
     mix = load_mix(scenario, source=source, base_dir=base_dir)
-    floors = slo_floors(mix, list(scenario.slos), CALIBRATION_STEP_S)
+    floors = slo_floors(mix, list(scenario.slos), step_s)
     low = max(1.0, math.ceil(max((f.floor_rps for f in floors), default=1.0) * 10) / 10)
     previous = _previous(scenario, condition)
+    previous = previous if previous is not None and previous > low else None
     settings = SearchSettings(min_rps=low, max_rps=max(low * CALIBRATION_SPAN, (previous or 0) * 2),
                               precision=CALIBRATION_PRECISION,
                               growth=REMEASURE_GROWTH if previous else 2.0)
@@ -132,7 +135,7 @@ def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir
     return CapacityJob(
         scenario=scenario, source=source, base_dir=base_dir, mix=mix, slos=list(scenario.slos),
         conditions=[condition], settings=settings,
-        rules=step_rules(CALIBRATION_STEP_S, scenario.load.max_lag_p99_ms),
+        rules=step_rules(step_s, scenario.load.max_lag_p99_ms),
         out_dir=cache_dir() / "runs" / f"{scenario.name}-{condition}-{stamp}", seed=scenario.traffic.seed,
         start_rps=previous * REMEASURE_START if previous else None, floors=floors)
 
@@ -146,14 +149,17 @@ def _dry_run() -> bool:
 def _measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path) -> float:
     from scenarios.capacity.runner import run_capacity
 
-    job = calibration_job(scenario, condition, source=source, base_dir=base_dir)
     say = lambda text: click.echo(f"calibrating: {text}", err=True)  # noqa: E731
-    say(f'traffic.peak_rps is relative to the capacity ({condition}), not yet measured for this machine, '
-        f"server and version; measuring it ({job.settings.min_rps:g}-{job.settings.max_rps:g} req/s, "
-        f"{job.rules.measure_s:g} s steps) ...")
-    outcome = run_capacity(job, say=say)
-    remember(job, outcome.document)
-    entry = (outcome.document.get("conditions") or [{}])[0]
+    for step_s in CALIBRATION_STEPS_S:  # a machine too slow for the first length gets longer steps
+        job = calibration_job(scenario, condition, source=source, base_dir=base_dir, step_s=step_s)
+        say(f'traffic.peak_rps is relative to the capacity ({condition}), not yet measured for this machine, '
+            f"server and version; measuring it ({job.settings.min_rps:g}-{job.settings.max_rps:g} req/s, "
+            f"{job.rules.measure_s:g} s steps) ...")
+        outcome = run_capacity(job, say=say)
+        remember(job, outcome.document)
+        entry = (outcome.document.get("conditions") or [{}])[0]
+        if not entry.get("below_min"):
+            break
     if entry.get("capacity_rps") is None or entry.get("generator_bound") or outcome.document.get("aborted"):
         reason = outcome.document.get("aborted") or entry.get("summary") or "no step ran"
         raise ScenarioError(f"{source}: traffic.peak_rps: the capacity could not be measured ({reason}); "

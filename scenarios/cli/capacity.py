@@ -90,6 +90,22 @@ def describe_job(job: CapacityJob) -> str:
     return "\n".join(lines)
 
 
+def _calibrate(scenario_spec: str) -> None:
+    """The capacity a relative peak resolves to: cached, or measured now and cached."""
+    from scenarios.capacity.calibrate import calibrated_peak
+    from scenarios.spec.peak import RelativePeak
+
+    try:
+        path = resolve_path(scenario_spec)
+        scenario = load_scenario(path)
+        relative = scenario.traffic.relative_peak or RelativePeak(1.0, HEALTHY)
+        calibration = calibrated_peak(scenario, relative, source=str(path), base_dir=path.resolve().parent)
+    except ScenarioError as exc:
+        raise BadInput(str(exc)) from exc
+    click.echo(f"capacity [{calibration.condition}]: {calibration.capacity_rps:g} req/s ({calibration.note}); "
+               f"{calibration.text.split(' (')[0]}")
+
+
 @click.command("capacity")
 @click.argument("scenario")
 @click.option("--target", "target_url", help="Load this running service instead of the scenario's target.")
@@ -110,9 +126,11 @@ def describe_job(job: CapacityJob) -> str:
 @click.option("--seed", type=int, help="Seed of the first step's schedule (each step adds its number).")
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan; boot nothing, send nothing.")
+@click.option("--calibrate", is_flag=True, help="Measure (or show the cached) capacity that the scenario's "
+              '`peak_rps: 0.7x capacity` resolves to on this machine, and cache it; other options are ignored.')
 def capacity(scenario: str, target_url: str | None, slos: tuple[str, ...], faults: str, min_rps: float | None,
              max_rps: float | None, precision: float, step_duration: str, require_rps: float | None,
-             out: Path | None, seed: int | None, allow_remote: bool, dry_run: bool) -> None:
+             out: Path | None, seed: int | None, allow_remote: bool, dry_run: bool, calibrate: bool) -> None:
     """Find the highest arrival rate of SCENARIO's request mix at which every SLO holds.
 
     Constant open-loop Poisson steps: bracket upward from --min-rps until a step fails, then
@@ -122,6 +140,9 @@ def capacity(scenario: str, target_url: str | None, slos: tuple[str, ...], fault
     Exit codes: 0 every capacity meets --require, 1 one is below it (or even --min-rps failed),
     2 invalid input, 3 generator-bound, interrupted or the target failed.
     """
+    if calibrate:
+        _calibrate(scenario)
+        return
     try:
         job = build_job(scenario, target_url=target_url, slos=slos, faults=faults, min_rps=min_rps, max_rps=max_rps,
                         precision=precision, step_s=_step_seconds(step_duration), require_rps=require_rps, out=out,

@@ -1,0 +1,98 @@
+"""One step as data: the constant-rate schedule, what is known mid-step, and the early-stopping rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reports.schema import SloSpec
+from scenarios.capacity.steps import StepRules, assess, live_frame, step_schedule
+from traffic_models import load_traffic_model
+
+P99 = SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=500)
+RULES = StepRules(measure_s=20.0, warmup_s=2.0, max_lag_p99_ms=50.0)
+
+
+def _requests(rate: float, end_s: float, *, latency_ms: float = 100.0, slow_share: float = 0.0,
+              lag_ms: float = 1.0, served_share: float = 1.0) -> pd.DataFrame:
+    """Requests at `rate` up to `end_s`, all answered; a share slow (900 ms) and a share never served."""
+    intended = np.arange(0.0, end_s, 1.0 / rate)
+    n = intended.size
+    rng = np.random.default_rng(1)
+    latency = np.where(rng.random(n) < slow_share, 900.0, latency_ms)
+    sent = intended + lag_ms / 1000.0
+    done = sent + latency / 1000.0
+    ok = rng.random(n) < served_share
+    return pd.DataFrame({
+        "intended_s": intended, "sent_s": sent, "done_s": done, "latency_ms": (done - intended) * 1000.0,
+        "ok": ok, "status": np.where(ok, 200, 503), "degraded": False, "priority": "paid", "mode": "auto",
+        "kind": "short", "phase": "", "pool_wait_ms": 0.1, "fired": 1,
+    })
+
+
+def test_steps_schedule_offers_exactly_the_rate_in_the_scenarios_mix() -> None:
+    model = load_traffic_model("promo-day")
+    schedule = step_schedule(model, rate_rps=40.0, duration_s=25.0, seed=3)
+    offsets = schedule["offset_s"].to_numpy()
+    assert len(schedule) == 1000 and (np.diff(offsets) >= 0).all() and 0 <= offsets.min() and offsets.max() < 25
+    assert set(schedule["kind"]) == {"short", "document"} and set(schedule["priority"]) == {"paid", "free", "batch"}
+    again = step_schedule(model, rate_rps=40.0, duration_s=25.0, seed=4)
+    assert not np.array_equal(offsets, again["offset_s"].to_numpy())
+
+
+def test_steps_live_frame_marks_unanswered_rows_and_ends_recorded_failures_now() -> None:
+    schedule = pd.DataFrame({"offset_s": [0.0, 1.0, 2.0, 9.0], "kind": "short", "chars": 10, "priority": "paid",
+                             "mode": "auto", "text_id": 1, "tenant": "t", "phase": "", "deadline_ms": 2000})
+    parts = pd.DataFrame({"row": [0, 1], "intended_s": [0.0, 1.0], "sent_s": [0.0, 1.0], "done_s": [0.1, np.nan],
+                          "pool_wait_ms": 0.0, "status": [200, 0], "error": ["", "timeout"], "model": "",
+                          "cached": False, "degraded": False, "node": "", "first_segment_s": np.nan,
+                          "via": "translate"})
+    frame = live_frame(schedule, parts, 5.0)
+    assert len(frame) == 3  # the row due at 9 s is not due yet
+    assert frame["done_s"].tolist()[:2] == [0.1, 5.0] and np.isnan(frame["done_s"].iat[2])
+    assert not frame["ok"].iat[1]
+
+
+def test_steps_a_clear_failure_stops_the_step_early() -> None:
+    frame = _requests(40.0, 8.0, slow_share=0.2)
+    verdict = assess(frame, [P99], RULES, 8.0, final=False)
+    assert verdict.decision == "fail" and verdict.limiting == "p99"
+
+
+def test_steps_a_clear_pass_waits_for_half_the_measurement() -> None:
+    early = assess(_requests(100.0, 8.0), [P99], RULES, 8.0, final=False)
+    assert early.decision == "continue"
+    later = assess(_requests(100.0, 14.0), [P99], RULES, 14.0, final=False)
+    assert later.decision == "pass", later.reason
+
+
+def test_steps_too_few_requests_end_open_and_count_as_a_failure() -> None:
+    verdict = assess(_requests(5.0, 24.0), [P99], RULES, 24.0, final=True)
+    assert verdict.decision == "fail" and "not shown met" in verdict.reason
+
+
+def test_steps_a_service_that_falls_behind_fails_on_throughput() -> None:
+    frame = _requests(100.0, 22.0)
+    late = frame["intended_s"].to_numpy() > 11.0
+    frame.loc[late, "done_s"] = 23.0  # half the window answered only after it: the service fell behind
+    frame["latency_ms"] = (frame["done_s"] - frame["intended_s"]) * 1000.0
+    verdict = assess(frame, [], RULES, 23.5, final=True)
+    assert verdict.decision == "fail" and verdict.limiting == "throughput"
+
+
+def test_steps_a_lagging_generator_makes_the_step_invalid() -> None:
+    verdict = assess(_requests(50.0, 22.0, lag_ms=120.0), [P99], RULES, 22.5, final=True)
+    assert verdict.decision == "invalid" and "schedule lag" in verdict.reason and not verdict.generator_valid
+
+
+def test_steps_a_service_failing_even_from_the_actual_send_is_a_failure_not_invalid() -> None:
+    frame = _requests(50.0, 22.0, lag_ms=120.0, slow_share=0.3)
+    verdict = assess(frame, [P99], RULES, 22.5, final=True)
+    assert verdict.decision == "fail" and "actual send" in verdict.reason
+
+
+@pytest.mark.parametrize("cpu, expected", [(0.5, "pass"), (0.97, "invalid")])
+def test_steps_generator_cpu_saturation_is_invalid(cpu: float, expected: str) -> None:
+    verdict = assess(_requests(50.0, 22.0), [P99], RULES, 22.5, final=True, cpu_max=cpu)
+    assert verdict.decision == expected
