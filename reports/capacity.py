@@ -11,11 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reports.plotting import Chart, encode  # first: it selects matplotlib's Agg backend
+import matplotlib
 
-import matplotlib.pyplot as plt  # noqa: E402
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (backend must be chosen first)
 import numpy as np  # noqa: E402
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape  # noqa: E402
+
+from reports.plotting import Chart, encode  # noqa: E402
 
 __all__ = ["knee_chart", "write_capacity_html"]
 

@@ -26,8 +26,8 @@ import pandas as pd
 from scipy.stats import beta
 
 from reports.faults import SHED_STATUSES
-from reports.selection import slo_scope
 from reports.schema import SloSpec
+from reports.selection import slo_scope
 from reports.stats import ci_ranks, summary_percentiles
 
 __all__ = ["ONE_SIDED", "SloCall", "judge_slos", "samples_to_pass", "step_figures"]

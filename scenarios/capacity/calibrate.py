@@ -14,7 +14,7 @@ import hashlib
 import json
 import math
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +109,7 @@ def remember(job: CapacityJob, document: dict[str, Any]) -> list[Path]:
         key, parts = calibration_key(job.scenario, name, source=job.source, base_dir=job.base_dir)
         record = {"key": key, "scenario": job.scenario.name, "condition": name, "capacity_rps": entry["capacity_rps"],
                   "bracket": entry.get("bracket"), "summary": entry.get("summary"),
-                  "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
                   "results": str(job.out_dir.resolve()), "made_of": parts}
         path = cache_dir() / f"{key}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -131,7 +131,7 @@ def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir
     settings = SearchSettings(min_rps=low, max_rps=max(low * CALIBRATION_SPAN, (previous or 0) * 2),
                               precision=CALIBRATION_PRECISION,
                               growth=REMEASURE_GROWTH if previous else 2.0)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return CapacityJob(
         scenario=scenario, source=source, base_dir=base_dir, mix=mix, slos=list(scenario.slos),
         conditions=[condition], settings=settings,
@@ -149,7 +149,7 @@ def _dry_run() -> bool:
 def _measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path) -> float:
     from scenarios.capacity.runner import run_capacity
 
-    say = lambda text: click.echo(f"calibrating: {text}", err=True)  # noqa: E731
+    say = lambda text: click.echo(f"calibrating: {text}", err=True)
     for step_s in CALIBRATION_STEPS_S:  # a machine too slow for the first length gets longer steps
         job = calibration_job(scenario, condition, source=source, base_dir=base_dir, step_s=step_s)
         say(f'traffic.peak_rps is relative to the capacity ({condition}), not yet measured for this machine, '

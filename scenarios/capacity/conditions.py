@@ -85,7 +85,7 @@ class NMinusOne:
         if len(nodes) < 2:
             raise ConditionError(f'N-1 needs at least two nodes in the "{self.pool}" pool; the target has '
                                  f"{len(nodes)}, and N-1 of them would be no pool at all.")
-        self.node_id = str(sorted(nodes, key=lambda n: str(n.get("id")))[0]["id"])
+        self.node_id = str(min(nodes, key=lambda n: str(n.get("id")))["id"])
         self._kill()
 
     def _status(self) -> dict:
@@ -154,7 +154,7 @@ class ExperimentHeld:
 
     def check(self) -> None:
         process = self._process
-        if process is not None and not getattr(process, "running"):
+        if process is not None and not process.running:
             raise ConditionError(f'The experiment "{self.experiment}" stopped holding its fault mid-search.')
 
     def release(self) -> None:

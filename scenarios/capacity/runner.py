@@ -21,7 +21,13 @@ import numpy as np
 
 from reference_server.launch import LaunchError
 from scenarios.capacity.conditions import (
-    HEALTHY, N_MINUS_ONE, Condition, ConditionError, ExperimentHeld, Healthy, NMinusOne,
+    HEALTHY,
+    N_MINUS_ONE,
+    Condition,
+    ConditionError,
+    ExperimentHeld,
+    Healthy,
+    NMinusOne,
 )
 from scenarios.capacity.job import CapacityJob
 from scenarios.capacity.probe import settle

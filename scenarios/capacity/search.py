@@ -122,11 +122,11 @@ def _take(step: StepFn, rate: float, result: SearchResult) -> bool:
     if verdict.verdict == "invalid":
         result.generator_bound = True
         return False
+    below_fail = result.first_fail is None or rate < result.first_fail
     if verdict.verdict == "pass":
-        if result.last_pass is None or rate > result.last_pass:
-            if result.first_fail is None or rate < result.first_fail:
-                result.last_pass = rate
-    elif result.first_fail is None or rate < result.first_fail:
+        if below_fail and (result.last_pass is None or rate > result.last_pass):
+            result.last_pass = rate
+    elif below_fail:
         result.first_fail = rate
         result.limiting = verdict.limiting
     return True

@@ -17,7 +17,13 @@ import pandas as pd
 
 from reports.schema import SloSpec
 from scenarios.capacity.probe import StatusSampler
-from scenarios.capacity.steps import Assessment, StepRules, assess, live_frame, step_schedule
+from scenarios.capacity.steps import (
+    Assessment,
+    StepRules,
+    assess,
+    live_frame,
+    step_schedule,
+)
 from scenarios.load.locust import LoadError
 from scenarios.load.parts import read_parts
 from scenarios.load.session import LoadPlan, LoadSession

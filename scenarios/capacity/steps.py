@@ -85,7 +85,7 @@ def step_schedule(model: TrafficModel, *, rate_rps: float, duration_s: float, se
         "name": f"{model.name or 'mix'}-constant-{rate_rps:g}", "base_rps": float(rate_rps) * SPARE_ROWS,
         "curve": "flat", "events": [], "replay": None, "duration": None,
     })
-    count = int(round(rate_rps * duration_s))
+    count = round(rate_rps * duration_s)
     rows = generate_schedule(constant, seed=seed, duration_s=duration_s).iloc[:count].copy()
     rng = np.random.default_rng([seed, count])
     rows["offset_s"] = np.sort(rng.uniform(0.0, duration_s, len(rows)))

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
 from scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE, parse_conditions
-from scenarios.capacity.job import CapacityJob, check_floors, default_range, load_mix, select_slos, slo_floors, step_rules
+from scenarios.capacity.job import (
+    CapacityJob,
+    check_floors,
+    default_range,
+    load_mix,
+    select_slos,
+    slo_floors,
+    step_rules,
+)
 from scenarios.capacity.search import SearchSettings
 from scenarios.cli.errors import BadInput
 from scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
@@ -66,7 +74,7 @@ def build_job(scenario_spec: str, *, target_url: str | None, slos: tuple[str, ..
         settings = SearchSettings(min_rps=low, max_rps=high, precision=precision)
     except ValueError as exc:
         raise ScenarioError(f"--min-rps/--max-rps/--precision: {exc}") from exc
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return CapacityJob(
         scenario=scenario, source=source, base_dir=base_dir, mix=mix, slos=specs,
         conditions=_conditions(faults, base_dir), settings=settings,
@@ -83,8 +91,8 @@ def describe_job(job: CapacityJob) -> str:
              f"target     {job.target_url or job.scenario.target.url or 'embedded reference server'}",
              f"conditions {', '.join(job.conditions)}",
              f"rates      {s.min_rps:g} to {s.max_rps:g} req/s, x{s.growth:g} up, then bisect to {100 * s.precision:g}%",
-             f"steps      {job.rules.warmup_s:g} s warm-up + up to {job.rules.measure_s:g} s measured, stopped "
-             "early once clear", "slos"]
+             (f"steps      {job.rules.warmup_s:g} s warm-up + up to {job.rules.measure_s:g} s measured, "
+              "stopped early once clear"), "slos"]
     lines += [f"  {f.name:20s} {100 * f.share:5.1f}% of the mix, needs {f.needed} requests: from "
               f"{f.floor_rps:.1f} req/s" for f in job.floors]
     return "\n".join(lines)

@@ -10,7 +10,13 @@ import pytest
 import yaml
 
 from scenarios.capacity import calibrate
-from scenarios.capacity.calibrate import cache_dir, calibrated_peak, calibration_job, calibration_key, remember
+from scenarios.capacity.calibrate import (
+    cache_dir,
+    calibrated_peak,
+    calibration_job,
+    calibration_key,
+    remember,
+)
 from scenarios.spec.model import Scenario, load_scenario
 from scenarios.spec.peak import RelativePeak
 

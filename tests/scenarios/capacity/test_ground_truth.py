@@ -1,9 +1,8 @@
-"""The search against a service of known capacity: an M/D/c queue (c workers, a fixed service time).
+"""The search against a service of known capacity: an M/D/c queue (c workers, a fixed service time,
+benchmarks/mdc.py).
 
-Its P99 response time at each arrival rate is computed here by simulation (FCFS with equal
-service times: request i starts at max(arrival_i, start_{i-c} + D), so each residue class mod c
-is a Lindley recursion, a cumulative maximum in numpy); the true capacity is the highest rate
-whose P99 is within the SLO. `rushhour capacity` must land within 10% of it.
+Its P99 response time at each arrival rate is computed here by simulation; the true capacity is
+the highest rate whose P99 is within the SLO, and `rushhour capacity` must land within 10% of it.
 """
 
 from __future__ import annotations
@@ -16,50 +15,36 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
 
+from benchmarks.mdc import simulated_p99_ms, true_capacity
 from scenarios.cli.capacity import capacity
 from traffic_models.processes import free_port, stop_process
 
-HERE = Path(__file__).resolve().parent
+MDC_SERVER = Path(__file__).resolve().parents[3] / "benchmarks" / "mdc.py"
 WORKERS, SERVICE_MS, THRESHOLD_MS = 4, 100.0, 500.0
 
 
-def simulated_p99_ms(rate: float, *, workers: int = WORKERS, service_ms: float = SERVICE_MS,
-                     arrivals: int = 300_000, seed: int = 7) -> float:
-    """P99 response time of M/D/c at `rate` req/s, from one long simulated run."""
-    service = service_ms / 1000.0
-    arrive = np.cumsum(np.random.default_rng(seed).exponential(1.0 / rate, arrivals))
-    start = np.empty(arrivals)
-    for lane in range(workers):
-        times = arrive[lane::workers]
-        offset = np.arange(times.size) * service
-        start[lane::workers] = offset + np.maximum.accumulate(times - offset)
-    return float(np.quantile(start + service - arrive, 0.99) * 1000.0)
+def _p99(rate: float) -> float:
+    return simulated_p99_ms(rate, workers=WORKERS, service_ms=SERVICE_MS)
 
 
-def true_capacity(threshold_ms: float = THRESHOLD_MS) -> float:
-    """The highest rate whose simulated P99 is within `threshold_ms` (bisection, 0.1 req/s)."""
-    low, high = 1.0, WORKERS * 1000.0 / SERVICE_MS
-    while high - low > 0.1:
-        middle = (low + high) / 2
-        low, high = (middle, high) if simulated_p99_ms(middle) <= threshold_ms else (low, middle)
-    return low
+def _truth() -> float:
+    return true_capacity(THRESHOLD_MS, workers=WORKERS, service_ms=SERVICE_MS)
 
 
 def test_ground_truth_simulation_matches_queueing_sanity() -> None:
-    assert simulated_p99_ms(5.0) == pytest.approx(SERVICE_MS, abs=5.0)  # nearly never a queue
-    assert simulated_p99_ms(30.0) < simulated_p99_ms(36.0) < simulated_p99_ms(39.0)
-    assert 30.0 < true_capacity() < 38.0
+    assert _p99(5.0) == pytest.approx(SERVICE_MS, abs=5.0)  # nearly never a queue
+    assert _p99(30.0) < _p99(36.0) < _p99(39.0)
+    assert 30.0 < _truth() < 38.0
 
 
 @pytest.fixture
 def mdc_url() -> Iterator[str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(HERE / "mdc_server.py"), str(port), str(WORKERS), str(SERVICE_MS)],
+    proc = subprocess.Popen([sys.executable, str(MDC_SERVER), str(port), str(WORKERS), str(SERVICE_MS)],
                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -94,7 +79,7 @@ def test_ground_truth_search_lands_within_ten_percent_of_the_mdc_capacity(tmp_pa
         str(_scenario(tmp_path, mdc_url)), "--min-rps", "20", "--max-rps", "80", "--precision", "0.05",
         "--step-duration", "20s", "--out", str(out)])
     document = json.loads((out / "capacity.json").read_text())
-    truth = true_capacity()
+    truth = _truth()
     found = document["capacity_rps"]
     assert result.exit_code == 0, result.output
     assert found is not None and abs(found - truth) / truth <= 0.10, (found, truth, result.output)

@@ -8,7 +8,12 @@ import pytest
 import yaml
 
 from scenarios.capacity import calibrate
-from scenarios.spec.model import ScenarioError, dump_scenario, load_scenario, parse_scenario
+from scenarios.spec.model import (
+    ScenarioError,
+    dump_scenario,
+    load_scenario,
+    parse_scenario,
+)
 from scenarios.spec.peak import Calibration, RelativePeak, parse_relative_peak
 from scenarios.spec.plan import build_plan, describe, pin_rate_scale
 

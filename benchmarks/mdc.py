@@ -1,16 +1,18 @@
 """A ground-truth service of known capacity: c workers, a fixed service time, first come first served.
 
-Run as `python mdc_server.py PORT WORKERS SERVICE_MS` (loopback only). Every POST waits for a
+Run as `python benchmarks/mdc.py PORT WORKERS SERVICE_MS` (loopback only). Every POST waits for a
 free worker in arrival order, holds it for exactly SERVICE_MS and answers 200 with a small JSON
-body, so under Poisson arrivals it is an M/D/c queue whose response-time percentiles the tests
-compute by simulation. Anything else answers 404. Standard library only, so the process is cheap
-and starts in a blink.
+body, so under Poisson arrivals it is an M/D/c queue. The server is standard library only (cheap,
+starts in a blink); `simulated_p99_ms` and `true_capacity` give its P99 at any rate by
+simulation, for the capacity test and benchmark to compare the search with.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+
+import numpy as np
 
 BODY = b'{"translation": "ok", "model": "quality", "cached": false, "degraded": false, "node": "mdc-0"}'
 NOT_FOUND = b'{"error": {"code": "not_found", "message": "Only POST is served here."}}'
@@ -68,6 +70,33 @@ async def main(port: int, workers: int, service_s: float) -> None:
     print("ready", flush=True)
     async with server:
         await server.serve_forever()
+
+
+def simulated_p99_ms(rate: float, *, workers: int, service_ms: float, arrivals: int = 300_000,
+                     seed: int = 7) -> float:
+    """P99 response time of M/D/c at `rate` req/s, from one long simulated run.
+
+    FCFS with equal service times: request i starts at max(arrival_i, start_{i-c} + D), so each
+    residue class mod c is a Lindley recursion, a cumulative maximum in numpy.
+    """
+    service = service_ms / 1000.0
+    arrive = np.cumsum(np.random.default_rng(seed).exponential(1.0 / rate, arrivals))
+    start = np.empty(arrivals)
+    for lane in range(workers):
+        times = arrive[lane::workers]
+        offset = np.arange(times.size) * service
+        start[lane::workers] = offset + np.maximum.accumulate(times - offset)
+    return float(np.quantile(start + service - arrive, 0.99) * 1000.0)
+
+
+def true_capacity(threshold_ms: float, *, workers: int, service_ms: float) -> float:
+    """The highest rate whose simulated P99 is within `threshold_ms` (bisection to 0.1 req/s)."""
+    low, high = 1.0, workers * 1000.0 / service_ms
+    while high - low > 0.1:
+        middle = (low + high) / 2
+        fits = simulated_p99_ms(middle, workers=workers, service_ms=service_ms) <= threshold_ms
+        low, high = (middle, high) if fits else (low, middle)
+    return low
 
 
 if __name__ == "__main__":
