@@ -19,7 +19,8 @@ def app(environ: dict, start_response: Callable[..., object]) -> Iterable[bytes]
 
 def main() -> None:
     port = int(sys.argv[1])
-    WSGIServer(("127.0.0.1", port), app, log=None).serve_forever()
+    host = sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1"  # a test host inside a namespace the test made
+    WSGIServer((host, port), app, log=None).serve_forever()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
-__all__ = ["is_loopback_url"]
+__all__ = ["is_loopback_url", "is_named_host"]
 
 
 def is_loopback_url(url: str) -> bool:
@@ -22,3 +22,10 @@ def is_loopback_url(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def is_named_host(url: str, allowed: tuple[str, ...]) -> bool:
+    """True when `url`'s host is one a scenario names on purpose (`load.allowed_hosts`: private
+    test addresses, e.g. hosts in network namespaces a test created); never true by default."""
+    host = urlsplit(url).hostname or ""
+    return bool(host) and host in allowed

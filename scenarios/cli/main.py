@@ -15,6 +15,7 @@ COMMANDS = {
     "compare": "scenarios.cli.report:compare",
     "node": "scenarios.cli.node:node",
     "capacity": "scenarios.cli.capacity:capacity",
+    "worker": "scenarios.cli.worker:worker",
 }
 
 

@@ -15,7 +15,7 @@ from scenarios.spec.target import PROTOCOL_NAMES
 from scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
 from scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_plan, describe, pin_rate_scale
 from scenarios.spec.model import ScenarioError, load_scenario, resolve_path
-from traffic_models.loopback import is_loopback_url
+from traffic_models.loopback import is_loopback_url, is_named_host
 from traffic_models.clock import parse_duration
 from scenarios.spec.variants import VariantRun, check_embedded, describe_variants, expand_variants
 
@@ -46,7 +46,8 @@ def prepare(scenario: str, flags: Overrides, *, allow_remote: bool) -> DrillPlan
         spec = pin_rate_scale(load_scenario(path), source=source, base_dir=base_dir)
         spec = apply_overrides(spec, flags, source)
         url = spec.target.url
-        if url is not None and not is_loopback_url(url) and not allow_remote:
+        named = url is not None and is_named_host(url, spec.load.allowed_hosts)
+        if url is not None and not is_loopback_url(url) and not allow_remote and not named:
             field = "--target" if flags.target_url else "target.url"
             raise ScenarioError(
                 f'{source}: {field}: "{url}" is not on this machine (127.0.0.0/8, ::1 or localhost); '
@@ -123,6 +124,10 @@ def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path, metrics: Me
 @click.option("--no-chaos", is_flag=True, help="Skip the scenario's chaos experiments.")
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan, and probe a --target/url target with one request; boot nothing.")
 @click.option("--processes", type=click.IntRange(1, 64), help="Locust processes generating the load.")
+@click.option("--workers", type=click.IntRange(1, 1024), help="Across hosts: run as a Locust master that waits "
+              "for this many `rushhour worker --master HOST:PORT` to join and splits the schedule among them.")
+@click.option("--master-bind", default="0.0.0.0:5557", show_default=True,
+              help="With --workers: HOST:PORT the master listens on for its workers.")
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
 @click.option("--no-probe", is_flag=True, help="Skip the capability probe (one request to the target before the load).")
 @click.option("--variant", "only", help="Run only this one of the scenario's variants.")
@@ -131,7 +136,8 @@ def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path, metrics: Me
               "a free port. Default: off.")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address the metrics endpoint listens on.")
 def run(scenario: str, out: Path | None, target_url: str | None, protocol: str | None, traffic: str | None, duration: str | None,
-        seed: int | None, no_chaos: bool, dry_run: bool, processes: int | None, allow_remote: bool,
+        seed: int | None, no_chaos: bool, dry_run: bool, processes: int | None, workers: int | None,
+        master_bind: str, allow_remote: bool,
         no_probe: bool, only: str | None, metrics_port: int | None, metrics_host: str) -> None:
     """Run one drill of SCENARIO (a file or a bundled name) and report on it.
 
@@ -145,6 +151,7 @@ def run(scenario: str, out: Path | None, target_url: str | None, protocol: str |
                       no_chaos=no_chaos, processes=processes)
     plan = prepare(scenario, flags, allow_remote=allow_remote)
     runs = prepare_variants(plan, only)
+    scale_out = _scale_out(workers, master_bind, processes, bool(runs))
     if dry_run:
         click.echo(describe(plan))
         click.echo("\n".join(describe_target(plan)))
@@ -159,7 +166,8 @@ def run(scenario: str, out: Path | None, target_url: str | None, protocol: str |
     if runs:
         raise SystemExit(run_variants(plan, runs, results, (metrics_port, metrics_host)))
     try:
-        result = Drill(plan, results, live=open_live_watch(plan, results, (metrics_port, metrics_host))).run()
+        result = Drill(plan, results, live=open_live_watch(plan, results, (metrics_port, metrics_host)),
+                       **scale_out).run()
     except ResultsDirError as exc:
         raise BadInput(str(exc)) from exc
     click.echo(f"verdict: {result.verdict} - {result.reason}".rstrip(" -"))
@@ -167,3 +175,17 @@ def run(scenario: str, out: Path | None, target_url: str | None, protocol: str |
     click.echo(f"report: {report if report.exists() else result.results_dir}")
     if result.exit_code:
         raise SystemExit(result.exit_code if result.exit_code in (1, EXIT_ABORTED) else EXIT_ABORTED)
+
+
+def _scale_out(workers: int | None, master_bind: str, processes: int | None, variants: bool) -> dict[str, object]:
+    """The Drill's keyword arguments for a run across hosts (none on one machine)."""
+    from scenarios.cli.worker import parse_host_port
+
+    if not workers:
+        return {}
+    if processes:
+        raise BadInput("--workers and --processes exclude each other: with --workers the load comes from the "
+                       "workers' hosts.")
+    if variants:
+        raise BadInput("--workers cannot run a scenario with variants yet; run each variant's scenario on its own.")
+    return {"remote_workers": workers, "master_bind": parse_host_port(master_bind, "--master-bind")}

@@ -43,18 +43,27 @@ class LocustCommand:
     stop_timeout_s: float = 0.0
     """How long Locust lets a running task finish when stopped. 0 for the open loop: its task
     never finishes, and what is still in flight ends (cancelled) at the moment the load stops."""
+    expect_workers: int = 0
+    """A Locust master waiting for this many remote workers (`rushhour worker`); 0: one machine."""
+    master_bind: tuple[str, int] = ("0.0.0.0", 5557)
 
     def argv(self) -> list[str]:
-        users = self.users if self.users is not None else self.processes
-        argv = [
+        if self.expect_workers:
+            return self._argv(self.expect_workers) + [
+                "--master", "--expect-workers", str(self.expect_workers),
+                "--master-bind-host", self.master_bind[0], "--master-bind-port", str(self.master_bind[1])]
+        argv = self._argv(self.users if self.users is not None else self.processes)
+        if self.processes > 1:
+            argv += ["--processes", str(self.processes)]
+        return argv
+
+    def _argv(self, users: int) -> list[str]:
+        return [
             sys.executable, "-m", "locust", "-f", str(self.locustfile), "--headless",
             "-u", str(users), "-r", str(max(users, 1)), "--host", self.host,
             "--run-time", f"{int(self.run_time_s) + 1}s", "--stop-timeout", f"{self.stop_timeout_s:g}",
             "--only-summary", "--loglevel", "WARNING",
         ]
-        if self.processes > 1:
-            argv += ["--processes", str(self.processes)]
-        return argv
 
 
 class LocustProcess:
@@ -151,8 +160,14 @@ PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy"})
 def worker_env(config: WorkerConfig) -> dict[str, str]:
     """The environment Locust runs in: ours without proxy variables (the load goes straight to the
     target the loopback guard allowed, never through a proxy), plus the worker config."""
-    env = {key: value for key, value in os.environ.items() if key.lower() not in PROXY_VARIABLES}
+    env = proxy_free_env()
     env[ENV_CONFIG] = config.to_env()
+    return env
+
+
+def proxy_free_env() -> dict[str, str]:
+    """Our environment without proxy variables, unbuffered: what every Locust process runs in."""
+    env = {key: value for key, value in os.environ.items() if key.lower() not in PROXY_VARIABLES}
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 
@@ -161,6 +176,9 @@ def wait_ready(proc: LocustProcess, control: Path, workers: int, *, limit_s: flo
     """Wait until every worker has loaded its share; raise LoadError if Locust dies first."""
     give_up = time.monotonic() + limit_s
     while count_markers(control, "ready") < workers:
+        refused = sorted(control.glob("failed-*"))
+        if refused:  # a remote worker turned away before the start (e.g. another version)
+            raise LoadError(refused[0].read_text(encoding="utf-8"))
         if not proc.alive():
             raise LoadError("Locust exited before its workers were ready; see locust.log.")
         if time.monotonic() > give_up:

@@ -11,25 +11,43 @@ An https target is verified (against its `ca_bundle` when the scenario gives one
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from typing import Any
 
 import gevent
-from locust import FastHttpUser, task
+from locust import FastHttpUser, events, task
 
 from scenarios.load.handoff import stamp_connections
 from scenarios.load.jobs import JOB_POLL_NAME, JOBS_PATH, JobFollower, Reply
 from scenarios.load.openloop import Outcome
 from scenarios.load.wire import WireSender, no_response
 from scenarios.load.worker import ENV_CONFIG, WorkerConfig, run_worker
+from scenarios.load.worker_relay import WorkerRelay, install_relay
 from scenarios.protocols.base import make_protocol
 from scenarios.protocols.rushhour import translate_body
 from scenarios.protocols.tls import ssl_context_factory
 
 CONCURRENCY = int(os.environ.get("RUSHHOUR_CONCURRENCY", "2000"))
 log = logging.getLogger(__name__)
+RELAY: list[object] = []
+"""This process's relay in a drill across hosts (`scenarios.load.worker_relay`), if any."""
+
+
+@events.init.add_listener
+def _install_relay(environment: Any, **_kwargs: Any) -> None:
+    relay = install_relay(environment.runner)
+    if relay is not None:
+        RELAY.append(relay)
+
+
+def _settings() -> tuple[int | None, WorkerConfig | None]:
+    """This worker's index (None: Locust's own) and settings: from the master when remote."""
+    relay = RELAY[0] if RELAY else None
+    if isinstance(relay, WorkerRelay):
+        joined = relay.joined()
+        return joined.index, joined.config
+    return None, WorkerConfig.from_env() if os.environ.get(ENV_CONFIG) else None
 
 
 class OpenLoopUser(FastHttpUser):
@@ -43,8 +61,8 @@ class OpenLoopUser(FastHttpUser):
     insecure = False
 
     def __init__(self, environment: Any) -> None:
-        target = json.loads(os.environ[ENV_CONFIG]).get("target") if os.environ.get(ENV_CONFIG) else None
-        self.protocol = make_protocol(target or {})
+        self._index, self._config = _settings()
+        self.protocol = make_protocol((self._config.target if self._config else None) or {})
         self.ssl_context_factory = ssl_context_factory(self.protocol.spec.ca_bundle)
         super().__init__(environment)
         stamp_connections(self.client.client)
@@ -52,9 +70,9 @@ class OpenLoopUser(FastHttpUser):
 
     @task
     def replay(self) -> None:
-        index = self.environment.runner.worker_index
+        index = self.environment.runner.worker_index if self._index is None else self._index
         try:  # the share is claimed before firing, so even a re-run of this task never refires it
-            run_worker(WorkerConfig.from_env(), index, self._send, send_job=self._send_job)
+            run_worker(self._config or WorkerConfig.from_env(), index, self._send, send_job=self._send_job)
         except Exception:
             log.exception("Load worker %d failed mid-share; its remaining rows stay not sent.", index)
         while True:  # done: idle until the runner stops Locust

@@ -7,6 +7,7 @@ session hides the control files and the Locust process behind that.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ import pandas as pd
 from scenarios.load.locust import (
     CLOSED_LOCUSTFILE,
     OPEN_LOCUSTFILE,
+    READY_WAIT_S,
     LocustCommand,
     LocustProcess,
     start_load,
@@ -25,8 +27,12 @@ from scenarios.load.locust import (
 from scenarios.load.openloop import monotonic_anchor
 from scenarios.load.parts import list_parts, merge_requests, read_parts
 from scenarios.load.worker import WorkerConfig, count_markers
+from scenarios.load.worker_relay import ENV_DISTRIBUTED
 
 DRAIN_SLACK_S = 5.0
+DEFAULT_MASTER_BIND = ("0.0.0.0", 5557)
+WORKERS_JOIN_S = 600.0
+"""How long a master waits for its remote workers to join and load their shares."""
 CLOSED_STOP_TIMEOUT_S = 5.0
 """A persona mid-request may finish it when the load stops; open-loop requests end at the stop."""
 
@@ -48,6 +54,14 @@ class LoadPlan:
     documents_via_jobs: bool = False
     target: dict[str, object] | None = None
     """The target's protocol fields (scenarios.spec.target.TargetProtocol.wire_dict()); None: rushhour."""
+    remote_workers: int = 0
+    """Across hosts: a Locust master that waits for this many `rushhour worker`s (0: one machine)."""
+    master_bind: tuple[str, int] = DEFAULT_MASTER_BIND
+
+    @property
+    def workers(self) -> int:
+        """How many shares the schedule is cut into: remote workers, else local processes."""
+        return self.remote_workers or self.processes
 
     @property
     def jobs_in_use(self) -> bool:
@@ -77,10 +91,13 @@ class LoadSession:
         """Start Locust, wait for every worker to be ready, publish the common start time."""
         self.control_dir.mkdir(parents=True, exist_ok=True)
         self.parts_dir.mkdir(parents=True, exist_ok=True)
-        self._proc = LocustProcess(self._command(), env=worker_env(self._config()),
-                                   log_path=self.plan.work_dir / "locust.log")
+        env = worker_env(self._config())
+        if self.plan.remote_workers:
+            env[ENV_DISTRIBUTED] = "1"
+        self._proc = LocustProcess(self._command(), env=env, log_path=self.plan.work_dir / "locust.log")
         self._proc.start()
-        wait_ready(self._proc, self.control_dir, self.plan.processes)
+        limit = WORKERS_JOIN_S if self.plan.remote_workers else READY_WAIT_S
+        wait_ready(self._proc, self.control_dir, self.plan.workers, limit_s=limit)
         self.t0 = start_load(self.control_dir)
         self._started = monotonic_anchor(self.t0)
         return self.t0
@@ -90,12 +107,13 @@ class LoadSession:
         run_time = self.plan.duration_s + self.plan.max_timeout_s + 60.0
         return LocustCommand(host=self.plan.host, processes=self.plan.processes, run_time_s=run_time,
                              locustfile=CLOSED_LOCUSTFILE if closed else OPEN_LOCUSTFILE,
-                             stop_timeout_s=CLOSED_STOP_TIMEOUT_S if closed else 0.0)
+                             stop_timeout_s=CLOSED_STOP_TIMEOUT_S if closed else 0.0,
+                             expect_workers=self.plan.remote_workers, master_bind=self.plan.master_bind)
 
     def _config(self) -> WorkerConfig:
         return WorkerConfig(
             schedule=str(self.plan.schedule_path.resolve()), parts_dir=str(self.parts_dir.resolve()),
-            control_dir=str(self.control_dir.resolve()), workers=self.plan.processes,
+            control_dir=str(self.control_dir.resolve()), workers=self.plan.workers,
             languages=self.plan.languages, timeout_margin_s=self.plan.timeout_margin_s,
             request_timeout_s=self.plan.request_timeout_s, duration_s=self.plan.duration_s,
             documents_via_jobs=self.plan.jobs_in_use, target=self.plan.target,
@@ -108,7 +126,7 @@ class LoadSession:
 
     def finished(self) -> bool:
         """All workers done, Locust gone, or past the deadline."""
-        done = count_markers(self.control_dir, "done") >= self.plan.processes
+        done = count_markers(self.control_dir, "done") >= self.plan.workers
         gone = self._proc is None or not self._proc.alive()
         return done or gone or time.monotonic() > self.deadline
 
@@ -125,6 +143,14 @@ class LoadSession:
         """Stop Locust (its workers flush what they have on the way out)."""
         if self._proc is not None:
             self._proc.stop()
+
+    def failures(self) -> list[str]:
+        """Why workers failed or were lost mid-run (their unsent rows stay not sent)."""
+        return [p.read_text(encoding="utf-8") or p.name for p in sorted(self.control_dir.glob("failed-*"))]
+
+    def remote_workers(self) -> list[dict[str, object]]:
+        """Each remote worker's host, share and measured clock offset (empty on one machine)."""
+        return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(self.control_dir.glob("clock-*.json"))]
 
     def requests(self, schedule: pd.DataFrame) -> pd.DataFrame:
         """Every part merged onto the schedule: one row per scheduled request."""

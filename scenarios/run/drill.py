@@ -40,7 +40,7 @@ from scenarios.spec.plan import DrillPlan
 from scenarios.run.progress import ProgressPrinter, RunningTally, progress_line
 from scenarios.run.stopping import stop_reason
 from scenarios.run.scraper import StatusScraper, metrics_frame
-from scenarios.load.session import LoadPlan, LoadSession
+from scenarios.load.session import DEFAULT_MASTER_BIND, LoadPlan, LoadSession
 from scenarios.spec.model import dump_scenario
 
 TICK_S = 0.5
@@ -76,6 +76,8 @@ class Drill:
     audit: LeakAudit = field(default_factory=LeakAudit)
     ledger: ProcessLedger | None = None
     live: LiveWatch | None = None  # metrics endpoint and terminal view (scenarios.run.live); closed by run()
+    remote_workers: int = 0  # across hosts: a Locust master waiting for this many `rushhour worker`s
+    master_bind: tuple[str, int] = DEFAULT_MASTER_BIND
     _phases_seen: int = 0
     _audit_s: float = 0.0  # time spent auditing: after the run, so not part of its duration
 
@@ -137,11 +139,16 @@ class Drill:
         if self.interrupted:
             return
         self.session = LoadSession(self._load_plan())
+        if self.remote_workers:
+            host, port = self.master_bind
+            self._say(f"waiting for {self.remote_workers} worker(s): run `rushhour worker --master HOST:{port}` "
+                      f"on each load host (this master listens on {host}:{port}) ...")
         try:
             self.t0 = self.session.start()
         finally:
             self._observe()
         self._open_events()
+        self._report_workers()
         if self.live is not None:
             self.live.begin(self.t0, self.events_log, self.url)
         if self.server is not None:
@@ -165,7 +172,17 @@ class Drill:
             max_timeout_s=load.request_timeout_s or longest + load.timeout_margin_s,
             documents_via_jobs=load.documents_via_jobs,
             target=self.plan.scenario.target.wire_dict(),  # the target's protocol (issue 15)
+            remote_workers=self.remote_workers, master_bind=self.master_bind,
         )
+
+    def _report_workers(self) -> None:
+        """Across hosts: each worker's host, share and clock offset, said and written as an event."""
+        workers = self.session.remote_workers() if self.session is not None else []
+        for w in workers:
+            self._say(f"worker {w['index']} on {w['host']}: {w['rows']} requests, clock offset "
+                      f"{w['clock_offset_ms']:+.3f} ms (round trip {w['clock_rtt_ms']:.3f} ms), corrected")
+        if workers:
+            self.events_log.emit("workers", t_s=0.0, source="harness", workers=workers)
 
     def _probe_target(self) -> None:
         """One real request through the scenario's protocol before the load (issue 15); a URL
@@ -252,6 +269,9 @@ class Drill:
     def _stop_load(self) -> None:
         if self.session is not None:
             self.session.stop()
+            failures = self.session.failures()
+            if failures and self.abort_reason is None:
+                self.abort_reason = "load worker failed: " + "; ".join(failures)
             parts = self.session.poll()
             self.stats.add(parts)
             if self.live is not None:

@@ -7,6 +7,8 @@ fails twenty minutes in because of a typo.
 
 from __future__ import annotations
 
+import ipaddress
+
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -140,10 +142,27 @@ class LoadSpec(_Strict):
     timeout_margin_s: float = Field(default=2.0, ge=0)
     max_lag_p99_ms: float = Field(default=50.0, gt=0)
     languages: tuple[str, ...] = DEFAULT_LANGUAGES
+    allowed_hosts: tuple[str, ...] = Field(
+        default=(),
+        description="private IP addresses the loopback guard lets a target or workers use without "
+                    "--allow-remote (e.g. test hosts in network namespaces); none by default")
     documents_via_jobs: bool = Field(
         default=False,
         description="open mode: send `document` requests to POST /v1/jobs and poll them, recording "
                     "time to first segment; closed mode always uses /v1/translate")
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _private(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for host in value:
+            try:
+                address = ipaddress.ip_address(host)
+            except ValueError:
+                raise ValueError(f'"{host}" is not an IP address; name test hosts by address') from None
+            if not address.is_private or address.is_loopback:
+                raise ValueError(f'"{host}" is not a private (non-loopback) address; only private test '
+                                 "hosts may be named here")
+        return value
 
     @field_validator("languages")
     @classmethod

@@ -1,0 +1,176 @@
+"""A remote Locust worker's side of a drill across hosts (`rushhour worker --master HOST:PORT`).
+
+It cannot see the master's folder, so it keeps a private one with the same layout and the same
+`run_worker` fires from it: on joining it measures the clock offset to the master, says hello
+with its version (a different version is refused), receives the run's settings and the whole
+schedule (so its share is cut exactly as `--processes` cuts it), and then relays: its `ready`
+marker goes to the master as a message, the master's start time comes back and is written,
+converted to this host's clock, as the local `start` file, and every finished part file is
+shipped over Locust's message channel and deleted here, followed by `done` once the last is out.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import gevent
+from gevent.event import AsyncResult
+
+from scenarios.load.clocksync import (
+    ClockSample,
+    ClockSync,
+    estimate_offset,
+    software_version,
+)
+from scenarios.load.master_relay import (
+    MSG_CONFIG,
+    MSG_DONE,
+    MSG_HELLO,
+    MSG_PART,
+    MSG_PING,
+    MSG_PONG,
+    MSG_READY,
+    MSG_REFUSED,
+    MSG_START,
+    MasterRelay,
+)
+from scenarios.load.parts import list_parts
+from scenarios.load.worker import WorkerConfig, publish_start
+
+ENV_DISTRIBUTED = "RUSHHOUR_DISTRIBUTED"
+ENV_REMOTE_WORK = "RUSHHOUR_REMOTE_WORK"
+ENV_WORKER_NAME = "RUSHHOUR_WORKER_NAME"
+STATUS_FILE = "refused"
+PINGS = 8
+REPLY_WAIT_S = 10.0
+CONFIG_WAIT_S = 300.0
+SHIP_S = 0.2
+
+
+class WorkerRefused(RuntimeError):
+    """The master turned this worker away (version mismatch, or one worker too many)."""
+
+
+@dataclass(frozen=True)
+class Joined:
+    """What joining gave this worker: its index, settings with local paths, the clock offset."""
+
+    index: int
+    config: WorkerConfig
+    clock: ClockSync
+
+
+class WorkerRelay:
+    """Joins the master, then relays this worker's control and part files over Locust's channel."""
+
+    def __init__(self, runner: Any, work_dir: Path, name: str) -> None:
+        self._runner = runner
+        self._work = work_dir
+        self._name = name
+        self._pong: AsyncResult = AsyncResult()
+        self._config: AsyncResult = AsyncResult()
+        self._joined: AsyncResult = AsyncResult()
+
+    def install(self) -> WorkerRelay:
+        handlers = {MSG_PONG: self._on_pong, MSG_CONFIG: self._on_config, MSG_REFUSED: self._on_refused,
+                    MSG_START: self._on_start}
+        for msg_type, handler in handlers.items():
+            self._runner.register_message(msg_type, handler)
+        gevent.spawn(self._join)
+        return self
+
+    def joined(self, timeout_s: float = CONFIG_WAIT_S) -> Joined:
+        """Block (cooperatively) until joined; raises WorkerRefused or TimeoutError."""
+        result: Joined = self._joined.get(timeout=timeout_s)
+        return result
+
+    def _join(self) -> None:
+        try:
+            while self._runner.worker_index < 0:  # Locust's ack (with the index) not in yet
+                gevent.sleep(0.05)
+            clock = estimate_offset([self._ping() for _ in range(PINGS)])
+            self._runner.send_message(MSG_HELLO, {"version": software_version(), "host": self._name})
+            data = self._config.get(timeout=CONFIG_WAIT_S)
+            joined = Joined(int(data["index"]), self._local_config(data), clock)
+        except Exception as exc:  # noqa: BLE001 - handed to whoever waits on joined()
+            self._joined.set_exception(exc)
+            return
+        self._joined.set(joined)
+        gevent.spawn(self._ship, joined)
+
+    def _ping(self) -> ClockSample:
+        self._pong = AsyncResult()
+        sent = time.time()
+        self._runner.send_message(MSG_PING, {"sent": sent})
+        master, back = self._pong.get(timeout=REPLY_WAIT_S)
+        return ClockSample(sent=sent, master=master, back=back)
+
+    def _on_pong(self, environment: Any, msg: Any) -> None:
+        self._pong.set((float(msg.data["master"]), time.time()))
+
+    def _on_config(self, environment: Any, msg: Any) -> None:
+        self._config.set(msg.data)
+
+    def _on_refused(self, environment: Any, msg: Any) -> None:
+        reason = str(msg.data["reason"])
+        (self._work / STATUS_FILE).write_text(reason, encoding="utf-8")
+        self._config.set_exception(WorkerRefused(reason))
+        gevent.spawn_later(0.5, os.kill, os.getpid(), signal.SIGTERM)  # Locust quits cleanly on SIGTERM
+
+    def _on_start(self, environment: Any, msg: Any) -> None:
+        joined: Joined = self._joined.get(timeout=REPLY_WAIT_S)
+        publish_start(Path(joined.config.control_dir), joined.clock.to_worker_clock(float(msg.data["t0"])))
+
+    def _local_config(self, data: dict[str, Any]) -> WorkerConfig:
+        run = self._work / f"run-{int(time.time() * 1000)}"
+        for folder in ("control", "parts"):
+            (run / folder).mkdir(parents=True, exist_ok=True)
+        (run / "schedule.parquet").write_bytes(data["schedule"])
+        fields = dict(data["config"])
+        fields["languages"] = tuple(fields["languages"])
+        return replace(WorkerConfig(**fields), schedule=str(run / "schedule.parquet"),
+                       parts_dir=str(run / "parts"), control_dir=str(run / "control"))
+
+    def _ship(self, joined: Joined) -> None:
+        """Relay ready, parts and done until the local worker has finished its share."""
+        control, index = Path(joined.config.control_dir), joined.index
+        told_ready = False
+        while True:
+            gevent.sleep(SHIP_S)
+            ready = control / f"ready-{index}"
+            if not told_ready and ready.exists():
+                self._runner.send_message(MSG_READY, {"index": index, "rows": int(ready.read_text() or 0),
+                                                      "offset_s": joined.clock.offset_s, "rtt_s": joined.clock.rtt_s})
+                told_ready = True
+            finished = (control / f"done-{index}").exists()
+            self._ship_parts(joined)
+            if finished:
+                failed = control / f"failed-{index}"
+                self._runner.send_message(MSG_DONE, {"index": index,
+                                                     "failed": failed.read_text() if failed.exists() else ""})
+                return
+
+    def _ship_parts(self, joined: Joined) -> None:
+        for path in list_parts(Path(joined.config.parts_dir)):
+            self._runner.send_message(MSG_PART, {"index": joined.index, "name": path.name, "data": path.read_bytes()})
+            path.unlink()
+
+
+def install_relay(runner: Any) -> MasterRelay | WorkerRelay | None:
+    """The relay this Locust process needs in a drill across hosts (None on one machine)."""
+    from locust.runners import MasterRunner, WorkerRunner
+
+    if isinstance(runner, MasterRunner) and os.environ.get(ENV_DISTRIBUTED):
+        return MasterRelay(runner, WorkerConfig.from_env()).install()
+    work = os.environ.get(ENV_REMOTE_WORK)
+    if isinstance(runner, WorkerRunner) and work:
+        name = os.environ.get(ENV_WORKER_NAME) or socket.gethostname()
+        return WorkerRelay(runner, Path(work), name).install()
+    return None
+
