@@ -68,10 +68,16 @@ def test_k8s_gateway_may_watch_endpoints_and_nothing_more() -> None:
 
 
 def test_k8s_locust_workers_join_the_master_service() -> None:
-    """Written to the documented CLI of Locust across hosts (DESIGN.md): `rushhour run ...
-    --workers N --master-bind HOST:PORT` and `rushhour worker --master HOST:PORT`."""
+    """The CLI of Locust across hosts: `rushhour run ... --workers N --master-bind HOST:PORT` and
+    `rushhour worker --master HOST:PORT`, both parsed by the real commands."""
+    from scenarios.cli.run import run as run_command
+    from scenarios.cli.worker import worker as worker_command
+
     master = container("Job", "rushhour-drill")["args"]
-    assert master[:2] == ["rushhour", "run"] and "--allow-remote" in master
+    params = _parse(run_command, master)
+    assert params["allow_remote"] and params["workers"] == 2
+    worker_args = container("Deployment", "rushhour-locust-worker")["args"]
+    assert _parse(worker_command, worker_args)["master"] == "rushhour-locust-master:5557"
     workers = int(master[master.index("--workers") + 1])
     bind_port = master[master.index("--master-bind") + 1].rsplit(":", 1)[1]
     service = manifest("Service", "rushhour-locust-master")
