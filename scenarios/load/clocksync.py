@@ -58,11 +58,13 @@ def estimate_offset(samples: list[ClockSample]) -> ClockSync:
 
 
 def software_version() -> str:
-    """What a worker must match exactly to join a master: rushhour's and Locust's versions."""
-    from locust import __version__ as locust_version
+    """What a worker must match exactly to join a master: rushhour's and Locust's versions (read
+    from the installed metadata: importing Locust would monkey-patch the caller)."""
+    return f"rushhour {_installed('rushhour')}, locust {_installed('locust')}"
 
+
+def _installed(name: str) -> str:
     try:
-        ours = version("rushhour")
+        return version(name)
     except PackageNotFoundError:
-        ours = "unknown"
-    return f"rushhour {ours}, locust {locust_version}"
+        return "unknown"

@@ -29,6 +29,8 @@ MSG_PING, MSG_PONG = "rh_ping", "rh_pong"
 MSG_HELLO, MSG_CONFIG, MSG_REFUSED = "rh_hello", "rh_config", "rh_refused"
 MSG_READY, MSG_START, MSG_PART, MSG_DONE = "rh_ready", "rh_start", "rh_part", "rh_done"
 WATCH_S = 0.05
+STATE_MISSING = "missing"
+"""`locust.runners.STATE_MISSING`, spelled out: importing Locust here would monkey-patch the importer."""
 PART_NAME = re.compile(r"^part-w\d{3}-\d{6}\.parquet$")
 log = logging.getLogger(__name__)
 
@@ -135,8 +137,6 @@ def refusal(hello: dict[str, Any], index: int, expected: int) -> str | None:
 
 def lost_workers(runner: Any, nodes: dict[int, str], closed: set[int]) -> list[int]:
     """Indexes of welcomed workers Locust no longer counts (missing heartbeat or gone), not yet done."""
-    from locust.runners import STATE_MISSING
-
     lost = []
     for index, node_id in nodes.items():
         client = runner.clients.get(node_id)
