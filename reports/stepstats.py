@@ -35,7 +35,7 @@ __all__ = ["ONE_SIDED", "SloCall", "judge_slos", "samples_to_pass", "step_figure
 ONE_SIDED = 0.95
 INTERVAL = 2 * ONE_SIDED - 1  # a two-sided interval whose each end is a one-sided ONE_SIDED bound
 Decision = Literal["met", "missed", "open"]
-SHARE_HORIZON_S = 5.0
+SETTLE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,9 @@ def judge_slos(requests: pd.DataFrame, specs: list[SloSpec], now_s: float, *, fi
 
     `requests` holds one row per request intended inside the measurement window, with NaN
     `done_s` for those still in flight; an answer may take `record_lag_s` to be recorded. Before
-    the step's end (`final` False) only the settled part is judged: requests due at least one
-    threshold (latency) or SHARE_HORIZON_S (shares) ago, so that the slow answers still on their
-    way cannot be left out in favour of the fast ones already back.
+    the step's end (`final` False) only requests due at least SETTLE_S ago (or one latency
+    threshold, if shorter) are judged: nearly all of them are answered, so the few still in
+    flight, counted against a pass and for a failure, rarely hold a clear verdict up.
     """
     known_at = now_s - record_lag_s
     return [_judge(requests, spec.model_copy(update={"phase": None}), known_at, final) for spec in specs]
@@ -81,7 +81,7 @@ def judge_slos(requests: pd.DataFrame, specs: list[SloSpec], now_s: float, *, fi
 def _judge(requests: pd.DataFrame, spec: SloSpec, now_s: float, final: bool) -> SloCall:
     scope = slo_scope(requests, pd.Series("", index=requests.index), spec)
     if not final:
-        horizon = float(spec.threshold_ms or 0) / 1000.0 if spec.kind == "latency" else SHARE_HORIZON_S
+        horizon = min(float(spec.threshold_ms or 0) / 1000.0, SETTLE_S) if spec.kind == "latency" else SETTLE_S
         scope &= requests["intended_s"].to_numpy(dtype=float) < now_s - horizon
     frame = requests[scope]
     pending = frame["done_s"].isna().to_numpy()

@@ -164,7 +164,7 @@ def _measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path)
         reason = outcome.document.get("aborted") or entry.get("summary") or "no step ran"
         raise ScenarioError(f"{source}: traffic.peak_rps: the capacity could not be measured ({reason}); "
                             f"see {outcome.out_dir / 'capacity.html'}.")
-    say(f"capacity {entry['capacity_rps']:.1f} req/s ({entry['summary']}); cached.")
+    say(f"capacity {entry['summary']}; cached.")
     return float(entry["capacity_rps"])
 
 

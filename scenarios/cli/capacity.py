@@ -110,8 +110,8 @@ def _calibrate(scenario_spec: str) -> None:
         calibration = calibrated_peak(scenario, relative, source=str(path), base_dir=path.resolve().parent)
     except ScenarioError as exc:
         raise BadInput(str(exc)) from exc
-    click.echo(f"capacity [{calibration.condition}]: {calibration.capacity_rps:g} req/s ({calibration.note}); "
-               f"{calibration.text.split(' (')[0]}")
+    click.echo(f"capacity [{calibration.condition}]: {calibration.capacity_rps:g} req/s ({calibration.note})")
+    click.echo(f"{scenario.name}: peak_rps {relative.text} = {calibration.peak_rps:g} req/s")
 
 
 @click.command("capacity")

@@ -1,0 +1,124 @@
+"""Benchmark: how long `rushhour capacity` takes for a 10x bracket to 5%, and how close it lands.
+
+Two targets: the M/D/c ground-truth service (benchmarks/mdc.py, true capacity by simulation), and
+the embedded reference server with the promo-day mix. Each run is a real search (Locust, steps,
+early stopping); the table gives the wall time, the steps, and for M/D/c the error against the
+truth. With --figure the reference server's knee curve (healthy and N-1) is saved as a PNG.
+
+Usage: python -m benchmarks.capacity [--targets mdc,reference] [--faults none] [--figure F] [--out F]
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import httpx
+import yaml
+
+from benchmarks.mdc import true_capacity
+from scenarios.capacity.runner import run_capacity
+from scenarios.cli.capacity import build_job
+from traffic_models.processes import free_port, stop_process
+
+HERE = Path(__file__).resolve().parent
+WORKERS, SERVICE_MS, THRESHOLD_MS = 4, 100.0, 500.0
+REFERENCE_SLOS = ("p99-free", "availability")
+
+
+def _mdc(work: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(HERE / "mdc.py"), str(port), str(WORKERS), str(SERVICE_MS)],
+                            stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            httpx.post(url, content=b"{}", timeout=1.0, trust_env=False)
+            break
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    scenario = {"name": "mdc", "traffic": {"model": "constant:1", "duration": "60s", "seed": 3},
+                "target": {"url": url}, "load": {"max_lag_p99_ms": 250},
+                "slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": THRESHOLD_MS}]}
+    path = work / "mdc.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    return proc, path
+
+
+def _search(scenario: str, out: Path, *, slos: tuple[str, ...], faults: str, min_rps: float | None,
+            max_rps: float | None, step_s: float) -> dict[str, Any]:
+    job = build_job(scenario, target_url=None, slos=slos, faults=faults, min_rps=min_rps, max_rps=max_rps,
+                    precision=0.05, step_s=step_s, require_rps=None, out=out, allow_remote=False, seed=None)
+    began = time.monotonic()
+    outcome = run_capacity(job, say=lambda text: click.echo(text, err=True))
+    wall = time.monotonic() - began
+    rows = []
+    for condition in outcome.document["conditions"]:
+        rows.append({"condition": condition["condition"], "capacity_rps": condition["capacity_rps"],
+                     "bracket": condition["bracket"], "steps": len(condition["steps"]),
+                     "search_s": condition["wall_s"], "summary": condition["summary"]})
+    return {"min_rps": job.settings.min_rps, "max_rps": job.settings.max_rps, "wall_s": round(wall, 1),
+            "conditions": rows, "report": str(out / "capacity.html"), "document": outcome.document}
+
+
+def _figure(document: dict[str, Any], path: Path) -> None:
+    from reports.capacity import knee_chart
+
+    chart = knee_chart(document)
+    if chart.png_base64:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(chart.png_base64))
+
+
+@click.command()
+@click.option("--targets", default="mdc,reference", show_default=True, help="mdc, reference or both.")
+@click.option("--faults", default="none", show_default=True, help="Conditions for the reference server.")
+@click.option("--step-duration", "step_s", default=30.0, show_default=True, help="Measured seconds per step.")
+@click.option("--figure", type=click.Path(path_type=Path), help="Save the reference server's knee curve here.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("results/bench-capacity.json"))
+def main(targets: str, faults: str, step_s: float, figure: Path | None, out: Path) -> None:
+    """A 10x bracket to 5% precision against a known M/D/c service and the reference server."""
+    result: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="rushhour-bench-capacity-") as tmp:
+        work = Path(tmp)
+        if "mdc" in targets:
+            proc, scenario = _mdc(work)
+            try:
+                run = _search(str(scenario), out.parent / "bench-capacity-mdc", slos=(), faults="none",
+                              min_rps=10.0, max_rps=100.0, step_s=step_s)
+            finally:
+                stop_process(proc, grace_s=2.0)
+            truth = true_capacity(THRESHOLD_MS, workers=WORKERS, service_ms=SERVICE_MS)
+            found = run["conditions"][0]["capacity_rps"]
+            run["truth_rps"] = round(truth, 1)
+            run["error"] = None if found is None else round((found - truth) / truth, 4)
+            result["mdc"] = run
+        if "reference" in targets:
+            result["reference"] = _search("promo-day", out.parent / "bench-capacity-reference", slos=REFERENCE_SLOS,
+                                          faults=faults, min_rps=None, max_rps=None, step_s=step_s)
+            if figure is not None:
+                _figure(result["reference"]["document"], figure)
+    click.echo(f"{'target':>10} {'condition':>10} {'bracket':>14} {'capacity':>9} {'steps':>6} {'search s':>9} "
+               f"{'truth':>7} {'error':>7}")
+    for name, run in result.items():
+        for row in run["conditions"]:
+            truth = run.get("truth_rps")
+            error = run.get("error")
+            click.echo(f"{name:>10} {row['condition']:>10} {run['min_rps']:>6.1f}-{run['max_rps']:<7.1f} "
+                       f"{row['capacity_rps'] or 0:>9.1f} {row['steps']:>6} {row['search_s']:>9.1f} "
+                       f"{truth if truth is not None else '—':>7} {'—' if error is None else f'{100 * error:+.1f}%':>7}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    slim = {name: {k: v for k, v in run.items() if k != "document"} for name, run in result.items()}
+    out.write_text(json.dumps(slim, indent=2) + "\n")
+    click.echo(f"written: {out}" + (f", figure: {figure}" if figure else ""))
+
+
+if __name__ == "__main__":
+    main()
