@@ -28,6 +28,7 @@ from scenarios.load.worker import START_FILE, WorkerConfig
 MSG_PING, MSG_PONG = "rh_ping", "rh_pong"
 MSG_HELLO, MSG_CONFIG, MSG_REFUSED = "rh_hello", "rh_config", "rh_refused"
 MSG_READY, MSG_START, MSG_PART, MSG_DONE = "rh_ready", "rh_start", "rh_part", "rh_done"
+MSG_CPU = "rh_cpu"
 WATCH_S = 0.05
 STATE_MISSING = "missing"
 """`locust.runners.STATE_MISSING`, spelled out: importing Locust here would monkey-patch the importer."""
@@ -50,7 +51,7 @@ class MasterRelay:
 
     def install(self) -> MasterRelay:
         handlers = {MSG_PING: self._ping, MSG_HELLO: self._hello, MSG_READY: self._ready,
-                    MSG_PART: self._part, MSG_DONE: self._done}
+                    MSG_PART: self._part, MSG_DONE: self._done, MSG_CPU: self._cpu}
         for name, handler in handlers.items():
             self._runner.register_message(name, handler)
         gevent.spawn(self._watch)
@@ -88,6 +89,10 @@ class MasterRelay:
         tmp = self._parts / f".{name}.tmp"
         tmp.write_bytes(msg.data["data"])
         os.replace(tmp, self._parts / name)
+
+    def _cpu(self, environment: Any, msg: Any) -> None:
+        """A worker's own CPU (% of one core): the runner judges the generator by its busiest host."""
+        self._mark(f"cpu-{int(msg.data['index'])}", f"{float(msg.data['cpu']):.1f}")
 
     def _done(self, environment: Any, msg: Any) -> None:
         index = int(msg.data["index"])

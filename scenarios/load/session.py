@@ -137,7 +137,10 @@ class LoadSession:
         return read_parts(fresh)
 
     def cpu_percent(self) -> float:
-        return self._proc.cpu_percent() if self._proc else 0.0
+        """The busiest generator process: the local Locust ones, and each remote worker's last report."""
+        local = self._proc.cpu_percent() if self._proc else 0.0
+        remote = [float(p.read_text(encoding="utf-8") or 0.0) for p in self.control_dir.glob("cpu-*")]
+        return max([local, *remote])
 
     def stop(self) -> None:
         """Stop Locust (its workers flush what they have on the way out)."""

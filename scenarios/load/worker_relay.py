@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import gevent
+import psutil
 from gevent.event import AsyncResult
 
 from scenarios.load.clocksync import (
@@ -30,6 +31,7 @@ from scenarios.load.clocksync import (
 )
 from scenarios.load.master_relay import (
     MSG_CONFIG,
+    MSG_CPU,
     MSG_DONE,
     MSG_HELLO,
     MSG_PART,
@@ -51,6 +53,7 @@ PINGS = 8
 REPLY_WAIT_S = 10.0
 CONFIG_WAIT_S = 300.0
 SHIP_S = 0.2
+CPU_EVERY_S = 1.0
 
 
 class WorkerRefused(RuntimeError):
@@ -140,9 +143,13 @@ class WorkerRelay:
     def _ship(self, joined: Joined) -> None:
         """Relay ready, parts and done until the local worker has finished its share."""
         control, index = Path(joined.config.control_dir), joined.index
-        told_ready = False
+        told_ready, me, last_cpu = False, psutil.Process(), time.monotonic()
+        me.cpu_percent(interval=None)
         while True:
             gevent.sleep(SHIP_S)
+            if time.monotonic() - last_cpu >= CPU_EVERY_S:
+                self._runner.send_message(MSG_CPU, {"index": index, "cpu": me.cpu_percent(interval=None)})
+                last_cpu = time.monotonic()
             ready = control / f"ready-{index}"
             if not told_ready and ready.exists():
                 self._runner.send_message(MSG_READY, {"index": index, "rows": int(ready.read_text() or 0),
