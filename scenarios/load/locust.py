@@ -105,6 +105,17 @@ class LocustProcess:
             return 0.0
         return max((self._sample(p) for p in procs), default=0.0)
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) the Locust processes alive now have used so far."""
+        if self._proc is None:
+            return 0.0
+        try:
+            root = psutil.Process(self._proc.pid)
+            times = [p.cpu_times() for p in (root, *root.children(recursive=True))]
+        except psutil.Error:
+            return 0.0
+        return float(sum(t.user + t.system for t in times))
+
     def _sample(self, proc: psutil.Process) -> float:
         known = self._watched.setdefault(proc.pid, proc)
         try:

@@ -142,6 +142,10 @@ class LoadSession:
         remote = [float(p.read_text(encoding="utf-8") or 0.0) for p in self.control_dir.glob("cpu-*")]
         return max([local, *remote])
 
+    def cpu_seconds(self) -> float:
+        """CPU time the local Locust processes have used so far (benchmarks: CPU per request)."""
+        return self._proc.cpu_seconds() if self._proc else 0.0
+
     def stop(self) -> None:
         """Stop Locust (its workers flush what they have on the way out)."""
         if self._proc is not None:
