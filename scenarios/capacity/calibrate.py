@@ -126,7 +126,9 @@ def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir
     mix = load_mix(scenario, source=source, base_dir=base_dir)
     floors = slo_floors(mix, list(scenario.slos), step_s)
     low = max(1.0, math.ceil(max((f.floor_rps for f in floors), default=1.0) * 10) / 10)
-    previous = _previous(scenario, condition)
+    # a re-measure starts next to the last figure; a first N-1 next to the healthy one (a node less
+    # rarely carries more), so the search walks down from there in a few quick failures
+    previous = _previous(scenario, condition) or (_previous(scenario, HEALTHY) if condition == N_MINUS_ONE else None)
     previous = previous if previous is not None and previous > low else None
     settings = SearchSettings(min_rps=low, max_rps=max(low * CALIBRATION_SPAN, (previous or 0) * 2),
                               precision=CALIBRATION_PRECISION,
