@@ -69,11 +69,13 @@ def test_run_cli_allow_remote_dry_run(tmp_path: Path) -> None:
 
 def test_run_cli_dry_run_prints_plan_and_touches_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RUSHHOUR_STATE_DIR", str(tmp_path / "state"))  # no capacity cached: never measured here
     code, output = _invoke("promo-day", "--dry-run")
     assert code == 0, output
     assert "requests" in output and "scheduled" in output and "peak" in output
     assert "phases" in output and "peak" in output
-    assert "(19:10:00 model clock)  gpu-node-loss" in output and "131.7 s" in output and "held 45m = 7.5 s" in output
+    assert "capacity   peak 0.7x n-1 capacity = " in output and "not measured on this machine yet" in output
+    assert "(19:00:00 model clock)  gpu-node-loss" in output and "130.0 s" in output and "held 30m = 5.0 s" in output
     assert list(tmp_path.iterdir()) == []
 
 
