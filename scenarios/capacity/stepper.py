@@ -7,8 +7,8 @@ session's deadline, so a silent target or a stuck generator costs one step, neve
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +18,7 @@ import pandas as pd
 from reports.schema import SloSpec
 from scenarios.capacity.probe import StatusSampler
 from scenarios.capacity.steps import (
+    GENERATOR,
     Assessment,
     StepRules,
     assess,
@@ -25,7 +26,6 @@ from scenarios.capacity.steps import (
     step_schedule,
 )
 from scenarios.load.locust import LoadError
-from scenarios.load.parts import read_parts
 from scenarios.load.session import LoadPlan, LoadSession
 from scenarios.spec.model import LoadSpec
 from traffic_models.model import TrafficModel
@@ -33,6 +33,7 @@ from traffic_models.model import TrafficModel
 __all__ = ["StepRecord", "StepRunner"]
 
 POLL_S = 0.5
+MAX_LATE_POLLS = 20
 ABORT_GRACE_S = 0.5
 
 
@@ -74,7 +75,6 @@ class StepRunner:
     rules: StepRules
     work_dir: Path
     seed: int = 0
-    say: Callable[[str], None] = lambda text: None
     index: int = 0
 
     def run(self, rate_rps: float) -> StepRecord:
@@ -94,13 +94,13 @@ class StepRunner:
             sampler = StatusSampler(self.url, origin=t0).start()
             verdict = self._watch(session, schedule, parts, t0)
         except LoadError as exc:
-            verdict = Assessment("invalid", "generator", f"the load generator failed: {exc}", 0.0)
+            verdict = Assessment("invalid", GENERATOR, f"the load generator failed: {exc}", 0.0)
         finally:
             session.abort()
             samples = sampler.stop() if sampler is not None else pd.DataFrame()
         parts.append(session.poll())
-        frame = live_frame(schedule, read_parts([]) if not parts else pd.concat(parts, ignore_index=True),
-                           verdict.now_s, documents_via_jobs=session.plan.jobs_in_use)
+        frame = live_frame(schedule, pd.concat(parts, ignore_index=True), verdict.now_s,
+                           documents_via_jobs=session.plan.jobs_in_use)
         early = verdict.now_s < self.rules.schedule_s
         return StepRecord(self.index, rate_rps, verdict, frame, samples, time.monotonic() - began, early, step_dir)
 
@@ -119,23 +119,26 @@ class StepRunner:
                t0: float) -> Assessment:
         cpu: list[float] = []
         earliest = self.rules.warmup_s + min(self.rules.fail_after_s, self.rules.measure_s)
-        while True:
+        for _ in range(math.ceil(self.rules.deadline_s / POLL_S) + MAX_LATE_POLLS):
             time.sleep(POLL_S)
             now = time.time() - t0
             parts.append(session.poll())
             cpu.append(session.cpu_percent() / 100.0)
-            gone = session.finished() and now < self.rules.schedule_s
-            if gone:
-                return Assessment("invalid", "generator", "the load generator stopped before the step's end; "
+            done = session.finished()
+            if done and now < self.rules.schedule_s:
+                return Assessment("invalid", GENERATOR, "the load generator stopped before the step's end; "
                                   "see its locust.log", now)
             if now < earliest:
                 continue
             frame = live_frame(schedule, pd.concat(parts, ignore_index=True), now,
                                documents_via_jobs=session.plan.jobs_in_use)
-            final = now >= self.rules.deadline_s or (now >= self.rules.schedule_s and not _pending(frame, self.rules))
+            final = now >= self.rules.deadline_s or (now >= self.rules.schedule_s
+                                                     and (done or not _pending(frame, self.rules)))
             verdict = assess(frame, self.specs, self.rules, now, final=final, cpu_max=max(cpu[1:], default=0.0))
             if verdict.decision != "continue":
                 return verdict
+        return Assessment("invalid", GENERATOR, "the step found no verdict before its deadline (the runner "
+                          "itself fell behind)", time.time() - t0)
 
 
 def _pending(frame: pd.DataFrame, rules: StepRules) -> bool:
