@@ -68,7 +68,7 @@ async def submit(req: TranslateRequest, service: ServiceDep, jobs: JobsDep) -> J
     return JSONResponse({"id": job.id}, status_code=202, headers={**headers, "Location": f"/v1/jobs/{job.id}"})
 
 
-@router.get("/v1/jobs/{job_id}")
+@router.get("/v1/jobs/{job_id:path}")  # any id, slashes too, gets a JSON answer (404), never a redirect
 async def job_status(job_id: str, jobs: JobsDep) -> dict[str, object]:
     """State, progress, estimated time left and the segments finished so far, in order."""
     return jobs.get(job_id).view()
