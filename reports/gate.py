@@ -136,20 +136,34 @@ def tail(values: np.ndarray, percentile: float) -> float | None:
     return percentile_of(values, percentile).value
 
 
+def reference_tail(reference: np.ndarray, percentile: float) -> float | None:
+    """The baseline's percentile: of one run's values, or the median of several runs' own (runs x n)."""
+    if reference.ndim == 1:
+        return tail(reference, percentile)
+    tails = [tail(row, percentile) for row in reference]
+    known = [t for t in tails if t is not None]
+    return float(np.median(known)) if known else None
+
+
 def paired_interval(reference: np.ndarray, current: np.ndarray, percentile: float, confidence: float,
                     rng: np.random.Generator, draws: int = BOOTSTRAP_DRAWS) -> tuple[float, float]:
-    """Interval of P(current) / P(reference) by a paired bootstrap over request ids."""
-    if reference.size > MAX_PAIRS:
-        pick = rng.choice(reference.size, MAX_PAIRS, replace=False)
-        reference, current = reference[pick], current[pick]
-    n = reference.size
+    """Interval of P(current) / P(reference) by a paired bootstrap over request ids.
+
+    `reference` is one run's values (n,) or several runs' (runs x n); with several, each draw's
+    reference is the median of the runs' percentiles over the same resampled requests.
+    """
+    reference = reference if reference.ndim == 2 else reference[None, :]
+    n = current.size
+    if n > MAX_PAIRS:
+        pick = rng.choice(n, MAX_PAIRS, replace=False)
+        reference, current, n = reference[:, pick], current[pick], MAX_PAIRS
     rank = nearest_rank(percentile, n) - 1
-    per_chunk = max(1, CHUNK_CELLS // n)
+    per_chunk = max(1, CHUNK_CELLS // (n * reference.shape[0]))
     ratios = []
     for start in range(0, draws, per_chunk):  # chunks of draws, each fully vectorised
         ids = rng.integers(0, n, (min(per_chunk, draws - start), n))
         top_cur = np.partition(current[ids], rank, axis=1)[:, rank]
-        top_ref = np.partition(reference[ids], rank, axis=1)[:, rank]
+        top_ref = np.median([np.partition(row[ids], rank, axis=1)[:, rank] for row in reference], axis=0)
         ratios.append(top_cur / np.maximum(top_ref, 1e-9))
     return _quantiles(np.concatenate(ratios), confidence)
 

@@ -1,7 +1,9 @@
 """Judging each group of the gate population: counts, the two percentiles, ratio, interval, verdict.
 
-Paired: the baseline value of a request is its median over the baseline runs, and only requests
-attempted by the current run and at least one baseline run are compared. Unpaired: the baseline
+Paired: only requests attempted by the current run and by every baseline run are compared, and
+the baseline's percentile is the median of the baseline runs' own percentiles over those requests
+(the percentile of per-request medians would sit below every single run's tail, since each run's
+slow requests are different ones, and so favour a regression verdict). Unpaired: the baseline
 runs' requests are pooled. A group with fewer requests than its percentile needs is skipped.
 """
 
@@ -12,7 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from reports.decision import GroupVerdict
-from reports.gate import GatePopulation, noise_band, paired_interval, tail, unpaired_interval
+from reports.gate import GatePopulation, noise_band, paired_interval, reference_tail, tail, unpaired_interval
 from reports.results import RunData
 from reports.stats import CONFIDENCE, min_samples
 
@@ -61,35 +63,29 @@ def _side(latency: np.ndarray, ok: np.ndarray, mask: np.ndarray | None) -> _Side
 
 
 def _compared(cur: _Side, base: list[_Side], paired: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(current values, baseline values) the ratio is computed on, NaN-free."""
+    """(current values, baseline values) the ratio is computed on, NaN-free.
+
+    Paired: baseline values are a (runs x requests) matrix over the requests every run attempted.
+    """
     if paired:
-        reference = row_median([side.latency for side in base])
-        keep = ~np.isnan(cur.latency) & ~np.isnan(reference)
-        return cur.latency[keep], reference[keep]
+        stack = np.vstack([side.latency for side in base])
+        keep = ~np.isnan(cur.latency) & ~np.isnan(stack).any(axis=0)
+        return cur.latency[keep], stack[:, keep]
     pooled = np.concatenate([side.latency for side in base])
     return cur.latency[~np.isnan(cur.latency)], pooled[~np.isnan(pooled)]
-
-
-def row_median(runs: list[np.ndarray]) -> np.ndarray:
-    """Per request, the median of its latency over the runs (NaN where no run attempted it)."""
-    stack = np.sort(np.vstack(runs), axis=0)  # NaN sorts last
-    count = (~np.isnan(stack)).sum(axis=0)
-    low = np.take_along_axis(stack, np.maximum((count - 1) // 2, 0)[None, :], axis=0)[0]
-    high = np.take_along_axis(stack, np.minimum(count // 2, stack.shape[0] - 1)[None, :], axis=0)[0]
-    return np.where(count > 0, (low + np.where(count % 2 == 1, low, high)) / 2.0, np.nan)
 
 
 def _verdict(name: str, cur: _Side, base: list[_Side], cur_values: np.ndarray, ref_values: np.ndarray, *,
              paired: bool, percentile: float, confidence: float, min_change: float, needed: int,
              rng: np.random.Generator) -> GroupVerdict:
     band = noise_band([side.latency for side in base], percentile, paired)
-    p_ref, p_cur = tail(ref_values, percentile), tail(cur_values, percentile)
+    p_ref, p_cur = reference_tail(ref_values, percentile), tail(cur_values, percentile)
     verdict = GroupVerdict(
         group=name, samples_baseline=sum(side.attempted for side in base), samples_current=cur.attempted,
         pairs=int(cur_values.size) if paired else None, failed_baseline=sum(side.failed for side in base),
         failed_current=cur.failed, p_baseline_ms=p_ref, p_current_ms=p_cur, ratio=None, ci=None,
         noise_band=band, threshold=max(1.0 + min_change, band or 1.0), regression=False)
-    usable = min(cur_values.size, ref_values.size)
+    usable = min(cur_values.size, ref_values.shape[-1])
     if usable < needed or p_ref is None or p_cur is None:
         return replace(verdict, skipped=f"skipped: {usable} < {needed} requests")
     interval = (paired_interval if paired else unpaired_interval)(ref_values, cur_values, percentile,

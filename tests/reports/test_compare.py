@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from reports.baselines import ScheduleMismatch
@@ -172,3 +173,29 @@ def test_gate_population_from_cli_text() -> None:
         parse_population("p=150")
     with pytest.raises(ResultsError, match='groups requests by "colour"'):
         GatePopulation(split_by="colour").groups(requests_frame([0.0], [1.0], kind="short"))
+
+
+def _spiky(root: Path, spike_seed: int, slowdown: float = 1.0) -> Path:
+    """A same-schedule run whose slowest 3% are random requests made 4x slower: each run's tail
+    is made of different requests, as on a real machine."""
+    run = make_results(root, n_requests=NIGHTLY_LIKE, seed=5, slowdown=slowdown)
+    requests = pd.read_parquet(run / "requests.parquet")
+    spiked = np.random.default_rng(spike_seed).random(len(requests)) < 0.03
+    factor = np.where(spiked, 4.0, 1.0)
+    requests["latency_ms"] = requests["latency_ms"] * factor
+    requests["done_s"] = requests["intended_s"] + requests["latency_ms"] / 1000.0
+    requests.to_parquet(run / "requests.parquet")
+    return run
+
+
+def test_compare_several_baselines_do_not_shrink_the_baseline_tail(tmp_path: Path) -> None:
+    """The baseline's P99 is the median of the runs' own P99s, not the P99 of per-request medians
+    (which would miss every run's spikes and make a same-code night look ~4x slower)."""
+    baselines = tmp_path / "baselines"
+    for i in range(5):
+        _spiky(baselines / f"run-{i + 1}", spike_seed=i)
+    same = compare_runs(baselines, _spiky(tmp_path / "same", spike_seed=99))
+    assert not same.regression
+    assert all(g.ratio is not None and 0.8 < g.ratio < 1.25 for g in same.decision.groups), same.decision.groups
+    slow = compare_runs(baselines, _spiky(tmp_path / "slow", spike_seed=98, slowdown=1.3))
+    assert slow.regression
