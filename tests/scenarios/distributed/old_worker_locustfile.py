@@ -1,0 +1,9 @@
+"""A worker that claims another version (test only): rushhour's locustfile with the version patched."""
+
+from scenarios.load import worker_relay
+
+worker_relay.software_version = lambda: "rushhour 0.0.0, locust 0.0"  # type: ignore[assignment]
+
+from scenarios.load.locustfile import OpenLoopUser  # noqa: E402
+
+__all__ = ["OpenLoopUser"]
