@@ -5,7 +5,7 @@ the embedded reference server with the promo-day mix. Each run is a real search 
 early stopping); the table gives the wall time, the steps, and for M/D/c the error against the
 truth. With --figure the reference server's knee curve (healthy and N-1) is saved as a PNG.
 
-Usage: python -m benchmarks.capacity [--targets mdc,reference] [--faults none] [--figure F] [--out F]
+Usage: python -m benchmarks.capacity [--targets mdc,reference] [--faults none] [--slos all] [--figure F] [--out F]
 """
 
 from __future__ import annotations
@@ -53,9 +53,9 @@ def _mdc(work: Path) -> tuple[subprocess.Popen[bytes], Path]:
 
 
 def _search(scenario: str, out: Path, *, slos: tuple[str, ...], faults: str, min_rps: float | None,
-            max_rps: float | None, step_s: float) -> dict[str, Any]:
+            max_rps: float | None, step_s: float, precision: float) -> dict[str, Any]:
     job = build_job(scenario, target_url=None, slos=slos, faults=faults, min_rps=min_rps, max_rps=max_rps,
-                    precision=0.05, step_s=step_s, require_rps=None, out=out, allow_remote=False, seed=None)
+                    precision=precision, step_s=step_s, require_rps=None, out=out, allow_remote=False, seed=None)
     began = time.monotonic()
     outcome = run_capacity(job, say=lambda text: click.echo(text, err=True))
     wall = time.monotonic() - began
@@ -81,9 +81,13 @@ def _figure(document: dict[str, Any], path: Path) -> None:
 @click.option("--targets", default="mdc,reference", show_default=True, help="mdc, reference or both.")
 @click.option("--faults", default="none", show_default=True, help="Conditions for the reference server.")
 @click.option("--step-duration", "step_s", default=30.0, show_default=True, help="Measured seconds per step.")
+@click.option("--precision", default=0.05, show_default=True, help="Relative precision of the bisection.")
+@click.option("--slos", default=",".join(REFERENCE_SLOS), show_default=True,
+              help='The reference server\'s SLOs (of promo-day), comma-separated, or "all".')
 @click.option("--figure", type=click.Path(path_type=Path), help="Save the reference server's knee curve here.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("results/bench-capacity.json"))
-def main(targets: str, faults: str, step_s: float, figure: Path | None, out: Path) -> None:
+def main(targets: str, faults: str, step_s: float, precision: float, slos: str, figure: Path | None,
+         out: Path) -> None:
     """A 10x bracket to 5% precision against a known M/D/c service and the reference server."""
     result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="rushhour-bench-capacity-") as tmp:
@@ -92,7 +96,7 @@ def main(targets: str, faults: str, step_s: float, figure: Path | None, out: Pat
             proc, scenario = _mdc(work)
             try:
                 run = _search(str(scenario), out.parent / "bench-capacity-mdc", slos=(), faults="none",
-                              min_rps=10.0, max_rps=100.0, step_s=step_s)
+                              min_rps=10.0, max_rps=100.0, step_s=step_s, precision=precision)
             finally:
                 stop_process(proc, grace_s=2.0)
             truth = true_capacity(THRESHOLD_MS, workers=WORKERS, service_ms=SERVICE_MS)
@@ -101,8 +105,10 @@ def main(targets: str, faults: str, step_s: float, figure: Path | None, out: Pat
             run["error"] = None if found is None else round((found - truth) / truth, 4)
             result["mdc"] = run
         if "reference" in targets:
-            result["reference"] = _search("promo-day", out.parent / "bench-capacity-reference", slos=REFERENCE_SLOS,
-                                          faults=faults, min_rps=None, max_rps=None, step_s=step_s)
+            chosen = () if slos == "all" else tuple(name for name in slos.split(",") if name)
+            result["reference"] = _search("promo-day", out.parent / "bench-capacity-reference", slos=chosen,
+                                          faults=faults, min_rps=None, max_rps=None, step_s=step_s,
+                                          precision=precision)
             if figure is not None:
                 _figure(result["reference"]["document"], figure)
     click.echo(f"{'target':>10} {'condition':>10} {'bracket':>14} {'capacity':>9} {'steps':>6} {'search s':>9} "

@@ -182,5 +182,8 @@ def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, 
         note = "not measured on this machine yet; shown at the search's first rate, the run measures it first"
     else:
         figure, note = _measure(scenario, relative.condition, source=source, base_dir=base_dir), "measured now"
-    return Calibration(factor=relative.factor, condition=relative.condition, capacity_rps=round(figure, 2),
-                       peak_rps=round(relative.factor * figure, 2), note=note, key=key)
+    calibration = Calibration(factor=relative.factor, condition=relative.condition, capacity_rps=round(figure, 2),
+                              peak_rps=round(relative.factor * figure, 2), note=note, key=key)
+    if not _dry_run():  # a dry run prints it in its plan
+        click.echo(f"capacity   {calibration.text}", err=True)
+    return calibration
