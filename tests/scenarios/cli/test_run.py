@@ -74,7 +74,7 @@ def test_run_cli_dry_run_prints_plan_and_touches_nothing(tmp_path: Path, monkeyp
     assert code == 0, output
     assert "requests" in output and "scheduled" in output and "peak" in output
     assert "phases" in output and "peak" in output
-    assert "capacity   peak 0.7x n-1 capacity = " in output and "not measured on this machine yet" in output
+    assert "capacity   peak 0.6x n-1 capacity = " in output and "not measured on this machine yet" in output
     assert "(19:00:00 model clock)  gpu-node-loss" in output and "130.0 s" in output and "held 30m = 5.0 s" in output
     assert list(tmp_path.iterdir()) == []
 
