@@ -152,11 +152,15 @@ fault_bodies = st.fixed_dictionaries(
 )
 
 
+# One path segment: a "/" or a dot segment would name another route (404 before any check).
+path_segments = st.text(min_size=1, max_size=12).filter(lambda s: "/" not in s and s not in (".", ".."))
+
+
 @FUZZ_FEW
 @given(
     template=ADMIN_PATHS,
-    node=st.sampled_from(["quality-0", "fast-0", "quality-99"]) | st.text(min_size=1, max_size=12),
-    pool=st.sampled_from(["gpu", "missing"]) | st.text(min_size=1, max_size=12),
+    node=st.sampled_from(["quality-0", "fast-0", "quality-99"]) | path_segments,
+    pool=st.sampled_from(["gpu", "missing"]) | path_segments,
     body=fault_bodies | json_values | st.fixed_dictionaries({"warm": json_scalars, "nodes": st.integers(-3, 100) | json_scalars}),
 )
 def test_fuzz_admin_endpoints(server: RunningServer, template: str, node: str, pool: str, body: Any) -> None:
@@ -182,8 +186,8 @@ admin_bodies = epoch_bodies | fault_bodies | json_values | st.binary(max_size=20
 @FUZZ_FEW
 @given(
     call=EVERY_ADMIN_CALL,
-    node=st.sampled_from(["quality-0", "fast-0", "quality-99"]) | st.text(min_size=1, max_size=12),
-    pool=st.sampled_from(["gpu", "missing"]) | st.text(min_size=1, max_size=12),
+    node=st.sampled_from(["quality-0", "fast-0", "quality-99"]) | path_segments,
+    pool=st.sampled_from(["gpu", "missing"]) | path_segments,
     body=admin_bodies,
     token=st.sampled_from([TOKEN, None, "", "wrong"]) | st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=20),
 )
