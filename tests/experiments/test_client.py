@@ -39,11 +39,11 @@ def test_client_keeps_proxy_variables_for_a_remote_server() -> None:
 
 
 def test_client_never_follows_a_redirect_with_the_token() -> None:
-    routes = {"/admin/reset": (307, {"Location": "http://203.0.113.7/admin/reset"}, {}),
-              "/v1/status": (302, {"Location": "http://203.0.113.7/v1/status"}, {})}
+    routes = {"/admin/reset": (307, {"Location": "http://redirected.invalid/admin/reset"}, {}),
+              "/v1/status": (302, {"Location": "http://redirected.invalid/v1/status"}, {})}
     with stub_server(routes) as (url, asked):
         client = AdminClient(url=url, token="secret")
-        with pytest.raises(ActivityFailed, match='307 with a redirect to "http://203.0.113.7/admin/reset"'):
+        with pytest.raises(ActivityFailed, match='307 with a redirect to "http://redirected.invalid/admin/reset"'):
             client.post("/admin/reset")
         with pytest.raises(ActivityFailed, match="never follows redirects"):
             client.get_json("/v1/status")

@@ -136,10 +136,10 @@ def test_load_config_bad_override_raises_config_error() -> None:
 
 def test_load_config_remote_pool_from_a_static_list_or_a_service(tmp_path: Path) -> None:
     path = tmp_path / "server.yaml"
-    path.write_text("pools:\n  quality: {model: quality, remote: ['http://10.0.0.1:9000', 'http://10.0.0.2:9000']}\n"
+    path.write_text("pools:\n  quality: {model: quality, remote: ['http://node-a.rushhour.invalid:9000', 'http://node-b.rushhour.invalid:9000']}\n"
                     "  fast: {model: fast, kubernetes: {service: rushhour-fast}}\n")
     config = load_config(path)
-    assert config.pools["quality"].is_remote and config.pools["quality"].remote == ["http://10.0.0.1:9000", "http://10.0.0.2:9000"]
+    assert config.pools["quality"].is_remote and config.pools["quality"].remote == ["http://node-a.rushhour.invalid:9000", "http://node-b.rushhour.invalid:9000"]
     assert config.pools["fast"].is_remote and config.pools["fast"].kubernetes is not None
     assert config.pools["fast"].kubernetes.port == "http" and config.pools["fast"].kubernetes.namespace is None
 
