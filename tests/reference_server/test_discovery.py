@@ -26,7 +26,7 @@ SPEC = KubernetesEndpoints(service="rushhour-fast", namespace="drill", port="htt
 
 def endpoints(*ips: str, not_ready: tuple[str, ...] = (), version: str = "1") -> dict[str, Any]:
     def address(ip: str) -> dict[str, Any]:
-        return {"ip": ip, "targetRef": {"kind": "Pod", "name": f"pod-{ip.rsplit('.', 1)[-1]}"}}
+        return {"ip": ip, "targetRef": {"kind": "Pod", "name": f"pod-{ip.replace(':', '.').rsplit('.', 1)[-1]}"}}
     subset = {"addresses": [address(ip) for ip in ips], "notReadyAddresses": [address(ip) for ip in not_ready],
               "ports": [{"name": "http", "port": 9000, "protocol": "TCP"}]}
     return {"apiVersion": "v1", "kind": "Endpoints", "subsets": [subset],
@@ -71,7 +71,7 @@ class FakeCoreV1:
 
 @pytest.fixture
 def api() -> FakeCoreV1:
-    return FakeCoreV1(endpoints("10.0.0.1", not_ready=("10.0.0.2",)))
+    return FakeCoreV1(endpoints("2001:db8::1", not_ready=("2001:db8::2",)))
 
 
 @pytest.fixture
@@ -101,19 +101,19 @@ def _urls(addresses: list[Address]) -> list[str]:
 
 def test_discovery_lists_ready_and_warming_pods_with_their_names(watcher: EndpointsWatcher, seen: list[list[Address]], api: FakeCoreV1) -> None:
     _until(lambda: len(seen) == 1)
-    assert seen[0] == [Address("http://10.0.0.1:9000", "pod-1"), Address("http://10.0.0.2:9000", "pod-2")]
+    assert seen[0] == [Address("http://[2001:db8::1]:9000", "pod-1"), Address("http://[2001:db8::2]:9000", "pod-2")]
     assert api.calls[0] == {"namespace": "drill", "field_selector": "metadata.name=rushhour-fast"}
 
 
 def test_discovery_follows_pods_going_and_coming(watcher: EndpointsWatcher, seen: list[list[Address]], api: FakeCoreV1) -> None:
     _until(lambda: len(seen) == 1)
-    api.events.put({"type": "MODIFIED", "object": endpoints("10.0.0.2", version="2")})
+    api.events.put({"type": "MODIFIED", "object": endpoints("2001:db8::2", version="2")})
     _until(lambda: len(seen) == 2)
-    assert _urls(seen[1]) == ["http://10.0.0.2:9000"]
-    api.events.put({"type": "MODIFIED", "object": endpoints("10.0.0.2", version="3")})  # no change: not reported
-    api.events.put({"type": "MODIFIED", "object": endpoints("10.0.0.2", "10.0.0.3", version="4")})
+    assert _urls(seen[1]) == ["http://[2001:db8::2]:9000"]
+    api.events.put({"type": "MODIFIED", "object": endpoints("2001:db8::2", version="3")})  # no change: not reported
+    api.events.put({"type": "MODIFIED", "object": endpoints("2001:db8::2", "2001:db8::3", version="4")})
     _until(lambda: len(seen) == 3)
-    assert _urls(seen[2]) == ["http://10.0.0.2:9000", "http://10.0.0.3:9000"]
+    assert _urls(seen[2]) == ["http://[2001:db8::2]:9000", "http://[2001:db8::3]:9000"]
     api.events.put({"type": "DELETED", "object": endpoints(version="5")})
     _until(lambda: len(seen) == 4)
     assert seen[3] == []
@@ -123,16 +123,16 @@ def test_discovery_follows_pods_going_and_coming(watcher: EndpointsWatcher, seen
 
 def test_discovery_lists_again_after_410_gone(watcher: EndpointsWatcher, seen: list[list[Address]], api: FakeCoreV1) -> None:
     _until(lambda: len(seen) == 1)
-    api.listed = endpoints("10.0.0.9", version="7")
+    api.listed = endpoints("2001:db8::9", version="7")
     gone = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old resource version"}
     api.events.put({"type": "ERROR", "object": gone})  # a timed watch is not retried by the client: it raises
     _until(lambda: len(seen) == 2)
-    assert _urls(seen[1]) == ["http://10.0.0.9:9000"]
+    assert _urls(seen[1]) == ["http://[2001:db8::9]:9000"]
     assert watcher.failures == 1
 
 
 def test_discovery_retries_an_api_that_refuses() -> None:
-    api = FakeCoreV1(endpoints("10.0.0.1"))
+    api = FakeCoreV1(endpoints("2001:db8::1"))
     api.fail_lists = 2
     seen: list[list[Address]] = []
     watcher = EndpointsWatcher(SPEC, seen.append, api=api, retry_s=0.01)
@@ -142,7 +142,7 @@ def test_discovery_retries_an_api_that_refuses() -> None:
     finally:
         watcher.stop()
         api.events.put(None)
-    assert watcher.failures == 2 and _urls(seen[0]) == ["http://10.0.0.1:9000"]
+    assert watcher.failures == 2 and _urls(seen[0]) == ["http://[2001:db8::1]:9000"]
 
 
 def test_discovery_port_by_number_and_ipv6() -> None:

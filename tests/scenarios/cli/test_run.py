@@ -134,7 +134,7 @@ def test_drill_refuses_a_folder_claimed_by_another_run(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["RUSHHOUR_URL", "RUSHHOUR_ADMIN_TOKEN"])
 def test_run_cli_chaos_env_cannot_redirect_the_experiments(tmp_path: Path, name: str) -> None:
-    entry = {"at": "00:00:01", "experiment": "cache-flush.json", "env": {name: "http://203.0.113.9:8000"}}
+    entry = {"at": "00:00:01", "experiment": "cache-flush.json", "env": {name: "http://elsewhere.invalid:8000"}}
     code, output = _invoke(str(_scenario(tmp_path, chaos=[entry])), "--dry-run")
     assert code == 2 and f"chaos[0].env: the drill sets {name} itself" in output
 
@@ -143,7 +143,7 @@ def test_chaos_env_never_overrides_the_guarded_target() -> None:
     from scenarios.spec.chaos import PlannedFault
 
     fault = PlannedFault.model_construct(name="f", experiment=Path("x.json"), scenario_time="0", offset_s=0.0,
-                                         targets=[], env={"RUSHHOUR_URL": "http://203.0.113.9"}, hold_s=None)
+                                         targets=[], env={"RUSHHOUR_URL": "http://elsewhere.invalid"}, hold_s=None)
     env = fault.process_env({"RUSHHOUR_URL": "http://127.0.0.1:8000", "RUSHHOUR_ADMIN_TOKEN": "t"})
     assert env["RUSHHOUR_URL"] == "http://127.0.0.1:8000"  # even a model built without validation
 

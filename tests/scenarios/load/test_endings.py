@@ -28,7 +28,7 @@ from tests.scenarios.load.truth import (
 )
 
 TIMEOUT_S = 3.0
-ELSEWHERE = "http://192.0.2.1:9/v1/translate"  # TEST-NET-1: documentation only, never reachable
+ELSEWHERE = "http://[2001:db8::1]:9/v1/translate"  # a documentation address: never reachable, never contacted
 
 
 def fate_by_row(row: int) -> Fate:
@@ -61,7 +61,7 @@ def test_failed_and_abandoned_requests_end_when_they_really_ended(
     assert (held["status"] == 0).all() and (held["error"] == "timeout").all(), held["error"]
     np.testing.assert_allclose(held["done_s"] - held["sent_s"], TIMEOUT_S, atol=0.1)
 
-    moved = requests[kind == 5]  # the 3xx is the answer: nothing followed it to 192.0.2.1
+    moved = requests[kind == 5]  # the 3xx is the answer: nothing followed it elsewhere
     assert (moved["status"] == 302).all() and not moved["ok"].any(), moved[["status", "error"]]
     assert (moved["latency_ms"] < 500).all()
     assert trapped == []  # no proxy variable diverted the load
