@@ -16,7 +16,7 @@ from scenarios.load.locust import worker_env
 from scenarios.load.worker import WorkerConfig
 from tests.scenarios.load.truth import Fate, connection_trap, truth_server
 
-ELSEWHERE = "http://192.0.2.1:9/v1/translate"  # TEST-NET-1: documentation only, never reachable
+ELSEWHERE = "http://[2001:db8::1]:9/v1/translate"  # a documentation address: never reachable, never contacted
 ELSEWHERE_V6 = "http://[2001:db8::1]:9/v1/translate"
 ROOT = Path(__file__).resolve().parents[3]
 

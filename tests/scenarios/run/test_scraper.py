@@ -168,7 +168,7 @@ def test_scraper_does_not_follow_a_redirect() -> None:
     from scenarios.run.scraper import StatusScraper
     from tests.support.stub import stub_server
 
-    routes = {"/v1/status": (302, {"Location": "http://203.0.113.7/v1/status"}, {})}
+    routes = {"/v1/status": (302, {"Location": "http://redirected.invalid/v1/status"}, {})}
     errors: list[dict] = []
     with stub_server(routes) as (url, asked):
         scraper = StatusScraper(url, origin=0.0, on_error=errors.append)
