@@ -52,23 +52,25 @@ async def chat_completions(chat: ChatRequest, request: Request, gateway: Gateway
     """Answer the last user message (its translation); `stream: true` sends chunks as decoded."""
     gateway.requests_total += 1
     started = time.monotonic()
+    priority = request.headers.get(PRIORITY_HEADER) or chat.priority
     try:
-        req = to_translate(chat, tenant=request.headers.get(TENANT_HEADER), priority=request.headers.get(PRIORITY_HEADER))
+        req = to_translate(chat, tenant=request.headers.get(TENANT_HEADER), priority=priority)
         if chat.stream:
             return await _stream(gateway, chat, req)
         answer = await gateway.service.translate(req)
     except ApiError as exc:
-        _count(gateway, chat, str(exc.status), "", started)
+        _count(gateway, chat, priority, str(exc.status), "", started)
         return error_response(exc, openai=True)
-    _count(gateway, chat, "200", answer.model, started)
+    _count(gateway, chat, priority, "200", answer.model, started)
     extra = {"model": answer.model, "node": answer.node, "cached": answer.cached, "degraded": answer.degraded,
              "timing": answer.timing.model_dump()}
     return JSONResponse(completion(req, chat, answer.translation, extra))
 
 
-def _count(gateway: Gateway, chat: ChatRequest, status: str, model: str, started: float) -> None:
+def _count(gateway: Gateway, chat: ChatRequest, priority: str | None, status: str, model: str, started: float) -> None:
+    """Count the request under the class it was served in (the header wins over the body field)."""
     classes = gateway.config.admission.classes
-    priority = bounded_label(chat.priority or gateway.config.admission.default_priority, classes)
+    priority = bounded_label(priority or gateway.config.admission.default_priority, classes)
     mode = bounded_label(chat.model, ("quality", "fast", "auto"))
     gateway.metrics.requests.labels(status, mode, priority, model).inc()
     gateway.metrics.request_seconds.labels(mode, priority).observe(time.monotonic() - started)

@@ -31,7 +31,7 @@ class WireSender:
         self._label = protocol.label
 
     def __call__(self, fields: Mapping[str, object], timeout_s: float) -> Outcome:
-        request = self._protocol.build(fields)
+        request = self._protocol.request(fields)
         response = self._client.request(request.method, request.path, data=request.body, headers=request.headers,
                                         name=self._label, stream=request.stream)
         status = int(response.status_code or 0)

@@ -13,16 +13,15 @@ from __future__ import annotations
 import abc
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from scenarios.load.openloop import Outcome
 from scenarios.protocols.credentials import auth_headers
-from scenarios.spec.target import TargetProtocol
+from scenarios.spec.target import ROW_FIELDS, TargetProtocol
 
-__all__ = ["ROW_FIELDS", "StreamParser", "WireProtocol", "WireRequest", "json_body", "make_protocol"]
-
-ROW_FIELDS = frozenset({"text", "source_lang", "target_lang", "mode", "priority", "tenant", "deadline_ms", "max_tokens"})
+__all__ = ["ROW_FIELDS", "StreamParser", "WireProtocol", "WireRequest", "json_body", "make_protocol",
+           "protocol_class"]
 MIN_DEFAULT_TOKENS = 16
 CHARS_PER_TOKEN = 4
 
@@ -71,9 +70,26 @@ class WireProtocol(abc.ABC):
         """The name Locust files these requests under (the path, without row-specific parts)."""
         return self.build(_SAMPLE).path
 
+    @classmethod
+    def fields_sent(cls, spec: TargetProtocol) -> frozenset[str]:
+        """The row fields that reach the target: the protocol's own, the row headers, the extras."""
+        return cls.sends | frozenset(spec.row_headers.values()) | frozenset(spec.extra_fields)
+
+    def request(self, fields: Mapping[str, object]) -> WireRequest:
+        """The request for one row, with its row headers (`target.row_headers`) set."""
+        request = self.build(fields)
+        if not self.spec.row_headers:
+            return request
+        per_row = {name: _header_value(fields.get(field)) for name, field in self.spec.row_headers.items()}
+        return replace(request, headers={**request.headers, **per_row})
+
+    def extras(self, fields: Mapping[str, object]) -> dict[str, object]:
+        """The row fields `target.extra_fields` adds to the body, under their own names."""
+        return {name: fields[name] for name in self.spec.extra_fields if fields.get(name) is not None}
+
     @abc.abstractmethod
     def build(self, fields: Mapping[str, object]) -> WireRequest:
-        """The request for one row's fields."""
+        """The request for one row's fields (without the row headers: call `request`)."""
 
     @abc.abstractmethod
     def parse(self, status: int, body: bytes | None, error: str = "") -> Outcome:
@@ -120,17 +136,29 @@ def json_body(body: bytes | str | None) -> object:
         return None
 
 
-def make_protocol(spec: TargetProtocol | Mapping[str, object]) -> WireProtocol:
-    """The protocol a target speaks, with its credential read (raises CredentialError if absent)."""
+def _header_value(value: object) -> str:
+    """A row field as a header value: numbers without a trailing ".0", no line breaks."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return "" if value is None else " ".join(str(value).split())
+
+
+def protocol_class(name: str) -> type[WireProtocol]:
+    """The class of the protocol called `name` (one of `scenarios.spec.target.PROTOCOL_NAMES`)."""
     from scenarios.protocols.http_template import HttpTemplateProtocol
     from scenarios.protocols.kserve_v2 import KServeV2Protocol
     from scenarios.protocols.openai_chat import OpenAIChatProtocol
     from scenarios.protocols.rushhour import RushhourProtocol
 
-    target = spec if isinstance(spec, TargetProtocol) else TargetProtocol.model_validate(spec)
     kinds: dict[str, type[WireProtocol]] = {
         "rushhour": RushhourProtocol, "openai-chat": OpenAIChatProtocol,
         "kserve-v2": KServeV2Protocol, "http": HttpTemplateProtocol,
     }
+    return kinds[name]
+
+
+def make_protocol(spec: TargetProtocol | Mapping[str, object]) -> WireProtocol:
+    """The protocol a target speaks, with its credential read (raises CredentialError if absent)."""
+    target = spec if isinstance(spec, TargetProtocol) else TargetProtocol.model_validate(spec)
     headers = {**target.headers, **auth_headers(target.auth)}
-    return kinds[target.protocol](target, headers)
+    return protocol_class(target.protocol)(target, headers)

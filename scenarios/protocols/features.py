@@ -29,19 +29,10 @@ class UnsupportedFeature(ScenarioError):
 
 
 def _protocol(plan: DrillPlan) -> tuple[str, frozenset[str], frozenset[str]]:
-    from scenarios.protocols.base import WireProtocol
-    from scenarios.protocols.http_template import HttpTemplateProtocol
-    from scenarios.protocols.kserve_v2 import KServeV2Protocol
-    from scenarios.protocols.openai_chat import OpenAIChatProtocol
-    from scenarios.protocols.rushhour import RushhourProtocol
+    from scenarios.protocols.base import protocol_class
 
-    kinds: dict[str, type[WireProtocol]] = {"rushhour": RushhourProtocol, "openai-chat": OpenAIChatProtocol,
-                                            "kserve-v2": KServeV2Protocol, "http": HttpTemplateProtocol}
-    kind = kinds[plan.scenario.target.protocol]
-    sends = kind.sends
-    if kind is HttpTemplateProtocol and plan.scenario.target.http is not None:
-        sends = frozenset(f for f in sends if f in plan.scenario.target.http.body)
-    return kind.name, sends, kind.features
+    kind = protocol_class(plan.scenario.target.protocol)
+    return kind.name, kind.fields_sent(plan.scenario.target), kind.features
 
 
 def unserved_features(plan: DrillPlan) -> list[str]:

@@ -16,7 +16,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from scenarios.load.openloop import Outcome
 from scenarios.protocols.base import WireProtocol, WireRequest, json_body
-from scenarios.spec.target import HttpTemplate
+from scenarios.spec.target import HttpTemplate, TargetProtocol
 
 STATUS_BAD_ANSWER = 502
 TEMPLATE_FIELDS = frozenset({"text", "chars", "kind", "priority", "tenant", "mode", "max_tokens",
@@ -27,7 +27,13 @@ class HttpTemplateProtocol(WireProtocol):
     """The `http` protocol of a scenario's target."""
 
     name = "http"
-    sends = TEMPLATE_FIELDS  # whatever the template uses; features.py reads the template for the rest
+    sends = TEMPLATE_FIELDS
+
+    @classmethod
+    def fields_sent(cls, spec: TargetProtocol) -> frozenset[str]:
+        """What the body template mentions, and the row headers."""
+        body = spec.http.body if spec.http is not None else ""
+        return frozenset(f for f in TEMPLATE_FIELDS if f in body) | frozenset(spec.row_headers.values())
 
     @property
     def template(self) -> HttpTemplate:

@@ -1,7 +1,8 @@
 """KServe / Triton v2 inference (`POST /v2/models/{model}/infer`): the text as a BYTES tensor.
 
 The row's text is one element of a `[1]`-shaped BYTES input (named by `input_name`, default
-"text"), `max_tokens` travels as a request parameter (Triton passes parameters to the model).
+"text"), `max_tokens` travels as a request parameter (Triton passes parameters to the model), and
+so does every row field that `target.extra_fields` names.
 An answer is good when it has a success status and an `outputs` list; errors are `{"error": msg}`.
 """
 
@@ -24,7 +25,7 @@ class KServeV2Protocol(WireProtocol):
     def build(self, fields: Mapping[str, object]) -> WireRequest:
         body = {
             "inputs": [{"name": self.spec.input_name, "shape": [1], "datatype": "BYTES", "data": [str(fields["text"])]}],
-            "parameters": {"max_tokens": self.max_tokens(fields)},
+            "parameters": {"max_tokens": self.max_tokens(fields), **self.extras(fields)},
         }
         return self.json_request("POST", f"/v2/models/{self.spec.model}/infer", body)
 

@@ -3,8 +3,10 @@
 The row's text becomes one user message asking for a translation, `max_tokens` comes from the
 schedule. Streaming (the default) asks for server-sent events with usage in the last event, so
 time to first token, inter-token gaps and output tokens are measured; without streaming only the
-output tokens (`usage.completion_tokens`) are. Priority, tenant, mode and deadline have no field
-in this API and are not sent.
+output tokens (`usage.completion_tokens`) are. The tenant goes in OpenAI's own `user` field.
+Priority, mode and deadline have no field in this API: a gateway that reads them from a header
+or an extra body field gets them through `target.row_headers` / `target.extra_fields` (the
+embedded reference server gets both by default).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ class OpenAIChatProtocol(WireProtocol):
     """One chat completion per schedule row."""
 
     name = "openai-chat"
-    sends = frozenset({"text", "source_lang", "target_lang", "max_tokens"})
+    sends = frozenset({"text", "source_lang", "target_lang", "max_tokens", "tenant"})
 
     @property
     def streaming(self) -> bool:
@@ -34,8 +36,10 @@ class OpenAIChatProtocol(WireProtocol):
         body: dict[str, object] = {
             "model": self.spec.model or DEFAULT_MODEL,
             "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": self.max_tokens(fields), "stream": self.streaming,
+            "max_tokens": self.max_tokens(fields), "stream": self.streaming, **self.extras(fields),
         }
+        if fields.get("tenant"):
+            body["user"] = str(fields["tenant"])
         if self.streaming:
             body["stream_options"] = {"include_usage": True}
         return self.json_request("POST", CHAT_PATH, body, stream=self.streaming)

@@ -65,7 +65,7 @@ def probe_target(url: str, target: TargetProtocol, *, features: tuple[str, ...] 
         protocol = make_protocol(target)
     except CredentialError as exc:
         raise ProbeError(str(exc)) from exc
-    request = protocol.build(sample_fields())
+    request = protocol.request(sample_fields())
     with httpx.Client(base_url=url.rstrip("/"), verify=verify_setting(target.ca_bundle), trust_env=False,
                       follow_redirects=False, timeout=timeout_s) as client:
         report = _exchange(client, protocol, request)

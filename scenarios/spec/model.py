@@ -117,12 +117,26 @@ class EmbeddedTarget(_Strict):
         return data
 
 
+REFERENCE_CHAT_ROW_HEADERS = {"X-Rushhour-Priority": "priority"}
+REFERENCE_CHAT_EXTRA_FIELDS = ("deadline_ms",)
+
+
 class TargetSpec(TargetProtocol):
     """Exactly one of: the embedded reference server, or a running service at `url`, plus the
     protocol it speaks (`scenarios.spec.target`)."""
 
     embedded: EmbeddedTarget | None = None
     url: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reference_chat_defaults(cls, data: object) -> object:
+        """The embedded server's chat endpoint reads priority from a header and the deadline from
+        the body: an openai-chat drill of it sends both unless the scenario says otherwise."""
+        if isinstance(data, dict) and data.get("embedded") is not None and data.get("protocol") == "openai-chat":
+            data = {"row_headers": dict(REFERENCE_CHAT_ROW_HEADERS), "extra_fields": REFERENCE_CHAT_EXTRA_FIELDS,
+                    **data}
+        return data
 
     @model_validator(mode="after")
     def _exactly_one(self) -> TargetSpec:

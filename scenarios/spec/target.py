@@ -1,7 +1,7 @@
 """What a scenario says about the protocol its target speaks, and how to reach it.
 
 `TargetProtocol` holds every field a load worker needs to talk to the target: the protocol, the
-model name, streaming, extra headers, where the credential comes from (never the credential
+model name, streaming, extra headers (fixed, or a row's field per request), where the credential comes from (never the credential
 itself: an environment variable or a file, read by whoever sends), a CA bundle for https, and
 the request template of the `http` protocol. `scenarios.spec.model.TargetSpec` adds where the
 target is (embedded or a URL).
@@ -9,6 +9,7 @@ target is (embedded or a URL).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -17,6 +18,11 @@ from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 ProtocolName = Literal["rushhour", "openai-chat", "kserve-v2", "http"]
+RowField = Literal["text", "source_lang", "target_lang", "mode", "priority", "tenant", "deadline_ms", "max_tokens",
+                   "kind", "chars"]
+ROW_FIELDS: frozenset[str] = frozenset(RowField.__args__)  # type: ignore[attr-defined]
+"""The fields of one schedule row a protocol may put on the wire."""
+HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$"
 PROTOCOL_NAMES: tuple[str, ...] = ("rushhour", "openai-chat", "kserve-v2", "http")
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"})
 
@@ -76,6 +82,12 @@ class TargetProtocol(_Strict):
     stream: bool = Field(default=True, description="openai-chat: ask for server-sent events (TTFT, ITL, TPOT)")
     max_tokens: int | None = Field(default=None, ge=1, description="when the schedule gives none (0)")
     headers: dict[str, str] = {}
+    row_headers: dict[str, RowField] = Field(
+        default={}, description="headers whose value is a field of each row (e.g. X-Priority: priority), "
+                                "for gateways that route by tenant or priority")
+    extra_fields: tuple[RowField, ...] = Field(
+        default=(), description="openai-chat: row fields added to the JSON body under their own names "
+                                "(what the openai client calls extra_body); kserve-v2: to the parameters")
     auth: AuthSpec | None = None
     ca_bundle: str | None = Field(default=None, description="https: verify the target against these CA certificates")
     http: HttpTemplate | None = None
@@ -83,9 +95,12 @@ class TargetProtocol(_Strict):
         default="refuse", description="a scenario feature the target cannot serve (jobs, chaos through the "
                                       "admin API): refuse the run (exit 2), or switch it off with a warning")
 
-    @field_validator("headers")
+    @field_validator("headers", "row_headers")
     @classmethod
     def _no_secret_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = sorted(name for name in value if not re.match(HEADER_NAME, name))
+        if bad:
+            raise ValueError(f'"{bad[0]}" is not a valid HTTP header name')
         secret = sorted(name for name in value if name.lower() in SECRET_HEADERS)
         if secret:
             raise ValueError(f"{', '.join(secret)} would write a credential into the scenario and its "
@@ -105,6 +120,10 @@ class TargetProtocol(_Strict):
             raise ValueError('protocol "http" needs an http section (method, path, body template)')
         if self.protocol == "kserve-v2" and not self.model:
             raise ValueError('protocol "kserve-v2" needs model (the name in /v2/models/{model}/infer)')
+        if self.extra_fields and self.protocol not in ("openai-chat", "kserve-v2"):
+            raise ValueError(f'extra_fields is for openai-chat and kserve-v2; protocol "{self.protocol}" '
+                             + ("sends every field already" if self.protocol == "rushhour"
+                                else "sends what its body template says"))
         return self
 
     def wire_dict(self) -> dict[str, object]:

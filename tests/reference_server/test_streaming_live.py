@@ -126,3 +126,27 @@ def test_streaming_metrics_have_ttft_gaps_and_decode_rows(server: RunningServer,
     assert 'rushhour_inter_token_seconds_count{endpoint="chat",priority="free"}' in text
     assert 'rushhour_decode_rows_total{pool="quality"}' in text and "rushhour_node_tokens_per_second{" in text
     assert 'rushhour_node_active_rows{node="quality-0",pool="quality"}' in text
+
+
+def test_rushhour_openai_chat_protocol_reaches_the_reference_server_with_its_priority(server: RunningServer) -> None:
+    """A drill of the embedded server over openai-chat carries each row's priority (a header) and
+    deadline (an extra field) by default: the gateway files the request under the row's class."""
+    from scenarios.protocols import make_protocol
+    from scenarios.protocols.base import sample_fields
+    from scenarios.spec.model import TargetSpec
+
+    spec = TargetSpec.model_validate({"embedded": {}, "protocol": "openai-chat", "model": "fast", "stream": False})
+    assert spec.row_headers == {"X-Rushhour-Priority": "priority"} and spec.extra_fields == ("deadline_ms",)
+    request = make_protocol(spec.model_dump(include=set(spec.wire_dict()))).request(
+        {**sample_fields(), "priority": "batch", "tenant": "acme", "deadline_ms": 9000.0})
+    assert json.loads(request.body or b"")["user"] == "acme"
+
+    def batch_count() -> float:
+        metrics = server.client.get("/metrics").text
+        return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                   if line.startswith("rushhour_requests_total{") and 'priority="batch"' in line)
+
+    before = batch_count()
+    answer = server.client.post(request.path, content=request.body, headers=request.headers)
+    assert answer.status_code == 200, answer.text
+    assert batch_count() == before + 1

@@ -33,7 +33,7 @@ def test_dry_run_probes_an_openai_target_and_notes_unsent_fields(tmp_path: Path,
     assert code == 0, output
     assert "protocol   openai-chat, model m, streaming" in output and "(****9876)" in output
     assert "sk-test-abcdefgh" not in output
-    assert "does not send priority, tenant, mode, deadline_ms" in output
+    assert "does not send priority, mode, deadline_ms" in output
     assert "probe      openai-chat: /v1/chat/completions answered 200" in output and "3 token(s)" in output
 
 

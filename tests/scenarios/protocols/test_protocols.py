@@ -86,3 +86,41 @@ def test_credentials_come_from_env_or_file_and_show_masked(tmp_path, monkeypatch
     monkeypatch.delenv("TEST_TARGET_KEY")
     with pytest.raises(CredentialError, match="TEST_TARGET_KEY"):
         make_protocol({"protocol": "openai-chat", "auth": {"env": "TEST_TARGET_KEY"}})
+
+
+def test_openai_chat_sends_the_tenant_as_user_and_row_headers_and_extra_fields_per_row() -> None:
+    protocol = make_protocol({"protocol": "openai-chat", "model": "m", "row_headers": {"X-Priority": "priority"},
+                              "extra_fields": ["deadline_ms"], "headers": {"X-Team": "sre"}})
+    request = protocol.request({**FIELDS, "tenant": "acme", "priority": "free", "deadline_ms": 2500.0})
+    body = json.loads(request.body or b"")
+    assert body["user"] == "acme" and body["deadline_ms"] == 2500.0
+    assert request.headers["X-Priority"] == "free" and request.headers["X-Team"] == "sre"
+    assert "X-Priority" not in protocol.build(FIELDS).headers  # build is the bare request; request adds the row's
+    assert protocol.request({**FIELDS, "priority": "paid"}).headers["X-Priority"] == "paid"
+
+
+def test_row_headers_and_extra_fields_reach_kserve_parameters_and_http_headers() -> None:
+    kserve = make_protocol({"protocol": "kserve-v2", "model": "mt", "extra_fields": ["priority", "tenant"]})
+    parameters = json.loads(kserve.request(FIELDS).body or b"")["parameters"]
+    assert parameters == {"max_tokens": 100, "priority": "paid", "tenant": "probe"}
+    http = make_protocol({"protocol": "http", "http": {"path": "/echo", "body": '{"q": {{ text | tojson }}}'},
+                          "row_headers": {"X-Tenant": "tenant", "X-Deadline-Ms": "deadline_ms"}})
+    headers = http.request(FIELDS).headers
+    assert headers["X-Tenant"] == "probe" and headers["X-Deadline-Ms"] == "5000"
+
+
+@pytest.mark.parametrize(("target", "wrong"), [
+    ({"protocol": "openai-chat", "row_headers": {"Bad Header": "priority"}}, '"Bad Header" is not a valid HTTP header'),
+    ({"protocol": "openai-chat", "row_headers": {"X-P": "colour"}}, "row_headers.X-P"),
+    ({"protocol": "openai-chat", "row_headers": {"Authorization": "tenant"}}, "use auth (env or file)"),
+    ({"protocol": "rushhour", "extra_fields": ["priority"]}, "sends every field already"),
+])
+def test_row_headers_and_extra_fields_are_checked(target: dict[str, object], wrong: str) -> None:
+    from pydantic import ValidationError
+
+    from scenarios.spec.target import TargetProtocol
+    from traffic_models.validation import format_validation_errors
+
+    with pytest.raises(ValidationError) as caught:
+        TargetProtocol.model_validate(target)
+    assert wrong in format_validation_errors("t.yaml", caught.value)
