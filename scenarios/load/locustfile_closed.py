@@ -1,7 +1,8 @@
 """Locust entry point of a closed-loop drill (`load.mode: closed`); logic in `scenarios.load.closed`.
 
 Persona users send, wait for the reply, and pace themselves; the shape makes their number follow
-the traffic model's rate curve.
+the traffic model's rate curve. They speak the target's protocol (`scenarios.protocols`) through
+the same sender as the open loop, so a streamed answer is timed token by token here too.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from locust import FastHttpUser, LoadTestShape, constant_pacing, events, task
 
 from scenarios.load.closed import PACING_S, ClosedDrill, shape_users
 from scenarios.load.handoff import stamp_connections
-from scenarios.load.openloop import TRANSLATE_PATH, Outcome, outcome_from
+from scenarios.load.wire import WireSender
 from scenarios.load.worker import WorkerConfig
+from scenarios.protocols.base import make_protocol
+from scenarios.protocols.tls import ssl_context_factory
 
 SHAPE_SLACK_S = 5  # the shape's clock starts before the common start time; run on a little
 _drill: ClosedDrill | None = None
@@ -37,22 +40,23 @@ class PersonaUser(FastHttpUser):
     """A customer: one translation, then wait out the pacing, then the next."""
 
     wait_time = constant_pacing(PACING_S)
+    network_timeout = 600.0
+    connection_timeout = 10.0
     max_redirects = 0
     max_retries = 0
+    insecure = False
 
     def __init__(self, environment: Any) -> None:
+        self.protocol = make_protocol(WorkerConfig.from_env().target or {})
+        self.ssl_context_factory = ssl_context_factory(self.protocol.spec.ca_bundle)
         super().__init__(environment)
         stamp_connections(self.client.client)
+        self._send = WireSender(self.client, self.protocol)
 
     @task
     def translate(self) -> None:
         if not _shared(self.environment).step(self._send):
             gevent.sleep(PACING_S)
-
-    def _send(self, payload: dict[str, object], timeout_s: float) -> Outcome:
-        response = self.client.post(TRANSLATE_PATH, json=payload, name=TRANSLATE_PATH)
-        status = int(response.status_code or 0)
-        return outcome_from(status, response.content if status else None, "" if status else "no response")
 
 
 class RateShape(LoadTestShape):

@@ -68,9 +68,6 @@ def apply_missing(plan: DrillPlan, missing: list[str], *, why: str) -> tuple[Dri
 def protocol_notes(plan: DrillPlan) -> tuple[DrillPlan, list[str]]:
     """The plan with what the protocol cannot serve refused or switched off, and the notes to print."""
     name, sends, _ = _protocol(plan)
-    if plan.scenario.load.mode == "closed" and name != "rushhour":
-        raise UnsupportedFeature(f'{plan.source}: load.mode: closed-loop personas speak only the "rushhour" protocol, '
-                                 f'not "{name}"; use the open loop (load.mode: open) for this target.')
     plan, warnings = apply_missing(plan, unserved_features(plan), why=f'protocol "{name}" has no such API')
     unsent = [f for f in ROW_FIELDS_SHOWN if f not in sends]
     if unsent:

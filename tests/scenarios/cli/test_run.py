@@ -148,8 +148,8 @@ def test_chaos_env_never_overrides_the_guarded_target() -> None:
     assert env["RUSHHOUR_URL"] == "http://127.0.0.1:8000"  # even a model built without validation
 
 
-def test_run_cli_refuses_closed_loop_for_other_protocols(tmp_path: Path) -> None:
+def test_run_cli_plans_closed_loop_for_other_protocols(tmp_path: Path) -> None:
     path = _scenario(tmp_path, load={"mode": "closed"},
                      target={"url": "http://127.0.0.1:9", "protocol": "openai-chat", "model": "m"})
     code, output = _invoke(str(path), "--dry-run", "--no-probe")
-    assert code == 2 and "load.mode" in output and "openai-chat" in output
+    assert code == 0, output

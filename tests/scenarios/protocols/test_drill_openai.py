@@ -21,9 +21,10 @@ SLOS = [{"name": "ttft", "kind": "ttft", "percentile": 90, "threshold_ms": 1000}
         {"name": "goodput", "kind": "goodput", "min_rps": 1.0}]
 
 
-def _drill(tmp_path: Path, url: str, target: dict[str, object], *extra: str) -> tuple[int, str, Path]:
+def _drill(tmp_path: Path, url: str, target: dict[str, object], *extra: str,
+           load: dict[str, object] | None = None) -> tuple[int, str, Path]:
     scenario = {"name": "own", "traffic": {"model": "constant:4", "duration": "3s"}, "slos": SLOS,
-                "target": {"url": url, **target}, "load": {"request_timeout_s": 10}}
+                "target": {"url": url, **target}, "load": {"request_timeout_s": 10, **(load or {})}}
     tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "own.yaml"
     path.write_text(yaml.safe_dump(scenario))
@@ -84,3 +85,21 @@ def test_run_drills_the_reference_server_through_its_openai_endpoint(tmp_path: P
     assert requests["ok"].mean() > 0.9, (result.output, requests["error"].value_counts())
     assert summary["streaming"]["metrics"]["ttft_ms"]["samples"] > 0
     assert (requests.loc[requests["ok"], "output_tokens"] > 0).all()
+
+
+@pytest.mark.timeout(180)
+def test_closed_loop_personas_speak_the_targets_protocol_and_time_its_tokens(tmp_path: Path) -> None:
+    with serve_target() as (url, state):
+        state.plan = StreamPlan(tokens=10, first_s=0.2, every_s=0.02, stall_at=None)
+        code, output, out = _drill(tmp_path, url, {"protocol": "openai-chat", "model": "own", "max_tokens": 10,
+                                                   "row_headers": {"X-Tenant": "tenant"}},
+                                   load={"mode": "closed", "max_lag_p99_ms": 5000})  # personas pace: rows go late
+    assert code == 0, output
+    scheduled = pd.read_parquet(out / "requests.parquet")
+    requests = scheduled.dropna(subset=["sent_s"])  # the closed loop may leave the last row or two unsent
+    assert len(requests) >= len(scheduled) - 2 and requests["ok"].all(), scheduled["error"].value_counts()
+    assert (requests["via"] == "openai-chat").all() and (requests["output_tokens"] == 10).all()
+    late_ms = (requests["sent_s"] - requests["intended_s"]) * 1000.0
+    assert (requests["ttft_ms"] - late_ms).median() == pytest.approx(200, rel=0.15)  # the server's 200 ms, once sent
+    assert (requests["ttft_ms"] >= late_ms + 190).all()  # and every TTFT counts from the intended send
+    assert all(body["messages"] and body["user"] for body in state.bodies)  # chat bodies, the tenant as `user`
