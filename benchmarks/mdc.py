@@ -5,12 +5,20 @@ free worker in arrival order, holds it for exactly SERVICE_MS and answers 200 wi
 body, so under Poisson arrivals it is an M/D/c queue. The server is standard library only (cheap,
 starts in a blink); `simulated_p99_ms` and `true_capacity` give its P99 at any rate by
 simulation, for the capacity test and benchmark to compare the search with.
+
+`python benchmarks/mdc.py PORT WORKERS --stream FIRST_MS EVERY_MS TOKENS` streams instead, as an
+OpenAI chat completion (server-sent events): a worker is held from the first token's prefill to
+the last token, the first token FIRST_MS after the worker was free, then one every EVERY_MS. The
+service time is FIRST_MS + (TOKENS - 1) x EVERY_MS, and the time to first token is the queue wait
+plus FIRST_MS: its percentile is the response time's minus (service time - FIRST_MS).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
+import time
 
 import numpy as np
 
@@ -31,13 +39,35 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, bool] | None
     return method, headers.get("connection", "").lower() != "close"
 
 
+def _chunk(data: bytes) -> bytes:
+    return f"{len(data):x}\r\n".encode("ascii") + data + b"\r\n"
+
+
+def _sse(event: dict[str, object]) -> bytes:
+    return _chunk(b"data: " + json.dumps(event).encode("utf-8") + b"\n\n")
+
+
+async def _stream(writer: asyncio.StreamWriter, stream: tuple[float, float, int]) -> None:
+    """One streamed chat completion; each token written at its time counted from the worker's start."""
+    first_s, every_s, tokens = stream
+    began = time.monotonic()
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+    for k in range(tokens):
+        await asyncio.sleep(max(0.0, began + first_s + k * every_s - time.monotonic()))
+        writer.write(_sse({"object": "chat.completion.chunk", "model": "mdc",
+                           "choices": [{"index": 0, "delta": {"content": f"t{k} "}, "finish_reason": None}]}))
+        await writer.drain()
+    writer.write(_sse({"object": "chat.completion.chunk", "choices": [], "usage": {"completion_tokens": tokens}})
+                 + _chunk(b"data: [DONE]\n\n") + _chunk(b""))
+
+
 def _response(status: int, body: bytes) -> bytes:
     reason = "OK" if status == 200 else "Not Found"
     return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
             .encode("ascii") + body)
 
 
-async def main(port: int, workers: int, service_s: float) -> None:
+async def main(port: int, workers: int, service_s: float, stream: tuple[float, float, int] | None = None) -> None:
     free: asyncio.Queue[int] = asyncio.Queue()
     for worker in range(workers):
         free.put_nowait(worker)
@@ -54,10 +84,14 @@ async def main(port: int, workers: int, service_s: float) -> None:
                 else:
                     worker = await free.get()  # waiters are woken in arrival order
                     try:
-                        await asyncio.sleep(service_s)
+                        if stream is not None:
+                            await _stream(writer, stream)
+                        else:
+                            await asyncio.sleep(service_s)
                     finally:
                         free.put_nowait(worker)
-                    writer.write(_response(200, BODY))
+                    if stream is None:
+                        writer.write(_response(200, BODY))
                 await writer.drain()
                 if not keep_alive:
                     break
@@ -73,8 +107,8 @@ async def main(port: int, workers: int, service_s: float) -> None:
 
 
 def simulated_p99_ms(rate: float, *, workers: int, service_ms: float, arrivals: int = 300_000,
-                     seed: int = 7) -> float:
-    """P99 response time of M/D/c at `rate` req/s, from one long simulated run.
+                     seed: int = 7, percentile: float = 99.0) -> float:
+    """P99 (or `percentile`) response time of M/D/c at `rate` req/s, from one long simulated run.
 
     FCFS with equal service times: request i starts at max(arrival_i, start_{i-c} + D), so each
     residue class mod c is a Lindley recursion, a cumulative maximum in numpy.
@@ -86,18 +120,29 @@ def simulated_p99_ms(rate: float, *, workers: int, service_ms: float, arrivals: 
         times = arrive[lane::workers]
         offset = np.arange(times.size) * service
         start[lane::workers] = offset + np.maximum.accumulate(times - offset)
-    return float(np.quantile(start + service - arrive, 0.99) * 1000.0)
+    return float(np.quantile(start + service - arrive, percentile / 100.0) * 1000.0)
 
 
-def true_capacity(threshold_ms: float, *, workers: int, service_ms: float) -> float:
-    """The highest rate whose simulated P99 is within `threshold_ms` (bisection to 0.1 req/s)."""
+def true_capacity(threshold_ms: float, *, workers: int, service_ms: float, percentile: float = 99.0) -> float:
+    """The highest rate whose simulated P99 (or `percentile`) is within `threshold_ms` (bisection
+    to 0.1 req/s)."""
     low, high = 1.0, workers * 1000.0 / service_ms
     while high - low > 0.1:
         middle = (low + high) / 2
-        fits = simulated_p99_ms(middle, workers=workers, service_ms=service_ms) <= threshold_ms
+        fits = simulated_p99_ms(middle, workers=workers, service_ms=service_ms, percentile=percentile) <= threshold_ms
         low, high = (middle, high) if fits else (low, middle)
     return low
 
 
+def stream_service_ms(first_ms: float, every_ms: float, tokens: int) -> float:
+    """How long a streamed answer holds its worker."""
+    return first_ms + (tokens - 1) * every_ms
+
+
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) / 1000.0))
+    port_arg, workers_arg = int(sys.argv[1]), int(sys.argv[2])
+    if sys.argv[3] == "--stream":
+        first, every, count = float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
+        asyncio.run(main(port_arg, workers_arg, 0.0, (first / 1000.0, every / 1000.0, count)))
+    else:
+        asyncio.run(main(port_arg, workers_arg, float(sys.argv[3]) / 1000.0))

@@ -12,6 +12,12 @@ whatever comes back; any other pending request could still go either way. An SLO
 - **open** otherwise. That is the early-stopping rule (MLPerf LoadGen's idea): a step ends as
   soon as its verdict is clear, and a step that ends open counts as not met.
 
+TTFT, TPOT and ITL objectives (streaming targets) are judged like latency over their own column,
+with one difference: a request still in flight may already have had its first token in time,
+so however long it has waited it stays pending, never bad, until its answer is recorded.
+Goodput is a rate, not a per-request objective: `step_figures` reports each step's goodput (the
+requests per second that met every judged per-request objective), and no step is judged on it.
+
 Every SLO is judged over the whole step; a `phase` filter has no meaning at a constant rate.
 """
 
@@ -26,7 +32,8 @@ import pandas as pd
 from scipy.stats import beta
 
 from reports.faults import SHED_STATUSES
-from reports.schema import SloSpec
+from reports.goodput import per_request_good
+from reports.schema import LATENCY_KINDS, SloSpec
 from reports.selection import slo_scope
 from reports.stats import ci_ranks, summary_percentiles
 
@@ -81,12 +88,12 @@ def judge_slos(requests: pd.DataFrame, specs: list[SloSpec], now_s: float, *, fi
 def _judge(requests: pd.DataFrame, spec: SloSpec, now_s: float, final: bool) -> SloCall:
     scope = slo_scope(requests, pd.Series("", index=requests.index), spec)
     if not final:
-        horizon = min(float(spec.threshold_ms or 0) / 1000.0, SETTLE_S) if spec.kind == "latency" else SETTLE_S
+        horizon = min(float(spec.threshold_ms or 0) / 1000.0, SETTLE_S) if spec.kind in LATENCY_KINDS else SETTLE_S
         scope &= requests["intended_s"].to_numpy(dtype=float) < now_s - horizon
     frame = requests[scope]
     pending = frame["done_s"].isna().to_numpy()
     ok = frame["ok"].to_numpy(dtype=bool) & ~pending
-    if spec.kind == "latency":
+    if spec.kind in LATENCY_KINDS:
         return _latency(spec, frame, ok, pending, now_s)
     if spec.kind == "availability":
         good, unknown, n = int(ok.sum()), int(pending.sum()), len(frame)
@@ -104,11 +111,14 @@ def _judge(requests: pd.DataFrame, spec: SloSpec, now_s: float, final: bool) -> 
 
 
 def _latency(spec: SloSpec, frame: pd.DataFrame, ok: np.ndarray, pending: np.ndarray, now_s: float) -> SloCall:
+    """A per-request time objective over `spec.column`; for end-to-end latency a request in flight
+    longer than the threshold is already bad, for TTFT/TPOT/ITL it stays pending (module doc)."""
     threshold = float(spec.threshold_ms or 0)
-    latency = frame["latency_ms"].to_numpy(dtype=float)
+    column = spec.column
+    latency = frame[column].to_numpy(dtype=float) if column in frame else np.full(len(frame), np.nan)
     waited = (now_s - frame["intended_s"].to_numpy(dtype=float)) * 1000.0
     good = ok & (latency <= threshold)
-    unknown = pending & (waited <= threshold)
+    unknown = pending & (waited <= threshold) if spec.kind == "latency" else pending.copy()
     n = len(frame)
     pessimistic = np.sort(np.where(good, latency, np.inf))
     optimistic = np.sort(np.where(good, latency, np.where(unknown, waited, np.inf)))
@@ -151,8 +161,10 @@ def _cp_high(hits: int, n: int) -> float | None:
     return float(beta.ppf(ONE_SIDED, hits + 1, n - hits)) if hits < n else 1.0
 
 
-def step_figures(requests: pd.DataFrame, *, window: tuple[float, float], completions: np.ndarray) -> dict[str, object]:
-    """Offered and achieved rate, percentiles with 95% intervals, error and shed rates of a step.
+def step_figures(requests: pd.DataFrame, *, window: tuple[float, float], completions: np.ndarray,
+                 specs: list[SloSpec] | None = None) -> dict[str, object]:
+    """Offered and achieved rate, percentiles with 95% intervals, error and shed rates of a step;
+    goodput over `specs`' per-request objectives, and TTFT/TPOT percentiles when answers streamed.
 
     `requests` are those intended in `window`; `completions` the end times (step clock) of every
     successful answer of the step, whenever it was sent, so achieved is the rate the service
@@ -173,4 +185,28 @@ def step_figures(requests: pd.DataFrame, *, window: tuple[float, float], complet
         "latency_ms": {key: p.as_dict() for key, p in summary_percentiles(latency).items() if key != "p999"},
         "error_rate": float((finished & ~ok).sum() / n) if n else None,
         "shed_rate": float((finished & np.isin(status, list(SHED_STATUSES))).sum() / n) if n else None,
+        "goodput_rps": _goodput(requests, finished, specs or [], span),
+        **_stream_percentiles(requests, finished),
     }
+
+
+def _goodput(requests: pd.DataFrame, finished: np.ndarray, specs: list[SloSpec], span: float) -> float | None:
+    """The offered rate times the share of finished requests that succeeded and met every
+    per-request objective in scope: requests still in flight at a mid-step look would otherwise
+    count as not good, and a step judged early would understate its goodput."""
+    if not finished.any():
+        return None
+    good = per_request_good(requests, pd.Series("", index=requests.index),
+                            [spec.model_copy(update={"phase": None}) for spec in specs])
+    return len(requests) / span * float((good & finished).sum()) / float(finished.sum())
+
+
+def _stream_percentiles(requests: pd.DataFrame, finished: np.ndarray) -> dict[str, object]:
+    """ttft_ms and tpot_ms percentiles of a step whose answers streamed (nothing otherwise)."""
+    out: dict[str, object] = {}
+    for column in ("ttft_ms", "tpot_ms"):
+        values = requests[column].to_numpy(dtype=float) if column in requests else np.empty(0)
+        values = np.where(finished, values, np.nan) if len(values) else values
+        if len(values) and np.isfinite(values).any():
+            out[column] = {key: p.as_dict() for key, p in summary_percentiles(values).items() if key != "p999"}
+    return out

@@ -74,15 +74,24 @@ def load_mix(scenario: Scenario, *, source: str, base_dir: Path) -> TrafficModel
 
 
 def select_slos(scenario: Scenario, names: tuple[str, ...], *, source: str) -> list[SloSpec]:
-    """The scenario's SLOs, or only those named (each must exist)."""
+    """The scenario's SLOs, or only those named (each must exist); goodput objectives are left out
+    (a rate is no per-request objective: each step reports its goodput instead)."""
     known = {slo.name: slo for slo in scenario.slos}
     unknown = [name for name in names if name not in known]
     if unknown:
         raise ScenarioError(f'{source}: slos: no SLO named "{unknown[0]}"; the scenario has '
                             f"{', '.join(known) or 'none'}.")
-    chosen = [known[name] for name in dict.fromkeys(names)] if names else list(scenario.slos)
+    named = [known[name] for name in dict.fromkeys(names)]
+    rates = [spec.name for spec in named if spec.kind == "goodput"]
+    if rates:
+        raise ScenarioError(f'{source}: slos: "{rates[0]}" is a goodput objective, a rate rather than a per-request '
+                            "objective, so a step cannot be judged on it; every step reports its goodput over the "
+                            "per-request SLOs (ttft, tpot, latency, ...), and the capacity they give is the "
+                            "highest goodput-meeting rate.")
+    chosen = named or [spec for spec in scenario.slos if spec.kind != "goodput"]
     if not chosen:
-        raise ScenarioError(f"{source}: slos: the scenario has no SLO, so no rate can be shown to meet one.")
+        raise ScenarioError(f"{source}: slos: the scenario has no per-request SLO (latency, availability, degraded, "
+                            "ttft, tpot, itl), so no rate can be shown to meet one.")
     return chosen
 
 

@@ -2,8 +2,10 @@
 
 Teardown lives in `finally` blocks in a fixed order (the condition is released while the server
 is still up, then the server stops), so an interrupted search still leaves its steps on disk.
+Before the first step one probe request goes through the scenario's protocol, as a drill's does.
 The exit code follows the public contract: 0 every condition's capacity meets --require, 1 one
-does not (or even the lowest rate failed), 3 generator-bound, interrupted or the target failed.
+does not (or even the lowest rate failed), 2 the target does not speak the scenario's protocol,
+3 generator-bound, interrupted or the target failed.
 """
 
 from __future__ import annotations
@@ -36,12 +38,13 @@ from scenarios.capacity.search import SearchResult, StepVerdict, search
 from scenarios.capacity.stepper import StepRunner
 from scenarios.capacity.target import Target, open_target
 from scenarios.load.locust import LoadError
+from scenarios.protocols.probe import ProbeError, probe_target
 from scenarios.run.envinfo import machine_facts
 
 __all__ = ["CapacityOutcome", "run_capacity"]
 
 SCHEMA_VERSION = 1
-EXIT_OK, EXIT_BELOW, EXIT_INVALID = 0, 1, 3
+EXIT_OK, EXIT_BELOW, EXIT_BAD_INPUT, EXIT_INVALID = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
     began = time.monotonic()
     label = Path(name).stem if name not in (HEALTHY, N_MINUS_ONE) else name
     runner = StepRunner(url=target.url, mix=job.mix, specs=job.slos, load=job.scenario.load, rules=job.rules,
-                        work_dir=job.out_dir / label, seed=job.seed)
+                        work_dir=job.out_dir / label, seed=job.seed, target=job.scenario.target.wire_dict())
     condition = _condition(name, job, target)
     entries: list[dict[str, Any]] = []
     result = SearchResult()
@@ -159,8 +162,10 @@ def run_capacity(job: CapacityJob, *, say: Callable[[str], None]) -> CapacityOut
     conditions: list[dict[str, Any]] = []
     aborted: str | None = None
     target: Target | None = None
+    misfit = False
     try:
         target = open_target(job, say=say)
+        say(probe_target(target.url, job.scenario.target).line())
         for name in job.conditions:
             # a later condition starts where the first one ended: a fault rarely adds capacity, and
             # walking down from there takes fewer steps than bracketing up from the minimum again
@@ -171,6 +176,8 @@ def run_capacity(job: CapacityJob, *, say: Callable[[str], None]) -> CapacityOut
                 break
     except KeyboardInterrupt:
         aborted = "interrupted by the operator (Ctrl-C)"
+    except ProbeError as exc:
+        aborted, misfit = f"the target does not fit its protocol: {exc}", True
     except (LaunchError, LoadError, ConditionError) as exc:
         aborted = str(exc)
     finally:
@@ -182,4 +189,5 @@ def run_capacity(job: CapacityJob, *, say: Callable[[str], None]) -> CapacityOut
     from reports.capacity import write_capacity_html
 
     write_capacity_html(document, job.out_dir / "capacity.html")
-    return CapacityOutcome(document, _exit_code(conditions, aborted, job.require_rps), job.out_dir)
+    code = EXIT_BAD_INPUT if misfit else _exit_code(conditions, aborted, job.require_rps)
+    return CapacityOutcome(document, code, job.out_dir)

@@ -76,6 +76,8 @@ class StepRunner:
     work_dir: Path
     seed: int = 0
     index: int = 0
+    target: dict[str, object] | None = None
+    """The target's protocol fields (`TargetProtocol.wire_dict()`); None: the rushhour protocol."""
 
     def run(self, rate_rps: float) -> StepRecord:
         """One step at `rate_rps`: schedule, fire, judge as results come in, stop."""
@@ -112,8 +114,14 @@ class StepRunner:
             duration_s=self.rules.schedule_s, processes=load.processes, languages=load.languages,
             timeout_margin_s=load.timeout_margin_s, request_timeout_s=load.request_timeout_s, mode="open",
             max_timeout_s=load.request_timeout_s or longest + load.timeout_margin_s,
-            documents_via_jobs=load.documents_via_jobs,
+            documents_via_jobs=load.documents_via_jobs and self._serves_jobs, target=self.target,
         )
+
+    @property
+    def _serves_jobs(self) -> bool:
+        from scenarios.protocols.base import protocol_class
+
+        return "jobs" in protocol_class(str((self.target or {}).get("protocol") or "rushhour")).features
 
     def _watch(self, session: LoadSession, schedule: pd.DataFrame, parts: list[pd.DataFrame],
                t0: float) -> Assessment:

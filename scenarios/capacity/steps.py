@@ -136,7 +136,7 @@ def assess(frame: pd.DataFrame, specs: list[SloSpec], rules: StepRules, now_s: f
            final: bool, cpu_max: float = 0.0) -> Assessment:
     """Pass, fail, invalid or continue, from the requests known at `now_s` (see the module doc)."""
     measured, window = _window(frame, rules, now_s)
-    figures = step_figures(measured, window=window, completions=completions(frame))
+    figures = step_figures(measured, window=window, completions=completions(frame), specs=specs)
     calls = judge_slos(measured, specs, now_s, final=final, record_lag_s=rules.record_lag_s)
     into = now_s - rules.warmup_s
     generator = generator_figures(measured) | {"cpu_max": cpu_max}

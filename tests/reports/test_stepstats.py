@@ -88,3 +88,41 @@ def test_stepstats_figures_rates_percentiles_and_shares() -> None:
     assert figures["achieved_rps"] == pytest.approx(47.5, abs=0.5)
     assert figures["error_rate"] == pytest.approx(0.05) and figures["shed_rate"] == pytest.approx(0.05)
     assert figures["latency_ms"]["p50"]["value"] == pytest.approx(100.0)
+
+
+TTFT = SloSpec(name="ttft", kind="ttft", percentile=99, threshold_ms=300)
+
+
+def _streamed(n: int, *, slow_first: int = 0, pending: int = 0) -> pd.DataFrame:
+    """n streamed answers: first token after 200 ms (the first `slow_first` after 800 ms), 1 s in all."""
+    frame = _frame(n, pending=pending)
+    frame["done_s"] = np.where(frame["done_s"].isna(), np.nan, frame["intended_s"] + 1.0)
+    frame["latency_ms"] = (frame["done_s"] - frame["intended_s"]) * 1000.0
+    ttft = np.full(n, 200.0)
+    ttft[:slow_first] = 800.0
+    frame["ttft_ms"] = np.where(frame["done_s"].isna(), np.nan, ttft)
+    return frame
+
+
+def test_stepstats_judges_ttft_over_its_own_column() -> None:
+    assert judge_slos(_streamed(400), [TTFT], 20.0)[0].decision == "met"  # 1 s end-to-end, 200 ms TTFT
+    missed = judge_slos(_streamed(400, slow_first=40), [TTFT], 20.0)[0]
+    assert missed.decision == "missed" and missed.bad == 40
+
+
+def test_stepstats_a_stream_in_flight_past_the_threshold_is_pending_not_bad() -> None:
+    frame = _streamed(400, pending=30)
+    now = float(frame["intended_s"].max()) + 5.0  # the unanswered ones have waited seconds
+    ttft = judge_slos(frame, [TTFT], now)[0]
+    latency = judge_slos(frame, [P99], now)[0]
+    assert ttft.pending == 30 and ttft.bad == 0  # their first token may well have come in time
+    assert latency.pending == 0 and latency.bad >= 30  # end to end they are already too slow
+
+
+def test_stepstats_goodput_counts_requests_meeting_every_per_request_objective() -> None:
+    frame = _streamed(500, slow_first=50)
+    done = frame["done_s"].to_numpy()
+    figures = step_figures(frame, window=(0.0, 10.0), completions=done, specs=[TTFT])
+    assert figures["goodput_rps"] == pytest.approx(45.0)  # 450 good in 10 s
+    assert figures["ttft_ms"]["p50"]["value"] == pytest.approx(200.0)
+    assert "ttft_ms" not in step_figures(_frame(100), window=(0.0, 2.0), completions=np.empty(0))
