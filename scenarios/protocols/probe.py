@@ -108,8 +108,11 @@ def _judge(where: str, protocol: WireProtocol, request: WireRequest, status: int
         credential = next((f"{k}: {v}" for k, v in shown.items() if v.endswith("****") or "****" in v), "none sent")
         raise ProbeError(f"{where} refused the credential (HTTP {status}); check target.auth (sent {credential}).")
     if status in (404, 405):
-        raise ProbeError(f'{where} answered {status}: the target does not serve this path; is "{protocol.name}" the '
-                         "protocol it speaks (target.protocol, --protocol), and the URL its base?")
+        said = _error_text(body)
+        detail = f' and said "{said}"' if said else ""
+        raise ProbeError(f'{where} answered {status}{detail}: the target does not serve this path; is "{protocol.name}" '
+                         "the protocol it speaks (target.protocol, --protocol), the URL its base, and target.model "
+                         "a model it serves?")
     if 300 <= status < 400:
         raise ProbeError(f"{where} answered a redirect ({status}); rushhour does not follow redirects, so give the "
                          "final URL as the target.")
@@ -123,6 +126,17 @@ def _judge(where: str, protocol: WireProtocol, request: WireRequest, status: int
     if protocol.streaming and request.stream and outcome.tokens.first_at is None:
         raise ProbeError(f"{where} answered {status} but streamed no token; the streaming metrics would be empty. "
                          "Set target.stream: false for a target that does not stream.")
+
+
+def _error_text(body: bytes) -> str:
+    """What a JSON error body says (`error` as text, or its `message`, or `detail`), shortened; "" if none."""
+    data = json_body(body)
+    if not isinstance(data, dict):
+        return ""
+    said = data.get("error") or data.get("detail") or ""
+    if isinstance(said, dict):
+        said = said.get("message") or said.get("code") or ""
+    return str(said)[:BODY_SHOWN]
 
 
 def _serves(client: httpx.Client, protocol: WireProtocol, feature: str) -> bool:
