@@ -1,0 +1,39 @@
+"""A capacity job probes its target through the scenario's protocol before the first step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from scenarios.cli.capacity import capacity
+from tests.support.targets import serve_target
+
+
+def test_capacity_refuses_a_target_that_does_not_speak_the_protocol_before_any_step(tmp_path: Path) -> None:
+    with serve_target() as (url, state):
+        data = {"name": "own", "traffic": {"model": "constant:1", "duration": "60s"},
+                "target": {"url": url, "protocol": "http", "http": {"path": "/nowhere"}},
+                "slos": [{"name": "p95", "kind": "latency", "percentile": 95, "threshold_ms": 500}]}
+        path = tmp_path / "own.yaml"
+        path.write_text(yaml.safe_dump(data))
+        result = CliRunner().invoke(capacity, [str(path), "--min-rps", "5", "--step-duration", "15s",
+                                               "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    document = json.loads((tmp_path / "out" / "capacity.json").read_text())
+    assert "does not fit its protocol" in document["aborted"] and "/nowhere answered 404" in document["aborted"]
+    assert document["steps"] == [] and len(state.bodies) == 1  # the probe, and no load
+
+
+def test_capacity_refuses_a_goodput_slo_named_alone(tmp_path: Path) -> None:
+    data = {"name": "own", "traffic": {"model": "constant:1", "duration": "60s"},
+            "target": {"url": "http://127.0.0.1:9", "protocol": "openai-chat"},
+            "slos": [{"name": "goodput", "kind": "goodput", "min_rps": 5}]}
+    path = tmp_path / "own.yaml"
+    path.write_text(yaml.safe_dump(data))
+    named = CliRunner().invoke(capacity, [str(path), "--slo", "goodput", "--dry-run"])
+    assert named.exit_code == 2 and "goodput objective, a rate" in named.output
+    alone = CliRunner().invoke(capacity, [str(path), "--dry-run"])
+    assert alone.exit_code == 2 and "no per-request SLO" in alone.output
