@@ -47,6 +47,14 @@ class TrafficInfo(BaseModel):
     rate_scale: float = 1.0
     start_clock_s: float = 0.0
     duration_s: float | None = None
+    peak_rps: float | None = None
+    calibration: dict[str, Any] | None = None
+    """What a relative peak (`0.6x n-1 capacity`) resolved to: factor, condition, capacity_rps, note."""
+
+    @field_validator("peak_rps", mode="before")
+    @classmethod
+    def _peak(cls, value: Any) -> Any:
+        return value if isinstance(value, (int, float)) else None  # a relative one is resolved in calibration
 
     @field_validator("duration_s", mode="before")
     @classmethod

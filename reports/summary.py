@@ -73,7 +73,19 @@ def _scenario(run: RunData, duration: float) -> dict[str, Any]:
     traffic = run.scenario.traffic
     return {"name": run.scenario.name, "seed": run.scenario.seed, "duration_s": duration,
             "time_scale": traffic.time_scale, "rate_scale": traffic.rate_scale,
-            "traffic_model": traffic.model, "results_dir": str(run.root)}
+            "traffic_model": traffic.model, "results_dir": str(run.root),
+            "peak_rps": traffic.peak_rps, "calibration": _calibration(traffic.calibration)}
+
+
+def _calibration(calibration: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The peak a relative `peak_rps` resolved to, and one line saying so for the report header."""
+    if not calibration:
+        return None
+    label = "N-1 capacity" if calibration.get("condition") == "n-1" else "capacity"
+    text = (f"peak {calibration.get('peak_rps', 0):g} req/s = {calibration.get('factor', 0):g}x the {label} of "
+            f"{calibration.get('capacity_rps', 0):g} req/s measured on this machine")
+    note = calibration.get("note")
+    return {**calibration, "text": f"{text} ({note})" if note else text}
 
 
 def request_counts(requests: pd.DataFrame) -> dict[str, int]:

@@ -127,3 +127,18 @@ def test_edge_runs_render_without_warnings(tmp_path: Path) -> None:
                       .assign(sent_s=np.nan), scenario=slos)
     assert build_reports(never)["requests"]["not_sent"] == 5
     assert "No request was attempted" in (never / "report.html").read_text()
+
+
+def test_a_calibrated_peak_is_stated_in_the_summary_and_both_reports(tmp_path: Path) -> None:
+    root = make_results(tmp_path / "run", n_requests=2000)
+    scenario = yaml.safe_load((root / "scenario.yaml").read_text())
+    scenario["traffic"]["peak_rps"] = 60.78
+    scenario["traffic"]["calibration"] = {"factor": 0.6, "condition": "n-1", "capacity_rps": 101.3, "peak_rps": 60.78,
+                                          "note": "measured 2026-12-01T08:00:00Z, cached", "key": "k"}
+    (root / "scenario.yaml").write_text(yaml.safe_dump(scenario))
+    summary = build_reports(root)
+    text = "peak 60.78 req/s = 0.6x the N-1 capacity of 101.3 req/s measured on this machine"
+    assert summary["scenario"]["peak_rps"] == 60.78 and summary["scenario"]["calibration"]["text"].startswith(text)
+    assert text in (root / "report.html").read_text() and text in (root / "report.md").read_text()
+    plain = make_results(tmp_path / "plain", n_requests=500)
+    assert build_reports(plain)["scenario"]["calibration"] is None
