@@ -1,17 +1,19 @@
 """Benchmark: how long `rushhour capacity` takes for a 10x bracket to 5%, and how close it lands.
 
-Two targets: the M/D/c ground-truth service (benchmarks/mdc.py, true capacity by simulation), and
-the embedded reference server with the promo-day mix. Each run is a real search (Locust, steps,
-early stopping); the table gives the wall time, the steps, and for M/D/c the error against the
-truth. With --figure the reference server's knee curve (healthy and N-1) is saved as a PNG.
+Three targets: the M/D/c ground-truth service (benchmarks/mdc.py, true capacity by simulation),
+its streaming form judged on TTFT over the openai-chat protocol (`mdc-stream`), and the embedded
+reference server with the promo-day mix. Each run is a real search (Locust, steps, early
+stopping); the table gives the wall time, the steps, and for M/D/c the error against the truth.
+With --figure the reference server's knee curve (healthy and N-1) is saved as a PNG.
 
-Usage: python -m benchmarks.capacity [--targets mdc,reference] [--faults none] [--slos all] [--figure F] [--out F]
+Usage: python -m benchmarks.capacity [--targets mdc,mdc-stream,reference] [--faults none] [--slos all] [--figure F] [--out F]
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,7 +25,7 @@ import click
 import httpx
 import yaml
 
-from benchmarks.mdc import true_capacity
+from benchmarks.mdc import true_capacity, true_ttft_capacity
 from scenarios.capacity.runner import run_capacity
 from scenarios.cli.capacity import build_job
 from traffic_models.processes import free_port, stop_process
@@ -31,11 +33,14 @@ from traffic_models.processes import free_port, stop_process
 HERE = Path(__file__).resolve().parent
 WORKERS, SERVICE_MS, THRESHOLD_MS = 4, 100.0, 500.0
 REFERENCE_SLOS = ("p99-free", "availability")
+STREAM_WORKERS, STREAM, TTFT_MS, TTFT_PERCENTILE = 8, (100.0, 10.0, 10), 300.0, 95.0
 
 
-def _mdc(work: Path) -> tuple[subprocess.Popen[bytes], Path]:
+def _mdc(work: Path, *, streaming: bool = False) -> tuple[subprocess.Popen[bytes], Path]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(HERE / "mdc.py"), str(port), str(WORKERS), str(SERVICE_MS)],
+    args = ([str(STREAM_WORKERS), "--stream", *(str(v) for v in STREAM)] if streaming
+            else [str(WORKERS), str(SERVICE_MS)])
+    proc = subprocess.Popen([sys.executable, str(HERE / "mdc.py"), str(port), *args],
                             stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(100):
@@ -47,9 +52,19 @@ def _mdc(work: Path) -> tuple[subprocess.Popen[bytes], Path]:
     scenario = {"name": "mdc", "traffic": {"model": "constant:1", "duration": "60s", "seed": 3},
                 "target": {"url": url}, "load": {"max_lag_p99_ms": 250},
                 "slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": THRESHOLD_MS}]}
-    path = work / "mdc.yaml"
+    if streaming:
+        scenario["name"] = "mdc-stream"
+        scenario["target"] = {"url": url, "protocol": "openai-chat", "model": "m", "max_tokens": STREAM[2]}
+        scenario["slos"] = [{"name": "ttft", "kind": "ttft", "percentile": TTFT_PERCENTILE, "threshold_ms": TTFT_MS}]
+    path = work / f"{scenario['name']}.yaml"
     path.write_text(yaml.safe_dump(scenario))
     return proc, path
+
+
+def _fresh(folder: Path) -> Path:
+    """The benchmark's own results folder, emptied: a search never shares a folder with an earlier one."""
+    shutil.rmtree(folder, ignore_errors=True)
+    return folder
 
 
 def _search(scenario: str, out: Path, *, slos: tuple[str, ...], faults: str, min_rps: float | None,
@@ -78,7 +93,8 @@ def _figure(document: dict[str, Any], path: Path) -> None:
 
 
 @click.command()
-@click.option("--targets", default="mdc,reference", show_default=True, help="mdc, reference or both.")
+@click.option("--targets", default="mdc,reference", show_default=True,
+              help="Comma-separated: mdc, mdc-stream (TTFT over openai-chat), reference.")
 @click.option("--faults", default="none", show_default=True, help="Conditions for the reference server.")
 @click.option("--step-duration", "step_s", default=30.0, show_default=True, help="Measured seconds per step.")
 @click.option("--precision", default=0.05, show_default=True, help="Relative precision of the bisection.")
@@ -92,21 +108,26 @@ def main(targets: str, faults: str, step_s: float, precision: float, slos: str, 
     result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="rushhour-bench-capacity-") as tmp:
         work = Path(tmp)
-        if "mdc" in targets:
-            proc, scenario = _mdc(work)
+        names = [name.strip() for name in targets.split(",")]
+        for name in ("mdc", "mdc-stream"):
+            if name not in names:
+                continue
+            proc, scenario = _mdc(work, streaming=name == "mdc-stream")
             try:
-                run = _search(str(scenario), out.parent / "bench-capacity-mdc", slos=(), faults="none",
-                              min_rps=10.0, max_rps=100.0, step_s=step_s, precision=precision)
+                run = _search(str(scenario), _fresh(out.parent / f"bench-capacity-{name}"), slos=(),
+                              faults="none", min_rps=10.0, max_rps=100.0, step_s=step_s, precision=precision)
             finally:
                 stop_process(proc, grace_s=2.0)
-            truth = true_capacity(THRESHOLD_MS, workers=WORKERS, service_ms=SERVICE_MS)
+            truth = (true_ttft_capacity(TTFT_MS, workers=STREAM_WORKERS, stream=STREAM, percentile=TTFT_PERCENTILE)
+                     if name == "mdc-stream"
+                     else true_capacity(THRESHOLD_MS, workers=WORKERS, service_ms=SERVICE_MS))
             found = run["conditions"][0]["capacity_rps"]
             run["truth_rps"] = round(truth, 1)
             run["error"] = None if found is None else round((found - truth) / truth, 4)
-            result["mdc"] = run
-        if "reference" in targets:
+            result[name] = run
+        if "reference" in names:
             chosen = () if slos == "all" else tuple(name for name in slos.split(",") if name)
-            result["reference"] = _search("promo-day", out.parent / "bench-capacity-reference", slos=chosen,
+            result["reference"] = _search("promo-day", _fresh(out.parent / "bench-capacity-reference"), slos=chosen,
                                           faults=faults, min_rps=None, max_rps=None, step_s=step_s,
                                           precision=precision)
             if figure is not None:

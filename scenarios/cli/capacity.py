@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from scenarios.capacity.job import (
 )
 from scenarios.capacity.search import SearchSettings
 from scenarios.cli.errors import BadInput
+from scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
 from scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
 from traffic_models.clock import parse_duration
 from traffic_models.loopback import is_loopback_url
@@ -130,7 +132,7 @@ def _calibrate(scenario_spec: str) -> None:
 @click.option("--require", "require_rps", type=click.FloatRange(min=0),
               help="Exit 1 when a condition's capacity is below this rate (req/s).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Results folder (default results/<scenario>-capacity-<UTC timestamp>).")
+              help="Results folder, new or empty (default results/<scenario>-capacity-<UTC timestamp>-<id>).")
 @click.option("--seed", type=int, help="Seed of the first step's schedule (each step adds its number).")
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan; boot nothing, send nothing.")
@@ -160,6 +162,11 @@ def capacity(scenario: str, target_url: str | None, slos: tuple[str, ...], fault
     if dry_run:
         click.echo(describe_job(job))
         return
+    try:  # a folder of its own: steps read their control and part files back, so a reused one would mix runs
+        folder = claim_results_dir(out) if out is not None else new_results_dir(f"{job.scenario.name}-capacity")
+    except ResultsDirError as exc:
+        raise BadInput(str(exc)) from exc
+    job = dataclasses.replace(job, out_dir=folder)
     from scenarios.capacity.calibrate import remember
     from scenarios.capacity.runner import run_capacity
 

@@ -37,3 +37,14 @@ def test_capacity_refuses_a_goodput_slo_named_alone(tmp_path: Path) -> None:
     assert named.exit_code == 2 and "goodput objective, a rate" in named.output
     alone = CliRunner().invoke(capacity, [str(path), "--dry-run"])
     assert alone.exit_code == 2 and "no per-request SLO" in alone.output
+
+
+def test_capacity_refuses_a_results_folder_that_is_not_empty(tmp_path: Path) -> None:
+    data = {"name": "own", "traffic": {"model": "constant:1", "duration": "60s"}, "target": {"url": "http://127.0.0.1:9"},
+            "slos": [{"name": "p95", "kind": "latency", "percentile": 95, "threshold_ms": 500}]}
+    path = tmp_path / "own.yaml"
+    path.write_text(yaml.safe_dump(data))
+    used = tmp_path / "used"
+    (used / "step-01").mkdir(parents=True)
+    result = CliRunner().invoke(capacity, [str(path), "--min-rps", "5", "--out", str(used)])
+    assert result.exit_code == 2 and "is not empty (it holds step-01)" in result.output
