@@ -20,6 +20,7 @@ from reports.stepstats import samples_to_pass
 from scenarios.capacity.search import SearchSettings
 from scenarios.capacity.steps import StepRules, step_schedule
 from scenarios.spec.model import Scenario, ScenarioError
+from scenarios.spec.target import TargetProtocol
 from traffic_models import TrafficModelError, load_traffic_model
 from traffic_models.model import TrafficModel
 
@@ -62,6 +63,15 @@ class CapacityJob:
     @property
     def cost_model(self) -> CostModel | None:
         return self.scenario.cost
+
+    @property
+    def protocol(self) -> TargetProtocol:
+        """The target's protocol fields as sent; a `--target` URL is not the embedded server, so it
+        gets none of the embedded server's defaults."""
+        target = self.scenario.target
+        if self.target_url is None:
+            return target.resolved()
+        return TargetProtocol.model_validate(target.model_dump(include=set(TargetProtocol.model_fields)))
 
 
 def load_mix(scenario: Scenario, *, source: str, base_dir: Path) -> TrafficModel:

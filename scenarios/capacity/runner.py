@@ -82,7 +82,7 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
     began = time.monotonic()
     label = Path(name).stem if name not in (HEALTHY, N_MINUS_ONE) else name
     runner = StepRunner(url=target.url, mix=job.mix, specs=job.slos, load=job.scenario.load, rules=job.rules,
-                        work_dir=job.out_dir / label, seed=job.seed, target=job.scenario.target.wire_dict())
+                        work_dir=job.out_dir / label, seed=job.seed, target=job.protocol.wire_dict())
     condition = _condition(name, job, target)
     entries: list[dict[str, Any]] = []
     result = SearchResult()
@@ -165,7 +165,7 @@ def run_capacity(job: CapacityJob, *, say: Callable[[str], None]) -> CapacityOut
     misfit = False
     try:
         target = open_target(job, say=say)
-        say(probe_target(target.url, job.scenario.target).line())
+        say(probe_target(target.url, job.protocol).line())
         for name in job.conditions:
             # a later condition starts where the first one ended: a fault rarely adds capacity, and
             # walking down from there takes fewer steps than bracketing up from the minimum again

@@ -73,19 +73,25 @@ class WireProtocol(abc.ABC):
     @classmethod
     def fields_sent(cls, spec: TargetProtocol) -> frozenset[str]:
         """The row fields that reach the target: the protocol's own, the row headers, the extras."""
-        return cls.sends | frozenset(spec.row_headers.values()) | frozenset(spec.extra_fields)
+        spec = spec.resolved()
+        return cls.sends | frozenset((spec.row_headers or {}).values()) | frozenset(spec.extra_fields or ())
 
     def request(self, fields: Mapping[str, object]) -> WireRequest:
         """The request for one row, with its row headers (`target.row_headers`) set."""
         request = self.build(fields)
         if not self.spec.row_headers:
             return request
-        per_row = {name: _header_value(fields.get(field)) for name, field in self.spec.row_headers.items()}
+        per_row = {name: _header_value(self.row_value(fields, field)) for name, field in self.spec.row_headers.items()}
         return replace(request, headers={**request.headers, **per_row})
 
     def extras(self, fields: Mapping[str, object]) -> dict[str, object]:
         """The row fields `target.extra_fields` adds to the body, under their own names."""
-        return {name: fields[name] for name in self.spec.extra_fields if fields.get(name) is not None}
+        values = {name: self.row_value(fields, name) for name in self.spec.extra_fields or ()}
+        return {name: value for name, value in values.items() if value is not None}
+
+    def row_value(self, fields: Mapping[str, object], name: str) -> object:
+        """One field of the row as sent (`max_tokens` as asked for, not the schedule's 0 for "none")."""
+        return self.max_tokens(fields) if name == "max_tokens" else fields.get(name)
 
     @abc.abstractmethod
     def build(self, fields: Mapping[str, object]) -> WireRequest:
@@ -159,6 +165,6 @@ def protocol_class(name: str) -> type[WireProtocol]:
 
 def make_protocol(spec: TargetProtocol | Mapping[str, object]) -> WireProtocol:
     """The protocol a target speaks, with its credential read (raises CredentialError if absent)."""
-    target = spec if isinstance(spec, TargetProtocol) else TargetProtocol.model_validate(spec)
+    target = spec.resolved() if isinstance(spec, TargetProtocol) else TargetProtocol.model_validate(spec)
     headers = {**target.headers, **auth_headers(target.auth)}
     return protocol_class(target.protocol)(target, headers)

@@ -33,7 +33,7 @@ class HttpTemplateProtocol(WireProtocol):
     def fields_sent(cls, spec: TargetProtocol) -> frozenset[str]:
         """What the body template mentions, and the row headers."""
         body = spec.http.body if spec.http is not None else ""
-        return frozenset(f for f in TEMPLATE_FIELDS if f in body) | frozenset(spec.row_headers.values())
+        return frozenset(f for f in TEMPLATE_FIELDS if f in body) | frozenset((spec.row_headers or {}).values())
 
     @property
     def template(self) -> HttpTemplate:

@@ -128,15 +128,16 @@ class TargetSpec(TargetProtocol):
     embedded: EmbeddedTarget | None = None
     url: str | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _reference_chat_defaults(cls, data: object) -> object:
+    def resolved(self) -> TargetProtocol:
         """The embedded server's chat endpoint reads priority from a header and the deadline from
-        the body: an openai-chat drill of it sends both unless the scenario says otherwise."""
-        if isinstance(data, dict) and data.get("embedded") is not None and data.get("protocol") == "openai-chat":
-            data = {"row_headers": dict(REFERENCE_CHAT_ROW_HEADERS), "extra_fields": REFERENCE_CHAT_EXTRA_FIELDS,
-                    **data}
-        return data
+        the body: an openai-chat drill of it sends both unless the scenario says otherwise (a
+        `--target` URL drops the default, since the file's target is then someone else's)."""
+        if self.embedded is None or self.protocol != "openai-chat":
+            return self
+        row_headers = dict(REFERENCE_CHAT_ROW_HEADERS) if self.row_headers is None else self.row_headers
+        extra_fields = REFERENCE_CHAT_EXTRA_FIELDS if self.extra_fields is None else self.extra_fields
+        return TargetProtocol.model_validate(self.model_dump(include=set(TargetProtocol.model_fields))
+                                             | {"row_headers": row_headers, "extra_fields": extra_fields})
 
     @model_validator(mode="after")
     def _exactly_one(self) -> TargetSpec:

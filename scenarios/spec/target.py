@@ -1,9 +1,9 @@
 """What a scenario says about the protocol its target speaks, and how to reach it.
 
 `TargetProtocol` holds every field a load worker needs to talk to the target: the protocol, the
-model name, streaming, extra headers (fixed, or a row's field per request), where the credential comes from (never the credential
-itself: an environment variable or a file, read by whoever sends), a CA bundle for https, and
-the request template of the `http` protocol. `scenarios.spec.model.TargetSpec` adds where the
+model name, streaming, extra headers (fixed, or a row's field per request), where the
+credential comes from (never the credential itself: an environment variable or a file, read by
+whoever sends), a CA bundle for https, and the request template of the `http` protocol. `scenarios.spec.model.TargetSpec` adds where the
 target is (embedded or a URL).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from jinja2 import TemplateSyntaxError
 from jinja2.sandbox import SandboxedEnvironment
@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 ProtocolName = Literal["rushhour", "openai-chat", "kserve-v2", "http"]
 RowField = Literal["text", "source_lang", "target_lang", "mode", "priority", "tenant", "deadline_ms", "max_tokens",
                    "kind", "chars"]
-ROW_FIELDS: frozenset[str] = frozenset(RowField.__args__)  # type: ignore[attr-defined]
+ROW_FIELDS: frozenset[str] = frozenset(get_args(RowField))
 """The fields of one schedule row a protocol may put on the wire."""
 HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$"
 PROTOCOL_NAMES: tuple[str, ...] = ("rushhour", "openai-chat", "kserve-v2", "http")
@@ -82,12 +82,12 @@ class TargetProtocol(_Strict):
     stream: bool = Field(default=True, description="openai-chat: ask for server-sent events (TTFT, ITL, TPOT)")
     max_tokens: int | None = Field(default=None, ge=1, description="when the schedule gives none (0)")
     headers: dict[str, str] = {}
-    row_headers: dict[str, RowField] = Field(
-        default={}, description="headers whose value is a field of each row (e.g. X-Priority: priority), "
-                                "for gateways that route by tenant or priority")
-    extra_fields: tuple[RowField, ...] = Field(
-        default=(), description="openai-chat: row fields added to the JSON body under their own names "
-                                "(what the openai client calls extra_body); kserve-v2: to the parameters")
+    row_headers: dict[str, RowField] | None = Field(
+        default=None, description="headers whose value is a field of each row (e.g. X-Priority: priority), "
+                                  "for gateways that route by tenant or priority")
+    extra_fields: tuple[RowField, ...] | None = Field(
+        default=None, description="openai-chat: row fields added to the JSON body under their own names "
+                                  "(what the openai client calls extra_body); kserve-v2: to the parameters")
     auth: AuthSpec | None = None
     ca_bundle: str | None = Field(default=None, description="https: verify the target against these CA certificates")
     http: HttpTemplate | None = None
@@ -97,7 +97,9 @@ class TargetProtocol(_Strict):
 
     @field_validator("headers", "row_headers")
     @classmethod
-    def _no_secret_headers(cls, value: dict[str, str]) -> dict[str, str]:
+    def _no_secret_headers(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is None:
+            return value
         bad = sorted(name for name in value if not re.match(HEADER_NAME, name))
         if bad:
             raise ValueError(f'"{bad[0]}" is not a valid HTTP header name')
@@ -126,6 +128,10 @@ class TargetProtocol(_Strict):
                                 else "sends what its body template says"))
         return self
 
+    def resolved(self) -> TargetProtocol:
+        """The protocol fields as sent, defaults that depend on the target filled in."""
+        return self
+
     def wire_dict(self) -> dict[str, object]:
         """The fields a load worker needs, JSON-ready (credential sources only, never values)."""
-        return self.model_dump(mode="json", include=set(TargetProtocol.model_fields))
+        return self.resolved().model_dump(mode="json", include=set(TargetProtocol.model_fields))

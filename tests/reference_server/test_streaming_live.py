@@ -136,8 +136,9 @@ def test_rushhour_openai_chat_protocol_reaches_the_reference_server_with_its_pri
     from scenarios.spec.model import TargetSpec
 
     spec = TargetSpec.model_validate({"embedded": {}, "protocol": "openai-chat", "model": "fast", "stream": False})
-    assert spec.row_headers == {"X-Rushhour-Priority": "priority"} and spec.extra_fields == ("deadline_ms",)
-    request = make_protocol(spec.model_dump(include=set(spec.wire_dict()))).request(
+    sent = spec.resolved()
+    assert sent.row_headers == {"X-Rushhour-Priority": "priority"} and sent.extra_fields == ("deadline_ms",)
+    request = make_protocol(spec).request(
         {**sample_fields(), "priority": "batch", "tenant": "acme", "deadline_ms": 9000.0})
     assert json.loads(request.body or b"")["user"] == "acme"
 

@@ -124,3 +124,24 @@ def test_row_headers_and_extra_fields_are_checked(target: dict[str, object], wro
     with pytest.raises(ValidationError) as caught:
         TargetProtocol.model_validate(target)
     assert wrong in format_validation_errors("t.yaml", caught.value)
+
+
+def test_the_embedded_chat_defaults_go_only_to_the_embedded_server() -> None:
+    from scenarios.spec.model import TargetSpec
+
+    embedded = TargetSpec.model_validate({"embedded": {}, "protocol": "openai-chat"})
+    assert embedded.wire_dict()["row_headers"] == {"X-Rushhour-Priority": "priority"}
+    assert embedded.wire_dict()["extra_fields"] == ["deadline_ms"]
+    chosen = TargetSpec.model_validate({"embedded": {}, "protocol": "openai-chat", "row_headers": {}, "extra_fields": []})
+    assert not chosen.wire_dict()["row_headers"] and not chosen.wire_dict()["extra_fields"]
+    foreign = TargetSpec.model_validate({**embedded.model_dump(), "embedded": None, "url": "http://127.0.0.1:9"})
+    assert foreign.wire_dict()["row_headers"] is None  # what --target does: someone else's server gets no defaults
+    body = json.loads(make_protocol(foreign).request(FIELDS).body or b"")
+    assert "deadline_ms" not in body
+
+
+def test_extra_max_tokens_is_the_count_asked_for() -> None:
+    protocol = make_protocol({"protocol": "kserve-v2", "model": "mt", "extra_fields": ["max_tokens"],
+                              "row_headers": {"X-Max": "max_tokens"}})
+    request = protocol.request(FIELDS)  # the schedule says 0 (none): 400 chars / 4 is asked for
+    assert json.loads(request.body or b"")["parameters"]["max_tokens"] == 100 and request.headers["X-Max"] == "100"
