@@ -16,7 +16,8 @@ TTFT, TPOT and ITL objectives (streaming targets) are judged like latency over t
 with one difference: a request still in flight may already have had its first token in time,
 so however long it has waited it stays pending, never bad, until its answer is recorded.
 Goodput is a rate, not a per-request objective: `step_figures` reports each step's goodput (the
-requests per second that met every judged per-request objective), and no step is judged on it.
+offered rate times the share of answered requests that met every judged per-request objective),
+and no step is judged on it.
 
 Every SLO is judged over the whole step; a `phase` filter has no meaning at a constant rate.
 """
