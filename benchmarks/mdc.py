@@ -139,6 +139,18 @@ def stream_service_ms(first_ms: float, every_ms: float, tokens: int) -> float:
     return first_ms + (tokens - 1) * every_ms
 
 
+def true_ttft_capacity(threshold_ms: float, *, workers: int, stream: tuple[float, float, int],
+                       percentile: float) -> float:
+    """The highest rate whose simulated TTFT percentile is within `threshold_ms` in `--stream` mode.
+
+    TTFT = queue wait + the first token's time, and the response time = queue wait + the whole
+    stream, so the TTFT percentile is the response time's minus the rest of the stream.
+    """
+    service = stream_service_ms(*stream)
+    return true_capacity(threshold_ms + service - stream[0], workers=workers, service_ms=service,
+                         percentile=percentile)
+
+
 if __name__ == "__main__":
     port_arg, workers_arg = int(sys.argv[1]), int(sys.argv[2])
     if sys.argv[3] == "--stream":

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from benchmarks.mdc import simulated_p99_ms, stream_service_ms, true_capacity
+from benchmarks.mdc import simulated_p99_ms, stream_service_ms, true_capacity, true_ttft_capacity
 from scenarios.cli.capacity import capacity
 from traffic_models.processes import free_port, stop_process
 
@@ -101,10 +101,7 @@ def test_ground_truth_search_lands_within_ten_percent_of_the_mdc_capacity(tmp_pa
 
 
 def _ttft_truth() -> float:
-    """TTFT = queue wait + the first token's 100 ms, so TTFT P95 <= 300 ms is response P95 <= 300 ms
-    plus the rest of the stream; the highest rate meeting that, by simulation."""
-    service = stream_service_ms(*STREAM)
-    return true_capacity(TTFT_MS + service - STREAM[0], workers=STREAM_WORKERS, service_ms=service, percentile=95)
+    return true_ttft_capacity(TTFT_MS, workers=STREAM_WORKERS, stream=STREAM, percentile=95)
 
 
 def test_ground_truth_streaming_simulation_is_sane() -> None:
