@@ -10,17 +10,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from benchmarks.mdc import simulated_p99_ms, stream_service_ms, true_capacity, true_ttft_capacity
 from scenarios.cli.capacity import capacity
+from tests.support.waiting import wait_for_http
 from traffic_models.processes import free_port, stop_process
 
 MDC_SERVER = Path(__file__).resolve().parents[3] / "benchmarks" / "mdc.py"
@@ -58,12 +57,7 @@ def _serve(*args: str) -> Iterator[str]:
                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(100):
-            try:
-                httpx.post(url, content=b"{}", timeout=1.0, trust_env=False)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.05)
+        wait_for_http(url, method="POST", timeout_s=10.0, proc=proc)
         yield url
     finally:
         stop_process(proc, grace_s=2.0)

@@ -1,5 +1,8 @@
 """The loopback guard lets a drill use test hosts only when its scenario names them, and
-`--workers` / `rushhour worker` refuse bad addresses with a sentence (issue 16 part 2)."""
+`--workers` / `rushhour worker` refuse bad addresses with a sentence (issue 16 part 2).
+
+The test host is a private IPv6 literal (fd77::1, a unique local address): every test here is a
+dry run without the probe, so nothing is ever sent to it."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from scenarios.cli.worker import worker
 SCENARIO = """\
 name: guard
 traffic: {{model: "constant:2", duration: 2s, seed: 1}}
-target: {{url: "http://10.77.1.1:18080"}}
+target: {{url: "http://[fd77::1]:18080"}}
 load: {{{load}}}
 """
 
@@ -27,11 +30,11 @@ def _scenario(tmp_path: Path, load: str) -> Path:
 def test_guard_refuses_a_test_host_the_scenario_does_not_name(tmp_path: Path) -> None:
     result = CliRunner().invoke(run, [str(_scenario(tmp_path, "")), "--dry-run", "--no-probe"])
     assert result.exit_code == 2
-    assert '"http://10.77.1.1:18080" is not on this machine' in result.output
+    assert '"http://[fd77::1]:18080" is not on this machine' in result.output
 
 
 def test_guard_allows_a_test_host_the_scenario_names(tmp_path: Path) -> None:
-    path = _scenario(tmp_path, 'allowed_hosts: ["10.77.1.1"]')
+    path = _scenario(tmp_path, 'allowed_hosts: ["fd77::1"]')
     result = CliRunner().invoke(run, [str(path), "--dry-run", "--no-probe"])
     assert result.exit_code == 0, result.output
 
@@ -43,7 +46,7 @@ def test_guard_names_only_private_non_loopback_addresses(tmp_path: Path) -> None
 
 
 def test_workers_and_processes_exclude_each_other(tmp_path: Path) -> None:
-    path = _scenario(tmp_path, 'allowed_hosts: ["10.77.1.1"]')
+    path = _scenario(tmp_path, 'allowed_hosts: ["fd77::1"]')
     result = CliRunner().invoke(run, [str(path), "--workers", "2", "--processes", "2", "--no-probe"])
     assert result.exit_code == 2 and "--workers and --processes exclude each other" in result.output
 

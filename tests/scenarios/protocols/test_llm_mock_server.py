@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pandas as pd
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from scenarios.cli.run import run
+from tests.support.waiting import wait_for_http
 from traffic_models.processes import die_with_parent, free_port, stop_process
 
 MOCK = Path(sys.executable).parent / "llm-mock-api"
@@ -41,13 +40,7 @@ def mock_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
     url = f"http://127.0.0.1:{port}"
     try:
-        give_up = time.monotonic() + 30.0
-        while time.monotonic() < give_up and proc.poll() is None:
-            try:
-                httpx.get(f"{url}/v1/models", timeout=1.0, trust_env=False)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+        wait_for_http(f"{url}/v1/models", timeout_s=30.0, proc=proc)
         yield url
     finally:
         stop_process(proc, grace_s=5.0)
