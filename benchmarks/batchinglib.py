@@ -18,7 +18,7 @@ import numpy as np
 from benchmarks.serverlib import BenchServer
 from reference_server.model import ModelInput, load_model
 from reference_server.model.samples import sample_text
-from traffic_models.quantiles import percentile_value
+from kernel.quantiles import percentile_value
 
 __all__ = ["MixResult", "Request", "closed_mix", "mix", "open_mix", "solo_model_times", "solo_shorts"]
 

@@ -32,8 +32,8 @@ from typing import Any
 
 import yaml
 
-from traffic_models.clock import parse_duration
-from traffic_models.processes import die_with_parent
+from kernel.clock import parse_duration
+from kernel.processes import die_with_parent
 
 REPO = Path(__file__).resolve().parents[1]
 RUSHHOUR = Path(sys.executable).with_name("rushhour")

@@ -26,8 +26,8 @@ import pandas as pd
 
 from scenarios.load.locust import LocustCommand
 from scenarios.load.session import LoadPlan, LoadSession
-from traffic_models.processes import free_port, stop_process
-from traffic_models.quantiles import percentile_value
+from kernel.processes import free_port, stop_process
+from kernel.quantiles import percentile_value
 
 LAG_LIMIT_MS = 5.0
 HERE = Path(__file__).resolve().parent

@@ -25,7 +25,7 @@ from reference_server.config import ServerConfig
 from reference_server.launch import ServerProcess
 from reference_server.model import ModelInput, load_model
 from reference_server.model.samples import sample_text
-from traffic_models.quantiles import percentile_value
+from kernel.quantiles import percentile_value
 
 __all__ = [
     "CacheHitResult",

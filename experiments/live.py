@@ -27,7 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel
 
 from experiments.client import AdminClient
-from traffic_models.quantiles import percentile_value
+from kernel.quantiles import percentile_value
 
 __all__ = [
     "LIVE_ENV",

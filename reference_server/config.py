@@ -13,7 +13,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from traffic_models.validation import format_validation_errors
+from kernel.validation import format_validation_errors
 
 DEFAULT_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ko")
 PRIORITIES = ("paid", "free", "batch")

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 
 from reference_server.config import PoolConfig, ServerConfig
-from traffic_models.processes import die_with_parent, free_port, stop_process
+from kernel.processes import die_with_parent, free_port, stop_process
 
 __all__ = ["LaunchError", "ServerProcess", "listen", "serve"]
 

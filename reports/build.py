@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kernel.contract import ExitCode
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,9 +19,9 @@ from reports.periods import fault_periods, period_length
 from reports.render import write_reports
 from reports.results import RunData, load_run
 from reports.summary import summarise
-from traffic_models.atomic import write_json_atomic
+from kernel.atomic import write_json_atomic
 
-EXIT_CODES = {"pass": 0, "fail": 1, "invalid": 3}
+EXIT_CODES = {"pass": ExitCode.OK, "fail": ExitCode.FAILED, "invalid": ExitCode.INVALID}
 
 
 def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None = None,

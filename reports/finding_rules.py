@@ -16,7 +16,7 @@ from reports.format import budget, ms, pct, secs, usd, window_text
 from reports.pools import healthy_nodes, pool_low
 from reports.results import RunData
 from reports.schema import LATENCY_KINDS
-from traffic_models.clock import parse_duration
+from kernel.clock import parse_duration
 
 SHED_ONSET_SHARE = 0.01
 SHED_ONSET_MIN = 2

@@ -18,10 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from reports.attempts import fill_missing_ends, latest_end_s
 from reports.schema import CostModel, SloSpec
-from traffic_models.clock import parse_clock_s, parse_duration
-from traffic_models.validation import format_validation_errors
+from kernel import contract
+from kernel.clock import parse_clock_s, parse_duration
+from kernel.validation import format_validation_errors
 
-REQUIRED_COLUMNS = ("intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "status", "ok")
+REQUIRED_COLUMNS = contract.REQUIRED_REQUEST_COLUMNS
 OPTIONAL_COLUMNS: dict[str, Any] = {
     "error": "", "kind": "", "chars": 0, "priority": "", "mode": "", "model": "",
     "cached": False, "degraded": False, "node": "", "tenant": "", "phase": "",

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.stats import binom
 
-from traffic_models.quantiles import nearest_rank
+from kernel.quantiles import nearest_rank
 
 CONFIDENCE = 0.95
 SUMMARY_PERCENTILES = (50.0, 95.0, 99.0, 99.9)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.support.server import RunningServer, start_server
-from traffic_models.processes import stop_process
+from kernel.processes import stop_process
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("scenarios", "reports", "experiments", "reference_server", "traffic_models", "benchmarks")
+PACKAGES = ("scenarios", "reports", "experiments", "reference_server", "traffic_models", "kernel", "benchmarks")
 MAX_MODULE_LINES = 400
 
 

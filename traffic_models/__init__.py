@@ -1,10 +1,7 @@
 """rushhour traffic models: traffic shapes and request mixes turned into arrival schedules.
 
-The bottom layer: every other package may import it, it imports none of them. Beside the
-traffic models it holds the vocabulary they all share: `clock` (one parser and formatter of
-human time), `validation` (one way to word a file's errors), `processes` (free ports, children
-that die with their parent, one process-stop helper), `quantiles` (one percentile), `loopback`
-(the loopback guard) and `atomic` (result files written whole or not at all).
+It sits beside `reports`, `experiments` and `reference_server`, above the shared kernel
+(`kernel`), and imports none of them.
 
     model = load_traffic_model("promo-day")          # or a path, or "constant:20"
     frame = generate_schedule(model, seed=1, time_scale=60, rate_scale=2)
@@ -13,7 +10,7 @@ that die with their parent, one process-stop helper), `quantiles` (one percentil
 
 from __future__ import annotations
 
-from traffic_models.clock import parse_clock
+from kernel.clock import parse_clock
 from traffic_models.errors import TrafficModelError
 from traffic_models.loader import bundled_models, load_traffic_model
 from traffic_models.model import TrafficModel

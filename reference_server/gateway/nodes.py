@@ -20,7 +20,7 @@ import httpx
 from reference_server.config import PoolConfig
 from reference_server.gateway.breaker import CircuitBreaker
 from reference_server.gateway.faults import FaultTransport
-from traffic_models.processes import stop_process
+from kernel.processes import stop_process
 
 CONNECT_TIMEOUT_S = 0.25
 EXIT_POLL_S = 0.02

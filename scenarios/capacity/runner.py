@@ -10,6 +10,7 @@ does not (or even the lowest rate failed), 2 the target does not speak the scena
 
 from __future__ import annotations
 
+from kernel.contract import ExitCode
 import json
 import math
 import time
@@ -44,7 +45,7 @@ from scenarios.run.envinfo import machine_facts
 __all__ = ["CapacityOutcome", "run_capacity"]
 
 SCHEMA_VERSION = 1
-EXIT_OK, EXIT_BELOW, EXIT_BAD_INPUT, EXIT_INVALID = 0, 1, 2, 3
+EXIT_OK, EXIT_BELOW, EXIT_BAD_INPUT, EXIT_INVALID = ExitCode.OK, ExitCode.FAILED, ExitCode.BAD_INPUT, ExitCode.INVALID
 
 
 @dataclass(frozen=True)

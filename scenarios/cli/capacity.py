@@ -22,8 +22,8 @@ from scenarios.capacity.search import SearchSettings
 from scenarios.cli.errors import BadInput
 from scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
 from scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
-from traffic_models.clock import parse_duration
-from traffic_models.loopback import is_loopback_url
+from kernel.clock import parse_duration
+from kernel.loopback import is_loopback_url
 
 MIN_STEP_S = 5.0
 

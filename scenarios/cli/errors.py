@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from kernel.contract import ExitCode
 import click
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_ABORTED = 3
+EXIT_OK = ExitCode.OK
+EXIT_FAILED = ExitCode.FAILED
+EXIT_BAD_INPUT = ExitCode.BAD_INPUT
+EXIT_ABORTED = ExitCode.INVALID
 
 
 class BadInput(click.ClickException):

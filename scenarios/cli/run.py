@@ -15,8 +15,8 @@ from scenarios.spec.target import PROTOCOL_NAMES
 from scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
 from scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_plan, describe, pin_rate_scale
 from scenarios.spec.model import ScenarioError, load_scenario, resolve_path
-from traffic_models.loopback import is_loopback_url, is_named_host
-from traffic_models.clock import parse_duration
+from kernel.loopback import is_loopback_url, is_named_host
+from kernel.clock import parse_duration
 from scenarios.spec.variants import VariantRun, check_embedded, describe_variants, expand_variants
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import click
 import numpy as np
 
 from scenarios.cli.errors import BadInput
-from traffic_models.clock import format_clock, parse_clock
+from kernel.clock import format_clock, parse_clock
 from traffic_models.errors import TrafficModelError
 from traffic_models.loader import load_traffic_model
 from traffic_models.model import TrafficModel

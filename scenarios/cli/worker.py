@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from scenarios.cli.errors import BadInput
-from traffic_models.processes import die_with_parent, stop_process
+from kernel.processes import die_with_parent, stop_process
 
 EXIT_REFUSED = 2
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from scenarios.load.parts import duplicate_count
-from traffic_models.quantiles import percentile_value
+from kernel.quantiles import percentile_value
 
 __all__ = ["generator_figures"]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 
 from scenarios.load.worker import ENV_CONFIG, WorkerConfig, count_markers, publish_start
-from traffic_models.processes import die_with_parent
+from kernel.processes import die_with_parent
 
 HERE = Path(__file__).resolve().parent
 OPEN_LOCUSTFILE = HERE / "locustfile.py"

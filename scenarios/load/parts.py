@@ -17,19 +17,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from kernel import contract
+
 PART_COLUMNS = (
     "row", "intended_s", "sent_s", "done_s", "pool_wait_ms", "status", "error",
     "model", "cached", "degraded", "node", "first_segment_s", "via",
     "first_token_s", "last_token_s", "output_tokens", "itl_p50_ms", "itl_p99_ms", "itl_max_ms",
 )
-STREAM_COLUMNS = ("ttft_ms", "tpot_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms", "output_tokens", "max_tokens")
-"""Generative targets: time to first token and per output token (from the intended send, like
-every latency here), the answer's own inter-token gaps, tokens received, tokens asked for."""
-REQUEST_COLUMNS = (
-    "intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "pool_wait_ms", "fired", "status",
-    "ok", "error", "kind", "chars", "priority", "mode", "model", "cached", "degraded", "node",
-    "tenant", "phase", "first_segment_ms", "via", *STREAM_COLUMNS,
-)
+STREAM_COLUMNS = tuple(contract.STREAM_COLUMNS)
+REQUEST_COLUMNS = tuple(contract.REQUEST_COLUMNS)
 _PART_DEFAULTS: dict[str, object] = {
     "first_token_s": float("nan"), "last_token_s": float("nan"), "output_tokens": -1,
     "itl_p50_ms": float("nan"), "itl_p99_ms": float("nan"), "itl_max_ms": float("nan"),

@@ -17,7 +17,7 @@ import numpy as np
 
 from scenarios.load.openloop import Outcome, TokenTiming
 from scenarios.protocols.base import StreamParser
-from traffic_models.quantiles import percentile_value
+from kernel.quantiles import percentile_value
 
 __all__ = ["SseParser", "token_timing"]
 

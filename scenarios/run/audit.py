@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from scenarios.run.ledger import Tracked
-from traffic_models.loopback import is_loopback_url
+from kernel.loopback import is_loopback_url
 
 __all__ = ["AUDIT_FILE", "Finding", "LeakAudit", "kubernetes_findings", "process_findings", "redis_findings",
            "settle", "status_findings", "target_findings"]

@@ -13,6 +13,7 @@ so an orphaned run never lingers. A run whose drill died before it could even st
 
 from __future__ import annotations
 
+from kernel.contract import ExitCode
 import os
 import signal
 import threading
@@ -20,7 +21,7 @@ import time
 
 PARENT_ENV = "RUSHHOUR_DRILL_PID"
 ORPHAN_GRACE_S = 20.0
-EXIT_ORPHANED = 3
+EXIT_ORPHANED = ExitCode.INVALID
 POLL_S = 0.5
 
 

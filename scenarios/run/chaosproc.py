@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from scenarios.run.chaos_main import PARENT_ENV
-from traffic_models.processes import die_with_parent
+from kernel.processes import die_with_parent
 
 __all__ = ["ChaosProcess", "chaos_command"]
 

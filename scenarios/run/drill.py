@@ -12,6 +12,7 @@ running and `rushhour report DIR` can rebuild its results (`scenarios.run.rebuil
 
 from __future__ import annotations
 
+from kernel.contract import ExitCode
 import sys
 import time
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import TextIO
 import numpy as np
 import pandas as pd
 
-from traffic_models.atomic import write_json_atomic, write_parquet_atomic
+from kernel.atomic import write_json_atomic, write_parquet_atomic
 from scenarios.run.audit import AUDIT_FILE, LeakAudit
 from scenarios.run.chaos import Timeline, start_chaos
 from scenarios.run.leakcheck import audit_leftovers, audit_target
@@ -44,7 +45,7 @@ from scenarios.load.session import DEFAULT_MASTER_BIND, LoadPlan, LoadSession
 from scenarios.spec.model import dump_scenario
 
 TICK_S = 0.5
-EXIT_INVALID = 3
+EXIT_INVALID = ExitCode.INVALID
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from traffic_models.atomic import write_json_atomic
+from kernel.atomic import write_json_atomic
 
 __all__ = ["LEDGER_FILE", "ProcessLedger", "Tracked", "survivors"]
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from reports.faults import SHED_STATUSES
 from scenarios.load.parts import merge_requests
-from traffic_models.quantiles import percentile_value
+from kernel.quantiles import percentile_value
 
 LABELS = ("priority", "kind", "mode", "phase")
 _RENARD = (1.0, 1.25, 1.6, 2.0, 2.5, 3.2, 4.0, 5.0, 6.4, 8.0)

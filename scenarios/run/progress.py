@@ -13,7 +13,7 @@ from typing import TextIO
 import numpy as np
 import pandas as pd
 
-from traffic_models.quantiles import percentile_value
+from kernel.quantiles import percentile_value
 
 MIN_WINDOW_SAMPLES = 5
 

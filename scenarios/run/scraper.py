@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pandas as pd
 
-from traffic_models.loopback import is_loopback_url
+from kernel.loopback import is_loopback_url
 
 METRIC_COLUMNS = (
     "t_s", "pool", "nodes_alive", "nodes_ready", "breakers_open", "queue_depth", "inflight",

@@ -29,8 +29,8 @@ import httpx
 
 from scenarios.run.chaosproc import ChaosProcess, chaos_command
 from scenarios.spec.chaos import PlannedFault
-from traffic_models.clock import format_clock
-from traffic_models.loopback import is_loopback_url
+from kernel.clock import format_clock
+from kernel.loopback import is_loopback_url
 
 __all__ = ["ChaosTimeline"]
 

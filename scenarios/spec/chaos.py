@@ -18,7 +18,7 @@ from chaoslib.exceptions import ChaosException
 from pydantic import BaseModel
 
 from scenarios.spec.model import DRILL_HYPOTHESIS, ChaosEntry, ScenarioError
-from traffic_models.clock import format_clock, parse_clock_s, parse_duration
+from kernel.clock import format_clock, parse_clock_s, parse_duration
 
 __all__ = ["PlannedFault", "load_experiment_file", "plan_faults"]
 

@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from reports.schema import CostModel, SloSpec
 from scenarios.spec.peak import Calibration, RelativePeak, parse_relative_peak
 from scenarios.spec.target import TargetProtocol
-from traffic_models.clock import parse_clock_s, parse_duration
-from traffic_models.validation import format_validation_errors
+from kernel.clock import parse_clock_s, parse_duration
+from kernel.validation import format_validation_errors
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1]
 DEFAULT_LANGUAGES = ("en-de", "en-fr", "en-es")

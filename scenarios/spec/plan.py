@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from scenarios.spec.chaos import PlannedFault, plan_faults
 from scenarios.spec.model import Scenario, ScenarioError, format_errors
-from traffic_models.clock import format_clock
+from kernel.clock import format_clock
 from traffic_models import Phase, TrafficModelError, generate_schedule, load_traffic_model, phases, rate_curve
 from traffic_models.model import TrafficModel
 

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from reference_server.config import ConfigError, ServerConfig, merge_pools_onto_defaults, read_config_file
 from scenarios.spec.model import EmbeddedTarget, Scenario, ScenarioError, TargetSpec, Variant
-from traffic_models.validation import format_validation_errors
+from kernel.validation import format_validation_errors
 
 BASE_FIELD = "target.embedded.server"
 

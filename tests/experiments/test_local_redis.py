@@ -18,7 +18,7 @@ from chaoslib.exceptions import ActivityFailed
 from experiments.local.redis import redis_running, start_redis, stop_redis
 from tests.support.redis import RedisServer, redis_or_skip
 from tests.support.server import REPO, TOKEN
-from traffic_models.processes import free_port
+from kernel.processes import free_port
 
 
 @pytest.fixture

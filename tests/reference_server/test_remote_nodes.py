@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.manifests import loopback_node_argv
 from tests.support.server import RunningServer, free_port, start_server
-from traffic_models.processes import die_with_parent, stop_process
+from kernel.processes import die_with_parent, stop_process
 
 POOL = "fast"
 

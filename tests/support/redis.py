@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from traffic_models.processes import free_port, stop_process
+from kernel.processes import free_port, stop_process
 
 SKIP_REASON = "needs redis-server (apt-get install redis-server)"
 

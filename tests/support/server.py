@@ -16,7 +16,7 @@ import psutil
 import yaml
 
 from reference_server.launch import LaunchError, ServerProcess
-from traffic_models.processes import free_port
+from kernel.processes import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "test-admin-token"

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from traffic_models.processes import stop_process
+from kernel.processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[3]
 MASTER_ADDRESS = "10.77.1.1"

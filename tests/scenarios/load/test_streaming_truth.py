@@ -16,7 +16,7 @@ import pytest
 
 from scenarios.load.session import LoadPlan, LoadSession
 from tests.support.targets import StreamPlan, serve_target
-from traffic_models.quantiles import percentile_value
+from kernel.quantiles import percentile_value
 
 TOLERANCE = 0.10
 

@@ -24,7 +24,7 @@ import yaml
 from click.testing import CliRunner
 
 from scenarios.cli.run import run
-from traffic_models.processes import die_with_parent, free_port, stop_process
+from kernel.processes import die_with_parent, free_port, stop_process
 
 ROOT = Path(__file__).resolve().parents[3]
 APP = ROOT / "tests" / "support" / "kserve_app.py"

@@ -119,7 +119,7 @@ def test_row_headers_and_extra_fields_are_checked(target: dict[str, object], wro
     from pydantic import ValidationError
 
     from scenarios.spec.target import TargetProtocol
-    from traffic_models.validation import format_validation_errors
+    from kernel.validation import format_validation_errors
 
     with pytest.raises(ValidationError) as caught:
         TargetProtocol.model_validate(target)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from scenarios.load.parts import REQUEST_COLUMNS
-from traffic_models.processes import stop_process
+from kernel.processes import stop_process
 
 TRAFFIC_MODEL = """\
 description: Half short requests, half 1500-3000 character documents, flat 2 requests/s.

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from scenarios.run.ledger import CHAOS_MARK, ProcessLedger, survivors
-from traffic_models.processes import stop_process
+from kernel.processes import stop_process
 
 CHILD = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
 

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from tests.support.promserver import PrometheusServer, binaries, check_metrics
-from traffic_models.processes import free_port
+from kernel.processes import free_port
 
 REPO = Path(__file__).resolve().parents[3]
 DASHBOARD = REPO / "reports" / "grafana" / "rushhour-drill.json"

@@ -16,7 +16,7 @@ from scenarios.cli.report import report
 from scenarios.run.ledger import ProcessLedger
 from scenarios.run.rebuild import needs_rebuild, rebuild_results
 from scenarios.spec.model import dump_scenario, load_scenario, resolve_path
-from traffic_models.processes import stop_process
+from kernel.processes import stop_process
 
 
 def _killed_run(root: Path, schedule: pd.DataFrame, answered: int) -> None:

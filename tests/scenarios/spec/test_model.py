@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from scenarios.spec.model import ScenarioError, load_scenario
-from traffic_models.loopback import is_loopback_url
+from kernel.loopback import is_loopback_url
 
 BASE = {"name": "x", "traffic": {"model": "constant:5", "duration": "10s"}}
 

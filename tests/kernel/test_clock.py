@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from traffic_models import parse_clock
-from traffic_models.clock import format_clock, parse_clock_s, parse_duration
+from kernel.clock import parse_clock
+from kernel.clock import format_clock, parse_clock_s, parse_duration
 
 
 @pytest.mark.parametrize(

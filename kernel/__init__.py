@@ -1,0 +1,12 @@
+"""rushhour's shared kernel: the vocabulary every package speaks and the results contract.
+
+The bottom layer: every other package may import it, it imports none of them.
+
+- `contract`: every results file's name, the requests table's columns and types, exit codes
+- `clock`: one parser and formatter of human time ("20:10", "3m", "250ms")
+- `validation`: one way to word a user file's errors (file and field named)
+- `processes`: free ports, children that die with their parent, one process-stop helper
+- `quantiles`: one percentile (nearest rank)
+- `loopback`: the loopback guard (is this target on this machine)
+- `atomic`: result files written whole or not at all
+"""

@@ -1,0 +1,89 @@
+"""The results contract: every results file's name, the requests table's columns and types, exit codes.
+
+A drill writes its results folder, `reports` reads it back, the live view and the Chaos Toolkit
+extension read parts of it; they all spell the names from here, so the folder has one definition.
+The documentation's results reference is generated from `REQUEST_COLUMNS`.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Final
+
+
+class ExitCode(IntEnum):
+    """What every `rushhour` command's exit status means."""
+
+    OK = 0
+    """The run passed, or the command did what it was asked."""
+    FAILED = 1
+    """An SLO was missed, or a regression was found."""
+    BAD_INPUT = 2
+    """Bad usage or an invalid input file; nothing was measured."""
+    INVALID = 3
+    """The run was aborted, or its measurement is invalid or inconclusive."""
+
+
+# --- files of one run's results folder -------------------------------------------------------
+SCENARIO_FILE: Final = "scenario.yaml"
+SCHEDULE_FILE: Final = "schedule.parquet"
+REQUESTS_FILE: Final = "requests.parquet"
+SERVER_METRICS_FILE: Final = "server_metrics.parquet"
+TARGET_METRICS_FILE: Final = "target_metrics.parquet"
+EVENTS_FILE: Final = "events.jsonl"
+CHAOS_DIR: Final = "chaos"
+SUMMARY_FILE: Final = "summary.json"
+REPORT_HTML_FILE: Final = "report.html"
+REPORT_MD_FILE: Final = "report.md"
+JUNIT_FILE: Final = "junit.xml"
+CAPACITY_JSON_FILE: Final = "capacity.json"
+CAPACITY_HTML_FILE: Final = "capacity.html"
+AB_JSON_FILE: Final = "ab.json"
+AB_HTML_FILE: Final = "ab.html"
+AB_MD_FILE: Final = "ab.md"
+
+# --- requests.parquet: one row per scheduled request -----------------------------------------
+STREAM_COLUMNS: Final[dict[str, str]] = {
+    "ttft_ms": "float64",
+    "tpot_ms": "float64",
+    "itl_p50_ms": "float64",
+    "itl_p99_ms": "float64",
+    "itl_max_ms": "float64",
+    "output_tokens": "float64",
+    "max_tokens": "int64",
+}
+"""Generative targets: time to first token and per output token (from the intended send, like
+every latency here), the answer's own inter-token gaps, tokens received, tokens asked for."""
+
+REQUEST_COLUMNS: Final[dict[str, str]] = {
+    "intended_s": "float64",
+    "sent_s": "float64",
+    "done_s": "float64",
+    "latency_ms": "float64",
+    "service_ms": "float64",
+    "pool_wait_ms": "float64",
+    "fired": "int64",
+    "status": "int64",
+    "ok": "bool",
+    "error": "object",
+    "kind": "object",
+    "chars": "int64",
+    "priority": "object",
+    "mode": "object",
+    "model": "object",
+    "cached": "bool",
+    "degraded": "bool",
+    "node": "object",
+    "tenant": "object",
+    "phase": "object",
+    "first_segment_ms": "float64",
+    "via": "object",
+    **STREAM_COLUMNS,
+}
+"""Every column of `requests.parquet` with its pandas dtype, in the order it is written."""
+
+REQUIRED_REQUEST_COLUMNS: Final = ("intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "status", "ok")
+"""The columns a results folder must have to be read at all (older and foreign folders may lack the rest)."""
+
+AB_COLUMNS: Final[dict[str, str]] = {"arm": "object", "trial": "int64"}
+"""What an A/B run (`rushhour ab`) adds to `requests.parquet`: the arm and the trial of each row."""
