@@ -33,7 +33,7 @@ def run_bench(n_requests: int, workdir: Path) -> dict[str, Any]:
     from reports.compare import compare_runs
     from reports.results import load_run
     from reports.summary import summarise
-    from reports.synth import make_results
+    from benchmarks.synth import make_results
 
     timings: dict[str, float] = {}
     root = _timed("synthesise (not part of the goal)",

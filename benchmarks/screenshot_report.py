@@ -2,7 +2,7 @@
 
     python -m benchmarks.screenshot_report [RESULTS_DIR ...] [--out DIR]
 
-With no RESULTS_DIR it builds the crafted promo-day results (reports/synth_drill.py: the
+With no RESULTS_DIR it builds the crafted promo-day results (benchmarks/synth_drill.py: the
 overlap, generator-bound and clean-pass cases) and shoots those. Each report gives two PNGs:
 the top of the page (verdict, findings, SLOs) and the whole page. Needs Debian's `chromium`
 (`apt-get install -y chromium`); exits 2 naming the package when it is absent.
@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image
 
 from reports.build import build_reports
-from reports.synth_drill import FAULTS, make_drill_results
+from benchmarks.synth_drill import FAULTS, make_drill_results
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 WIDTH = 1100

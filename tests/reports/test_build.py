@@ -10,7 +10,7 @@ import yaml
 
 from reports import build_reports
 from reports.build import exit_code
-from reports.synth import make_results
+from benchmarks.synth import make_results
 
 CHART_KEYS = ["rates", "latency_over_time", "errors_sheds", "error_degrade_rates", "latency_cdf",
               "latency_by_length", "queue_batch", "nodes_breakers", "cache_hit_ratio", "cost_rate"]

@@ -13,7 +13,7 @@ from reports.compare import compare_runs, explain_comparison
 from reports.decision import explain
 from reports.gate import GatePopulation, parse_population
 from reports.results import ResultsError
-from reports.synth import make_results
+from benchmarks.synth import make_results
 from tests.reports.helpers import requests_frame, write_run
 
 NIGHTLY_LIKE = 2_000  # requests per synthetic run: groups of about 600 paid, 1,000 free, 400 batch

@@ -1,6 +1,6 @@
 """Findings from crafted results: an overlap of two faults, a generator-bound run, a clean pass.
 
-The numbers are counted by hand from reports/synth_drill.py's deterministic schedule: the peak
+The numbers are counted by hand from benchmarks/synth_drill.py's deterministic schedule: the peak
 (130-160 s) offers 60 req/s, so 1800 requests of which every fourth (450) is paid; the overlap
 (147-150 s) sheds all 180 of its requests (45 paid); the partition fails every tenth request in
 150-162 s (30 paid in the peak); the node loss makes every fifth request in 131-147 s take 3 s
@@ -16,7 +16,7 @@ import pytest
 
 from reports.build import build_reports
 from reports.findings import headline
-from reports.synth_drill import make_drill_results
+from benchmarks.synth_drill import make_drill_results
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from reports.build import build_reports
-from reports.synth import make_results
+from benchmarks.synth import make_results
 
 LEFT_BEHIND = {"type": "leak_audit", "t_s": 61.0, "clean": False, "checked": ["faults", "nodes"], "skipped": [],
                "findings": [{"kind": "fault", "target": "quality-1", "detail": "partition still active"}],

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.synth import make_results
+from benchmarks.synth import make_results
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE = """#!{python}
@@ -19,7 +19,7 @@ import os, sys
 from pathlib import Path
 args = sys.argv[1:]
 if args[0] == "run":
-    from reports.synth import make_results
+    from benchmarks.synth import make_results
     out = Path(args[args.index("--out") + 1])
     make_results(out, n_requests=2000, seed=7, slowdown=float(os.environ["FAKE_SLOWDOWN"]))
     sys.exit(0)

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from benchmarks.screenshot_report import find_browser, shoot
-from reports.synth_drill import make_drill_results
+from benchmarks.synth_drill import make_drill_results
 
 pytestmark = pytest.mark.skipif(find_browser() is None,
                                 reason="Chromium is not installed (apt-get install -y chromium), "

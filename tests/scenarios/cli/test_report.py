@@ -7,7 +7,7 @@ import yaml
 from click.testing import CliRunner
 
 from scenarios.cli.report import compare, report
-from reports.synth import make_results
+from benchmarks.synth import make_results
 
 
 @pytest.fixture(scope="module")
