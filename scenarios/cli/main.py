@@ -16,6 +16,8 @@ COMMANDS = {
     "node": "scenarios.cli.node:node",
     "capacity": "scenarios.cli.capacity:capacity",
     "worker": "scenarios.cli.worker:worker",
+    "schema": "scenarios.cli.schema:schema",
+    "init": "scenarios.cli.init:init",
 }
 
 

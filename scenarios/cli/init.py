@@ -1,0 +1,146 @@
+"""`rushhour init`: probe a running service and write a first scenario for it.
+
+A new user's first drill of their own service should not start from a blank file: `init` asks the
+service what it speaks (with the drill's own probe, `scenarios.cli.identify`), writes a commented
+scenario with a gentle traffic shape, SLOs to edit and no chaos, and prints the command that runs
+it. A service it cannot identify still gets a scenario: the `http` protocol with a body template to
+edit. It never overwrites a file, and refuses a target off this machine as `rushhour run` does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from kernel.loopback import is_loopback_url
+from scenarios.cli.errors import BadInput
+from scenarios.cli.identify import Identity, Unreachable, identify, probe_http
+from scenarios.cli.init_template import HTTP_TEMPLATE, Draft, render
+from scenarios.cli.schema import SCHEMA_FILE
+from scenarios.protocols.probe import ProbeError
+from scenarios.spec.target import PROTOCOL_NAMES, AuthSpec, TargetProtocol
+
+DEFAULT_OUT = Path("my-service.yaml")
+Echo = Callable[[str], None]
+
+
+@click.command()
+@click.option("--target", "url", required=True, metavar="URL", help="The service's base URL, e.g. http://127.0.0.1:8001.")
+@click.option("--protocol", type=click.Choice(PROTOCOL_NAMES), default=None,
+              help="The protocol it speaks; without it, rushhour, openai-chat and kserve-v2 are tried in turn.")
+@click.option("--model", default=None, help="The model to drill (openai-chat, kserve-v2), when the service lists none or several.")
+@click.option("--auth-env", default=None, metavar="VAR",
+              help="An environment variable holding a bearer credential, used by the probe and named in the scenario.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_OUT, show_default=True,
+              help="The scenario file to write; an existing file is never overwritten.")
+@click.option("--name", default=None, help="The scenario's name (default: the file name without .yaml).")
+@click.option("--allow-remote", is_flag=True, help="Probe a service that is not on this machine.")
+def init(url: str, protocol: str | None, model: str | None, auth_env: str | None, out: Path, name: str | None,
+         allow_remote: bool) -> None:
+    """Probe a service and write a commented scenario that drills it.
+
+    The probe finds which protocol the service speaks (rushhour, openai-chat or kserve-v2), the
+    models it lists and whether it streams; the scenario gets a gentle traffic shape, SLOs to edit
+    and no chaos. An unidentified service gets an `http` protocol template to edit. Exit 2 when
+    the file exists, the URL is off this machine without --allow-remote, or nothing answers.
+    """
+    scenario_name = _name(name or out.stem)
+    if out.exists():
+        raise BadInput(f'--out: "{out}" already exists; rushhour init never overwrites a file. Choose another '
+                       "--out, or remove it first.")
+    _guard(url, allow_remote)
+    auth = _auth(auth_env)
+    try:
+        identity = identify(url, protocol=protocol, auth=auth, model=model)
+    except Unreachable as exc:
+        raise BadInput(f"--target: {exc}") from exc
+    if protocol == "http":
+        target, seen = _http_target(url, auth, click.echo, identified=True)
+    else:
+        target, seen = _choose(identity, auth, say=click.echo)
+    text = render(Draft(scenario_name, url.rstrip("/"), target, seen, _schema_ref(out)))
+    _write(out, text)
+    click.echo(f"wrote {out}")
+    remote = "" if is_loopback_url(url) else " --allow-remote"
+    click.echo(f"check it:  rushhour run {out} --dry-run{remote}   (the plan and one probe request)")
+    click.echo(f"run it:    rushhour run {out}{remote}")
+
+
+def _name(raw: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", raw).strip("-._") or "my-service"
+    return name if name[0].isalnum() else f"s{name}"
+
+
+def _guard(url: str, allow_remote: bool) -> None:
+    if not url.startswith(("http://", "https://")):
+        raise BadInput(f'--target: "{url}" must start with http:// or https://.')
+    if not is_loopback_url(url) and not allow_remote:
+        raise BadInput(f'--target: "{url}" is not on this machine (127.0.0.0/8, ::1 or localhost); pass '
+                       "--allow-remote to probe a remote service on purpose.")
+
+
+def _auth(auth_env: str | None) -> AuthSpec | None:
+    if auth_env is None:
+        return None
+    if not os.environ.get(auth_env):
+        raise BadInput(f'--auth-env: the variable "{auth_env}" is not set (or empty); export the credential first.')
+    try:
+        return AuthSpec(env=auth_env)
+    except ValueError as exc:
+        raise BadInput(f'--auth-env: "{auth_env}" is not a valid variable name.') from exc
+
+
+def _choose(identity: Identity, auth: AuthSpec | None, *, say: Echo) -> tuple[TargetProtocol, list[str]]:
+    """The target fields for the scenario and the lines saying what was seen; says why when unidentified."""
+    best = identity.best
+    if best is not None:
+        seen = [f.line.replace("probe      ", "") for f in identity.found]
+        seen += [f"{f.target.protocol} lists models: {', '.join(f.models)}" for f in identity.found if f.models]
+        for line in seen:
+            say(line)
+        if len(identity.found) > 1:
+            say(f"it speaks {', '.join(f.target.protocol for f in identity.found)}; the scenario uses "
+                f"{best.target.protocol} (--protocol chooses another)")
+        return best.target, seen
+    for protocol, why in identity.misses.items():
+        say(f"not {protocol}: {why}")
+    say(f"rushhour could not tell what {identity.url} speaks, so the scenario uses the http protocol with a body "
+        "template: edit target.http (path, body) to the request your service expects.")
+    return _http_target(identity.url, auth, say)
+
+
+def _http_target(url: str, auth: AuthSpec | None, say: Echo, *, identified: bool = False
+                 ) -> tuple[TargetProtocol, list[str]]:
+    """The `http` template as the target, with what its probe got (a miss is fine: it is to be edited)."""
+    target = TargetProtocol(protocol="http", http=HTTP_TEMPLATE, auth=auth)
+    lead = "http, as asked" if identified else "not identified"
+    try:
+        line = probe_http(url, HTTP_TEMPLATE, auth).line().replace("probe      ", "")
+        seen = [f"{lead}; the http template's probe: {line}"]
+    except ProbeError as exc:
+        seen = [f"{lead}; the http template's probe failed: {exc}"]
+    say(seen[0])
+    return target, seen
+
+
+def _schema_ref(out: Path) -> str:
+    """The schema file as seen from the scenario's folder (editors resolve it relative to the file);
+    its absolute path when the two share no folder but the root."""
+    folder = out.resolve().parent
+    if os.path.commonpath([folder, SCHEMA_FILE]) == os.sep:
+        return str(SCHEMA_FILE)
+    return os.path.relpath(SCHEMA_FILE, start=folder)
+
+
+def _write(out: Path, text: str) -> None:
+    try:
+        with out.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+    except FileExistsError as exc:
+        raise BadInput(f'--out: "{out}" already exists; rushhour init never overwrites a file.') from exc
+    except OSError as exc:
+        raise BadInput(f'--out: cannot write "{out}": {exc.strerror}.') from exc

@@ -1,0 +1,56 @@
+"""`rushhour schema`: the JSON Schema of scenario files, the committed copy the bundled scenarios
+name, and every bundled scenario valid against it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from scenarios.cli.schema import SCHEMA_FILE, schema
+from scenarios.spec.model import BUNDLED_DIR
+
+BUNDLED = sorted(BUNDLED_DIR.glob("*.yaml"))
+SCHEMA_LINE = "# yaml-language-server: $schema=scenario.schema.json"
+
+
+def _printed() -> dict[str, object]:
+    result = CliRunner().invoke(schema, [])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_schema_prints_a_valid_json_schema_of_the_scenario() -> None:
+    printed = _printed()
+    jsonschema.Draft202012Validator.check_schema(printed)
+    assert {"name", "traffic"} <= set(printed["required"])
+    assert "chaos" in printed["properties"] and printed["additionalProperties"] is False
+
+
+def test_schema_committed_copy_matches_the_models() -> None:
+    assert json.loads(SCHEMA_FILE.read_text()) == _printed(), (
+        "scenarios/scenario.schema.json is stale: run `rushhour schema --out scenarios/scenario.schema.json`")
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
+def test_schema_validates_bundled_scenario(path: Path) -> None:
+    lines = path.read_text().splitlines()
+    assert lines[0] == SCHEMA_LINE
+    jsonschema.Draft202012Validator(_printed()).validate(yaml.safe_load(path.read_text()))
+
+
+def test_schema_rejects_what_the_model_rejects() -> None:
+    validator = jsonschema.Draft202012Validator(_printed())
+    bad = {"name": "x", "traffic": {"model": "constant:3"}, "targte": {}}
+    assert any("targte" in error.message for error in validator.iter_errors(bad))
+    assert not list(validator.iter_errors({"name": "x", "traffic": {"model": "constant:3"}}))
+
+
+def test_schema_out_writes_the_file(tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    result = CliRunner().invoke(schema, ["--out", str(out)])
+    assert result.exit_code == 0 and json.loads(out.read_text())["title"] == "rushhour scenario"
