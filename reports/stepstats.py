@@ -1,23 +1,28 @@
-"""One step of a capacity search judged: every SLO met, missed or not yet clear, at 95% confidence.
+"""One step of a capacity search judged at one of its planned looks: every SLO met, missed or open.
 
 A step's requests are judged while some are still in flight, so each request is good, bad or
 *pending*. A pending request that has already waited longer than a latency threshold is bad
-whatever comes back; any other pending request could still go either way. An SLO is
+whatever comes back; any other pending request could still go either way. Every SLO is a share
+of bad requests against what it allows (a P99 allows 1% past its threshold), and at look k of K
+(`reports.sequential`) it is
 
-- **met** when it holds even if every pending request turns out bad: the percentile's one-sided
-  95% upper bound (binomial order statistics, `reports.stats.ci_ranks`) is within the threshold,
-  or a share's one-sided 95% Clopper-Pearson bound is on the right side of the objective;
+- **met** when it holds even if every pending request turns out bad: the bad share's one-sided
+  upper bound, at the look's nominal level and over the effective sample size, is within the
+  allowed share;
 - **missed** when it fails even if every pending request turns out good (the lower bound is past
-  the threshold);
-- **open** otherwise. That is the early-stopping rule (MLPerf LoadGen's idea): a step ends as
-  soon as its verdict is clear, and a step that ends open counts as not met.
+  it);
+- **open** otherwise; a step that ends open counts as not met.
+
+The nominal levels come from an O'Brien-Fleming error-spending design, so over all K looks each
+wrong call ("missed" when the truth is met, "met" when it is missed) has at most a 5% chance;
+the effective sample size discounts latencies that queueing makes correlated (batch means).
 
 TTFT, TPOT and ITL objectives (streaming targets) are judged like latency over their own column,
 with one difference: a request still in flight may already have had its first token in time,
 so however long it has waited it stays pending, never bad, until its answer is recorded.
-Goodput is a rate, not a per-request objective: `step_figures` reports each step's goodput (the
-offered rate times the share of answered requests that met every judged per-request objective),
-and no step is judged on it.
+Goodput is a rate, not a per-request objective: `step_figures` reports each step's goodput (good
+requests per second of the window, a request unanswered at the look counted as not good), and
+no step is judged on it.
 
 Every SLO is judged over the whole step; a `phase` filter has no meaning at a constant rate.
 """
@@ -30,25 +35,27 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy.stats import beta
 
 from reports.faults import SHED_STATUSES
 from reports.goodput import per_request_good
 from reports.schema import LATENCY_KINDS, SloSpec
 from reports.selection import slo_scope
+from reports.sequential import ALPHA, LOOKS, look_call, nominal_levels
 from reports.stats import ci_ranks, summary_percentiles
 
 __all__ = ["ONE_SIDED", "SloCall", "judge_slos", "samples_to_pass", "step_figures"]
 
-ONE_SIDED = 0.95
-INTERVAL = 2 * ONE_SIDED - 1  # a two-sided interval whose each end is a one-sided ONE_SIDED bound
+ONE_SIDED = 1.0 - ALPHA
 Decision = Literal["met", "missed", "open"]
-SETTLE_S = 5.0
 
 
 @dataclass(frozen=True)
 class SloCall:
-    """One SLO over one step: the decision, the evidence, and how many samples a pass needs."""
+    """One SLO at one look: the decision, the evidence, and how many samples a pass needs.
+
+    `lower`/`upper` bound the measured figure (ms for time objectives, a share otherwise) at the
+    look's nominal `level`; `design_effect` is how many requests counted as one independent one.
+    """
 
     name: str
     kind: str
@@ -61,57 +68,65 @@ class SloCall:
     lower: float | None
     upper: float | None
     needed: int
+    look: int = LOOKS
+    level: float = ALPHA
+    design_effect: float = 1.0
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
-def samples_to_pass(spec: SloSpec) -> int:
-    """Fewest requests in scope with which `spec` can be shown met (none of them bad)."""
-    allowed = spec.allowed_bad_share
-    return math.ceil(math.log(1.0 - ONE_SIDED) / math.log(1.0 - allowed) - 1e-9)
+def samples_to_pass(spec: SloSpec, looks: int = LOOKS) -> int:
+    """Fewest requests in scope with which `spec` can be shown met at the final look (none bad)."""
+    level = float(nominal_levels(looks)[-1])
+    return math.ceil(math.log(level) / math.log(1.0 - spec.allowed_bad_share) - 1e-9)
 
 
-def judge_slos(requests: pd.DataFrame, specs: list[SloSpec], now_s: float, *, final: bool = True,
-               record_lag_s: float = 0.0) -> list[SloCall]:
-    """Judge every SLO on the step's requests at `now_s` (seconds on the step's clock).
+def judge_slos(requests: pd.DataFrame, specs: list[SloSpec], now_s: float, *, look: int = LOOKS,
+               looks: int = LOOKS, record_lag_s: float = 0.0) -> list[SloCall]:
+    """Judge every SLO on the requests of look `look` of `looks` at `now_s` (step clock).
 
-    `requests` holds one row per request intended inside the measurement window, with NaN
-    `done_s` for those still in flight; an answer may take `record_lag_s` to be recorded. Before
-    the step's end (`final` False) only requests due at least SETTLE_S ago (or one latency
-    threshold, if shorter) are judged: nearly all of them are answered, so the few still in
-    flight, counted against a pass and for a failure, rarely hold a clear verdict up.
+    `requests` holds one row per request the look covers, with NaN `done_s` for those still in
+    flight; an answer may take `record_lag_s` to be recorded.
     """
     known_at = now_s - record_lag_s
-    return [_judge(requests, spec.model_copy(update={"phase": None}), known_at, final) for spec in specs]
+    return [_judge(requests, spec.model_copy(update={"phase": None}), known_at, (look, looks)) for spec in specs]
 
 
-def _judge(requests: pd.DataFrame, spec: SloSpec, now_s: float, final: bool) -> SloCall:
-    scope = slo_scope(requests, pd.Series("", index=requests.index), spec)
-    if not final:
-        horizon = min(float(spec.threshold_ms or 0) / 1000.0, SETTLE_S) if spec.kind in LATENCY_KINDS else SETTLE_S
-        scope &= requests["intended_s"].to_numpy(dtype=float) < now_s - horizon
-    frame = requests[scope]
+def _judge(requests: pd.DataFrame, spec: SloSpec, now_s: float, look: tuple[int, int]) -> SloCall:
+    frame = requests[slo_scope(requests, pd.Series("", index=requests.index), spec)]
+    frame = frame.sort_values("intended_s", kind="stable")
     pending = frame["done_s"].isna().to_numpy()
     ok = frame["ok"].to_numpy(dtype=bool) & ~pending
     if spec.kind in LATENCY_KINDS:
-        return _latency(spec, frame, ok, pending, now_s)
+        return _latency(spec, frame, ok, pending, now_s, look)
     if spec.kind == "availability":
-        good, unknown, n = int(ok.sum()), int(pending.sum()), len(frame)
-        low = _cp_low(good, n)
-        high = _cp_high(good + unknown, n)
-        objective = float(spec.objective or 0)
-        decision = _decide(low is not None and low > objective, high is not None and high < objective)
-        return _call(spec, decision, n, n - good - unknown, unknown, good / n if n else None, low, high)
-    degraded = frame["degraded"].to_numpy(dtype=bool) & ok
-    n, bad = int(ok.sum()), int(degraded.sum())
-    low, high = _cp_low(bad, n), _cp_high(bad, n)
-    limit = float(spec.max_share or 0)
-    decision = _decide(high is not None and high <= limit, low is not None and low > limit)
-    return _call(spec, decision, n, bad, int(pending.sum()), bad / n if n else None, low, high)
+        bad_sure = ~ok & ~pending
+        good_share = None if not len(frame) else float(ok.sum()) / len(frame)
+        return _share(spec, bad_sure, pending, 1.0 - float(spec.objective or 0), look, good_share, True)
+    # the share is of successful answers; a pending request may still become a degraded one,
+    # so "met" must hold with every pending request degraded (and "missed" with none)
+    rows = ok | pending
+    degraded = frame["degraded"].to_numpy(dtype=bool)
+    share = float(degraded[ok].mean()) if ok.any() else None
+    return _share(spec, (degraded & ok)[rows], pending[rows], float(spec.max_share or 0), look, share, False)
 
 
-def _latency(spec: SloSpec, frame: pd.DataFrame, ok: np.ndarray, pending: np.ndarray, now_s: float) -> SloCall:
+def _share(spec: SloSpec, bad_sure: np.ndarray, unknown: np.ndarray, allowed: float, look: tuple[int, int],
+           measured: float | None, as_good: bool) -> SloCall:
+    """A share objective: `bad_sure` rows count against it, `unknown` rows may go either way."""
+    n = len(bad_sure)
+    call = look_call(bad_sure, unknown, allowed, look=look[0], looks=look[1]) if n else None
+    met, missed = (bool(call.met[0]), bool(call.missed[0])) if call else (False, False)
+    low, up = (float(call.lower[0]), float(call.upper[0])) if call else (0.0, 1.0)
+    effect = float(call.effect[0]) if call else 1.0
+    lower, upper = (1.0 - float(up), 1.0 - float(low)) if as_good else (float(low), float(up))
+    return _call(spec, _decide(met, missed), n, int(bad_sure.sum()), int(unknown.sum()), measured,
+                 lower if n else None, upper if n else None, look, effect)
+
+
+def _latency(spec: SloSpec, frame: pd.DataFrame, ok: np.ndarray, pending: np.ndarray, now_s: float,
+             look: tuple[int, int]) -> SloCall:
     """A per-request time objective over `spec.column`; for end-to-end latency a request in flight
     longer than the threshold is already bad, for TTFT/TPOT/ITL it stays pending (module doc)."""
     threshold = float(spec.threshold_ms or 0)
@@ -121,17 +136,23 @@ def _latency(spec: SloSpec, frame: pd.DataFrame, ok: np.ndarray, pending: np.nda
     good = ok & (latency <= threshold)
     unknown = pending & (waited <= threshold) if spec.kind == "latency" else pending.copy()
     n = len(frame)
+    bad_sure = ~good & ~unknown
+    score = np.where(ok, latency, np.where(unknown, np.nan, np.inf))
+    call = look_call(bad_sure, unknown, spec.allowed_bad_share, look=look[0], looks=look[1], score=score) if n else None
+    met, missed = (bool(call.met[0]), bool(call.missed[0])) if call else (False, False)
+    effect = float(call.effect[0]) if call else 1.0
     pessimistic = np.sort(np.where(good, latency, np.inf))
     optimistic = np.sort(np.where(good, latency, np.where(unknown, waited, np.inf)))
-    lo, hi = ci_ranks(float(spec.percentile or 0), n, INTERVAL) if n else (0, 1)
-    met = 1 <= hi <= n and int(good.sum()) >= hi
-    missed = lo >= 1 and int(good.sum() + unknown.sum()) < lo
+    level = float(nominal_levels(look[1])[look[0] - 1])
+    n_eff = max(1, int(n / effect))
+    lo, hi = ci_ranks(float(spec.percentile or 0), n_eff, 1.0 - 2.0 * level) if n else (0, 1)
+    lo, hi = (min(n, math.ceil(lo * n / n_eff)), min(n + 1, math.ceil(hi * n / n_eff))) if n else (lo, hi)
     upper = _finite(pessimistic[hi - 1]) if 1 <= hi <= n else None
     lower = _finite(optimistic[lo - 1]) if 1 <= lo <= n else None
     rank = min(n, max(1, math.ceil(round(float(spec.percentile or 0) / 100.0 * n, 9))))
     point = _finite(optimistic[rank - 1]) if n else None
-    return _call(spec, _decide(met, missed), n, n - int(good.sum()) - int(unknown.sum()), int(unknown.sum()),
-                 point, lower, upper)
+    return _call(spec, _decide(met, missed), n, int(bad_sure.sum()), int(unknown.sum()), point, lower, upper,
+                 look, effect)
 
 
 def _decide(met: bool, missed: bool) -> Decision:
@@ -139,27 +160,14 @@ def _decide(met: bool, missed: bool) -> Decision:
 
 
 def _call(spec: SloSpec, decision: Decision, n: int, bad: int, pending: int, measured: float | None,
-          lower: float | None, upper: float | None) -> SloCall:
+          lower: float | None, upper: float | None, look: tuple[int, int], effect: float) -> SloCall:
+    level = float(nominal_levels(look[1])[look[0] - 1])
     return SloCall(spec.name, spec.kind, spec.objective_text, decision, n, bad, pending, measured, lower, upper,
-                   samples_to_pass(spec))
+                   samples_to_pass(spec, look[1]), look[0], level, round(effect, 3))
 
 
 def _finite(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
-
-
-def _cp_low(hits: int, n: int) -> float | None:
-    """One-sided lower Clopper-Pearson bound of hits/n."""
-    if n == 0:
-        return None
-    return float(beta.ppf(1.0 - ONE_SIDED, hits, n - hits + 1)) if hits > 0 else 0.0
-
-
-def _cp_high(hits: int, n: int) -> float | None:
-    """One-sided upper Clopper-Pearson bound of hits/n."""
-    if n == 0:
-        return None
-    return float(beta.ppf(ONE_SIDED, hits + 1, n - hits)) if hits < n else 1.0
 
 
 def step_figures(requests: pd.DataFrame, *, window: tuple[float, float], completions: np.ndarray,
@@ -192,14 +200,13 @@ def step_figures(requests: pd.DataFrame, *, window: tuple[float, float], complet
 
 
 def _goodput(requests: pd.DataFrame, finished: np.ndarray, specs: list[SloSpec], span: float) -> float | None:
-    """The offered rate times the share of finished requests that succeeded and met every
-    per-request objective in scope: requests still in flight at a mid-step look would otherwise
-    count as not good, and a step judged early would understate its goodput."""
-    if not finished.any():
+    """Good requests per second of the window: a request that succeeded and met every
+    per-request objective in scope; one still unanswered (a hung request) is not good."""
+    if not len(requests):
         return None
     good = per_request_good(requests, pd.Series("", index=requests.index),
                             [spec.model_copy(update={"phase": None}) for spec in specs])
-    return len(requests) / span * float((good & finished).sum()) / float(finished.sum())
+    return float((good & finished).sum()) / span
 
 
 def _stream_percentiles(requests: pd.DataFrame, finished: np.ndarray) -> dict[str, object]:
@@ -207,7 +214,8 @@ def _stream_percentiles(requests: pd.DataFrame, finished: np.ndarray) -> dict[st
     out: dict[str, object] = {}
     for column in ("ttft_ms", "tpot_ms"):
         values = requests[column].to_numpy(dtype=float) if column in requests else np.empty(0)
-        values = np.where(finished, values, np.nan) if len(values) else values
+        succeeded = finished & requests["ok"].to_numpy(dtype=bool)
+        values = np.where(succeeded, values, np.nan) if len(values) else values
         if len(values) and np.isfinite(values).any():
             out[column] = {key: p.as_dict() for key, p in summary_percentiles(values).items() if key != "p999"}
     return out

@@ -33,12 +33,15 @@ def has_streaming(requests: pd.DataFrame) -> bool:
 
 
 def streaming_section(requests: pd.DataFrame) -> dict[str, Any] | None:
-    """summary["streaming"]: P50/P95/P99/P99.9 of each metric with its sample count, and token totals."""
+    """summary["streaming"]: P50/P95/P99/P99.9 of each metric over the successful answers, with its
+    sample count, and token totals."""
     if not has_streaming(requests):
         return None
     metrics = {}
+    succeeded = requests["ok"].to_numpy(dtype=bool)
     for column, label in STREAM_METRICS.items():
-        values = attempt_values(requests, column)
+        # a failed answer's tokens (a cut stream's two, say) are no figure of the served answers
+        values = np.where(succeeded, attempt_values(requests, column), np.nan)
         found = summary_percentiles(values)
         metrics[column] = {"label": label, "samples": int(np.count_nonzero(~np.isnan(values))),
                            **{key: p.value for key, p in found.items()}}

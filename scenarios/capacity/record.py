@@ -97,7 +97,8 @@ def _text(result: SearchResult, require_rps: float | None) -> str:
         return f"< {result.first_fail:.1f} req/s: even the lowest rate tried failed"
     if result.ceiling:
         return f">= {result.last_pass:.1f} req/s: every rate up to --max-rps passed"
-    text = f"{result.last_pass:.1f} req/s (fails at {result.first_fail:.1f}, limited by {result.limiting})"
+    text = f"{result.last_pass:.1f} req/s (fails at {result.first_fail:.1f}, limited by {result.limiting}"
+    text += ", confirmed by a second step)" if result.confirmed else ")"
     if require_rps is not None:
         text += f"; required {require_rps:g}"
     return text
@@ -112,6 +113,7 @@ def condition_entry(name: str, result: SearchResult, steps: list[dict[str, Any]]
         "bracket": [result.last_pass, result.first_fail],
         "limiting_slo": None if result.limiting == GENERATOR else result.limiting,
         "generator_bound": result.generator_bound, "ceiling": result.ceiling, "below_min": result.below_min,
+        "confirmed": result.confirmed,
         "meets_requirement": None if require_rps is None else bool(
             result.capacity_rps is not None and result.capacity_rps >= require_rps),
         "summary": _text(result, require_rps), "wall_s": round(wall_s, 1),

@@ -4,6 +4,10 @@ Pure and synchronous: it asks a `StepFn` for the verdict of one rate and decides
 comes next, so it is tested with a fake service in microseconds. Bisection is geometric (the
 precision is relative), and the reported capacity is always a rate that *passed*: the highest
 passing rate below the lowest failing one.
+
+Before a capacity is reported it is confirmed: one more step at that rate. Each step's wrong
+"met" has a chance of at most 5%, and a search takes many steps, so the one figure printed is
+checked twice; a confirmation that fails makes that rate a failure and the search goes on below.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ __all__ = ["SearchResult", "SearchSettings", "StepVerdict", "search"]
 
 Verdict = Literal["pass", "fail", "invalid"]
 MAX_STEPS = 40
+MAX_CONFIRMATIONS = 2
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class SearchSettings:
     precision: float = 0.05
     growth: float = 2.0
     max_steps: int = MAX_STEPS
+    confirm: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.min_rps < self.max_rps:
@@ -60,6 +66,8 @@ class SearchResult:
     first_fail: float | None = None
     generator_bound: bool = False
     limiting: str | None = None
+    confirmed: bool | None = None
+    """True when a second step at the capacity passed too; None when no confirmation ran."""
 
     @property
     def capacity_rps(self) -> float | None:
@@ -90,13 +98,36 @@ def search(step: StepFn, settings: SearchSettings, *, start_rps: float | None = 
     """
     result = into if into is not None else SearchResult()
     rate = min(max(start_rps or settings.min_rps, settings.min_rps), settings.max_rps)
-    if not _bracket(step, settings, result, rate):
+    if not _bracket(step, settings, result, rate) and (result.generator_bound or result.last_pass is None):
         return result
+    for _ in range(MAX_CONFIRMATIONS):
+        _bisect(step, settings, result)
+        if not settings.confirm or result.generator_bound or result.last_pass is None or _confirm(step, result):
+            break
+    return result
+
+
+def _bisect(step: StepFn, settings: SearchSettings, result: SearchResult) -> None:
     while not result.narrow_enough(settings.precision) and len(result.steps) < settings.max_steps:
         assert result.last_pass is not None and result.first_fail is not None
         if not _take(step, math.sqrt(result.last_pass * result.first_fail), result):
             break
-    return result
+
+
+def _confirm(step: StepFn, result: SearchResult) -> bool:
+    """One more step at the capacity; True when the search is over (confirmed, or cannot go on)."""
+    rate = result.last_pass
+    assert rate is not None
+    if not _take(step, rate, result):
+        return True
+    if result.steps[-1].verdict == "pass":
+        result.confirmed = True
+        return True
+    result.confirmed = False
+    result.first_fail = rate
+    below = [s.rate_rps for s in result.steps if s.verdict == "pass" and s.rate_rps < rate]
+    result.last_pass = max(below, default=None)
+    return result.last_pass is None
 
 
 def _bracket(step: StepFn, settings: SearchSettings, result: SearchResult, rate: float) -> bool:
@@ -123,6 +154,8 @@ def _take(step: StepFn, rate: float, result: SearchResult) -> bool:
         result.generator_bound = True
         return False
     below_fail = result.first_fail is None or rate < result.first_fail
+    if verdict.verdict == "pass" and rate == result.last_pass:
+        return True
     if verdict.verdict == "pass":
         if below_fail and (result.last_pass is None or rate > result.last_pass):
             result.last_pass = rate

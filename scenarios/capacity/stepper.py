@@ -1,5 +1,5 @@
-"""Running one step for real: a Locust session fires the step's schedule, and the step ends as
-soon as `assess` calls it (or at its deadline, whichever is first).
+"""Running one step for real: a Locust session fires the step's schedule, `assess` judges it at
+each planned look, and the step ends at the first look that calls it (or at its deadline).
 
 The loop is bounded twice: by the step's own deadline on the step clock and by the load
 session's deadline, so a silent target or a stuck generator costs one step, never the search.
@@ -23,6 +23,7 @@ from scenarios.capacity.steps import (
     StepRules,
     assess,
     live_frame,
+    look_times,
     step_schedule,
 )
 from scenarios.load.locust import LoadError
@@ -125,8 +126,10 @@ class StepRunner:
 
     def _watch(self, session: LoadSession, schedule: pd.DataFrame, parts: list[pd.DataFrame],
                t0: float) -> Assessment:
+        """Poll the session; judge at each planned look (`steps.look_times`), and at the end."""
         cpu: list[float] = []
-        earliest = self.rules.warmup_s + min(self.rules.fail_after_s, self.rules.measure_s)
+        interim = look_times(self.rules, self.specs)
+        look = 1
         for _ in range(math.ceil(self.rules.deadline_s / POLL_S) + MAX_LATE_POLLS):
             time.sleep(POLL_S)
             now = time.time() - t0
@@ -136,15 +139,18 @@ class StepRunner:
             if done and now < self.rules.schedule_s:
                 return Assessment("invalid", GENERATOR, "the load generator stopped before the step's end; "
                                   "see its locust.log", now)
-            if now < earliest:
+            due_interim = look < self.rules.looks and now >= interim[look - 1]
+            if not due_interim and now < self.rules.schedule_s:
                 continue
             frame = live_frame(schedule, pd.concat(parts, ignore_index=True), now,
                                documents_via_jobs=session.plan.jobs_in_use)
-            final = now >= self.rules.deadline_s or (now >= self.rules.schedule_s
-                                                     and (done or not _pending(frame, self.rules)))
-            verdict = assess(frame, self.specs, self.rules, now, final=final, cpu_max=max(cpu[1:], default=0.0))
+            if not due_interim and now < self.rules.deadline_s and not done and _pending(frame, self.rules):
+                continue
+            current = look if due_interim else self.rules.looks
+            verdict = assess(frame, self.specs, self.rules, now, look=current, cpu_max=max(cpu[1:], default=0.0))
             if verdict.decision != "continue":
                 return verdict
+            look = current + 1
         return Assessment("invalid", GENERATOR, "the step found no verdict before its deadline (the runner "
                           "itself fell behind)", time.time() - t0)
 

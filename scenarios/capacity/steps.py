@@ -1,9 +1,11 @@
 """One step of the search, as data: its schedule, what is known mid-step, and the step's verdict.
 
 A step is the scenario's request mix (kinds, sizes, priorities, modes, repetition) at one
-constant open-loop Poisson rate: a warm-up, then a measurement window. `assess` is called on
-every poll with what has come back so far and says pass, fail, invalid or keep going; it is pure
-(no Locust, no server), so the early-stopping rules are tested on made-up frames.
+constant open-loop Poisson rate: a warm-up, then a measurement window. The window is judged at a
+few planned looks (`reports.sequential`: evenly spread, with O'Brien-Fleming error spending), each
+over the requests due up to its share of the window; `assess` is one look and says pass, fail,
+invalid or keep going. It is pure (no Locust, no server), so the rules are tested on made-up
+frames.
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from reports.schema import SloSpec
+from reports.schema import LATENCY_KINDS, SloSpec
+from reports.sequential import LOOKS, look_fractions
 from reports.stepstats import SloCall, judge_slos, step_figures
 from scenarios.load.health import generator_figures
 from scenarios.load.parts import merge_requests
 from traffic_models import generate_schedule
 from traffic_models.model import TrafficModel
 
-__all__ = ["Assessment", "StepRules", "assess", "completions", "from_send", "live_frame", "step_schedule"]
+__all__ = ["Assessment", "StepRules", "assess", "completions", "from_send", "live_frame", "look_times", "step_schedule"]
 
 Decision = Literal["pass", "fail", "invalid", "continue"]
 DEFAULT_MEASURE_S = 30.0
@@ -31,17 +34,16 @@ CPU_SATURATED = 0.95
 THROUGHPUT = "throughput"
 GENERATOR = "generator"
 SPARE_ROWS = 1.3  # draw the mix at a higher rate, so that rate x duration rows are (nearly) always there
+SETTLE_S = 5.0
 
 
 @dataclass(frozen=True, kw_only=True)
 class StepRules:
-    """How long a step runs and when its verdict may be called early."""
+    """How long a step runs and how many planned looks judge it (the last at the window's end)."""
 
     measure_s: float = DEFAULT_MEASURE_S
     warmup_s: float = 5.0
-    fail_after_s: float = 2.0
-    min_early_samples: int = 20
-    pass_after_share: float = 0.5
+    looks: int = LOOKS
     tail_s: float = 30.0
     record_lag_s: float = 1.5
     min_achieved_share: float = ACHIEVED_SHARE
@@ -59,6 +61,19 @@ class StepRules:
     def deadline_s(self) -> float:
         """The latest moment (step clock) a step is judged, pending requests or not."""
         return self.schedule_s + self.tail_s
+
+    def look_end(self, look: int) -> float:
+        """The end (step clock) of the requests look `look` covers: its share of the window."""
+        start, end = self.window
+        return start + float(look_fractions(self.looks)[look - 1]) * (end - start)
+
+
+def look_times(rules: StepRules, specs: list[SloSpec]) -> list[float]:
+    """When each interim look is taken: once its requests have had time to be answered (the
+    longest latency threshold, at most SETTLE_S) and recorded. The last look is the step's end."""
+    thresholds = [float(s.threshold_ms or 0) / 1000.0 for s in specs if s.kind in LATENCY_KINDS]
+    settle = min(max(thresholds, default=SETTLE_S), SETTLE_S) + rules.record_lag_s
+    return [rules.look_end(k) + settle for k in range(1, rules.looks)]
 
 
 @dataclass(frozen=True)
@@ -125,27 +140,27 @@ def from_send(frame: pd.DataFrame) -> pd.DataFrame:
     return shifted
 
 
-def _window(frame: pd.DataFrame, rules: StepRules, now_s: float) -> tuple[pd.DataFrame, tuple[float, float]]:
-    start, end = rules.window
-    end = min(end, now_s)
+def _window(frame: pd.DataFrame, rules: StepRules, now_s: float, look: int) -> tuple[pd.DataFrame, tuple[float, float]]:
+    start = rules.window[0]
+    end = min(rules.look_end(look), now_s)
     intended = frame["intended_s"].to_numpy()
     return frame[(intended >= start) & (intended < end)].reset_index(drop=True), (start, end)
 
 
 def assess(frame: pd.DataFrame, specs: list[SloSpec], rules: StepRules, now_s: float, *,
-           final: bool, cpu_max: float = 0.0) -> Assessment:
-    """Pass, fail, invalid or continue, from the requests known at `now_s` (see the module doc)."""
-    measured, window = _window(frame, rules, now_s)
+           look: int, cpu_max: float = 0.0) -> Assessment:
+    """Look `look` of `rules.looks` at `now_s`: pass, fail, invalid or continue (module doc)."""
+    final = look >= rules.looks
+    measured, window = _window(frame, rules, now_s, look)
     figures = step_figures(measured, window=window, completions=completions(frame), specs=specs)
-    calls = judge_slos(measured, specs, now_s, final=final, record_lag_s=rules.record_lag_s)
-    into = now_s - rules.warmup_s
+    judge = {"look": look, "looks": rules.looks, "record_lag_s": rules.record_lag_s}
+    calls = judge_slos(measured, specs, now_s, **judge)
     generator = generator_figures(measured) | {"cpu_max": cpu_max}
     generator_problems = _generator_problems(generator, rules)
     figures = figures | generator | {"achieved_share": _achieved_share(frame, measured, window)}
     missed = [call for call in calls if call.decision == "missed"]
     if generator_problems:
-        own = [c for c in judge_slos(from_send(measured), specs, now_s, final=final, record_lag_s=rules.record_lag_s)
-               if c.decision == "missed"]
+        own = [c for c in judge_slos(from_send(measured), specs, now_s, **judge) if c.decision == "missed"]
         if own:
             return Assessment("fail", own[0].name, f"{own[0].name} missed even timed from the actual send, so the "
                               "service failed whatever the generator did", now_s, calls, figures, False)
@@ -153,13 +168,12 @@ def assess(frame: pd.DataFrame, specs: list[SloSpec], rules: StepRules, now_s: f
             return Assessment("invalid", GENERATOR, "the load generator could not keep up: "
                               + "; ".join(generator_problems), now_s, calls, figures, False)
         return Assessment("continue", None, "", now_s, calls, figures, False)
-    missed = [call for call in missed if final or call.samples >= rules.min_early_samples]
-    if missed and (final or into >= rules.fail_after_s):
+    if missed:
         return Assessment("fail", missed[0].name, _missed_text(missed[0]), now_s, calls, figures)
     achieved_ok = _achieved_ok(figures, rules)
-    if all(c.decision == "met" for c in calls) and achieved_ok and (
-            final or into >= rules.pass_after_share * rules.measure_s):
-        return Assessment("pass", None, f"every SLO met with 95% confidence ({len(calls)})", now_s, calls, figures)
+    if all(c.decision == "met" for c in calls) and achieved_ok:
+        return Assessment("pass", None, f"every SLO met with 95% confidence ({len(calls)}, look {look} of "
+                          f"{rules.looks})", now_s, calls, figures)
     if not final:
         return Assessment("continue", None, "", now_s, calls, figures)
     if not achieved_ok:

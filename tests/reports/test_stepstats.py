@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from reports.schema import SloSpec
+from reports.sequential import nominal_levels
 from reports.stepstats import judge_slos, samples_to_pass, step_figures
 
 P99 = SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=500)
@@ -14,13 +17,20 @@ AVAILABILITY = SloSpec(name="avail", kind="availability", objective=0.95)
 DEGRADED = SloSpec(name="degraded", kind="degraded", max_share=0.2)
 
 
+def _spread(n: int, count: int, offset: int = 0) -> np.ndarray:
+    """`count` rows spread evenly over n (bad requests scattered, not clustered)."""
+    mask = np.zeros(n, dtype=bool)
+    if count:
+        mask[(np.arange(count) * (n // count) + offset) % n] = True
+    return mask
+
+
 def _frame(n: int, *, slow: int = 0, failed: int = 0, pending: int = 0, rate: float = 50.0) -> pd.DataFrame:
-    """n requests at `rate`; the first `slow` take 900 ms, the next `failed` fail, the last `pending` are unanswered."""
+    """n requests at `rate`; `slow` of them (spread) take 900 ms, `failed` (spread) fail, the last `pending`
+    are unanswered."""
     intended = np.arange(n) / rate
-    latency = np.full(n, 100.0)
-    latency[:slow] = 900.0
-    ok = np.ones(n, dtype=bool)
-    ok[slow:slow + failed] = False
+    latency = np.where(_spread(n, slow), 900.0, 100.0)
+    ok = ~_spread(n, failed, offset=1)
     done = intended + latency / 1000.0
     if pending:
         done[-pending:] = np.nan
@@ -31,11 +41,12 @@ def _frame(n: int, *, slow: int = 0, failed: int = 0, pending: int = 0, rate: fl
     })
 
 
-def test_stepstats_samples_to_pass_is_the_zero_bad_sample_size() -> None:
-    assert samples_to_pass(P99) == 299
-    assert samples_to_pass(SloSpec(name="p95", kind="latency", percentile=95, threshold_ms=1)) == 59
-    assert samples_to_pass(AVAILABILITY) == 59
-    assert samples_to_pass(DEGRADED) == 14
+def test_stepstats_samples_to_pass_is_the_zero_bad_sample_size_at_the_final_look() -> None:
+    level = float(nominal_levels()[-1])
+    assert 0.04 < level < 0.05  # spending leaves the final look nearly its full 5%
+    assert samples_to_pass(P99) == math.ceil(math.log(level) / math.log(0.99))
+    assert samples_to_pass(P99, looks=1) == 299  # one look: the plain one-sided 95% bound
+    assert samples_to_pass(AVAILABILITY, looks=1) == 59 and samples_to_pass(DEGRADED, looks=1) == 14
 
 
 def test_stepstats_p99_met_missed_or_open_by_the_evidence() -> None:
@@ -60,18 +71,38 @@ def test_stepstats_pending_requests_count_only_once_they_are_over_the_threshold(
     assert later.pending == 0 and later.bad == 5
 
 
-def test_stepstats_mid_step_only_the_settled_part_is_judged() -> None:
-    frame = _frame(400, pending=20)
-    now = float(frame["intended_s"].max())
-    call = judge_slos(frame, [P99], now, final=False, record_lag_s=1.0)[0]
-    assert call.pending == 0 and call.samples < 400 - 20
+def test_stepstats_an_early_look_needs_more_evidence_than_the_last() -> None:
+    frame = _frame(400)
+    assert judge_slos(frame, [P99], 20.0, look=1)[0].decision == "open"
+    assert judge_slos(frame, [P99], 20.0, look=4)[0].decision == "met"
+
+
+def test_stepstats_clustered_bad_requests_count_for_fewer_independent_ones() -> None:
+    scattered = _frame(1500, slow=25)
+    clustered = _frame(1500)
+    clustered.loc[600:624, "latency_ms"] = 900.0  # the same 25 slow requests, in one queueing burst
+    clustered["done_s"] = clustered["intended_s"] + clustered["latency_ms"] / 1000.0
+    calm, burst = judge_slos(scattered, [P99], 40.0)[0], judge_slos(clustered, [P99], 40.0)[0]
+    assert calm.design_effect == 1.0 and burst.design_effect > 5.0
+    assert calm.decision == "missed" and burst.decision == "open"
+
+
+def test_stepstats_degraded_share_counts_pending_requests_against_a_pass() -> None:
+    frame = _frame(300, pending=40)
+    frame["degraded"] = _spread(300, 10)  # 10 degraded of the 260 answered
+    now = float(frame["intended_s"].max()) + 0.1
+    loose = SloSpec(name="degraded", kind="degraded", max_share=0.12)
+    call = judge_slos(frame, [loose], now)[0]
+    assert call.pending == 40 and call.decision == "open"  # 50 of 300 could be degraded: not shown met
+    answered = judge_slos(frame.iloc[:260], [loose], now)[0]
+    assert answered.decision == "met"
 
 
 def test_stepstats_availability_and_degraded_shares() -> None:
     assert judge_slos(_frame(300), [AVAILABILITY], 10.0)[0].decision == "met"
     assert judge_slos(_frame(300, failed=40), [AVAILABILITY], 10.0)[0].decision == "missed"
     frame = _frame(300)
-    frame.loc[:99, "degraded"] = True
+    frame["degraded"] = _spread(300, 100)
     assert judge_slos(frame, [DEGRADED], 10.0)[0].decision == "missed"
 
 
@@ -99,7 +130,7 @@ def _streamed(n: int, *, slow_first: int = 0, pending: int = 0) -> pd.DataFrame:
     frame["done_s"] = np.where(frame["done_s"].isna(), np.nan, frame["intended_s"] + 1.0)
     frame["latency_ms"] = (frame["done_s"] - frame["intended_s"]) * 1000.0
     ttft = np.full(n, 200.0)
-    ttft[:slow_first] = 800.0
+    ttft[_spread(n, slow_first)] = 800.0
     frame["ttft_ms"] = np.where(frame["done_s"].isna(), np.nan, ttft)
     return frame
 

@@ -3,7 +3,8 @@
 `ChatServer` is OpenAI-compatible and streams at known times (the ground truth for TTFT and
 inter-token latency): the first token `first_s` after the request arrived, then one every
 `every_s`, with one stall of `stall_s` before token `stall_at`; every write is scheduled against
-the request's arrival (no drift) and logged. It also serves `/v2/models/{m}/infer` (KServe v2)
+the request's arrival (no drift) and logged. With `cut_every` = k, every k-th streamed answer after
+the first (the probe's) ends cleanly after two tokens, with neither a finish reason nor [DONE]. It also serves `/v2/models/{m}/infer` (KServe v2)
 and `/echo` (a plain JSON service), and refuses a request without the expected bearer token.
 """
 
@@ -48,6 +49,17 @@ class TargetState:
     seen_auth: list[str] = field(default_factory=list)
     bodies: list[dict] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    cut_every: int = 0
+    streams: int = 0
+    cut: int = 0
+
+    def cuts_next(self) -> bool:
+        """Count one streamed answer; whether it is one to cut short."""
+        with self.lock:
+            index, self.streams = self.streams, self.streams + 1
+            cut = self.cut_every > 0 and index > 0 and index % self.cut_every == 0
+            self.cut += cut
+            return cut
 
 
 def _handler(state: TargetState) -> type[BaseHTTPRequestHandler]:
@@ -111,11 +123,14 @@ def _handler(state: TargetState) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            for k, offset in enumerate(offsets):
+            cut = state.cuts_next()
+            for k, offset in enumerate(offsets[:2] if cut else offsets):
                 time.sleep(max(0.0, arrived + offset - time.monotonic()))
                 event = {"object": "chat.completion.chunk", "model": body.get("model"),
                          "choices": [{"index": 0, "delta": {"content": f"t{k} "}, "finish_reason": None}]}
                 self._chunk(b"data: " + json.dumps(event).encode() + b"\n\n")
+            if cut:
+                return self._chunk(b"")
             usage = {"object": "chat.completion.chunk", "choices": [], "usage": {"completion_tokens": len(offsets)}}
             self._chunk(b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n")
             self._chunk(b"")

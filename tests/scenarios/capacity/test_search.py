@@ -32,13 +32,13 @@ def test_search_brackets_up_then_bisects_to_the_precision() -> None:
 def test_search_a_ten_times_bracket_to_five_percent_takes_about_nine_steps() -> None:
     step, tried = _service(33.3)
     search(step, SearchSettings(min_rps=5, max_rps=50, precision=0.05))
-    assert len(tried) <= 9
+    assert len(tried) <= 10  # nine, and the confirmation at the capacity
 
 
 def test_search_ceiling_when_every_rate_passes() -> None:
     step, tried = _service(1000.0)
     result = search(step, SearchSettings(min_rps=10, max_rps=30))
-    assert tried == [10, 20, 30] and result.ceiling and result.capacity_rps == 30
+    assert tried == [10, 20, 30, 30] and result.ceiling and result.capacity_rps == 30 and result.confirmed
 
 
 def test_search_below_the_minimum_when_the_first_step_fails() -> None:
@@ -63,7 +63,32 @@ def test_search_a_start_above_capacity_walks_down_then_bisects() -> None:
 def test_search_steps_are_bounded() -> None:
     step, tried = _service(33.0)
     search(step, SearchSettings(min_rps=1, max_rps=1e6, precision=1e-6, max_steps=12))
-    assert len(tried) == 12
+    assert len(tried) == 13  # twelve, and the confirmation of the figure found
+
+
+def test_search_confirms_the_capacity_with_a_second_step() -> None:
+    step, tried = _service(47.0)
+    result = search(step, SearchSettings(min_rps=10, max_rps=100, precision=0.05))
+    assert result.confirmed and tried[-1] == result.capacity_rps and tried.count(result.capacity_rps) == 2
+
+
+def test_search_a_lucky_pass_that_fails_its_confirmation_is_searched_below() -> None:
+    calls: dict[float, int] = {}
+
+    def step(rate: float) -> StepVerdict:  # truly 40; the first step at any rate above it passes by luck once
+        calls[rate] = calls.get(rate, 0) + 1
+        lucky = 40.0 < rate <= 46.0 and calls[rate] == 1 and sum(calls.values()) < 8
+        return StepVerdict(rate, "pass" if rate <= 40.0 or lucky else "fail", None if rate <= 40.0 else "p99")
+
+    result = search(step, SearchSettings(min_rps=10, max_rps=80, precision=0.05))
+    assert result.capacity_rps is not None and result.capacity_rps <= 40.0
+    assert result.confirmed and result.first_fail is not None and result.first_fail > result.capacity_rps
+
+
+def test_search_without_confirmation_takes_no_extra_step() -> None:
+    step, tried = _service(47.0)
+    result = search(step, SearchSettings(min_rps=10, max_rps=100, precision=0.05, confirm=False))
+    assert result.confirmed is None and tried.count(result.capacity_rps) == 1
 
 
 @pytest.mark.parametrize("fields, text", [

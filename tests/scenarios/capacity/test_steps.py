@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from reports.schema import SloSpec
-from scenarios.capacity.steps import StepRules, assess, live_frame, step_schedule
+from scenarios.capacity.steps import StepRules, assess, live_frame, look_times, step_schedule
 from traffic_models import load_traffic_model
 
 P99 = SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=500)
@@ -54,21 +54,29 @@ def test_steps_live_frame_marks_unanswered_rows_and_ends_recorded_failures_now()
     assert not frame["ok"].iat[1]
 
 
-def test_steps_a_clear_failure_stops_the_step_early() -> None:
+def test_steps_a_clear_failure_stops_the_step_at_the_first_look() -> None:
     frame = _requests(40.0, 8.0, slow_share=0.2)
-    verdict = assess(frame, [P99], RULES, 8.0, final=False)
+    verdict = assess(frame, [P99], RULES, 8.0, look=1)
     assert verdict.decision == "fail" and verdict.limiting == "p99"
 
 
-def test_steps_a_clear_pass_waits_for_half_the_measurement() -> None:
-    early = assess(_requests(100.0, 8.0), [P99], RULES, 8.0, final=False)
-    assert early.decision == "continue"
-    later = assess(_requests(100.0, 14.0), [P99], RULES, 14.0, final=False)
+def test_steps_a_look_judges_only_its_share_of_the_window() -> None:
+    frame = _requests(100.0, 22.0)
+    first = assess(frame, [P99], RULES, 22.0, look=1)
+    assert first.calls[0].samples == pytest.approx(100.0 * RULES.measure_s / RULES.looks, abs=2)
+    assert first.decision == "continue"  # 500 requests, none bad: not enough at the first look's level
+    later = assess(frame, [P99], RULES, 22.0, look=3)
     assert later.decision == "pass", later.reason
 
 
+def test_steps_interim_looks_wait_for_answers_within_the_threshold() -> None:
+    times = look_times(RULES, [P99])
+    assert len(times) == RULES.looks - 1
+    assert times[0] == pytest.approx(RULES.look_end(1) + 0.5 + RULES.record_lag_s)
+
+
 def test_steps_too_few_requests_end_open_and_count_as_a_failure() -> None:
-    verdict = assess(_requests(5.0, 24.0), [P99], RULES, 24.0, final=True)
+    verdict = assess(_requests(5.0, 24.0), [P99], RULES, 24.0, look=RULES.looks)
     assert verdict.decision == "fail" and "not shown met" in verdict.reason
 
 
@@ -77,22 +85,22 @@ def test_steps_a_service_that_falls_behind_fails_on_throughput() -> None:
     late = frame["intended_s"].to_numpy() > 11.0
     frame.loc[late, "done_s"] = 23.0  # half the window answered only after it: the service fell behind
     frame["latency_ms"] = (frame["done_s"] - frame["intended_s"]) * 1000.0
-    verdict = assess(frame, [], RULES, 23.5, final=True)
+    verdict = assess(frame, [], RULES, 23.5, look=RULES.looks)
     assert verdict.decision == "fail" and verdict.limiting == "throughput"
 
 
 def test_steps_a_lagging_generator_makes_the_step_invalid() -> None:
-    verdict = assess(_requests(50.0, 22.0, lag_ms=120.0), [P99], RULES, 22.5, final=True)
+    verdict = assess(_requests(50.0, 22.0, lag_ms=120.0), [P99], RULES, 22.5, look=RULES.looks)
     assert verdict.decision == "invalid" and "schedule lag" in verdict.reason and not verdict.generator_valid
 
 
 def test_steps_a_service_failing_even_from_the_actual_send_is_a_failure_not_invalid() -> None:
     frame = _requests(50.0, 22.0, lag_ms=120.0, slow_share=0.3)
-    verdict = assess(frame, [P99], RULES, 22.5, final=True)
+    verdict = assess(frame, [P99], RULES, 22.5, look=RULES.looks)
     assert verdict.decision == "fail" and "actual send" in verdict.reason
 
 
 @pytest.mark.parametrize("cpu, expected", [(0.5, "pass"), (0.97, "invalid")])
 def test_steps_generator_cpu_saturation_is_invalid(cpu: float, expected: str) -> None:
-    verdict = assess(_requests(50.0, 22.0), [P99], RULES, 22.5, final=True, cpu_max=cpu)
+    verdict = assess(_requests(50.0, 22.0), [P99], RULES, 22.5, look=RULES.looks, cpu_max=cpu)
     assert verdict.decision == expected
