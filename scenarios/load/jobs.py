@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import gevent
 
-from scenarios.load.openloop import Outcome, outcome_from
+from scenarios.protocols.outcome import Outcome, outcome_from
 
 JOBS_PATH = "/v1/jobs"
 JOB_POLL_NAME = "/v1/jobs/{id}"

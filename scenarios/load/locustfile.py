@@ -16,15 +16,17 @@ import os
 from typing import Any
 
 import gevent
+from gevent import GreenletExit
 from locust import FastHttpUser, events, task
+from locust.runners import STATE_CLEANUP, STATE_STOPPED
 
 from scenarios.load.handoff import stamp_connections
 from scenarios.load.jobs import JOB_POLL_NAME, JOBS_PATH, JobFollower, Reply
-from scenarios.load.openloop import Outcome
 from scenarios.load.wire import WireSender, no_response
 from scenarios.load.worker import ENV_CONFIG, WorkerConfig, run_worker
 from scenarios.load.worker_relay import WorkerRelay, install_relay
 from scenarios.protocols.base import make_protocol
+from scenarios.protocols.outcome import Outcome
 from scenarios.protocols.rushhour import translate_body
 from scenarios.protocols.tls import ssl_context_factory
 
@@ -41,13 +43,14 @@ def _install_relay(environment: Any, **_kwargs: Any) -> None:
         RELAY.append(relay)
 
 
-def _settings() -> tuple[int | None, WorkerConfig | None]:
-    """This worker's index (None: Locust's own) and settings: from the master when remote."""
+def _settings() -> tuple[int | None, WorkerConfig | None, str | None]:
+    """This worker's index (None: Locust's own), settings and host: from the master when remote
+    (the host as this worker's own guard let it through, not as Locust's spawn message says)."""
     relay = RELAY[0] if RELAY else None
     if isinstance(relay, WorkerRelay):
         joined = relay.joined()
-        return joined.index, joined.config
-    return None, WorkerConfig.from_env() if os.environ.get(ENV_CONFIG) else None
+        return joined.index, joined.config, joined.host
+    return None, WorkerConfig.from_env() if os.environ.get(ENV_CONFIG) else None, None
 
 
 class OpenLoopUser(FastHttpUser):
@@ -61,7 +64,9 @@ class OpenLoopUser(FastHttpUser):
     insecure = False
 
     def __init__(self, environment: Any) -> None:
-        self._index, self._config = _settings()
+        self._index, self._config, host = _settings()
+        if host is not None:
+            self.host = host
         self.protocol = make_protocol((self._config.target if self._config else None) or {})
         self.ssl_context_factory = ssl_context_factory(self.protocol.spec.ca_bundle)
         super().__init__(environment)
@@ -71,12 +76,24 @@ class OpenLoopUser(FastHttpUser):
     @task
     def replay(self) -> None:
         index = self.environment.runner.worker_index if self._index is None else self._index
-        try:  # the share is claimed before firing, so even a re-run of this task never refires it
+        # Its own greenlet: Locust may move users between workers when one joins or leaves
+        # (rebalancing), and that must not cut a share short. The share is claimed before firing,
+        # so another user (or a re-run of this task) never fires it twice.
+        firing = gevent.spawn(self._fire, index)
+        try:
+            firing.join()
+        except GreenletExit:
+            if self.environment.runner.state in (STATE_CLEANUP, STATE_STOPPED):  # the load's end, not a move
+                firing.kill()  # the firer writes what it has on the way out
+            raise
+        while True:  # done: idle until the runner stops Locust
+            gevent.sleep(3600)
+
+    def _fire(self, index: int) -> None:
+        try:
             run_worker(self._config or WorkerConfig.from_env(), index, self._send, send_job=self._send_job)
         except Exception:
             log.exception("Load worker %d failed mid-share; its remaining rows stay not sent.", index)
-        while True:  # done: idle until the runner stops Locust
-            gevent.sleep(3600)
 
     def _send_job(self, payload: dict[str, object], timeout_s: float) -> Outcome:
         return JobFollower(self._call).run(translate_body(payload), timeout_s)

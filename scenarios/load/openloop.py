@@ -13,7 +13,6 @@ answer, its error, its time-out, or its cancellation at the end of the run, and 
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,43 +26,11 @@ from gevent.pool import Group
 
 from scenarios.load import handoff
 from scenarios.load.parts import PartWriter
+from scenarios.protocols.outcome import Outcome
 
-TRANSLATE_PATH = "/v1/translate"
 JOB_CAP_S = 120.0
 """The longest a document sent through the jobs API is followed, whatever its deadline."""
 JOB_GUARD_S = 0.5
-
-
-@dataclass(frozen=True)
-class TokenTiming:
-    """When the tokens of a streamed answer arrived (monotonic, as `time.monotonic()`), how many
-    there were, and the answer's own inter-token gaps (ms); `first_at` None: no token came."""
-
-    first_at: float | None = None
-    last_at: float | None = None
-    output_tokens: int | None = None
-    itl_p50_ms: float = float("nan")
-    itl_p99_ms: float = float("nan")
-    itl_max_ms: float = float("nan")
-
-
-NO_TOKENS = TokenTiming()
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What came back for one request (status 0 = no HTTP response at all)."""
-
-    status: int
-    error: str = ""
-    model: str = ""
-    cached: bool = False
-    degraded: bool = False
-    node: str = ""
-    first_segment_at: float | None = None
-    """Monotonic time (time.monotonic()) the first finished segment was seen; jobs only."""
-    tokens: TokenTiming = NO_TOKENS
-    """Generative targets: output tokens and, when streamed, when they arrived."""
 
 
 Sender = Callable[[dict[str, object], float], Outcome]
@@ -78,24 +45,6 @@ def monotonic_anchor(t0: float) -> float:
     """The `time.monotonic()` reading at wall-clock time `t0`: the wall clock places the start once,
     every duration after it is measured on the monotonic clock."""
     return time.monotonic() + (t0 - time.time())
-
-
-def outcome_from(status: int, body: bytes | str | None, error: str = "") -> Outcome:
-    """Turn an HTTP status and JSON body (success or error shape) into an Outcome."""
-    try:
-        data = json.loads(body) if body else {}
-    except ValueError:
-        data = {}
-    if not isinstance(data, dict):
-        data = {}
-    if 200 <= status < 300:
-        return Outcome(
-            status=status, model=str(data.get("model") or ""), cached=bool(data.get("cached")),
-            degraded=bool(data.get("degraded")), node=str(data.get("node") or ""),
-        )
-    detail = data.get("error")
-    code = detail.get("code") if isinstance(detail, dict) else None
-    return Outcome(status=status, error=str(code or error or f"http {status}"))
 
 
 def worker_share(schedule: pd.DataFrame, index: int, count: int) -> pd.DataFrame:
@@ -140,7 +89,7 @@ class FirePlan:
             "source_lang": source, "target_lang": target, "mode": c.mode[i],
             "priority": c.priority[i], "tenant": c.tenant[i],
             "deadline_ms": c.deadline_ms[i], "kind": c.kind[i], "chars": c.chars[i],
-            "max_tokens": c.max_tokens[i],
+            "max_tokens": c.max_tokens[i], "base_url": c.base_url[i],
         }
 
     def timeout_s(self, i: int) -> float:
@@ -168,6 +117,8 @@ class RowColumns:
     deadline_ms: list[float]
     kind: list[str]
     max_tokens: list[int]
+    base_url: list[str]
+    """Per-row target (`rushhour ab` sends each trial to its arm); "" for the session's host."""
 
     @classmethod
     def of(cls, rows: pd.DataFrame, languages: tuple[str, ...]) -> RowColumns:
@@ -181,6 +132,7 @@ class RowColumns:
             mode=_strings(rows, "mode", n), priority=_strings(rows, "priority", n), tenant=_strings(rows, "tenant", n),
             deadline_ms=rows["deadline_ms"].to_numpy(dtype=float).tolist(), kind=_strings(rows, "kind", n),
             max_tokens=(rows["max_tokens"].to_numpy(dtype=np.int64).tolist() if "max_tokens" in rows else [0] * n),
+            base_url=_strings(rows, "base_url", n),
         )
 
 

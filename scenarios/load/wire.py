@@ -13,8 +13,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from scenarios.load.openloop import Outcome
 from scenarios.protocols.base import WireProtocol
+from scenarios.protocols.outcome import Outcome
 
 
 def no_response(response: Any) -> str:
@@ -32,7 +32,8 @@ class WireSender:
 
     def __call__(self, fields: Mapping[str, object], timeout_s: float) -> Outcome:
         request = self._protocol.request(fields)
-        response = self._client.request(request.method, request.path, data=request.body, headers=request.headers,
+        url = f"{fields.get('base_url') or ''}{request.path}"  # a row may name its own target (`rushhour ab`)
+        response = self._client.request(request.method, url, data=request.body, headers=request.headers,
                                         name=self._label, stream=request.stream)
         status = int(response.status_code or 0)
         if not status:

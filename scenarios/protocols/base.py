@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from scenarios.load.openloop import Outcome
 from scenarios.protocols.credentials import auth_headers
+from scenarios.protocols.outcome import Outcome
 from scenarios.spec.target import ROW_FIELDS, TargetProtocol
 
 __all__ = ["ROW_FIELDS", "StreamParser", "WireProtocol", "WireRequest", "json_body", "make_protocol",

@@ -14,8 +14,8 @@ from functools import cached_property
 from jinja2 import StrictUndefined, Template, UndefinedError
 from jinja2.sandbox import SandboxedEnvironment
 
-from scenarios.load.openloop import Outcome
 from scenarios.protocols.base import WireProtocol, WireRequest, json_body
+from scenarios.protocols.outcome import Outcome
 from scenarios.spec.target import HttpTemplate, TargetProtocol
 
 STATUS_BAD_ANSWER = 502

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from scenarios.load.openloop import Outcome, TokenTiming
 from scenarios.protocols.base import StreamParser, WireProtocol, WireRequest, json_body
+from scenarios.protocols.outcome import Outcome, TokenTiming
 from scenarios.protocols.streaming import SseParser
 
 CHAT_PATH = "/v1/chat/completions"
@@ -57,7 +57,7 @@ class OpenAIChatProtocol(WireProtocol):
                        tokens=TokenTiming(output_tokens=int(tokens) if isinstance(tokens, int) else None))
 
     def stream_parser(self) -> StreamParser:
-        return SseParser(read_chunk_event)
+        return SseParser(read_chunk_event, ends=chunk_finishes)
 
 
 STATUS_BAD_ANSWER = 502
@@ -77,6 +77,12 @@ def read_chunk_event(event: dict[str, object]) -> tuple[int, str, str, int | Non
         text = text or str(choices[0].get("text") or "")
     return (1 if text else 0, str(event.get("model") or ""), error_code(event),
             int(tokens) if isinstance(tokens, int) else None)
+
+
+def chunk_finishes(event: dict[str, object]) -> bool:
+    """Whether a chunk closes the answer: a choice with a `finish_reason` ("stop", "length", ...)."""
+    choices = event.get("choices")
+    return isinstance(choices, list) and any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
 
 
 def error_code(data: dict[str, object]) -> str:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from scenarios.load.openloop import Outcome
 from scenarios.protocols.base import (
     WireProtocol,
     WireRequest,
@@ -24,6 +23,7 @@ from scenarios.protocols.base import (
     sample_fields,
 )
 from scenarios.protocols.credentials import CredentialError, masked_headers
+from scenarios.protocols.outcome import Outcome
 from scenarios.protocols.tls import verify_setting
 from scenarios.spec.target import TargetProtocol
 

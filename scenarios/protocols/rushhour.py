@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from scenarios.load.openloop import TRANSLATE_PATH, Outcome, outcome_from
 from scenarios.protocols.base import WireProtocol, WireRequest
+from scenarios.protocols.outcome import Outcome, outcome_from
+
+TRANSLATE_PATH = "/v1/translate"
 
 TRANSLATE_FIELDS = ("text", "source_lang", "target_lang", "mode", "priority", "tenant", "deadline_ms")
 

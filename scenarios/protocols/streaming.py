@@ -5,6 +5,11 @@ text counts as one token arriving at its chunk's stamp (several events in one ch
 which is what the client really saw). The answer's own inter-token gaps are summarised per
 request (median, P99, worst); output tokens are the server's `usage.completion_tokens` when it
 reports them (a server may pack several tokens per event), else the events counted.
+
+A stream must end as the protocol says it ends: `data: [DONE]` or an event the protocol's
+`ends` reads as final (an OpenAI `finish_reason`), with at least one token. One that stops
+before either (a proxy timeout, a crashed worker, a load balancer closing the connection) is a
+failed request, "stream cut", however clean the connection's close looked.
 """
 
 from __future__ import annotations
@@ -15,9 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scenarios.load.openloop import Outcome, TokenTiming
-from scenarios.protocols.base import StreamParser
 from kernel.quantiles import percentile_value
+from scenarios.protocols.base import StreamParser
+from scenarios.protocols.outcome import Outcome, TokenTiming
 
 __all__ = ["SseParser", "token_timing"]
 
@@ -43,12 +48,17 @@ def token_timing(times: list[float], output_tokens: int | None) -> TokenTiming:
 Event = Callable[[dict[str, object]], "tuple[int, str, str, int | None]"]
 """Reads one parsed event: (tokens in it, model, error code, usage tokens or None)."""
 
+Ends = Callable[[dict[str, object]], bool]
+"""Whether one parsed event says the answer is complete (e.g. it carries a finish reason)."""
+CUT = "stream cut"
+
 
 @dataclass
 class SseParser(StreamParser):
     """Splits `data:` lines out of the chunks and hands each JSON event to `read_event`."""
 
     read_event: Event
+    ends: Ends | None = None
     times: list[float] = field(default_factory=list)
     model: str = ""
     error: str = ""
@@ -81,6 +91,7 @@ class SseParser(StreamParser):
         self.model = self.model or model
         self.error = self.error or error
         self.usage = usage if usage is not None else self.usage
+        self.done = self.done or (self.ends is not None and self.ends(event))
 
     def outcome(self, status: int, error: str = "") -> Outcome:
         if self._buffer.strip():
@@ -92,5 +103,10 @@ class SseParser(StreamParser):
         if self.error:
             return Outcome(status=STREAM_ERROR_STATUS, error=f"stream error: {self.error}", model=self.model, tokens=tokens)
         if error:
-            return Outcome(status=0, error=f"stream cut: {error}", model=self.model, tokens=tokens)
+            return Outcome(status=0, error=f"{CUT}: {error}", model=self.model, tokens=tokens)
+        if not self.done:
+            return Outcome(status=0, error=f"{CUT}: the stream ended without [DONE] or a finish reason",
+                           model=self.model, tokens=tokens)
+        if not self.times:
+            return Outcome(status=0, error=f"{CUT}: the stream ended without a token", model=self.model, tokens=tokens)
         return Outcome(status=status, model=self.model, tokens=tokens)

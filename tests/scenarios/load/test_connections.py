@@ -17,8 +17,9 @@ from reports.results import load_run
 from reports.summary import summarise
 from scenarios.load import handoff
 from scenarios.load.health import generator_figures
-from scenarios.load.openloop import FirePlan, OpenLoopFirer, Outcome
+from scenarios.load.openloop import FirePlan, OpenLoopFirer
 from scenarios.load.parts import PartWriter, list_parts, read_parts
+from scenarios.protocols.outcome import Outcome
 from tests.scenarios.load.truth import Fate, row_schedule, run_session, truth_server
 
 CONNECTIONS = 2

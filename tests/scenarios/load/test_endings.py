@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 from scenarios.load import handoff
-from scenarios.load.openloop import FirePlan, OpenLoopFirer, Outcome
+from scenarios.load.openloop import FirePlan, OpenLoopFirer
 from scenarios.load.parts import PartWriter, list_parts, read_parts
 from scenarios.load.session import LoadPlan, LoadSession
+from scenarios.protocols.outcome import Outcome
 from tests.scenarios.load.truth import (
     Fate,
     connection_trap,

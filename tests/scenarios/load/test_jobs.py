@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from scenarios.load.jobs import JOBS_PATH, JobFollower, Reply
-from scenarios.load.openloop import FirePlan, OpenLoopFirer, Outcome
+from scenarios.load.openloop import FirePlan, OpenLoopFirer
 from scenarios.load.parts import (
     REQUEST_COLUMNS,
     PartWriter,
@@ -19,6 +19,7 @@ from scenarios.load.parts import (
     merge_requests,
     read_parts,
 )
+from scenarios.protocols.outcome import Outcome
 
 
 class FakeClock:

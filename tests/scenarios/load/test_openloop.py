@@ -10,9 +10,10 @@ import gevent
 import numpy as np
 import pandas as pd
 
-from scenarios.load.openloop import FirePlan, OpenLoopFirer, Outcome, outcome_from, worker_share
+from scenarios.load.openloop import FirePlan, OpenLoopFirer, worker_share
 from scenarios.load.parts import PartWriter, list_parts, merge_requests, read_parts
 from scenarios.load.session import LoadPlan, LoadSession
+from scenarios.protocols.outcome import Outcome, outcome_from
 
 
 def _run_locust(host: str, schedule: pd.DataFrame, tmp_path: Path, processes: int = 1) -> pd.DataFrame:

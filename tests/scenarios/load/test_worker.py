@@ -19,7 +19,6 @@ from reports.results import load_run
 from reports.summary import summarise
 from scenarios.load import openloop
 from scenarios.load.health import generator_figures
-from scenarios.load.openloop import Outcome
 from scenarios.load.parts import (
     duplicate_count,
     list_parts,
@@ -27,6 +26,7 @@ from scenarios.load.parts import (
     read_parts,
 )
 from scenarios.load.worker import WorkerConfig, publish_start, run_worker
+from scenarios.protocols.outcome import Outcome
 from tests.scenarios.load.truth import row_schedule
 
 ROWS = 30
