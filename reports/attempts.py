@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["attempt_values", "attempted", "fill_missing_ends", "good", "latest_end_s", "not_sent"]
+__all__ = ["attempt_values", "attempted", "fill_missing_ends", "gate_values", "good", "latest_end_s", "not_sent"]
 
 
 def attempted(requests: pd.DataFrame) -> np.ndarray:
@@ -33,6 +33,18 @@ def attempt_values(requests: pd.DataFrame, column: str = "latency_ms") -> np.nda
     """`column` for attempted rows, NaN for rows never sent (so percentiles skip them)."""
     values = requests[column].to_numpy(dtype=float)
     return np.where(attempted(requests), values, np.nan)
+
+
+def gate_values(requests: pd.DataFrame, column: str = "latency_ms") -> np.ndarray:
+    """`column` for successful attempts, +inf for failed ones, NaN for rows never sent.
+
+    The regression gate's view: a failed request never delivered its answer, so it is slower
+    than any answer for every percentile. Counting it at the moment it ended would let a
+    regression into fast 429/503 answers lower the tail.
+    """
+    values = attempt_values(requests, column)
+    failed = attempted(requests) & ~requests["ok"].to_numpy(dtype=bool)
+    return np.where(failed, np.inf, values)
 
 
 def good(requests: pd.DataFrame, threshold_ms: float, column: str = "latency_ms") -> np.ndarray:

@@ -1,6 +1,8 @@
-"""Baseline comparison: is the current run's P99 really worse, or is it noise?
+"""Baseline comparison: is the current run's P99 worse than stored runs of the baseline code?
 
-The regression gate (`rushhour compare`, the nightly job, `rushhour report --baseline`). When
+Stored baselines (`rushhour compare`, `rushhour report --baseline`) are kept for history and
+trends. Runs taken at different times cannot separate the machine's load from the code, so the
+nightly gate measures both versions side by side with `rushhour ab`; this comparison says so. When
 every run replayed the same schedule (a same-seed rerun), the comparison is paired request by
 request; otherwise each run is resampled on its own. The population, statistics and noise model
 are in reports.gate, the decision and its explanation in reports.decision; this module pairs the
@@ -16,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from reports.attempts import attempt_values
+from reports.attempts import gate_values
 from reports.baselines import ScheduleMismatch, load_baselines, schedule_difference
 from reports.cost import compute_cost
 from reports.decision import GateDecision, GroupVerdict, explain
@@ -122,9 +124,9 @@ def _pairing(baselines: list[RunData], current: RunData, paired: bool | None) ->
 
 def _rows(baselines: list[RunData], current: RunData, groups: list[GroupVerdict],
           percentile: float) -> list[dict[str, Any]]:
-    base = np.concatenate([attempt_values(run.requests) for run in baselines])
-    cur = attempt_values(current.requests)
-    rows = [_row(f"P{p} latency, all attempts (ms)", tail(base, p), tail(cur, p)) for p in (50, 95, 99)]
+    base = np.concatenate([gate_values(run.requests) for run in baselines])
+    cur = gate_values(current.requests)
+    rows = [_row(f"P{p} latency, failed = ∞ (ms)", tail(base, p), tail(cur, p)) for p in (50, 95, 99)]
     rows += _stream_rows(baselines, current)
     rows += [_row(f"gate {g.group}: P{percentile:g} (ms)", g.p_baseline_ms, g.p_current_ms) for g in groups]
     rows.append(_row("cost per 1k chars served (USD)", _cost_per_1k(baselines[0]), _cost_per_1k(current)))
@@ -140,14 +142,16 @@ def _stream_rows(baselines: list[RunData], current: RunData) -> list[dict[str, A
         return []
     rows = []
     for column, label in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT")):
-        base = np.concatenate([attempt_values(run.requests, column) for run in baselines])
-        cur = attempt_values(current.requests, column)
+        base = np.concatenate([gate_values(run.requests, column) for run in baselines])
+        cur = gate_values(current.requests, column)
         rows += [_row(f"P{p} {label} (ms)", tail(base, p), tail(cur, p)) for p in (50, 99)]
     return rows
 
 
 def _row(metric: str, baseline: float | None, current: float | None) -> dict[str, Any]:
-    change = (current - baseline) / baseline if baseline and current is not None else None
+    change = None
+    if baseline is not None and current is not None and 0 < baseline < np.inf:
+        change = (current - baseline) / baseline
     return {"metric": metric, "baseline": baseline, "current": current, "change": change}
 
 

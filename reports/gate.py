@@ -2,33 +2,31 @@
 
 The gate compares the P99 of a homogeneous population (by default every request that is not a
 long document, one group per priority) so the tail is not a mix dominated by documents. Every
-attempted request counts, a failure at the moment it ended (reports.attempts).
+attempted request counts, and a failed one as infinitely slow (reports.attempts.gate_values): it
+never delivered an answer, so it is slower than any answer for every percentile.
 
 Paired (same schedule): each request is compared with itself. The statistic is the ratio of the
 current P99 to the baseline P99 over the same requests, and its interval comes from a paired
 bootstrap over request ids (both runs resampled with the same ids), which cancels everything the
 schedule fixes: bursts, text lengths, priorities. With several baseline runs the baseline value
-of a request is its median over them. Unpaired (different schedules): each side is resampled on
-its own, drawing the resampled P99 straight from the Beta law of the order statistic.
-
-Run-to-run noise: with two or more baseline runs, the same ratio is computed between every pair
-of them; the largest is the noise band, the change the same code showed against itself.
+is the geometric mean of the runs' own P99s over the same requests. Unpaired (different
+schedules): each side is resampled on its own, drawing the resampled P99 straight from the Beta
+law of the order statistic. Run-to-run noise is reports.runnoise's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import permutations
 
 import numpy as np
 import pandas as pd
 
-from reports.attempts import attempt_values
+from reports.attempts import gate_values
 from reports.results import ResultsError
 from reports.stats import nearest_rank, percentile_of
 
-__all__ = ["DEFAULT_POPULATION", "GatePopulation", "noise_band", "paired_interval",
-           "parse_population", "tail", "unpaired_interval"]
+__all__ = ["DEFAULT_POPULATION", "GatePopulation", "log_ratio", "paired_draws", "paired_interval",
+           "parse_population", "quantiles", "reference_tail", "tail", "unpaired_draws", "unpaired_interval"]
 
 BOOTSTRAP_DRAWS = 2000
 MAX_PAIRS = 20_000  # beyond this the paired bootstrap resamples a random subset (a wider, safe interval)
@@ -68,10 +66,11 @@ class GatePopulation:
         return f"P{self.percentile:g}{metric} of attempted requests ({scope}), {split}"
 
     def values(self, requests: pd.DataFrame) -> np.ndarray:
-        """The compared metric per row, NaN where the request was not attempted or has no value."""
+        """The compared metric per row: +inf where the request failed, NaN where it was not
+        attempted or (a streaming metric of a successful request) has no value."""
         if self.metric not in requests.columns:
             raise ResultsError(f'The gate compares "{self.metric}", a column requests.parquet does not have.')
-        return attempt_values(requests, self.metric)
+        return gate_values(requests, self.metric)
 
     def groups(self, requests: pd.DataFrame) -> dict[str, np.ndarray]:
         """Group name -> boolean mask over the rows (attempted or not: the caller pairs them)."""
@@ -137,20 +136,31 @@ def tail(values: np.ndarray, percentile: float) -> float | None:
 
 
 def reference_tail(reference: np.ndarray, percentile: float) -> float | None:
-    """The baseline's percentile: of one run's values, or the median of several runs' own (runs x n)."""
+    """The baseline's percentile: of one run's values, or the geometric mean of several runs' own
+    (runs x n); +inf when any run's percentile is a failure."""
     if reference.ndim == 1:
         return tail(reference, percentile)
     tails = [tail(row, percentile) for row in reference]
-    known = [t for t in tails if t is not None]
-    return float(np.median(known)) if known else None
+    known = np.array([t for t in tails if t is not None])
+    return float(np.exp(np.mean(np.log(np.maximum(known, 1e-9))))) if known.size else None
 
 
-def paired_interval(reference: np.ndarray, current: np.ndarray, percentile: float, confidence: float,
-                    rng: np.random.Generator, draws: int = BOOTSTRAP_DRAWS) -> tuple[float, float]:
-    """Interval of P(current) / P(reference) by a paired bootstrap over request ids.
+def log_ratio(current: np.ndarray | float, reference: np.ndarray | float) -> np.ndarray:
+    """log(current / reference), elementwise, where a failure is +inf: two failures are no change
+    (0), a failure against an answer +inf, an answer against a failure -inf."""
+    cur = np.log(np.maximum(np.asarray(current, dtype=float), 1e-9))
+    ref = np.log(np.maximum(np.asarray(reference, dtype=float), 1e-9))
+    both = np.isinf(cur) & np.isinf(ref) & (cur == ref)
+    with np.errstate(invalid="ignore"):
+        return np.where(both, 0.0, cur - ref)
+
+
+def paired_draws(reference: np.ndarray, current: np.ndarray, percentile: float, rng: np.random.Generator,
+                 draws: int = BOOTSTRAP_DRAWS) -> np.ndarray:
+    """Bootstrap draws of log(P(current) / P(reference)), paired over request ids.
 
     `reference` is one run's values (n,) or several runs' (runs x n); with several, each draw's
-    reference is the median of the runs' percentiles over the same resampled requests.
+    reference is the geometric mean of the runs' percentiles over the same resampled requests.
     """
     reference = reference if reference.ndim == 2 else reference[None, :]
     n = current.size
@@ -159,24 +169,35 @@ def paired_interval(reference: np.ndarray, current: np.ndarray, percentile: floa
         reference, current, n = reference[:, pick], current[pick], MAX_PAIRS
     rank = nearest_rank(percentile, n) - 1
     per_chunk = max(1, CHUNK_CELLS // (n * reference.shape[0]))
-    ratios = []
+    logs = []
     for start in range(0, draws, per_chunk):  # chunks of draws, each fully vectorised
         ids = rng.integers(0, n, (min(per_chunk, draws - start), n))
         top_cur = np.partition(current[ids], rank, axis=1)[:, rank]
-        top_ref = np.median([np.partition(row[ids], rank, axis=1)[:, rank] for row in reference], axis=0)
-        ratios.append(top_cur / np.maximum(top_ref, 1e-9))
-    return _quantiles(np.concatenate(ratios), confidence)
+        tops = np.log(np.maximum([np.partition(row[ids], rank, axis=1)[:, rank] for row in reference], 1e-9))
+        logs.append(log_ratio(top_cur, np.exp(tops.mean(axis=0))))
+    return np.concatenate(logs)
+
+
+def unpaired_draws(reference: np.ndarray, current: np.ndarray, percentile: float, rng: np.random.Generator,
+                   draws: int = BOOTSTRAP_DRAWS) -> np.ndarray:
+    """Bootstrap draws of log(P(current) / P(reference)), each side resampled on its own."""
+    return log_ratio(beta_draws(np.sort(current), percentile, rng, draws),
+                     beta_draws(np.sort(reference), percentile, rng, draws))
+
+
+def paired_interval(reference: np.ndarray, current: np.ndarray, percentile: float, confidence: float,
+                    rng: np.random.Generator, draws: int = BOOTSTRAP_DRAWS) -> tuple[float, float]:
+    """Interval of P(current) / P(reference) by a paired bootstrap over request ids."""
+    return quantiles(paired_draws(reference, current, percentile, rng, draws), confidence)
 
 
 def unpaired_interval(reference: np.ndarray, current: np.ndarray, percentile: float, confidence: float,
                       rng: np.random.Generator, draws: int = BOOTSTRAP_DRAWS) -> tuple[float, float]:
     """Interval of P(current) / P(reference), each side resampled on its own."""
-    ratio = _beta_draws(np.sort(current), percentile, rng, draws) / np.maximum(
-        _beta_draws(np.sort(reference), percentile, rng, draws), 1e-9)
-    return _quantiles(ratio, confidence)
+    return quantiles(unpaired_draws(reference, current, percentile, rng, draws), confidence)
 
 
-def _beta_draws(ordered: np.ndarray, percentile: float, rng: np.random.Generator, draws: int) -> np.ndarray:
+def beta_draws(ordered: np.ndarray, percentile: float, rng: np.random.Generator, draws: int) -> np.ndarray:
     """Resampled percentiles via the Beta law of the r-th order statistic: O(draws), not O(draws x n)."""
     n = ordered.size
     rank = nearest_rank(percentile, n)
@@ -184,26 +205,10 @@ def _beta_draws(ordered: np.ndarray, percentile: float, rng: np.random.Generator
     return ordered[np.clip(np.ceil(uniform * n).astype(np.int64), 1, n) - 1]
 
 
-def _quantiles(ratios: np.ndarray, confidence: float) -> tuple[float, float]:
+def quantiles(log_ratios: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The two-sided `confidence` interval of the ratio from draws of its logarithm.
+
+    Order statistics (no interpolation), so infinite draws (failures) stay meaningful."""
     side = (1.0 - confidence) / 2.0
-    low, high = np.quantile(ratios, [side, 1.0 - side])
-    return float(low), float(high)
-
-
-def noise_band(baselines: list[np.ndarray], percentile: float, paired: bool) -> float | None:
-    """The largest P ratio between two baseline runs (>= 1), or None with fewer than two runs.
-
-    Paired: each array holds the same requests in the same order (NaN where a run did not attempt
-    one), and only requests both runs attempted count.
-    """
-    if len(baselines) < 2:
-        return None
-    ratios = []
-    for first, second in permutations(baselines, 2):
-        keep = ~np.isnan(first) & ~np.isnan(second) if paired else None
-        top_a = tail(first[keep] if paired else first, percentile)
-        top_b = tail(second[keep] if paired else second, percentile)
-        if top_a is not None and top_b is not None:
-            ratios.append(top_a / max(top_b, 1e-9))
-    return max(1.0, max(ratios)) if ratios else None
-
+    low, high = np.quantile(log_ratios, [side, 1.0 - side], method="inverted_cdf")
+    return float(np.exp(low)), float(np.exp(high))
