@@ -1,0 +1,150 @@
+"""An A/B results folder in, the ab.json document out: settings, arms, trials, comparisons, verdict.
+
+The run's settings (threshold, confidence, the trial design, the targets) are read back from its
+`ab` event in events.jsonl, so `rushhour report DIR` rebuilds the same judgement from disk.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kernel.contract import AB_COLUMNS, ExitCode
+from reports.ab.groups import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_THRESHOLD,
+    Comparison,
+    compare_populations,
+    mde_text,
+    populations,
+    ratio_text,
+)
+from reports.attempts import attempted
+from reports.results import ResultsError, RunData
+from reports.stats import grouped_percentiles
+from reports.summary import generator_health
+
+SCHEMA_VERSION = 1
+EXIT_CODES = {"no_regression": ExitCode.OK, "regression": ExitCode.FAILED, "inconclusive": ExitCode.INVALID,
+              "invalid": ExitCode.INVALID}
+
+__all__ = ["ab_document", "ab_settings"]
+
+
+def ab_settings(run: RunData) -> dict[str, Any]:
+    """The run's `ab` event (threshold, confidence, design, targets); ResultsError if not an A/B run."""
+    missing = [c for c in AB_COLUMNS if c not in run.requests.columns]
+    events = run.events_of("ab")
+    if missing or not events:
+        what = f"requests.parquet lacks {', '.join(missing)}" if missing else "events.jsonl has no ab event"
+        raise ResultsError(f'"{run.root}" is not the folder of an A/B run ({what}).')
+    return events[-1]
+
+
+def ab_document(run: RunData) -> dict[str, Any]:
+    """Every figure of ab.json, plain JSON values (infinite ratios as null with a text form)."""
+    settings = ab_settings(run)
+    threshold = float(settings.get("threshold", DEFAULT_THRESHOLD))
+    confidence = float(settings.get("confidence", DEFAULT_CONFIDENCE))
+    design = dict(settings.get("design") or {})
+    trials = int(design.get("trials") or int(run.requests["trial"].max()) + 1)
+    requests = run.requests
+    pops = populations(run.scenario.slos, sorted(set(requests["priority"].astype(str)) - {""}))
+    comparisons = compare_populations(requests, pops, pairs=trials // 2, threshold=threshold,
+                                      confidence=confidence, seed=int(design.get("seed") or 0))
+    tests = sum(len(p.metrics) for p in pops) + len(pops)
+    generator = generator_health(run)
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION, "scenario": run.scenario.name, "threshold": threshold,
+        "confidence": confidence, "tests": tests, "test_confidence": 1.0 - (1.0 - confidence) / tests,
+        "design": design, "targets": settings.get("targets", {}), "generator": generator,
+        "aborted": [e.get("reason", "") for e in run.events_of("abort")],
+        "arms": {arm: _arm_counts(requests, arm) for arm in ("baseline", "candidate")},
+        "trials": trial_rows(requests, design, pops[0].metrics[0] if pops else ("latency_ms", 99.0, "")),
+        "groups": [_group(c) for c in comparisons],
+    }
+    doc["verdict"], doc["sentence"], doc["reason"] = overall(doc, comparisons, threshold)
+    doc["exit_code"] = int(EXIT_CODES[doc["verdict"]])
+    return doc
+
+
+def _arm_counts(requests: pd.DataFrame, arm: str) -> dict[str, Any]:
+    rows = requests["arm"].astype(str).to_numpy() == arm
+    tried = attempted(requests) & rows
+    ok = requests["ok"].to_numpy(bool) & tried
+    share = float((tried & ~ok).sum() / tried.sum()) if tried.any() else None
+    return {"scheduled": int(rows.sum()), "attempted": int(tried.sum()), "ok": int(ok.sum()),
+            "failed": int((tried & ~ok).sum()), "error_share": share}
+
+
+def trial_rows(requests: pd.DataFrame, design: dict[str, Any], metric: tuple[str, float, str]) -> list[dict[str, Any]]:
+    """Per trial: its arm, time slice, attempts, failures and the first compared percentile over all
+    its requests (failures infinitely slow: null when they reach the percentile)."""
+    column, percentile, _ = metric
+    tried = attempted(requests)
+    trial = requests["trial"].to_numpy(np.int64)
+    count = int(design.get("trials") or (trial.max() + 1 if len(trial) else 0))
+    values = np.where(requests["ok"].to_numpy(bool), requests[column].to_numpy(float), np.inf)
+    values = np.where(tried, values, np.nan)
+    tail, n = grouped_percentiles(trial, values, percentile, count)
+    failed = np.bincount(trial[tried & ~requests["ok"].to_numpy(bool)], minlength=count)
+    arms = list(design.get("arms") or [])
+    width = float(design.get("trial_s") or 0.0)
+    return [{"trial": k, "arm": arms[k] if k < len(arms) else "", "start_s": k * width, "end_s": (k + 1) * width,
+             "attempted": int(n[k]), "failed": int(failed[k]), "percentile": percentile,
+             "value_ms": float(tail[k]) if np.isfinite(tail[k]) else None} for k in range(count)]
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+def _group(c: Comparison) -> dict[str, Any]:
+    r, e = c.ratio, c.errors
+    return {
+        "name": f"{c.population.name}: {c.slo}", "population": c.population.name, "scope": c.population.scope(),
+        "slo": c.slo, "metric": c.column, "percentile": r.percentile,
+        "samples": {"baseline": c.samples[0], "candidate": c.samples[1]}, "pairs": r.pairs,
+        "baseline_ms": _finite(r.baseline), "candidate_ms": _finite(r.candidate),
+        "ratio": _finite(r.ratio), "ci_low": _finite(r.low), "ci_high": _finite(r.high),
+        "ratio_text": f"{ratio_text(r.ratio)} [{ratio_text(r.low)}, {ratio_text(r.high)}]",
+        "mde": _finite(r.mde), "mde_text": mde_text(r),
+        "errors": {"baseline": _finite(e.baseline), "candidate": _finite(e.candidate),
+                   "difference": _finite(e.difference), "ci_low": _finite(e.low), "ci_high": _finite(e.high),
+                   "p_value": e.p_value, "worse": e.worse},
+        "verdict": c.verdict, "reason": c.reason,
+    }
+
+
+def overall(doc: dict[str, Any], comparisons: list[Comparison], threshold: float) -> tuple[str, str, str]:
+    """The run's verdict, its one-sentence statement (ratio and interval), and the longer reason."""
+    level = f"{100 * doc['test_confidence']:.1f}% interval"
+    if doc["aborted"] or not doc["generator"]["valid"]:
+        why = "; ".join(doc["aborted"] + doc["generator"]["reasons"])
+        return "invalid", f"Invalid measurement: {why}; no verdict.", why
+    if not comparisons or all(c.ratio.pairs == 0 for c in comparisons):
+        return "invalid", "Invalid measurement: no trial pair holds requests of both arms; no verdict.", ""
+    for verdict in ("regression", "inconclusive", "no_regression"):
+        chosen = [c for c in comparisons if c.verdict == verdict]
+        if chosen:
+            c = max(chosen, key=lambda x: (x.errors.worse, np.nan_to_num(x.ratio.high, nan=np.inf)))
+            reasons = "; ".join(f"{x.population.name} {x.slo}: {x.reason}" for x in comparisons)
+            return verdict, _sentence(verdict, c, threshold, level), reasons
+    raise AssertionError("unreachable: every comparison has a verdict")
+
+
+def _sentence(verdict: str, c: Comparison, threshold: float, level: str) -> str:
+    r = c.ratio
+    ratio = f"candidate/baseline P{r.percentile:g} of {c.population.name} is {ratio_text(r.ratio)} ({level} " \
+            f"{ratio_text(r.low)} to {ratio_text(r.high)})"
+    if verdict == "regression" and c.errors.worse:
+        return (f"Regression: the candidate failed {100 * c.errors.candidate:.1f}% of {c.population.name} attempts "
+                f"against {100 * c.errors.baseline:.1f}% for the baseline; {ratio}.")
+    if verdict == "regression":
+        return f"Regression: {ratio}, above 1 and at or beyond the x{threshold:g} threshold."
+    if verdict == "inconclusive":
+        return (f"Inconclusive: {ratio}, which straddles the x{threshold:g} threshold; the smallest change this "
+                f"run could detect is {mde_text(r)}.")
+    return f"No regression: {ratio}, below the x{threshold:g} threshold."

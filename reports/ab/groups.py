@@ -1,0 +1,165 @@
+"""What an A/B run compares and how it decides: the scenario's latency SLOs, per priority.
+
+Each latency SLO (latency, TTFT, TPOT or ITL) names a percentile and a population (its priority,
+mode and request kind); an SLO without a priority is compared per priority, since a regression in
+one class must not hide behind another. Every population also gets an error-share test. The
+family of tests shares one false-alarm budget (Bonferroni), so adding SLOs does not add alarms.
+
+A percentile comparison says *regression* when its interval lies above 1 and its ratio reaches
+the threshold, *no regression* when the whole interval lies below the threshold, and otherwise
+*inconclusive*: the run was too noisy to tell, and its minimum detectable effect says how large
+a change it could have seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from reports.ab.stats import ArmSample, ErrorTest, RatioTest, error_test, pair_weights, ratio_test
+from reports.attempts import attempted
+from reports.schema import LATENCY_KINDS, SloSpec
+
+DEFAULT_THRESHOLD = 1.10
+DEFAULT_CONFIDENCE = 0.90
+"""Two-sided, for the whole family: each side (regression, or no regression) a 5% test."""
+VERDICTS = ("no_regression", "regression", "inconclusive")
+
+__all__ = ["DEFAULT_CONFIDENCE", "DEFAULT_THRESHOLD", "Comparison", "NoLatencySloError", "Population",
+           "compare_populations", "latency_slos", "populations"]
+
+
+class NoLatencySloError(ValueError):
+    """The scenario has no latency SLO, so an A/B run has no percentile to compare."""
+
+
+@dataclass(frozen=True)
+class Population:
+    """Who one comparison looks at, and which (column, percentile, SLO name) it compares."""
+
+    name: str
+    priority: str | None
+    mode: str | None
+    request_kind: str | None
+    metrics: tuple[tuple[str, float, str], ...]
+
+    def mask(self, requests: pd.DataFrame) -> np.ndarray:
+        keep = np.ones(len(requests), bool)
+        for column, value in (("priority", self.priority), ("mode", self.mode), ("kind", self.request_kind)):
+            if value is not None:
+                keep &= requests[column].astype(str).to_numpy() == value
+        return keep
+
+    def scope(self) -> dict[str, str]:
+        return {k: v for k, v in (("priority", self.priority), ("mode", self.mode),
+                                  ("request_kind", self.request_kind)) if v is not None}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One percentile of one population: the ratio test, the population's error test, the verdict."""
+
+    population: Population
+    column: str
+    slo: str
+    ratio: RatioTest
+    errors: ErrorTest
+    samples: tuple[int, int]
+    verdict: str
+    reason: str
+
+
+def latency_slos(slos: Sequence[SloSpec], source: str = "the scenario") -> list[SloSpec]:
+    """The SLOs with a percentile to compare; NoLatencySloError (with the reason) when there is none."""
+    found = [slo for slo in slos if slo.kind in LATENCY_KINDS and slo.percentile is not None]
+    if not found:
+        kinds = ", ".join(sorted({slo.kind for slo in slos})) or "none"
+        raise NoLatencySloError(f"{source} has no latency SLO (kind latency, ttft, tpot or itl, with a percentile; "
+                                f"its SLO kinds: {kinds}), so an A/B run has no percentile to compare. Add one, e.g. "
+                                "{name: p99, kind: latency, percentile: 99, threshold_ms: 2000}.")
+    return found
+
+
+def populations(slos: Sequence[SloSpec], priorities: Sequence[str]) -> list[Population]:
+    """One population per (priority, mode, request kind) the latency SLOs name, SLOs without a
+    priority split over `priorities`; each holds the percentiles compared over it."""
+    found: dict[tuple[str | None, str | None, str | None], list[tuple[str, float, str]]] = {}
+    for slo in latency_slos(slos):
+        split: list[str | None] = [slo.priority] if slo.priority else [*sorted(priorities)] or [None]
+        for priority in split:
+            metrics = found.setdefault((priority, slo.mode, slo.request_kind), [])
+            if all((slo.column, slo.percentile) != (c, p) for c, p, _ in metrics):
+                metrics.append((slo.column, float(slo.percentile or 0), slo.name))
+    return [Population(_name(key), *key, tuple(metrics)) for key, metrics in found.items()]
+
+
+def _name(key: tuple[str | None, str | None, str | None]) -> str:
+    parts = [v for v in key if v]
+    return ", ".join(parts) or "all"
+
+
+def compare_populations(requests: pd.DataFrame, pops: Sequence[Population], *, pairs: int, threshold: float,
+                        confidence: float, seed: int) -> list[Comparison]:
+    """Every comparison of the run, each at the Bonferroni share of `confidence`."""
+    tests = sum(len(p.metrics) for p in pops) + len(pops)
+    level = 1.0 - (1.0 - confidence) / max(tests, 1)
+    weights = pair_weights(pairs, 2000, seed)
+    out = []
+    for pop in pops:
+        errors = error_test(*_arm_samples(requests, pop, "latency_ms"), weights, confidence=level)
+        for column, percentile, slo in pop.metrics:
+            base, cand = _arm_samples(requests, pop, column)
+            ratio = ratio_test(base, cand, percentile, pairs, confidence=level, threshold=threshold)
+            verdict, reason = judge(ratio, errors, threshold)
+            out.append(Comparison(pop, column, slo, ratio, errors, (base.n, cand.n), verdict, reason))
+    return out
+
+
+def _arm_samples(requests: pd.DataFrame, pop: Population, column: str) -> tuple[ArmSample, ArmSample]:
+    """Both arms' attempted requests of `pop` (never-sent rows left out), by trial pair."""
+    keep = pop.mask(requests) & attempted(requests)
+    arm = requests["arm"].astype(str).to_numpy()
+    pair = requests["trial"].to_numpy(dtype=np.int64) // 2
+    values, ok = requests[column].to_numpy(dtype=float), requests["ok"].to_numpy(dtype=bool)
+    return tuple(ArmSample.of(values[keep & (arm == a)], ok[keep & (arm == a)], pair[keep & (arm == a)])
+                 for a in ("baseline", "candidate"))  # type: ignore[return-value]
+
+
+def judge(ratio: RatioTest, errors: ErrorTest, threshold: float) -> tuple[str, str]:
+    """The verdict of one comparison and the reason in a sentence."""
+    label = f"P{ratio.percentile:g}"
+    if errors.worse:
+        return "regression", (f"the candidate failed {_share(errors.candidate)} of attempts against "
+                              f"{_share(errors.baseline)} for the baseline, significantly more")
+    shown = f"{label} ratio {ratio_text(ratio.ratio)} [{ratio_text(ratio.low)}, {ratio_text(ratio.high)}]"
+    if ratio.pairs == 0 or np.isnan(ratio.low):
+        return "inconclusive", f"{label}: no trial pair holds requests of both arms"
+    if ratio.low > 1.0 and ratio.ratio >= threshold:
+        return "regression", f"{shown} lies above 1 and reaches the x{threshold:g} threshold"
+    if ratio.high < threshold:
+        return "no_regression", f"{shown} lies below the x{threshold:g} threshold"
+    return "inconclusive", (f"{shown} straddles the x{threshold:g} threshold; the smallest change this run "
+                            f"could detect is {mde_text(ratio)}")
+
+
+def ratio_text(value: float) -> str:
+    """x1.07; "x inf" when failures sit beyond the percentile."""
+    if np.isnan(value):
+        return "n/a"
+    return "x inf" if np.isinf(value) else f"x{value:.2f}"
+
+
+def mde_text(ratio: RatioTest) -> str:
+    """The minimum detectable effect, or why there is none: too few pairs for the confidence."""
+    if np.isfinite(ratio.mde):
+        return f"x{ratio.mde:.2f}"
+    if ratio.pairs < ratio.needed_pairs:
+        return f"unknown: {ratio.pairs} trial pair(s), and this confidence needs at least {ratio.needed_pairs}"
+    return "unknown: failures reach the percentile"
+
+
+def _share(value: float) -> str:
+    return "n/a" if np.isnan(value) else f"{100 * value:.1f}%"

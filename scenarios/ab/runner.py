@@ -1,0 +1,189 @@
+"""One A/B run, start to finish: boot the embedded arms, probe both, fire the whole schedule
+open-loop with every row sent to its trial's arm, and always write the results and the verdict.
+
+It is a drill with two targets: the same Locust open loop (`scenarios.load`), latency from the
+intended send, the generator's own health judged like a drill's; what it adds is each row's
+target (`base_url`) and its `arm` and `trial` in requests.parquet. One Locust run carries both
+arms, so the interleaving costs no start-up between trials and the clock is one clock.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+import pandas as pd
+
+from kernel.atomic import write_parquet_atomic
+from kernel.contract import AB_COLUMNS, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE
+from reference_server.launch import LaunchError
+from scenarios.ab.targets import ArmServers, ArmTarget, probe_arm
+from scenarios.ab.trials import TrialDesign, assign_rows
+from scenarios.load.health import generator_figures
+from scenarios.load.locust import LoadError
+from scenarios.load.parts import merge_requests, read_parts
+from scenarios.load.session import LoadPlan, LoadSession
+from scenarios.run.envinfo import machine_facts
+from scenarios.run.events import EventLog
+from scenarios.run.progress import ProgressPrinter, RunningTally, progress_line
+from scenarios.run.resultsdir import ResultsDirError
+from scenarios.spec.model import dump_scenario
+from scenarios.spec.plan import DrillPlan
+
+TICK_S = 0.5
+
+__all__ = ["AbRun"]
+
+
+@dataclass
+class AbRun:
+    """The state of one running A/B comparison (everything the teardown must reach)."""
+
+    plan: DrillPlan
+    targets: tuple[ArmTarget, ArmTarget]
+    design: TrialDesign
+    folder: Path
+    threshold: float
+    confidence: float
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    probed: dict[str, str] = field(default_factory=dict)
+    """Probe lines of the arms already probed (URL arms, by the CLI)."""
+    abort_reason: str | None = None
+    interrupted: bool = False
+    _servers: ArmServers | None = None
+    _session: LoadSession | None = None
+    _events: EventLog | None = None
+    _schedule: pd.DataFrame | None = None
+    _tally: RunningTally = field(default_factory=RunningTally)
+    _t0: float = 0.0
+
+    def run(self) -> dict[str, Any]:
+        """Run and judge; returns the ab.json document. A target that fails its probe raises
+        scenarios.ab.targets.TargetError once everything is stopped."""
+        from reports.ab.build import build_ab
+
+        self._claim()
+        self._servers = ArmServers(self.targets, self.folder, self.plan.base_dir)
+        try:
+            self._boot_and_load()
+        except (LaunchError, LoadError) as exc:
+            self.abort_reason = str(exc)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            self.abort_reason = "interrupted by the operator (Ctrl-C)"
+        finally:
+            self._teardown()
+        return build_ab(self.folder)
+
+    def _claim(self) -> None:
+        """The folder is this run's: scenario.yaml is created exclusively, first."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            with (self.folder / SCENARIO_FILE).open("x", encoding="utf-8") as handle:
+                handle.write(dump_scenario(self.plan.scenario, rate_scale=self.plan.rate_scale))
+        except FileExistsError as exc:
+            raise ResultsDirError(f'The results folder "{self.folder}" already holds a run ({SCENARIO_FILE}); '
+                                  "a run never shares its folder.") from exc
+
+    def _boot_and_load(self) -> None:
+        assert self._servers is not None
+        self._servers.start(self.plan.scenario.load.languages, self._say)
+        urls = {t.arm: self._servers.url(t) for t in self.targets}
+        for target in self.targets:
+            line = self.probed.get(target.arm) or probe_arm(target, urls[target.arm], self.plan.scenario.target)
+            self._say(line)
+        self._schedule = assign_rows(self.plan.schedule, self.design, urls)
+        self._schedule.to_parquet(self.folder / SCHEDULE_FILE, index=False)
+        self._session = LoadSession(self._load_plan(urls["baseline"]))
+        self._t0 = self._session.start()
+        self._open_events(urls)
+        self._watch()
+
+    def _load_plan(self, host: str) -> LoadPlan:
+        load, sched = self.plan.scenario.load, self.plan.schedule
+        longest = float(sched["deadline_ms"].max()) / 1000.0 if len(sched) else 0.0
+        return LoadPlan(
+            host=host, schedule_path=self.folder / SCHEDULE_FILE, work_dir=self.folder / "load",
+            duration_s=self.plan.duration_s, processes=load.processes, languages=load.languages,
+            timeout_margin_s=load.timeout_margin_s, request_timeout_s=load.request_timeout_s, mode="open",
+            max_timeout_s=load.request_timeout_s or longest + load.timeout_margin_s,
+            documents_via_jobs=False,  # a job's polls go to one host; documents are sent whole to their arm
+            target=self.plan.scenario.target.wire_dict(),
+        )
+
+    def _open_events(self, urls: dict[str, str]) -> None:
+        self._events = EventLog(self.folder / "events.jsonl", origin=self._t0 or time.time())
+        s = self.plan.scenario
+        self._events.emit("run_start", t_s=0.0, scenario=s.name, seed=s.traffic.seed, target=urls["baseline"],
+                          processes=s.load.processes, time_scale=s.traffic.time_scale,
+                          rate_scale=self.plan.rate_scale,
+                          start_clock_s=s.traffic.start_clock_s, env=machine_facts())
+        self._events.emit("ab", t_s=0.0, threshold=self.threshold, confidence=self.confidence,
+                          design=self.design.as_dict(),
+                          targets={t.arm: f"{t.given} ({urls[t.arm]})" if t.embedded else t.given
+                                   for t in self.targets})
+
+    def _watch(self) -> None:
+        assert self._session is not None
+        printer = ProgressPrinter(self.stream)
+        try:
+            while not self._session.finished():
+                time.sleep(TICK_S)
+                elapsed = time.time() - self._t0
+                self._tally.add(self._session.poll())
+                self._tally.cpu_samples.append(self._session.cpu_percent() / 100.0)
+                printer.show(progress_line(self._tally, elapsed_s=elapsed, total_s=self.plan.duration_s,
+                                           scheduled=len(self.plan.schedule)), elapsed)
+        finally:
+            printer.close()
+
+    def _teardown(self) -> None:
+        """Stop the load, then the servers, then write what was measured; each step always runs."""
+        for step in (self._stop_load, self._stop_servers, self._write_results):
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 - teardown must reach every step
+                self._say(f"warning: {step.__name__.strip('_')} failed: {exc}")
+
+    def _stop_load(self) -> None:
+        if self._session is not None:
+            self._session.stop()
+            failures = self._session.failures()
+            if failures and self.abort_reason is None:
+                self.abort_reason = "load worker failed: " + "; ".join(failures)
+
+    def _stop_servers(self) -> None:
+        if self._servers is not None:
+            self._servers.stop()
+
+    def _write_results(self) -> None:
+        schedule = self._schedule if self._schedule is not None else assign_rows(
+            self.plan.schedule, self.design, {t.arm: "" for t in self.targets})
+        if self._session is not None:
+            requests = self._session.requests(schedule)
+        else:
+            requests = merge_requests(schedule, read_parts([]))
+        for column, dtype in AB_COLUMNS.items():
+            requests[column] = schedule[column].to_numpy().astype(dtype)
+        write_parquet_atomic(requests, self.folder / REQUESTS_FILE)
+        if self._events is None:
+            self._open_events({t.arm: t.given for t in self.targets})
+        log = self._events
+        assert log is not None
+        cpu = np.asarray(self._tally.cpu_samples[1:] or [0.0])
+        log.emit("generator", cpu_max=round(float(cpu.max()), 4), **generator_figures(requests),
+                 processes=self.plan.scenario.load.processes)
+        if self.abort_reason:
+            log.emit("abort", reason=self.abort_reason)
+        log.emit("run_end", duration_s=round(time.time() - self._t0, 3) if self._t0 else 0.0,
+                 interrupted=self.interrupted)
+        log.close()
+
+    def _say(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+

@@ -1,0 +1,114 @@
+"""What a TARGET of `rushhour ab` is, and getting both arms up and answering before any load.
+
+A TARGET is a URL of a running service (on this machine unless `--allow-remote`, the same
+loopback guard as `rushhour run`), `embedded` (the bundled reference server with the scenario's
+embedded settings, booted for this run) or `embedded:CONFIG.yaml` (the same with that server
+config). Each embedded arm gets its own server process on its own free port.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from kernel.loopback import is_loopback_url, is_named_host
+from scenarios.protocols.probe import ProbeError, probe_target
+from scenarios.run.embedded import EmbeddedServer
+from scenarios.spec.model import EmbeddedTarget, Scenario
+from scenarios.spec.target import TargetProtocol
+
+EMBEDDED = "embedded"
+
+__all__ = ["ArmTarget", "ArmServers", "TargetError", "parse_target"]
+
+
+class TargetError(ValueError):
+    """A TARGET that is malformed, not allowed, not reachable or not speaking the protocol."""
+
+
+@dataclass(frozen=True)
+class ArmTarget:
+    """One arm's target: `url` for a running service, `embedded` for a server booted here."""
+
+    arm: str
+    given: str
+    url: str | None = None
+    embedded: EmbeddedTarget | None = None
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.arm}"
+
+    def describe(self) -> str:
+        if self.url is not None:
+            return self.url
+        config = self.embedded.config if self.embedded is not None else None
+        return f"the reference server, booted here{f' with {config}' if config else ''}"
+
+
+def parse_target(arm: str, given: str, scenario: Scenario, *, allow_remote: bool) -> ArmTarget:
+    """Read one TARGET argument; raise TargetError naming the flag and the value."""
+    text = given.strip()
+    if text == EMBEDDED or text.startswith(EMBEDDED + ":"):
+        return ArmTarget(arm, given, embedded=_embedded(arm, given, text, scenario))
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise TargetError(f'--{arm}: "{given}" is not a target; give a URL (http://127.0.0.1:8000), "embedded" '
+                          'or "embedded:CONFIG.yaml".')
+    named = is_named_host(text, scenario.load.allowed_hosts)
+    if not is_loopback_url(text) and not allow_remote and not named:
+        raise TargetError(f'--{arm}: "{given}" is not on this machine (127.0.0.0/8, ::1 or localhost); pass '
+                          "--allow-remote to load a remote service on purpose.")
+    return ArmTarget(arm, given, url=text.rstrip("/"))
+
+
+def _embedded(arm: str, given: str, text: str, scenario: Scenario) -> EmbeddedTarget:
+    """The scenario's embedded settings (or the defaults), with the config file the TARGET names."""
+    base = scenario.target.embedded or EmbeddedTarget()
+    config = text[len(EMBEDDED) + 1:] if ":" in text else ""
+    if not config:
+        return base
+    path = Path(config).expanduser()
+    if not path.is_file():
+        raise TargetError(f'--{arm}: "{given}": the server config "{config}" does not exist.')
+    return base.model_copy(update={"config": str(path.resolve())})
+
+
+def probe_arm(target: ArmTarget, url: str, protocol: TargetProtocol) -> str:
+    """One real request to the arm; the probe's line, or TargetError naming the arm."""
+    try:
+        return f"{target.arm}: " + probe_target(url, protocol).line().removeprefix("probe").strip()
+    except ProbeError as exc:
+        raise TargetError(f'{target.flag} {target.given}: the probe failed: {exc}') from exc
+
+
+@dataclass
+class ArmServers:
+    """The embedded servers of an A/B run (none for URL arms): booted, warmed, stopped together."""
+
+    targets: tuple[ArmTarget, ArmTarget]
+    folder: Path
+    base_dir: Path
+    servers: dict[str, EmbeddedServer] = field(default_factory=dict)
+
+    def start(self, languages: tuple[str, ...], say: Callable[[str], None]) -> None:
+        """Boot each embedded arm in turn (one at a time: booting is CPU-heavy) and warm it."""
+        for target in self.targets:
+            if target.embedded is None:
+                continue
+            server = EmbeddedServer(target.embedded, log_path=self.folder / target.arm / "server.log",
+                                    base_dir=self.base_dir)
+            self.servers[target.arm] = server
+            say(f"booting the {target.arm} reference server on {server.url} ...")
+            server.start()
+            server.warm(languages)
+
+    def url(self, target: ArmTarget) -> str:
+        server = self.servers.get(target.arm)
+        return server.url if server is not None else str(target.url)
+
+    def stop(self) -> None:
+        for server in self.servers.values():
+            server.stop()

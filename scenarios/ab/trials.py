@@ -1,0 +1,88 @@
+"""The interleaving design of an A/B run: trials, ABBA blocks, and each row's arm.
+
+One schedule is made from the scenario's traffic and seed, then cut by intended send time into
+`trials` equal slices. Consecutive trials form blocks of four, each either ABBA or BAAB, the
+order drawn from the seed: every block holds two trials of each arm, a linear drift of the
+machine inside a block weighs on both arms alike, and a periodic neighbour cannot line up with
+one arm. Only one arm is under load at a time (except for the stragglers of a trial's last
+requests), so two servers on a small machine do not compete for its cores while measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from kernel.contract import AB_COLUMNS
+
+ARMS = ("baseline", "candidate")
+BLOCK = 4
+BLOCK_ORDERS = (("baseline", "candidate", "candidate", "baseline"), ("candidate", "baseline", "baseline", "candidate"))
+TARGET_TRIAL_S = 2.5
+"""The default trial length: short enough for many pairs in a minute, long enough that the
+stragglers of one trial (answers still in flight when the next begins) are a small share."""
+
+__all__ = ["ARMS", "TrialDesign", "assign_rows", "default_trials"]
+
+
+class DesignError(ValueError):
+    """The requested trials cannot be laid out over this schedule."""
+
+
+@dataclass(frozen=True)
+class TrialDesign:
+    """`trials` slices of `trial_s` seconds; `arms[k]` is the arm of trial k."""
+
+    trials: int
+    trial_s: float
+    arms: tuple[str, ...]
+    seed: int
+
+    @classmethod
+    def build(cls, duration_s: float, trials: int, seed: int) -> TrialDesign:
+        """Lay out `trials` trials (a multiple of four) over `duration_s`, the block order from `seed`."""
+        if trials < BLOCK or trials % BLOCK:
+            raise DesignError(f"--trials {trials}: the trials form ABBA blocks, so it must be a multiple of "
+                              f"{BLOCK} (4, 8, 12, ...).")
+        if duration_s <= 0:
+            raise DesignError(f"the scenario's duration ({duration_s:g} s) must be longer than zero.")
+        rng = np.random.default_rng([seed, 0xAB])
+        picks = rng.integers(0, len(BLOCK_ORDERS), size=trials // BLOCK)
+        arms = tuple(arm for pick in picks for arm in BLOCK_ORDERS[int(pick)])
+        return cls(trials=trials, trial_s=duration_s / trials, arms=arms, seed=seed)
+
+    def bounds(self, trial: int) -> tuple[float, float]:
+        """Start and end (seconds from the run's start) of one trial."""
+        return trial * self.trial_s, (trial + 1) * self.trial_s
+
+    def pair_of(self) -> np.ndarray:
+        """Per trial, its pair: trials 2k and 2k+1 hold one of each arm (AB|BA inside every block)."""
+        return np.arange(self.trials) // 2
+
+    def as_dict(self) -> dict[str, object]:
+        return {"trials": self.trials, "trial_s": self.trial_s, "arms": list(self.arms), "seed": self.seed,
+                "block": "".join("A" if a == "baseline" else "B" for a in self.arms[:BLOCK])}
+
+
+def default_trials(duration_s: float) -> int:
+    """Trials of about TARGET_TRIAL_S each, a multiple of four, at least four."""
+    blocks = max(1, round(duration_s / (TARGET_TRIAL_S * BLOCK)))
+    return BLOCK * int(blocks)
+
+
+def assign_rows(schedule: pd.DataFrame, design: TrialDesign, urls: dict[str, str]) -> pd.DataFrame:
+    """The schedule with each row's `trial`, `arm` and `base_url` (the arm's target) added.
+
+    A row belongs to the trial whose slice holds its intended send time; rows are never moved
+    or dropped, so the two arms together replay exactly the scenario's schedule.
+    """
+    offsets = schedule["offset_s"].to_numpy(dtype=float)
+    trial = np.clip(np.floor(offsets / design.trial_s).astype(np.int64), 0, design.trials - 1)
+    arm = np.asarray(design.arms, dtype=object)[trial]
+    out = schedule.copy()
+    out["trial"] = trial.astype(AB_COLUMNS["trial"])
+    out["arm"] = arm.astype(AB_COLUMNS["arm"])
+    out["base_url"] = pd.Series(arm).map(urls).to_numpy(dtype=object)
+    return out

@@ -1,0 +1,113 @@
+"""`rushhour ab SCENARIO --baseline TARGET --candidate TARGET`: both measured side by side, one verdict.
+
+Exit codes: 0 no regression, 1 regression, 2 bad input (an unknown or unreachable target, a
+scenario without a latency SLO), 3 invalid measurement or inconclusive.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from scenarios.cli.errors import BadInput
+from scenarios.cli.run import _check_duration, prepare, results_folder
+from scenarios.spec.plan import DrillPlan, Overrides, describe
+from scenarios.spec.target import PROTOCOL_NAMES
+
+if TYPE_CHECKING:
+    from scenarios.ab.targets import ArmTarget
+    from scenarios.ab.trials import TrialDesign
+
+    Arms = tuple[ArmTarget, ArmTarget]
+
+TARGET_HELP = ('A URL of a running service (on this machine unless --allow-remote), "embedded" (the bundled '
+               'reference server with the scenario\'s settings, booted for this run) or "embedded:CONFIG.yaml".')
+
+
+@click.command("ab")
+@click.argument("scenario")
+@click.option("--baseline", required=True, metavar="TARGET", help="The version to compare against. " + TARGET_HELP)
+@click.option("--candidate", required=True, metavar="TARGET", help="The version under test. " + TARGET_HELP)
+@click.option("--trials", type=click.IntRange(4, 100_000), help="Trials (a multiple of 4: ABBA blocks). "
+              "Default: trials of about 2.5 s over the scenario's duration.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Results directory, new or empty "
+              "(default: a fresh results/<scenario>-<UTC timestamp>-<id>).")
+@click.option("--protocol", type=click.Choice(PROTOCOL_NAMES), help="The protocol both targets speak (default: the "
+              "scenario's target.protocol, else rushhour).")
+@click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
+@click.option("--seed", type=int, help="Seed of the arrival schedule and of the trial order.")
+@click.option("--duration", callback=_check_duration, help='Run length, e.g. "60s" (default: the scenario\'s).')
+@click.option("--threshold", type=click.FloatRange(1.0, 100.0, min_open=True), default=1.10, show_default=True,
+              help="The candidate/baseline percentile ratio that counts as a regression.")
+@click.option("--dry-run", is_flag=True, help="Validate, print the plan and the trial order, probe URL targets; "
+              "boot and load nothing.")
+def ab(scenario: str, baseline: str, candidate: str, trials: int | None, out: Path | None, protocol: str | None,
+       allow_remote: bool, seed: int | None, duration: str | None, threshold: float, dry_run: bool) -> None:
+    """Measure BASELINE and CANDIDATE side by side with SCENARIO's traffic, in interleaved trials.
+
+    One schedule (the scenario's traffic and seed) is cut into trials; trials alternate between the
+    arms in ABBA blocks whose order is drawn from the seed, so both arms see the same machine in the
+    same minutes. Per priority and per latency SLO percentile, the verdict is the candidate/baseline
+    ratio with an interval over trial pairs; failures count as infinitely slow, and an error share
+    significantly higher in the candidate is a regression too. Writes requests.parquet (with arm and
+    trial), ab.json, ab.html, ab.md and junit.xml. The last line printed is the verdict.
+
+    Exit codes: 0 no regression, 1 regression, 2 bad input, 3 invalid measurement or inconclusive.
+    """
+    from reports.ab.groups import DEFAULT_CONFIDENCE, NoLatencySloError, latency_slos
+    from scenarios.ab.targets import TargetError, parse_target, probe_arm
+    from scenarios.ab.trials import DesignError, TrialDesign, default_trials
+
+    flags = Overrides(protocol=protocol, duration=duration, seed=seed, no_chaos=True)
+    plan = prepare(scenario, flags, allow_remote=True)  # the scenario's own target is never contacted
+    try:
+        latency_slos(plan.scenario.slos, plan.source)
+        targets = (parse_target("baseline", baseline, plan.scenario, allow_remote=allow_remote),
+                   parse_target("candidate", candidate, plan.scenario, allow_remote=allow_remote))
+        design = TrialDesign.build(plan.duration_s, trials or default_trials(plan.duration_s),
+                                   plan.scenario.traffic.seed)
+        probed = {t.arm: probe_arm(t, t.url, plan.scenario.target) for t in targets if t.url is not None}
+    except (NoLatencySloError, TargetError, DesignError) as exc:
+        raise BadInput(str(exc)) from exc
+    _say_plan(plan, targets, design, probed, dry_run)
+    if dry_run:
+        return
+    _run(plan, targets, design, probed, results_folder(out, f"{plan.scenario.name}-ab"), threshold, DEFAULT_CONFIDENCE)
+
+
+def _say_plan(plan: DrillPlan, targets: Arms, design: TrialDesign, probed: dict[str, str], dry_run: bool) -> None:
+    echo = click.echo if dry_run else (lambda line: click.echo(line, err=True))
+    if dry_run:
+        echo(describe(plan))
+    for target in targets:
+        echo(f"{target.arm:<10} {target.describe()}")
+    arms = "".join("A" if a == "baseline" else "B" for a in design.arms)
+    echo(f"trials     {design.trials} x {design.trial_s:.2f} s, order {arms} (A baseline, B candidate)")
+    for line in probed.values():
+        echo(line)
+
+
+def _run(plan: DrillPlan, targets: Arms, design: TrialDesign, probed: dict[str, str], folder: Path,
+         threshold: float, confidence: float) -> None:
+    from reports.results import ResultsError
+    from scenarios.ab.runner import AbRun
+    from scenarios.ab.targets import TargetError
+    from scenarios.run.resultsdir import ResultsDirError
+
+    try:
+        doc = AbRun(plan, targets, design, folder, threshold, confidence, probed=probed).run()
+    except (TargetError, ResultsDirError, ResultsError) as exc:
+        raise BadInput(str(exc)) from exc
+    for group in doc["groups"]:
+        click.echo(f"{group['name']}: P{group['percentile']:g} {group['ratio_text']}, MDE {group['mde_text']}, "
+                   f"errors {_pct(group['errors']['baseline'])} / {_pct(group['errors']['candidate'])}: "
+                   f"{group['verdict'].replace('_', ' ')}")
+    click.echo(f"report: {folder / 'ab.html'}")
+    click.echo(doc["sentence"])
+    raise SystemExit(doc["exit_code"])
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
