@@ -16,6 +16,7 @@ COMMANDS = {
     "node": "scenarios.cli.node:node",
     "capacity": "scenarios.cli.capacity:capacity",
     "worker": "scenarios.cli.worker:worker",
+    "ab": "scenarios.cli.ab:ab",
     "schema": "scenarios.cli.schema:schema",
     "init": "scenarios.cli.init:init",
 }

@@ -17,7 +17,8 @@ DIR = click.Path(path_type=Path, file_okay=False)
 def report(results_dir: Path, baseline: Path | None) -> None:
     """(Re)render the report of a finished run; exit code is the verdict.
 
-    Writes summary.json, report.html, report.md and junit.xml into RESULTS_DIR. A run whose
+    Writes summary.json, report.html, report.md and junit.xml into RESULTS_DIR (for a `rushhour ab`
+    run: ab.json, ab.html, ab.md and junit.xml, exit code from its verdict). A run whose
     harness died before writing its results (killed) is rebuilt first from the part files and
     the schedule it left; its verdict is then "invalid".
     Exit 0 pass, 1 SLO missed or regression, 2 bad input, 3 measurement invalid.
@@ -26,6 +27,8 @@ def report(results_dir: Path, baseline: Path | None) -> None:
     from reports.results import ResultsError
     from scenarios.run.rebuild import rebuild_results
 
+    if results_dir.is_dir() and baseline is None:
+        _report_ab(results_dir)
     rebuilt = rebuild_results(results_dir) if results_dir.is_dir() else None
     if rebuilt is not None:
         click.echo(f"rebuilt the results of an interrupted run: {rebuilt.recorded} answered request(s) from "
@@ -39,6 +42,22 @@ def report(results_dir: Path, baseline: Path | None) -> None:
         click.echo(f"baseline: {summary['comparison']['reason']}")
     click.echo(f"report: {results_dir / 'report.html'}")
     raise SystemExit(exit_code(summary))
+
+
+def _report_ab(results_dir: Path) -> None:
+    """An A/B run's folder: rebuild ab.json, ab.md, ab.html and junit.xml, exit with its verdict."""
+    from reports.ab.build import build_ab, is_ab_folder
+    from reports.results import ResultsError
+
+    if not is_ab_folder(results_dir):
+        return
+    try:
+        doc = build_ab(results_dir)
+    except ResultsError as exc:
+        raise BadInput(str(exc)) from exc
+    click.echo(f"report: {results_dir / 'ab.html'}")
+    click.echo(doc["sentence"])
+    raise SystemExit(doc["exit_code"])
 
 
 @click.command()
