@@ -1,0 +1,243 @@
+"""MkDocs hook: the reference pages' generated parts, so the site cannot drift from the code.
+
+A page asks for a part with an HTML comment on a line of its own:
+
+- `<!-- generated: scenario -->`: every section of the scenario file, from the pydantic models
+  that validate it (`scenarios.spec.model.Scenario` and the models it holds);
+- `<!-- generated: exit-codes -->`: `kernel.contract.ExitCode`, with each member's docstring;
+- `<!-- generated: requests-columns -->` and `<!-- generated: results-files -->`: the columns of
+  `requests.parquet` and the files of a results folder from `kernel.contract`, with the meanings
+  below; a column or file the contract has and this hook does not describe fails the strict
+  build, and so does a description of one the contract no longer has;
+- `<!-- check: http-routes -->`: fails the build when a route of the reference server's routers
+  is not named on the page.
+
+The CLI reference comes from the click commands through mkdocs-click; `on_config` loads every
+lazily registered command first so that none is missed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import inspect
+import logging
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+log = logging.getLogger("mkdocs.plugins.rushhour")
+
+COLUMN_MEANINGS: dict[str, str] = {
+    "intended_s": "when the schedule meant the request to be sent, seconds from the run's start",
+    "sent_s": "when it got a pooled connection and went out (NaN if it never did)",
+    "done_s": "when it ended: answer, error, the client's time-out or the run's end; set for every request started",
+    "latency_ms": "done − intended: the latency a user felt, free of coordinated omission",
+    "service_ms": "done − sent: the service time alone",
+    "pool_wait_ms": "how long it waited for a free connection (the rest of sent − intended is the generator's own lag)",
+    "fired": "how many times the generator started it: 0 never sent, more than 1 a duplicate (the run is then invalid)",
+    "status": "the HTTP status; 0 when no answer came",
+    "ok": "whether it succeeded (a 2xx answer the protocol accepts)",
+    "error": "why it failed (`timeout`, `not sent`, an error code), empty when ok",
+    "kind": "the request kind from the traffic model's mix (e.g. `short`, `document`)",
+    "chars": "characters of text sent",
+    "priority": "priority class (`paid`, `free`, `batch`, ...)",
+    "mode": "`auto`, `fast` or `quality`",
+    "model": "the model that answered, as the target named it",
+    "cached": "answered from a cache",
+    "degraded": "answered by a fallback (the fast pool or a stale cache entry)",
+    "node": "the node that served it (reference server)",
+    "tenant": "the tenant it was sent for",
+    "phase": "the traffic model's phase at its intended time",
+    "first_segment_ms": "long documents through the jobs API: time to the first finished segment (NaN otherwise)",
+    "via": "`job` or `translate`: the API a document went through",
+    "ttft_ms": "streaming: time to first token, from the intended send",
+    "tpot_ms": "streaming: time per output token after the first",
+    "itl_p50_ms": "streaming: the median gap between tokens within this answer",
+    "itl_p99_ms": "streaming: the P99 gap between tokens within this answer",
+    "itl_max_ms": "streaming: the longest gap between tokens within this answer",
+    "output_tokens": "streaming: tokens received",
+    "max_tokens": "tokens asked for",
+    "arm": "`rushhour ab` only: `baseline` or `candidate`",
+    "trial": "`rushhour ab` only: the interleaved trial the row belongs to",
+}
+
+FILE_MEANINGS: dict[str, str] = {
+    "SCENARIO_FILE": "the scenario as run, every default and derived number filled in (loads again)",
+    "SCHEDULE_FILE": "every planned arrival: offset, kind, chars, priority, mode, text id, tenant, phase, deadline",
+    "REQUESTS_FILE": "one row per scheduled request (columns below)",
+    "SERVER_METRICS_FILE": "per second and pool: nodes alive and ready, breakers open, queue depth, in flight, "
+                           "batch size, execution provider, cache and shed counters",
+    "TARGET_METRICS_FILE": "the target's own Prometheus metrics, when the scenario names its metrics endpoint: time, metric, "
+                           "labels, value",
+    "EVENTS_FILE": "the timeline: run start with its environment, phases, faults, the server's own events, "
+                   "generator health, scraper errors, the leak audit, run end",
+    "CHAOS_DIR": "one Chaos Toolkit journal per experiment (`<name>.journal.json`)",
+    "SUMMARY_FILE": "verdict, SLOs, latency percentiles, requests, throughput, cost, faults, generator health",
+    "REPORT_HTML_FILE": "the report for people: one self-contained file that opens offline",
+    "REPORT_MD_FILE": "the short report, for a pull-request comment",
+    "JUNIT_FILE": "one test case per SLO, per fault recovery and for the leak audit, for CI",
+    "CAPACITY_JSON_FILE": "`rushhour capacity`: the capacity, its bracket, the limiting SLO and every step",
+    "CAPACITY_HTML_FILE": "`rushhour capacity`: the knee curve and each condition's utilisation and cost",
+    "AB_JSON_FILE": "`rushhour ab`: the P99 ratio with its interval, error shares and the verdict",
+    "AB_HTML_FILE": "`rushhour ab`: the side-by-side report",
+    "AB_MD_FILE": "`rushhour ab`: the short side-by-side report",
+}
+
+
+def on_config(config: Any) -> Any:
+    from scenarios.cli.main import _register
+
+    _register()
+    return config
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    parts = {"scenario": _scenario, "exit-codes": _exit_codes, "requests-columns": _columns,
+             "results-files": _files}
+    for name, make in parts.items():
+        marker = f"<!-- generated: {name} -->"
+        if marker in markdown:
+            markdown = markdown.replace(marker, make())
+    if "<!-- check: http-routes -->" in markdown:
+        _check_routes(markdown, page.file.src_path)
+    return markdown
+
+
+# --- the scenario file -----------------------------------------------------------------------
+def _scenario() -> str:
+    from scenarios.spec.model import Scenario
+
+    sections: list[str] = []
+    seen: set[type[BaseModel]] = set()
+    queue: list[tuple[str, type[BaseModel]]] = [("(top level)", Scenario)]
+    while queue:
+        where, model = queue.pop(0)
+        if model in seen:
+            continue
+        seen.add(model)
+        sections.append(_model_table(where, model, queue))
+    return "\n\n".join(sections)
+
+
+def _model_table(where: str, model: type[BaseModel], queue: list[tuple[str, type[BaseModel]]]) -> str:
+    doc = inspect.cleandoc(model.__doc__ or "")
+    rows = ["| field | type | default | meaning |", "| --- | --- | --- | --- |"]
+    for name, info in model.model_fields.items():
+        for nested in _models_in(info.annotation):
+            queue.append((f"{where}.{name}" if where != "(top level)" else name, nested))
+        rows.append(f"| `{name}` | {_type_name(info.annotation)} | {_default(info)} | {_cell(info.description or '')} |")
+    title = f"### `{where}`" if where != "(top level)" else "### The top level"
+    return f"{title}\n\n{_cell_block(doc)}\n\n" + "\n".join(rows)
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if inspect.isclass(annotation) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def _type_name(annotation: Any) -> str:
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return " \\| ".join(f'`"{a}"`' if isinstance(a, str) else f"`{a}`" for a in get_args(annotation))
+    if origin in (Union, types.UnionType):
+        return " \\| ".join(_type_name(a) for a in get_args(annotation))
+    if origin in (list, tuple):
+        args = [a for a in get_args(annotation) if a is not Ellipsis]
+        return f"list of {_type_name(args[0])}" if args else "list"
+    if origin is dict:
+        key, value = get_args(annotation)
+        return f"mapping of {_type_name(key)} to {_type_name(value)}"
+    if annotation is type(None):
+        return "null"
+    if inspect.isclass(annotation) and issubclass(annotation, BaseModel):
+        return f"mapping (`{annotation.__name__}`)"
+    if annotation is typing.Any:
+        return "any"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _default(info: FieldInfo) -> str:
+    if info.is_required():
+        return "required"
+    value = info.default_factory() if info.default is PydanticUndefined and info.default_factory else info.default
+    if isinstance(value, BaseModel):
+        return "see below"
+    if value in (None, [], {}, ()):
+        return "—" if value is None else f"`{value!r}`"
+    return f"`{value}`" if not isinstance(value, str) else f'`"{value}"`'
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _cell_block(text: str) -> str:
+    return text.replace("\n- ", "\n\n- ") if text else ""
+
+
+# --- exit codes and the results folder --------------------------------------------------------
+def _exit_codes() -> str:
+    from kernel import contract
+
+    docs = _attribute_docs(Path(contract.__file__), "ExitCode")
+    rows = ["| code | name | meaning |", "| ---: | --- | --- |"]
+    rows += [f"| {code.value} | `{code.name}` | {docs.get(code.name, '')} |" for code in contract.ExitCode]
+    return "\n".join(rows)
+
+
+def _attribute_docs(path: Path, class_name: str) -> dict[str, str]:
+    """The docstring under each assignment in a class body (what Sphinx calls attribute docs)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name)
+    docs: dict[str, str] = {}
+    for stmt, after in zip(cls.body, cls.body[1:]):
+        if isinstance(stmt, ast.Assign) and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+            docs[stmt.targets[0].id] = " ".join(str(after.value.value).split())  # type: ignore[attr-defined]
+    return docs
+
+
+def _columns() -> str:
+    from kernel.contract import AB_COLUMNS, REQUEST_COLUMNS, STREAM_COLUMNS
+
+    columns = {**REQUEST_COLUMNS, **AB_COLUMNS}
+    _check_described("requests.parquet column", set(columns), set(COLUMN_MEANINGS))
+    rows = ["| column | type | meaning |", "| --- | --- | --- |"]
+    for name, dtype in columns.items():
+        rows.append(f"| `{name}` | {dtype} | {COLUMN_MEANINGS.get(name, '')} |")
+    return "\n".join(rows) + f"\n\nThe streaming columns ({', '.join(f'`{c}`' for c in STREAM_COLUMNS)}) are NaN for a target that does not stream."
+
+
+def _files() -> str:
+    from kernel import contract
+
+    names = {k: v for k, v in vars(contract).items() if k.endswith(("_FILE", "_DIR")) and isinstance(v, str)}
+    _check_described("results file", set(names), set(FILE_MEANINGS))
+    rows = ["| file | what it holds |", "| --- | --- |"]
+    rows += [f"| `{value}{'/' if key.endswith('_DIR') else ''}` | {FILE_MEANINGS.get(key, '')} |" for key, value in names.items()]
+    return "\n".join(rows)
+
+
+def _check_described(what: str, contract: set[str], described: set[str]) -> None:
+    for name in sorted(contract - described):
+        log.warning(f"docs/hooks/reference.py: the {what} {name} is in kernel/contract.py but not described here.")
+    for name in sorted(described - contract):
+        log.warning(f"docs/hooks/reference.py: the {what} {name} is described here but kernel/contract.py has no such name.")
+
+
+# --- the reference server's routes --------------------------------------------------------------
+def _check_routes(markdown: str, page: str) -> None:
+    import importlib
+
+    for module in ("public", "jobs_api", "chat", "admin"):
+        router = importlib.import_module(f"reference_server.gateway.{module}").router
+        for route in router.routes:
+            path = route.path.replace(":path}", "}").replace("{node_id}", "{id}").replace("{job_id}", "{id}")
+            if not re.search(re.escape(path) + r"[`?\s]", markdown):
+                log.warning(f"{page}: the reference server route {sorted(route.methods)} {route.path} is not documented.")
