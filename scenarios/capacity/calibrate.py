@@ -14,11 +14,10 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import click
 
 from scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE
 from scenarios.capacity.job import CapacityJob, load_mix, slo_floors, step_rules
@@ -142,16 +141,12 @@ def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir
         start_rps=previous * REMEASURE_START if previous else None, floors=floors)
 
 
-def _dry_run() -> bool:
-    """Whether the command being run is a --dry-run (which must boot nothing)."""
-    context = click.get_current_context(silent=True)
-    return bool(context is not None and context.params.get("dry_run"))
+Say = Callable[[str], None]
 
 
-def _measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path) -> float:
+def _measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path, say: Say) -> float:
     from scenarios.capacity.runner import run_capacity
 
-    say = lambda text: click.echo(f"calibrating: {text}", err=True)
     for step_s in CALIBRATION_STEPS_S:  # a machine too slow for the first length gets longer steps
         job = calibration_job(scenario, condition, source=source, base_dir=base_dir, step_s=step_s)
         say(f'traffic.peak_rps is relative to the capacity ({condition}), not yet measured for this machine, '
@@ -170,20 +165,20 @@ def _measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path)
     return float(entry["capacity_rps"])
 
 
-def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, base_dir: Path) -> Calibration:
-    """The relative peak as a rate: from the cache, measured now, or (dry run) a labelled placeholder."""
+def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, base_dir: Path,
+                    dry_run: bool = False, say: Say = lambda _text: None) -> Calibration:
+    """The relative peak as a rate: from the cache, measured now (progress through `say`), or, for
+    a dry run, which must boot nothing, a labelled placeholder."""
     key, _ = calibration_key(scenario, relative.condition, source=source, base_dir=base_dir)
     cached = _read(cache_dir() / f"{key}.json")
     if cached is not None:
         figure, note = float(cached["capacity_rps"]), f"measured {cached.get('measured_at', '?')}, cached"
-    elif _dry_run():
+    elif dry_run:
         job = calibration_job(scenario, relative.condition, source=source, base_dir=base_dir)
         figure = job.start_rps or job.settings.min_rps
         note = "not measured on this machine yet; shown at the search's first rate, the run measures it first"
     else:
-        figure, note = _measure(scenario, relative.condition, source=source, base_dir=base_dir), "measured now"
-    calibration = Calibration(factor=relative.factor, condition=relative.condition, capacity_rps=round(figure, 2),
-                              peak_rps=round(relative.factor * figure, 2), note=note, key=key)
-    if not _dry_run():  # a dry run prints it in its plan
-        click.echo(f"capacity   {calibration.text}", err=True)
-    return calibration
+        figure = _measure(scenario, relative.condition, source=source, base_dir=base_dir, say=say)
+        note = "measured now"
+    return Calibration(factor=relative.factor, condition=relative.condition, capacity_rps=round(figure, 2),
+                       peak_rps=round(relative.factor * figure, 2), note=note, key=key)

@@ -100,19 +100,20 @@ def describe_job(job: CapacityJob) -> str:
     return "\n".join(lines)
 
 
-def _calibrate(scenario_spec: str) -> None:
-    """The capacity a relative peak resolves to: cached, or measured now and cached."""
-    from scenarios.capacity.calibrate import calibrated_peak
+def _calibrate(scenario_spec: str, *, dry_run: bool) -> None:
+    """The calibration step alone: the capacity a relative peak resolves to, cached or measured now."""
+    from scenarios.cli.calibration import calibrate
     from scenarios.spec.peak import RelativePeak
 
     try:
         path = resolve_path(scenario_spec)
         scenario = load_scenario(path)
-        relative = scenario.traffic.relative_peak or RelativePeak(1.0, HEALTHY)
-        calibration = calibrated_peak(scenario, relative, source=str(path), base_dir=path.resolve().parent)
+        calibration = calibrate(scenario, source=str(path), base_dir=path.resolve().parent, dry_run=dry_run,
+                                say=lambda text: click.echo(text, err=True))
     except ScenarioError as exc:
         raise BadInput(str(exc)) from exc
     click.echo(f"capacity [{calibration.condition}]: {calibration.capacity_rps:g} req/s ({calibration.note})")
+    relative = RelativePeak(calibration.factor, calibration.condition)
     click.echo(f"{scenario.name}: peak_rps {relative.text} = {calibration.peak_rps:g} req/s")
 
 
@@ -151,7 +152,7 @@ def capacity(scenario: str, target_url: str | None, slos: tuple[str, ...], fault
     2 invalid input, 3 generator-bound, interrupted or the target failed.
     """
     if calibrate:
-        _calibrate(scenario)
+        _calibrate(scenario, dry_run=dry_run)
         return
     try:
         job = build_job(scenario, target_url=target_url, slos=slos, faults=faults, min_rps=min_rps, max_rps=max_rps,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from scenarios.cli.calibration import calibrate_scenario
 from scenarios.cli.errors import EXIT_ABORTED, BadInput
 from scenarios.cli.targetcheck import check_target, describe_target
 from scenarios.spec.target import PROTOCOL_NAMES
@@ -37,13 +39,16 @@ def _check_duration(_ctx: click.Context, _param: click.Parameter, value: str | N
     return value
 
 
-def prepare(scenario: str, flags: Overrides, *, allow_remote: bool) -> DrillPlan:
-    """Load, override and resolve the scenario; refuse a non-loopback target unless allowed."""
+def prepare(scenario: str, flags: Overrides, *, allow_remote: bool, dry_run: bool = False,
+            say: Callable[[str], None] = lambda _text: None) -> DrillPlan:
+    """Load the scenario, calibrate a relative peak (its own step), override, plan; refuse a
+    non-loopback target unless allowed."""
     try:
         path = resolve_path(scenario)
         source = str(path)
         base_dir = path.resolve().parent
-        spec = pin_rate_scale(load_scenario(path), source=source, base_dir=base_dir)
+        spec = calibrate_scenario(load_scenario(path), source=source, base_dir=base_dir, dry_run=dry_run, say=say)
+        spec = pin_rate_scale(spec, source=source, base_dir=base_dir)
         spec = apply_overrides(spec, flags, source)
         url = spec.target.url
         named = url is not None and is_named_host(url, spec.load.allowed_hosts)
@@ -149,7 +154,8 @@ def run(scenario: str, out: Path | None, target_url: str | None, protocol: str |
     """
     flags = Overrides(target_url=target_url, protocol=protocol, traffic=traffic, duration=duration, seed=seed,
                       no_chaos=no_chaos, processes=processes)
-    plan = prepare(scenario, flags, allow_remote=allow_remote)
+    plan = prepare(scenario, flags, allow_remote=allow_remote, dry_run=dry_run,
+                   say=lambda line: click.echo(line, err=True))
     runs = prepare_variants(plan, only)
     scale_out = _scale_out(workers, master_bind, processes, bool(runs))
     if dry_run:

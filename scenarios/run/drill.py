@@ -210,6 +210,8 @@ class Drill:
             processes=s.load.processes, time_scale=s.traffic.time_scale, rate_scale=self.plan.rate_scale,
             start_clock_s=s.traffic.start_clock_s, env=machine_facts(),
         )
+        if s.traffic.calibration is not None:  # the calibration step ran before planning: say what it found
+            self.events.emit("calibration", t_s=0.0, source="harness", **s.traffic.calibration.model_dump())
 
     def _scraper_error(self, error: dict[str, object]) -> None:
         self.events_log.emit("scraper_error", source="harness", **error)

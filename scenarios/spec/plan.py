@@ -14,9 +14,10 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
+from kernel.clock import format_clock
 from scenarios.spec.chaos import PlannedFault, plan_faults
 from scenarios.spec.model import Scenario, ScenarioError, format_errors
-from kernel.clock import format_clock
+from scenarios.spec.peak import Calibration
 from traffic_models import Phase, TrafficModelError, generate_schedule, load_traffic_model, phases, rate_curve
 from traffic_models.model import TrafficModel
 
@@ -100,7 +101,7 @@ def _rate_scale(scenario: Scenario, model: TrafficModel, source: str) -> float:
         return traffic.rate_scale if traffic.rate_scale is not None else 1.0
     if not isinstance(traffic.peak_rps, (int, float)):
         raise ScenarioError(f'{source}: traffic.peak_rps: "{traffic.peak_rps}" is relative to the measured capacity; '
-                            "pin_rate_scale resolves it before the plan is built.")
+                            "the calibration step resolves it before the plan is built.")
     _, rates = rate_curve(model, time_scale=traffic.time_scale, start_clock_s=traffic.start_clock_s,
                           duration_s=traffic.duration_s)
     peak = float(np.max(rates)) if len(rates) else 0.0
@@ -109,21 +110,22 @@ def _rate_scale(scenario: Scenario, model: TrafficModel, source: str) -> float:
     return traffic.peak_rps / peak
 
 
+def with_calibration(scenario: Scenario, calibration: Calibration, *, source: str) -> Scenario:
+    """The scenario with its relative peak ("0.7x capacity") replaced by the rate it resolved to,
+    and the calibration that resolved it kept beside it (the report says where the figure came from)."""
+    return _updated(scenario, "traffic", {"peak_rps": calibration.peak_rps, "calibration": calibration.model_dump()},
+                    source)
+
+
 def pin_rate_scale(scenario: Scenario, *, source: str, base_dir: Path) -> Scenario:
     """Turn `peak_rps` into `rate_scale` over the file's own window, before any override.
 
     So `--duration 30s` plays the first 30 s of the same drill, at the same rate, instead of
-    rescaling a quiet morning up to the evening's peak.
+    rescaling a quiet morning up to the evening's peak. A peak relative to the machine's capacity
+    is resolved first, by the calibration step (`with_calibration`).
     """
     if scenario.traffic.peak_rps is None:
         return scenario
-    relative = scenario.traffic.relative_peak
-    if relative is not None:  # "0.7x capacity": this machine's measured capacity, cached or measured now
-        from scenarios.capacity.calibrate import calibrated_peak
-
-        calibration = calibrated_peak(scenario, relative, source=source, base_dir=base_dir)
-        scenario = _updated(scenario, "traffic", {"peak_rps": calibration.peak_rps,
-                                                  "calibration": calibration.model_dump()}, source)
     model = _load_model(scenario.traffic.model, base_dir, source)
     rate_scale = _rate_scale(scenario, model, source)
     return _updated(scenario, "traffic", {"rate_scale": rate_scale, "peak_rps": None}, source)

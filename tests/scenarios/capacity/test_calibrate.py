@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import click
 import pytest
 import yaml
 
@@ -100,9 +99,7 @@ def test_calibrate_a_miss_measures_now_but_a_dry_run_never_does(tmp_path: Path, 
     measured: list[str] = []
     monkeypatch.setattr(calibrate, "_measure", lambda s, c, **_: measured.append(c) or 30.0)
     peak = RelativePeak(0.5, "n-1")
-    with click.Context(click.Command("run"), obj=None) as context:
-        context.params["dry_run"] = True
-        planned = calibrated_peak(scenario, peak, source=str(path), base_dir=path.parent)
+    planned = calibrated_peak(scenario, peak, source=str(path), base_dir=path.parent, dry_run=True)
     assert measured == [] and "not measured" in planned.note
     resolved = calibrated_peak(scenario, peak, source=str(path), base_dir=path.parent)
     assert measured == ["n-1"] and resolved.peak_rps == 15.0 and resolved.condition == "n-1"

@@ -1,4 +1,4 @@
-"""`peak_rps: 0.7x capacity`: parsed, validated, resolved by pin_rate_scale, and kept in scenario.yaml."""
+"""`peak_rps: 0.7x capacity`: parsed, validated, resolved by the calibration step, and kept in scenario.yaml."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scenarios.capacity import calibrate
+from scenarios.cli import calibration
 from scenarios.spec.model import (
     ScenarioError,
     dump_scenario,
@@ -39,15 +39,18 @@ def test_peak_bad_values_name_the_field(text: str, message: str) -> None:
     assert "s.yaml: traffic.peak_rps" in str(caught.value)
 
 
-def test_peak_is_resolved_by_pin_rate_scale_and_kept_in_the_resolved_scenario(
+def test_peak_is_resolved_by_the_calibration_step_and_kept_in_the_resolved_scenario(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def fake(scenario: object, relative: RelativePeak, **_: object) -> Calibration:
         return Calibration(factor=relative.factor, condition=relative.condition, capacity_rps=40.0,
                            peak_rps=relative.factor * 40.0, note="cached", key="k")
 
-    monkeypatch.setattr(calibrate, "calibrated_peak", fake)
+    monkeypatch.setattr(calibration, "calibrated_peak", fake)
+    said: list[str] = []
     scenario = parse_scenario({**BASE, "traffic": {**BASE["traffic"], "peak_rps": "0.7x capacity"}}, source="s")
-    pinned = pin_rate_scale(scenario, source="s", base_dir=tmp_path)
+    resolved = calibration.calibrate_scenario(scenario, source="s", base_dir=tmp_path, dry_run=False, say=said.append)
+    assert said[-1] == "capacity   peak 0.7x capacity = 28 req/s of 40 (cached)"
+    pinned = pin_rate_scale(resolved, source="s", base_dir=tmp_path)
     assert pinned.traffic.peak_rps is None and pinned.traffic.calibration is not None
     plan = build_plan(pinned, source="s", base_dir=tmp_path)
     assert "capacity   peak 0.7x capacity = 28 req/s of 40 (cached)" in describe(plan)
@@ -62,3 +65,9 @@ def test_peak_unresolved_relative_peak_cannot_be_planned(tmp_path: Path) -> None
     scenario = parse_scenario({**BASE, "traffic": {**BASE["traffic"], "peak_rps": "0.7x capacity"}}, source="s")
     with pytest.raises(ScenarioError, match="relative to the measured capacity"):
         build_plan(scenario, source="s", base_dir=tmp_path)
+
+
+def test_peak_planning_never_calibrates(tmp_path: Path) -> None:
+    scenario = parse_scenario({**BASE, "traffic": {**BASE["traffic"], "peak_rps": "0.7x capacity"}}, source="s")
+    with pytest.raises(ScenarioError, match="calibration step resolves it"):
+        pin_rate_scale(scenario, source="s", base_dir=tmp_path)

@@ -1,0 +1,45 @@
+"""The calibration step of `rushhour run` and `rushhour capacity --calibrate`.
+
+A scenario whose peak is relative to the machine (`peak_rps: 0.7x capacity`) needs that machine's
+capacity before anything can be planned: from the per-machine cache, or measured now, which is a
+capacity search of minutes. That is a step of its own, said on the terminal as it starts and ends,
+and run before planning, so planning stays a pure function of the scenario file. The drill writes
+what the step found into `events.jsonl` (its `calibration` event) and `summary.json`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from scenarios.capacity.calibrate import calibrated_peak
+from scenarios.capacity.conditions import HEALTHY
+from scenarios.spec.model import Scenario
+from scenarios.spec.peak import Calibration, RelativePeak
+from scenarios.spec.plan import with_calibration
+
+__all__ = ["calibrate", "calibrate_scenario"]
+
+Say = Callable[[str], None]
+
+
+def calibrate(scenario: Scenario, relative: RelativePeak | None = None, *, source: str, base_dir: Path,
+              dry_run: bool, say: Say) -> Calibration:
+    """The capacity `relative` (default: the scenario's own relative peak, else 1x healthy) stands
+    for on this machine; a dry run boots nothing and shows the search's first rate instead."""
+    relative = relative or scenario.traffic.relative_peak or RelativePeak(1.0, HEALTHY)
+    if not dry_run:
+        say(f"calibration: the capacity behind peak_rps {relative.text} on this machine ...")
+    calibration = calibrated_peak(scenario, relative, source=source, base_dir=base_dir, dry_run=dry_run,
+                                  say=lambda text: say(f"calibrating: {text}"))
+    if not dry_run:  # a dry run shows it in its plan
+        say(f"capacity   {calibration.text}")
+    return calibration
+
+
+def calibrate_scenario(scenario: Scenario, *, source: str, base_dir: Path, dry_run: bool, say: Say) -> Scenario:
+    """The scenario with a relative peak resolved to a rate (unchanged when its peak is absolute)."""
+    if scenario.traffic.relative_peak is None:
+        return scenario
+    calibration = calibrate(scenario, source=source, base_dir=base_dir, dry_run=dry_run, say=say)
+    return with_calibration(scenario, calibration, source=source)
