@@ -186,14 +186,14 @@ class Drill:
             self.events_log.emit("workers", t_s=0.0, source="harness", workers=workers)
 
     def _probe_target(self) -> None:
-        """One real request through the scenario's protocol before the load (issue 15); a URL
-        target was probed by the CLI already, the booted server is probed here."""
-        from scenarios.protocols.probe import ProbeError, probe_target
+        """The booted server gets the probe a URL target got from the CLI before the run
+        (`scenarios.run.targetcheck.probe_plan`): one request, the features the scenario uses."""
+        from scenarios.run.targetcheck import TargetMisfit, probe_plan
 
         try:
-            self._say(probe_target(self.url, self.plan.scenario.target).line())
-        except ProbeError as exc:
-            raise LoadError(f"the capability probe failed: {exc}") from exc
+            self.plan = probe_plan(self.plan, self.url, say=self._say)
+        except TargetMisfit as exc:
+            raise LoadError(str(exc)) from exc
 
     @property
     def events_log(self) -> EventLog:
