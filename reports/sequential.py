@@ -13,7 +13,8 @@ sqrt(t_i / t_j)), so the error over all looks together is the stated one, not a 
 Neighbouring requests share a queue, so their latencies are correlated and n requests carry the
 information of fewer independent ones. The design effect D (variance of the bad share over its
 binomial variance) is estimated by batch means, both on the bad indicator itself and on a
-commoner indicator (a request past the sample's upper decile), whose clusters show the queue's
+commoner pilot indicator (a request among the slowest five times the allowed share, e.g. the
+slowest 5% for a P99, and slower than half the threshold), whose clusters show the queue's
 memory even when bad requests are few; the larger is used. The share's Clopper-Pearson bounds
 are then taken over n/D requests with bad/D of them bad. `tests/reports/test_sequential.py`
 simulates thousands of steps of known truth (independent, AR(1) and queueing latencies) and
@@ -29,15 +30,18 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import beta, multivariate_normal, norm
 
-__all__ = ["ALPHA", "LOOKS", "LookCall", "design_effect", "look_call", "look_fractions", "nominal_levels", "share_calls"]
+__all__ = ["ALPHA", "LOOKS", "PILOT_FLOOR", "LookCall", "design_effect", "look_call", "look_fractions", "nominal_levels", "share_calls"]
 
 ALPHA = 0.05
 LOOKS = 4
 BATCHES = 10
 MIN_BATCH = 5
-PILOT_SHARE = 0.10
+PILOT_FACTOR = 5.0
+PILOT_MAX = 0.25
+PILOT_FLOOR = 0.5
 MVN_SEED = 20261201
 SCORE_DIGITS = 1
+WORST = 1e300
 
 
 def look_fractions(looks: int = LOOKS) -> np.ndarray:
@@ -88,19 +92,24 @@ def _batch_effect(x: np.ndarray) -> np.ndarray:
     return np.where(spread > 0, np.maximum(ratio, 1.0), 1.0)
 
 
-def design_effect(bad: np.ndarray, score: np.ndarray | None = None) -> np.ndarray:
+def design_effect(bad: np.ndarray, score: np.ndarray | None = None, allowed: float = 0.01,
+                  floor: float = -np.inf) -> np.ndarray:
     """How many requests carry the information of one independent request (at least 1).
 
     `bad` (steps x n, in send order) marks the requests that count against the objective; `score`
-    (same shape, larger is worse, NaN unknown) adds the pilot indicator: a request past its
-    step's upper decile of `score` (ties at the cut are not past it).
+    (same shape, larger is worse, NaN unknown) adds the pilot indicator: a request among its
+    step's slowest PILOT_FACTOR x `allowed` share of `score` (ties at the cut are not past it), and
+    above `floor`: bursts of requests far faster than the objective's threshold say little about
+    how the requests past it cluster.
     """
     bad = np.atleast_2d(np.asarray(bad, dtype=float))
     effect = _batch_effect(bad)
     if score is not None:
         score = np.atleast_2d(np.asarray(score, dtype=float))
-        filled = np.round(np.where(np.isnan(score), np.inf, score), SCORE_DIGITS)  # ties stay ties
-        cut = np.quantile(filled, 1.0 - PILOT_SHARE, axis=-1, keepdims=True)
+        worst = ~np.isfinite(score)  # unknown or failed: past any cut
+        filled = np.round(np.where(worst, WORST, score), SCORE_DIGITS)  # ties stay ties
+        cut = np.quantile(filled, 1.0 - min(PILOT_FACTOR * allowed, PILOT_MAX), axis=-1, keepdims=True)
+        cut = np.maximum(cut, floor)
         effect = np.maximum(effect, _batch_effect((filled > cut).astype(float)))
     return effect
 
@@ -137,15 +146,16 @@ class LookCall:
 
 
 def look_call(bad_sure: np.ndarray, unknown: np.ndarray, allowed: float, *, look: int, looks: int = LOOKS,
-              score: np.ndarray | None = None) -> LookCall:
+              score: np.ndarray | None = None, floor: float = -np.inf) -> LookCall:
     """Look `look` of `looks` at steps x n requests in send order: "the bad share is at most
     `allowed`" met, missed or neither. `bad_sure` are bad whatever happens, `unknown` may go
-    either way; the design effect is taken with every unknown request counted bad."""
+    either way; the design effect is taken with every unknown request counted bad, and with the
+    pilot indicator over `score` above `floor` (`design_effect`)."""
     bad_sure = np.atleast_2d(np.asarray(bad_sure, dtype=bool))
     unknown = np.atleast_2d(np.asarray(unknown, dtype=bool))
     n = bad_sure.shape[-1]
     level = float(nominal_levels(looks)[look - 1])
     high = bad_sure | unknown
-    effect = design_effect(high, score)
+    effect = design_effect(high, score, allowed, floor)
     met, missed, lower, upper = share_calls(high.sum(axis=-1), bad_sure.sum(axis=-1), n, allowed, effect, level)
     return LookCall(met, missed, lower, upper, effect, level)

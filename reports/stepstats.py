@@ -40,7 +40,7 @@ from reports.faults import SHED_STATUSES
 from reports.goodput import per_request_good
 from reports.schema import LATENCY_KINDS, SloSpec
 from reports.selection import slo_scope
-from reports.sequential import ALPHA, LOOKS, look_call, nominal_levels
+from reports.sequential import ALPHA, LOOKS, PILOT_FLOOR, look_call, nominal_levels
 from reports.stats import ci_ranks, summary_percentiles
 
 __all__ = ["ONE_SIDED", "SloCall", "judge_slos", "samples_to_pass", "step_figures"]
@@ -138,7 +138,8 @@ def _latency(spec: SloSpec, frame: pd.DataFrame, ok: np.ndarray, pending: np.nda
     n = len(frame)
     bad_sure = ~good & ~unknown
     score = np.where(ok, latency, np.where(unknown, np.nan, np.inf))
-    call = look_call(bad_sure, unknown, spec.allowed_bad_share, look=look[0], looks=look[1], score=score) if n else None
+    call = look_call(bad_sure, unknown, spec.allowed_bad_share, look=look[0], looks=look[1], score=score,
+                     floor=PILOT_FLOOR * threshold) if n else None
     met, missed = (bool(call.met[0]), bool(call.missed[0])) if call else (False, False)
     effect = float(call.effect[0]) if call else 1.0
     pessimistic = np.sort(np.where(good, latency, np.inf))
