@@ -16,9 +16,9 @@ import httpx
 import numpy as np
 
 from benchmarks.serverlib import BenchServer
+from kernel.quantiles import percentile_value
 from reference_server.model import ModelInput, load_model
 from reference_server.model.samples import sample_text
-from kernel.quantiles import percentile_value
 
 __all__ = ["MixResult", "Request", "closed_mix", "mix", "open_mix", "solo_model_times", "solo_shorts"]
 

@@ -26,9 +26,9 @@ import httpx
 import yaml
 
 from benchmarks.mdc import true_capacity, true_ttft_capacity
+from kernel.processes import free_port, stop_process
 from scenarios.capacity.runner import run_capacity
 from scenarios.cli.capacity import build_job
-from kernel.processes import free_port, stop_process
 
 HERE = Path(__file__).resolve().parent
 WORKERS, SERVICE_MS, THRESHOLD_MS = 4, 100.0, 500.0

@@ -24,10 +24,10 @@ import httpx
 import numpy as np
 import pandas as pd
 
-from scenarios.load.locust import LocustCommand
-from scenarios.load.session import LoadPlan, LoadSession
 from kernel.processes import free_port, stop_process
 from kernel.quantiles import percentile_value
+from scenarios.load.locust import LocustCommand
+from scenarios.load.session import LoadPlan, LoadSession
 
 LAG_LIMIT_MS = 5.0
 HERE = Path(__file__).resolve().parent

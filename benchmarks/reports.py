@@ -29,11 +29,11 @@ def _timed(label: str, call: Callable[[], Any], timings: dict[str, float]) -> An
 
 def run_bench(n_requests: int, workdir: Path) -> dict[str, Any]:
     """Synthesise a results directory, then time loading, aggregating and the full build."""
+    from benchmarks.synth import make_results
     from reports.build import build_reports
     from reports.compare import compare_runs
     from reports.results import load_run
     from reports.summary import summarise
-    from benchmarks.synth import make_results
 
     timings: dict[str, float] = {}
     root = _timed("synthesise (not part of the goal)",

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from reports.build import build_reports
 from benchmarks.synth_drill import FAULTS, make_drill_results
+from reports.build import build_reports
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 WIDTH = 1100

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import httpx
 
-from reference_server.config import PoolConfig, ServerConfig
 from kernel.processes import die_with_parent, free_port, stop_process
+from reference_server.config import PoolConfig, ServerConfig
 
 __all__ = ["LaunchError", "ServerProcess", "listen", "serve"]
 

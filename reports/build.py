@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from kernel.contract import ExitCode
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kernel.atomic import write_json_atomic
+from kernel.contract import ExitCode
 from reports.baselines import load_baselines
 from reports.charts import all_charts
 from reports.compare import compare_loaded
@@ -19,7 +20,6 @@ from reports.periods import fault_periods, period_length
 from reports.render import write_reports
 from reports.results import RunData, load_run
 from reports.summary import summarise
-from kernel.atomic import write_json_atomic
 
 EXIT_CODES = {"pass": ExitCode.OK, "fail": ExitCode.FAILED, "invalid": ExitCode.INVALID}
 

@@ -14,11 +14,11 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (backend must be chosen first)
-import numpy as np  # noqa: E402
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from reports.plotting import Chart, encode  # noqa: E402
+from reports.plotting import Chart, encode
 
 __all__ = ["knee_chart", "write_capacity_html"]
 

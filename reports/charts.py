@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 
 from reports.attempts import attempt_values
-from reports.pools import healthy_nodes
-from reports.plotting import Chart, cdf_chart, length_chart, missing_chart, time_chart, twin_chart
 from reports.cost import cost_rate
 from reports.faults import FaultWindow
+from reports.plotting import Chart, cdf_chart, length_chart, missing_chart, time_chart, twin_chart
+from reports.pools import healthy_nodes
 from reports.results import RunData
 from reports.schema import SloSpec
 from reports.stream_charts import stream_charts

@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from kernel.clock import parse_duration
 from reports.faults import SHED_STATUSES
 from reports.format import budget, ms, pct, secs, usd, window_text
 from reports.pools import healthy_nodes, pool_low
 from reports.results import RunData
 from reports.schema import LATENCY_KINDS
-from kernel.clock import parse_duration
 
 SHED_ONSET_SHARE = 0.01
 SHED_ONSET_MIN = 2

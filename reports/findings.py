@@ -12,8 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.finding_rules import (Finding, cost_findings, limit_findings, overlap_findings,
-                                   recovery_findings, shedding_findings, slo_findings)
+from reports.finding_rules import (
+    Finding,
+    cost_findings,
+    limit_findings,
+    overlap_findings,
+    recovery_findings,
+    shedding_findings,
+    slo_findings,
+)
 from reports.format import pct
 from reports.results import RunData
 

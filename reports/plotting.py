@@ -14,14 +14,13 @@ from dataclasses import dataclass
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (backend must be chosen first)
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-from reports.faultlane import fault_figure  # noqa: E402
-from reports.faults import FaultWindow  # noqa: E402
+from reports.faultlane import fault_figure
+from reports.faults import FaultWindow
 
 FIGSIZE = (9.0, 3.2)
 DPI = 90

@@ -16,11 +16,11 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from reports.attempts import fill_missing_ends, latest_end_s
-from reports.schema import CostModel, SloSpec
 from kernel import contract
 from kernel.clock import parse_clock_s, parse_duration
 from kernel.validation import format_validation_errors
+from reports.attempts import fill_missing_ends, latest_end_s
+from reports.schema import CostModel, SloSpec
 
 REQUIRED_COLUMNS = contract.REQUIRED_REQUEST_COLUMNS
 OPTIONAL_COLUMNS: dict[str, Any] = {

@@ -53,7 +53,7 @@ class SloSpec(BaseModel):
     @model_validator(mode="after")
     def _fields_for_kind(self) -> SloSpec:
         needed = {
-            **{kind: ("percentile", "threshold_ms") for kind in LATENCY_KINDS},
+            **dict.fromkeys(LATENCY_KINDS, ("percentile", "threshold_ms")),
             "availability": ("objective",),
             "degraded": ("max_share",),
             "goodput": ("min_rps",),

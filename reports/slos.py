@@ -18,9 +18,9 @@ import pandas as pd
 from scipy.stats import beta
 
 from reports.burn import burn_rates
-from reports.selection import phase_segments, slo_scope, valid_and_bad
 from reports.goodput import goodput_slo
 from reports.schema import LATENCY_KINDS, SloSpec
+from reports.selection import phase_segments, slo_scope, valid_and_bad
 from reports.stats import CONFIDENCE, nearest_rank, percentile_of
 
 Segment = tuple[str, float | None, float | None, np.ndarray]

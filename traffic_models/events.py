@@ -8,7 +8,7 @@ Factors of overlapping events multiply.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field
@@ -103,7 +103,7 @@ class Step(Strict):
         return [(self.name, self.at, self.at if self.until is None else self.until)]
 
 
-Event = Annotated[Union[Promotion, FlashCrowd, Step], Field(discriminator="type")]
+Event = Annotated[Promotion | FlashCrowd | Step, Field(discriminator="type")]
 EVENT_TYPES = ("promotion", "flash_crowd", "step")
 
 

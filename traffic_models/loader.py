@@ -8,11 +8,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from kernel.validation import format_validation_errors
 from traffic_models.errors import TrafficModelError
 from traffic_models.events import EVENT_TYPES
 from traffic_models.model import ReplaySpec, TrafficModel
 from traffic_models.replay import load_trace
-from kernel.validation import format_validation_errors
 
 BUNDLED_DIR = Path(__file__).resolve().parent
 CONSTANT_PREFIX = "constant:"

@@ -7,12 +7,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from traffic_models.model import TrafficModel  # noqa: E402
-from traffic_models.phases import Phase  # noqa: E402
-from traffic_models.window import Window  # noqa: E402
+from traffic_models.model import TrafficModel
+from traffic_models.phases import Phase
+from traffic_models.window import Window
 
 PHASE_COLOURS = {"warm-up": "#dddddd", "ramp": "#ffe0a0", "peak": "#ffb0a0", "recovery": "#c8e6c9"}
 

@@ -19,9 +19,9 @@ lazily registered command first so that none is missed.
 from __future__ import annotations
 
 import ast
-import re
 import inspect
 import logging
+import re
 import types
 import typing
 from pathlib import Path

@@ -15,13 +15,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from chaoslib.exceptions import ActivityFailed
-from chaoslib.types import Configuration, Secrets
-from chaosk8s.deployment.actions import scale_deployment
 from chaosk8s import create_k8s_api_client
+from chaosk8s.deployment.actions import scale_deployment
 from chaosk8s.networking.actions import create_network_policy
 from chaosk8s.node.actions import drain_nodes
 from chaosk8s.pod.actions import terminate_pods
+from chaoslib.exceptions import ActivityFailed
+from chaoslib.types import Configuration, Secrets
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 

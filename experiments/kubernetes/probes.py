@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from chaosk8s import create_k8s_api_client
 from chaoslib.exceptions import ActivityFailed
 from chaoslib.types import Configuration, Secrets
-from chaosk8s import create_k8s_api_client
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 

@@ -93,4 +93,4 @@ class StatusSampler:
             self._thread.join(timeout=5)
         with self._lock:
             frame = pd.DataFrame(self._rows, columns=list(SAMPLE_COLUMNS))
-        return frame.astype({"t_s": float, "pool": str, **{k: "int64" for k in SAMPLE_COLUMNS[2:]}})
+        return frame.astype({"t_s": float, "pool": str, **dict.fromkeys(SAMPLE_COLUMNS[2:], "int64")})

@@ -10,7 +10,6 @@ does not (or even the lowest rate failed), 2 the target does not speak the scena
 
 from __future__ import annotations
 
-from kernel.contract import ExitCode
 import json
 import math
 import time
@@ -22,6 +21,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from kernel.contract import ExitCode
 from reference_server.launch import LaunchError
 from scenarios.capacity.conditions import (
     HEALTHY,

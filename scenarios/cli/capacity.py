@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from kernel.clock import parse_duration
+from kernel.loopback import is_loopback_url
 from scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE, parse_conditions
 from scenarios.capacity.job import (
     CapacityJob,
@@ -22,8 +24,6 @@ from scenarios.capacity.search import SearchSettings
 from scenarios.cli.errors import BadInput
 from scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
 from scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
-from kernel.clock import parse_duration
-from kernel.loopback import is_loopback_url
 
 MIN_STEP_S = 5.0
 

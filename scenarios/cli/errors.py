@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from kernel.contract import ExitCode
 import click
+
+from kernel.contract import ExitCode
 
 EXIT_OK = ExitCode.OK
 EXIT_FAILED = ExitCode.FAILED

@@ -9,8 +9,8 @@ from typing import Any
 import click
 import numpy as np
 
-from scenarios.cli.errors import BadInput
 from kernel.clock import format_clock, parse_clock
+from scenarios.cli.errors import BadInput
 from traffic_models.errors import TrafficModelError
 from traffic_models.loader import load_traffic_model
 from traffic_models.model import TrafficModel

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from scenarios.load.parts import duplicate_count
 from kernel.quantiles import percentile_value
+from scenarios.load.parts import duplicate_count
 
 __all__ = ["generator_figures"]
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import httpx
 
-from scenarios.run.ledger import Tracked
 from kernel.loopback import is_loopback_url
+from scenarios.run.ledger import Tracked
 
 __all__ = ["AUDIT_FILE", "Finding", "LeakAudit", "kubernetes_findings", "process_findings", "redis_findings",
            "settle", "status_findings", "target_findings"]

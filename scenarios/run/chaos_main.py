@@ -13,11 +13,12 @@ so an orphaned run never lingers. A run whose drill died before it could even st
 
 from __future__ import annotations
 
-from kernel.contract import ExitCode
 import os
 import signal
 import threading
 import time
+
+from kernel.contract import ExitCode
 
 PARENT_ENV = "RUSHHOUR_DRILL_PID"
 ORPHAN_GRACE_S = 20.0

@@ -27,8 +27,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from scenarios.run.chaos_main import PARENT_ENV
 from kernel.processes import die_with_parent
+from scenarios.run.chaos_main import PARENT_ENV
 
 __all__ = ["ChaosProcess", "chaos_command"]
 

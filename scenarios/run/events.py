@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
 
 def iso_utc(epoch_s: float) -> str:
     """An epoch time as ISO 8601 UTC with milliseconds."""
-    stamp = datetime.fromtimestamp(epoch_s, tz=timezone.utc)
+    stamp = datetime.fromtimestamp(epoch_s, tz=UTC)
     return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from kernel.quantiles import percentile_value
 from reports.faults import SHED_STATUSES
 from scenarios.load.parts import merge_requests
-from kernel.quantiles import percentile_value
 
 LABELS = ("priority", "kind", "mode", "phase")
 _RENARD = (1.0, 1.25, 1.6, 2.0, 2.5, 3.2, 4.0, 5.0, 6.4, 8.0)

@@ -14,6 +14,7 @@ drill's own registry (prometheus_client's WSGI app) and a service-discovery list
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import socket
 from collections.abc import Callable, Iterable, Iterator
@@ -168,6 +169,24 @@ def sd_targets(own: str, target_url: str | None) -> list[dict[str, object]]:
     return groups
 
 
+def advertised(bound: str, port: int, request_host: str) -> str:
+    """The HOST:PORT `/sd` lists for this endpoint: never 0.0.0.0 or ::, which no scraper can
+    reach; for a wildcard bind, the address the asking scraper used (its Host header), else this
+    host's name."""
+    host = bound
+    if _unspecified(bound):
+        asked = urlsplit(f"//{request_host}").hostname if request_host else None
+        host = asked if asked and not _unspecified(asked) else socket.gethostname()
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _unspecified(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return host == ""
+
+
 class _ThreadingServer(ThreadingMixIn, WSGIServer):
     daemon_threads = True
 
@@ -199,7 +218,7 @@ class MetricsServer:
 
     def _app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == "/sd":
-            own = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+            own = advertised(self.host, self.port, str(environ.get("HTTP_HOST") or ""))
             body = json.dumps(sd_targets(own, self._state.target_url)).encode()
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
             return [body]

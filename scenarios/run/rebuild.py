@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from scenarios.load.parts import list_parts, merge_requests, read_parts
 from kernel.atomic import write_json_atomic, write_parquet_atomic
+from scenarios.load.parts import list_parts, merge_requests, read_parts
 from scenarios.run.audit import AUDIT_FILE, LeakAudit, process_findings
 from scenarios.run.events import EventLog
 from scenarios.run.ledger import LEDGER_FILE, survivors

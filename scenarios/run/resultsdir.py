@@ -9,7 +9,7 @@ or empty, and a default name carries a random suffix and is created exclusively.
 from __future__ import annotations
 
 import secrets
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 __all__ = ["ResultsDirError", "claim_results_dir", "new_results_dir"]
@@ -25,7 +25,7 @@ class ResultsDirError(ValueError):
 
 def new_results_dir(name: str, root: Path = DEFAULT_ROOT) -> Path:
     """Create and return `root/<name>-<UTC timestamp>-<random hex>`, never one that exists."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     root.mkdir(parents=True, exist_ok=True)
     for _ in range(NAME_ATTEMPTS):
         path = root / f"{name}-{stamp}-{secrets.token_hex(3)}"

@@ -27,10 +27,10 @@ from typing import Any
 
 import httpx
 
-from scenarios.run.chaosproc import ChaosProcess, chaos_command
-from scenarios.spec.chaos import PlannedFault
 from kernel.clock import format_clock
 from kernel.loopback import is_loopback_url
+from scenarios.run.chaosproc import ChaosProcess, chaos_command
+from scenarios.spec.chaos import PlannedFault
 
 __all__ = ["ChaosTimeline"]
 

@@ -17,8 +17,8 @@ from chaoslib.activity import ensure_activity_is_valid
 from chaoslib.exceptions import ChaosException
 from pydantic import BaseModel
 
-from scenarios.spec.model import DRILL_HYPOTHESIS, ChaosEntry, ScenarioError
 from kernel.clock import format_clock, parse_clock_s, parse_duration
+from scenarios.spec.model import DRILL_HYPOTHESIS, ChaosEntry, ScenarioError
 
 __all__ = ["PlannedFault", "load_experiment_file", "plan_faults"]
 

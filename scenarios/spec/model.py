@@ -8,7 +8,6 @@ fails twenty minutes in because of a typo.
 from __future__ import annotations
 
 import ipaddress
-
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -16,11 +15,11 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kernel.clock import parse_clock_s, parse_duration
+from kernel.validation import format_validation_errors
 from reports.schema import CostModel, SloSpec
 from scenarios.spec.peak import Calibration, RelativePeak, parse_relative_peak
 from scenarios.spec.target import TargetProtocol
-from kernel.clock import parse_clock_s, parse_duration
-from kernel.validation import format_validation_errors
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1]
 DEFAULT_LANGUAGES = ("en-de", "en-fr", "en-es")
@@ -121,6 +120,25 @@ REFERENCE_CHAT_ROW_HEADERS = {"X-Rushhour-Priority": "priority"}
 REFERENCE_CHAT_EXTRA_FIELDS = ("deadline_ms",)
 
 
+def hide_userinfo(url: str) -> str:
+    """`url` with any user:password@ replaced by ***@, fit to quote in an error."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]).geturl()
+
+
+def special_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """What makes an address no test host (None: nothing): link-local (cloud metadata lives at
+    169.254.169.254), unspecified, multicast or reserved."""
+    for test, what in ((address.is_link_local, "a link-local address (169.254.0.0/16, fe80::/10: e.g. cloud metadata)"),
+                       (address.is_unspecified, "the unspecified address"), (address.is_multicast, "a multicast address"),
+                       (address.is_reserved, "a reserved address")):
+        if test:
+            return what
+    return None
+
+
 class TargetSpec(TargetProtocol):
     """Exactly one of: the embedded reference server, or a running service at `url`, plus the
     protocol it speaks (`scenarios.spec.target`)."""
@@ -144,7 +162,11 @@ class TargetSpec(TargetProtocol):
         if (self.embedded is None) == (self.url is None):
             raise ValueError("give exactly one of embedded or url")
         if self.url is not None and urlsplit(self.url).scheme not in ("http", "https"):
-            raise ValueError(f'url "{self.url}" must start with http:// or https://')
+            raise ValueError(f'url "{hide_userinfo(self.url)}" must start with http:// or https://')
+        if self.url is not None and "@" in urlsplit(self.url).netloc:
+            raise ValueError(f'url "{hide_userinfo(self.url)}" carries credentials (user:password@); give them '
+                             "through target.auth (env or file), so they never reach events.jsonl, /sd or the "
+                             "Locust command line")
         return self
 
 
@@ -174,6 +196,9 @@ class LoadSpec(_Strict):
                 address = ipaddress.ip_address(host)
             except ValueError:
                 raise ValueError(f'"{host}" is not an IP address; name test hosts by address') from None
+            special = special_address(address)
+            if special is not None:
+                raise ValueError(f'"{host}" is {special}; only private test hosts may be named here')
             if not address.is_private or address.is_loopback:
                 raise ValueError(f'"{host}" is not a private (non-loopback) address; only private test '
                                  "hosts may be named here")

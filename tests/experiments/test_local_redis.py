@@ -16,9 +16,9 @@ import pytest
 from chaoslib.exceptions import ActivityFailed
 
 from experiments.local.redis import redis_running, start_redis, stop_redis
+from kernel.processes import free_port
 from tests.support.redis import RedisServer, redis_or_skip
 from tests.support.server import REPO, TOKEN
-from kernel.processes import free_port
 
 
 @pytest.fixture

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.clock import parse_clock
-from kernel.clock import format_clock, parse_clock_s, parse_duration
+from kernel.clock import format_clock, parse_clock
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from reference_server.config import JobsConfig
-from reference_server.gateway.bodylimit import BodyLimitMiddleware
 from reference_server.gateway.api import ApiError, Timing, TranslateRequest, TranslateResponse, error_response
+from reference_server.gateway.bodylimit import BodyLimitMiddleware
 from reference_server.gateway.jobs import JobManager, split_segments
 from tests.support.server import RunningServer
 

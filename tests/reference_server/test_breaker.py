@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from reference_server.config import BreakerConfig
 from reference_server.gateway.breaker import CLOSED, HALF_OPEN, OPEN, CircuitBreaker
 

@@ -17,8 +17,8 @@ from reference_server.model import (
     load_model,
     output_tokens,
 )
-from reference_server.model.samples import sample_text
 from reference_server.model.runtime import OnnxSeq2SeqModel
+from reference_server.model.samples import sample_text
 
 LENGTHS = (1, 9, 63, 200, 517)
 

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
+from kernel.processes import die_with_parent, stop_process
 from tests.support.manifests import loopback_node_argv
 from tests.support.server import RunningServer, free_port, start_server
-from kernel.processes import die_with_parent, stop_process
 
 POOL = "fast"
 

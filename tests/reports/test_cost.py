@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from reports import build_reports
-from reports.schema import CostModel
 from reports.cost import compute_cost, node_intervals, node_seconds
 from reports.results import load_run
+from reports.schema import CostModel
 from reports.summary import summarise
 from tests.reports.helpers import requests_frame, write_run
 

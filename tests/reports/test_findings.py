@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from benchmarks.synth_drill import make_drill_results
 from reports.build import build_reports
 from reports.findings import headline
-from benchmarks.synth_drill import make_drill_results
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reports.build import build_reports
 from benchmarks.synth import make_results
+from reports.build import build_reports
 
 LEFT_BEHIND = {"type": "leak_audit", "t_s": 61.0, "clean": False, "checked": ["faults", "nodes"], "skipped": [],
                "findings": [{"kind": "fault", "target": "quality-1", "detail": "partition still active"}],

@@ -15,8 +15,8 @@ import httpx
 import psutil
 import yaml
 
-from reference_server.launch import LaunchError, ServerProcess
 from kernel.processes import free_port
+from reference_server.launch import LaunchError, ServerProcess
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "test-admin-token"

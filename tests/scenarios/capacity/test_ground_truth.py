@@ -18,9 +18,9 @@ import yaml
 from click.testing import CliRunner
 
 from benchmarks.mdc import simulated_p99_ms, stream_service_ms, true_capacity, true_ttft_capacity
+from kernel.processes import free_port, stop_process
 from scenarios.cli.capacity import capacity
 from tests.support.waiting import wait_for_http
-from kernel.processes import free_port, stop_process
 
 MDC_SERVER = Path(__file__).resolve().parents[3] / "benchmarks" / "mdc.py"
 WORKERS, SERVICE_MS, THRESHOLD_MS = 4, 100.0, 500.0

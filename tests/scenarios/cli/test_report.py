@@ -6,8 +6,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from scenarios.cli.report import compare, report
 from benchmarks.synth import make_results
+from scenarios.cli.report import compare, report
 
 
 @pytest.fixture(scope="module")

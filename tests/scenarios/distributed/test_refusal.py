@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kernel.processes import free_port, stop_process
 from scenarios.cli.worker import worker_argv
 from scenarios.load.locust import proxy_free_env
 from scenarios.load.worker_relay import ENV_REMOTE_WORK, STATUS_FILE
-from kernel.processes import free_port, stop_process
 
 HERE = Path(__file__).resolve().parent
 SCENARIO = """\

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from kernel.quantiles import percentile_value
 from scenarios.load.session import LoadPlan, LoadSession
 from tests.support.targets import StreamPlan, serve_target
-from kernel.quantiles import percentile_value
 
 TOLERANCE = 0.10
 

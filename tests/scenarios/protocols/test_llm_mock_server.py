@@ -19,9 +19,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from kernel.processes import die_with_parent, free_port, stop_process
 from scenarios.cli.run import run
 from tests.support.waiting import wait_for_http
-from kernel.processes import die_with_parent, free_port, stop_process
 
 MOCK = Path(sys.executable).parent / "llm-mock-api"
 EVERY_MS, PIECE_CHARS, TEXT = 20, 4, "0123456789abcdefghijklmnopqrstuvwxyzABCD"  # 10 pieces

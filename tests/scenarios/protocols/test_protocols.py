@@ -118,8 +118,8 @@ def test_row_headers_and_extra_fields_reach_kserve_parameters_and_http_headers()
 def test_row_headers_and_extra_fields_are_checked(target: dict[str, object], wrong: str) -> None:
     from pydantic import ValidationError
 
-    from scenarios.spec.target import TargetProtocol
     from kernel.validation import format_validation_errors
+    from scenarios.spec.target import TargetProtocol
 
     with pytest.raises(ValidationError) as caught:
         TargetProtocol.model_validate(target)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from scenarios.load.parts import REQUEST_COLUMNS
 from kernel.processes import stop_process
+from scenarios.load.parts import REQUEST_COLUMNS
 
 TRAFFIC_MODEL = """\
 description: Half short requests, half 1500-3000 character documents, flat 2 requests/s.

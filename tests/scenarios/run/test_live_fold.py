@@ -22,7 +22,7 @@ def _schedule() -> pd.DataFrame:
 
 def _parts(rows: list[int], latency_s: list[float], status: list[int]) -> pd.DataFrame:
     intended = np.asarray(rows, dtype=float)  # offset_s == row in _schedule
-    frame = pd.DataFrame({name: np.nan for name in PART_COLUMNS}, index=range(len(rows)))
+    frame = pd.DataFrame(dict.fromkeys(PART_COLUMNS, np.nan), index=range(len(rows)))
     frame["row"] = rows
     frame["intended_s"] = intended
     frame["sent_s"] = intended + 0.002

@@ -22,8 +22,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.support.promserver import PrometheusServer, binaries, check_metrics
 from kernel.processes import free_port
+from tests.support.promserver import PrometheusServer, binaries, check_metrics
 
 REPO = Path(__file__).resolve().parents[3]
 DASHBOARD = REPO / "reports" / "grafana" / "rushhour-drill.json"

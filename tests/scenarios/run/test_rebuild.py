@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 from click.testing import CliRunner
 
+from kernel.processes import stop_process
 from scenarios.cli.report import report
 from scenarios.run.ledger import ProcessLedger
 from scenarios.run.rebuild import needs_rebuild, rebuild_results
 from scenarios.spec.model import dump_scenario, load_scenario, resolve_path
-from kernel.processes import stop_process
 
 
 def _killed_run(root: Path, schedule: pd.DataFrame, answered: int) -> None:

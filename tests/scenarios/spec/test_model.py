@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scenarios.spec.model import ScenarioError, load_scenario
 from kernel.loopback import is_loopback_url
+from scenarios.spec.model import ScenarioError, load_scenario
 
 BASE = {"name": "x", "traffic": {"model": "constant:5", "duration": "10s"}}
 
