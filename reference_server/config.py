@@ -19,6 +19,17 @@ DEFAULT_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ko")
 PRIORITIES = ("paid", "free", "batch")
 DEFAULT_CACHE_MAX_BYTES = 64 * 1024 * 1024
 REDIS_ENV = "RUSHHOUR_REDIS_URL"
+Batching = Literal["dynamic", "continuous"]
+# Continuous batching with chunked prefill serves the quality tier best (docs/benchmarks.md,
+# "Reference server batching"); the fast tier keeps dynamic batching unless a pool says otherwise.
+DEFAULT_BATCHING: dict[str, Batching] = {"quality": "continuous", "fast": "dynamic"}
+DEFAULT_PREFILL_TOKENS = 32
+MIN_PREFILL_TOKENS = 4
+
+
+def default_batching(tier: str) -> Batching:
+    """The batching mode a pool or node of `tier` gets when its configuration names none."""
+    return DEFAULT_BATCHING.get(tier, "dynamic")
 
 
 class ConfigError(ValueError):
@@ -92,10 +103,15 @@ class PoolConfig(_Strict):
     max_batch_size: int = Field(8, ge=1, le=256)
     max_queue_delay_ms: float = Field(10.0, ge=0, le=10_000)
     max_node_queue: int = Field(256, ge=1)
-    batching: Literal["dynamic", "continuous"] = Field(
-        "dynamic", description="dynamic: batches decoded to their longest row; continuous: rows join and leave at every decode step")
+    batching: Batching | None = Field(
+        None, description="dynamic: batches decoded to their longest row; continuous: rows join and leave at every "
+                          "decode step; unset: continuous for the quality model, dynamic for the fast one")
     max_batch_tokens: int = Field(
         4096, ge=1, le=1_000_000, description="continuous: source tokens (about 4 characters each) the active rows may hold together")
+    max_prefill_tokens: int = Field(
+        DEFAULT_PREFILL_TOKENS, ge=0, le=1_000_000,
+        description="continuous: encoder token-passes one decode step may run for joining rows (chunked prefill); "
+                    "0 runs a joining row's whole encoder in the step that admits it")
     intra_op_threads: int = Field(1, ge=1, le=64)
     warmup_lengths: list[int] = Field(default_factory=lambda: [32, 256, 1024])
     required: bool = True
@@ -104,6 +120,15 @@ class PoolConfig(_Strict):
     @property
     def is_remote(self) -> bool:
         return bool(self.remote) or self.kubernetes is not None
+
+    @model_validator(mode="after")
+    def _batching_resolved(self) -> PoolConfig:
+        if self.batching is None:
+            self.batching = default_batching(self.model)
+        if 0 < self.max_prefill_tokens < MIN_PREFILL_TOKENS:
+            raise ValueError(f"max_prefill_tokens is {self.max_prefill_tokens}; give 0 (no chunked prefill) "
+                             f"or at least {MIN_PREFILL_TOKENS}")
+        return self
 
     @model_validator(mode="after")
     def _remote_consistent(self) -> PoolConfig:

@@ -11,8 +11,10 @@ worker thread, off the event loop; its pieces reach each caller at once (`stream
 finished row is answered the moment its last piece is out.
 
 `run_step(retire, admit)` is the model's side: remove the rows at those indexes, append the
-admitted items as new rows (running their encoder), run one decode step over every row, and
-return one `(piece, done)` per row in order; on failure it must leave no rows behind.
+admitted items as new rows, run one decode step over every row, and return one `(piece, done)`
+per row in order; on failure it must leave no rows behind. A new row's encoder runs in the step
+that admits it or, with chunked prefill (`model.prefill`), a bounded chunk per step, its pieces
+empty until it is encoded; either way the row holds its place here from admission on.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import statistics
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -39,7 +43,7 @@ In = TypeVar("In")
 StepFn = Callable[[Sequence[int], Sequence[In]], list[tuple[str, bool]]]
 
 MIN_STEPS_FOR_ESTIMATE = 20
-STEP_EWMA_ALPHA = 0.05
+RECENT_STEPS = 64
 SWEEP_INTERVAL_S = 0.02
 
 
@@ -114,7 +118,7 @@ class ContinuousBatcher(Generic[In]):
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decoder")
         self._task: asyncio.Task[None] | None = None
         self._closed = False
-        self._step_s = 0.0
+        self._recent: deque[float] = deque(maxlen=RECENT_STEPS)
         self._swept = 0.0
         self.stats = BatcherStats()
 
@@ -175,10 +179,11 @@ class ContinuousBatcher(Generic[In]):
             row.drop()
 
     def expected_s(self, item: In) -> float | None:
-        """Decode time of `item` at the recent step time; None until enough steps have run."""
+        """Decode time of `item` at the median of the recent steps' times (one slow step, such as
+        a cold node's first, which loads the model, does not skew it); None until enough steps ran."""
         if self.stats.batches < MIN_STEPS_FOR_ESTIMATE:
             return None
-        return self._step_s * max(self._steps(item), 1)
+        return statistics.median(self._recent) * max(self._steps(item), 1)
 
     async def _loop(self) -> None:
         while True:
@@ -290,5 +295,4 @@ class ContinuousBatcher(Generic[In]):
         self.stats.items += rows
         self.stats.last_batch_size = rows
         self.stats.busy_s += busy_s
-        first = self.stats.batches == 1
-        self._step_s = busy_s if first else (1 - STEP_EWMA_ALPHA) * self._step_s + STEP_EWMA_ALPHA * busy_s
+        self._recent.append(busy_s)

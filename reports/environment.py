@@ -20,10 +20,21 @@ def describe_environment(run_start: dict[str, Any] | None, metrics: pd.DataFrame
     ordered: dict[str, Any] = {key: env.pop(key, "unknown") for key in ENV_ORDER}
     ordered.update(env)
     ordered["execution_provider"] = _providers(metrics)
+    ordered["batching"] = _batching(metrics)
     ordered["seed"] = seed if seed is not None else (run_start or {}).get("seed", "unknown")
     for key in ("target", "processes", "time_scale", "rate_scale"):
         ordered[key] = (run_start or {}).get(key, "unknown")
     return ordered
+
+
+def _batching(metrics: pd.DataFrame | None) -> str:
+    """How each pool batched, e.g. "fast: dynamic; quality: continuous, chunked prefill 32
+    tokens/step" (the last mode each pool reported; "unknown" when the server did not say)."""
+    if metrics is None or not {"batching", "pool"} <= set(metrics.columns):
+        return "unknown"
+    said = metrics[metrics["batching"].astype(str).str.len() > 0]
+    modes = said.groupby(said["pool"].astype(str))["batching"].last()
+    return "; ".join(f"{pool}: {mode}" for pool, mode in modes.items()) or "unknown"
 
 
 def _providers(metrics: pd.DataFrame | None) -> str:

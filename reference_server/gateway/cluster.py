@@ -53,6 +53,17 @@ class NotSupervised(RuntimeError):
     """An admin operation on a node or pool that runs elsewhere: the gateway cannot start or kill it."""
 
 
+
+def batching_label(health: dict[str, object], known: str = "unknown") -> str:
+    """How a node batches, in words for status and reports: "dynamic", "continuous", or
+    "continuous, chunked prefill N tokens/step"."""
+    mode = health.get("batching")
+    if not mode:
+        return known
+    tokens = int(health.get("prefill_tokens_per_step") or 0)  # type: ignore[call-overload]
+    return f"{mode}, chunked prefill {tokens} tokens/step" if mode == "continuous" and tokens else str(mode)
+
+
 class Cluster:
     def __init__(
         self, config: ServerConfig, metrics: Metrics, *,
@@ -258,6 +269,7 @@ class Cluster:
 
     def apply_health(self, node: NodeHandle, health: dict[str, object]) -> None:
         node.provider = str(health.get("provider", node.provider))
+        node.batching = batching_label(health, node.batching)
         node.model = str(health.get("model", node.model))
         node.queue_depth = int(health.get("queue_depth", 0))  # type: ignore[arg-type]
         self._decode_rates(node, int(health.get("batches_total", 0)), int(health.get("batch_items_total", 0)))  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ from typing import Protocol
 
 import httpx
 
-from reference_server.config import PoolConfig
+from reference_server.config import PoolConfig, default_batching
 from reference_server.gateway.breaker import CircuitBreaker
 from reference_server.gateway.faults import FaultTransport
 from kernel.processes import stop_process
@@ -47,6 +47,7 @@ class NodeHandle:
     client: httpx.AsyncClient | None = None
     transport: FaultTransport | None = None
     provider: str = "unknown"
+    batching: str = "unknown"
     model: str = ""
     restarts: int = 0
     inflight: int = 0
@@ -102,7 +103,8 @@ def spawn_process(
         "--id", node.id, "--pool", node.pool, "--tier", pool.model, "--fd", str(sock.fileno()),
         "--max-batch-size", str(pool.max_batch_size), "--max-queue-delay-ms", str(pool.max_queue_delay_ms),
         "--max-queue", str(pool.max_node_queue), "--threads", str(pool.intra_op_threads),
-        "--batching", pool.batching, "--max-batch-tokens", str(pool.max_batch_tokens),
+        "--batching", pool.batching or default_batching(pool.model), "--max-batch-tokens", str(pool.max_batch_tokens),
+        "--max-prefill-tokens", str(pool.max_prefill_tokens),
         "--warmup-lengths", ",".join(str(n) for n in pool.warmup_lengths), "--parent-pid", str(os.getpid()),
     ]
     if not warm:

@@ -15,7 +15,7 @@ SHED_REASONS = ("rate_limited", "queue_full", "early_reject", "max_wait", "canno
 def _node(node, now: float) -> dict[str, object]:  # type: ignore[no-untyped-def]
     return {
         "id": node.id, "pool": node.pool, "state": node.state, "breaker": node.breaker.state,
-        "provider": node.provider, "model": node.model, "pid": node.pid, "port": node.port,
+        "provider": node.provider, "batching": node.batching, "model": node.model, "pid": node.pid, "port": node.port,
         "inflight": node.inflight, "queue_depth": node.queue_depth, "expired": node.expired_total, "restarts": node.restarts,
         "cold_start_s": node.cold_start_s, "first_request_ms": node.first_request_ms, "warm": node.warm,
         "faults": node.transport.active() if node.transport else [],

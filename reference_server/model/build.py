@@ -21,7 +21,7 @@ from pathlib import Path
 
 import onnx
 
-from .graphs import build_decoder_step, build_encoder
+from .graphs import build_decoder_step, build_encoder, build_prefill_stages
 from .spec import ModelSpec, get_spec, spec_hash
 
 __all__ = [
@@ -29,6 +29,8 @@ __all__ = [
     "DECODER_FILE",
     "DEFAULT_CACHE_DIR",
     "ENCODER_FILE",
+    "PREFILL_ATTEND_FILE",
+    "PREFILL_PROJECT_FILE",
     "SPEC_FILE",
     "build_model",
     "model_dir",
@@ -39,6 +41,8 @@ CACHE_ENV = "RUSHHOUR_MODEL_CACHE"
 DEFAULT_CACHE_DIR = Path("~/.cache/rushhour/models")
 ENCODER_FILE = "encoder.onnx"
 DECODER_FILE = "decoder_step.onnx"
+PREFILL_PROJECT_FILE = "encoder_project.onnx"
+PREFILL_ATTEND_FILE = "encoder_attend.onnx"
 SPEC_FILE = "spec.json"
 
 
@@ -83,8 +87,11 @@ def ensure_built(spec: ModelSpec, cache_dir: Path | None = None, *, fp16: bool =
 
 
 def _write_build(spec: ModelSpec, out: Path, *, fp16: bool) -> None:
-    """Write both graphs (quantized for INT8 tiers, halved for fp16) and, last, the spec stamp."""
-    graphs = ((build_encoder(spec), ENCODER_FILE), (build_decoder_step(spec), DECODER_FILE))
+    """Write the graphs (quantized for INT8 tiers, halved for fp16) and, last, the spec stamp: the
+    encoder, the decoder step, and the encoder's two chunked-prefill stages."""
+    project, attend = build_prefill_stages(spec)
+    graphs = ((build_encoder(spec), ENCODER_FILE), (build_decoder_step(spec), DECODER_FILE),
+              (project, PREFILL_PROJECT_FILE), (attend, PREFILL_ATTEND_FILE))
     for graph, filename in graphs:
         if spec.int8:
             _quantize(graph, out / filename)

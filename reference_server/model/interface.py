@@ -62,6 +62,7 @@ class RowDecoder(Protocol):
 
 @runtime_checkable
 class StepwiseModel(Protocol):
-    """A model that can also decode row by row, as continuous batching needs."""
+    """A model that can also decode row by row, as continuous batching needs; with
+    `max_prefill_tokens` > 0 a joining row's encoder runs a chunk per step within that budget."""
 
-    def row_decoder(self) -> RowDecoder: ...
+    def row_decoder(self, max_prefill_tokens: int = 0) -> RowDecoder: ...

@@ -4,7 +4,10 @@ The active set lives in host arrays: the encoder's memory [B, S, D] and its mask
 decoder state [B, D] and the previous tokens [B]. A joining row's memory is padded with zeros
 (exactly what the encoder writes for padding, and masked out of attention), so a row's tokens
 never depend on its batch-mates; a leaving row is gathered out and the memory trimmed to the
-longest row still running. Each step yields each row's next piece of text such that the pieces
+longest row still running. With a prefill budget (`ChunkedPrefill`), a joining row's encoder
+runs a chunk at a time at the start of each step, shortest remaining work first, for at most the
+budget's token-passes per step; the row joins the decode in the step its memory is complete,
+and until then its piece is empty. Each step yields each row's next piece of text such that the pieces
 of a row joined equal `detokenize` of its tokens: the first piece loses its leading space and
 gains a capital, the last gains the full stop.
 """
@@ -18,6 +21,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 
 from .interface import ModelInput, RowPiece
+from .prefill import MIN_BUDGET, ChunkedPrefill, Prefill
 from .tokenizer import encode_batch, lang_token, output_tokens
 
 __all__ = ["HostRowDecoder", "row_steps"]
@@ -33,12 +37,23 @@ class HostRowDecoder:
     """The `RowDecoder` of the bundled model over its encoder and decoder-step sessions."""
 
     def __init__(self, encoder: ort.InferenceSession, decoder: ort.InferenceSession, *, d_model: int,
-                 src_vocab: int, pieces: Sequence[str]) -> None:
+                 src_vocab: int, pieces: Sequence[str], prefill: ChunkedPrefill | None = None,
+                 max_prefill_tokens: int = 0) -> None:
+        if max_prefill_tokens and (prefill is None or max_prefill_tokens < MIN_BUDGET):
+            raise ValueError(f"max_prefill_tokens must be 0 (no chunked prefill) or at least {MIN_BUDGET} with "
+                             f"the prefill stages loaded, not {max_prefill_tokens}.")
         self._encoder = encoder
         self._decoder = decoder
         self._d_model = d_model
         self._src_vocab = src_vocab
         self._pieces = pieces
+        self._prefill = prefill
+        self.max_prefill_tokens = max_prefill_tokens
+        self.prefill_tokens = 0  # token-passes the last step spent on prefill
+        self._order: list[int] = []  # row ids in admission order: row i of the active set is _order[i]
+        self._next_id = 0
+        self._waiting: dict[int, Prefill] = {}
+        self._ids = np.zeros(0, dtype=np.int64)  # row id of each decoding row, in array order
         self._memory = np.zeros((0, 1, d_model), dtype=np.float32)
         self._mask = np.zeros((0, 1), dtype=np.int64)
         self._state = np.zeros((0, d_model), dtype=np.float32)
@@ -48,21 +63,37 @@ class HostRowDecoder:
 
     @property
     def size(self) -> int:
-        return len(self._prev)
+        return len(self._order)
+
+    @property
+    def prefilling(self) -> int:
+        """Rows admitted whose encoder has not finished yet."""
+        return len(self._waiting)
 
     def admit(self, inputs: Sequence[ModelInput]) -> None:
-        """Run the encoder of the new rows and append them to the active set."""
+        """Add the new rows: encoded at once without a prefill budget, else a chunk per step."""
         if not inputs:
             return
-        ids, mask = encode_batch([i.text for i in inputs], [i.source_lang for i in inputs], self._src_vocab)
-        memory = np.asarray(self._encoder.run(None, {"input_ids": ids, "attention_mask": mask})[0], dtype=np.float32)
-        width = max(self._mask.shape[1] if self.size else 1, mask.shape[1])
+        ids = list(range(self._next_id, self._next_id + len(inputs)))
+        self._next_id += len(inputs)
+        self._order += ids
+        if self._prefill is not None and self.max_prefill_tokens:
+            self._waiting.update({row: self._prefill.start(item) for row, item in zip(ids, inputs, strict=True)})
+            return
+        tokens, mask = encode_batch([i.text for i in inputs], [i.source_lang for i in inputs], self._src_vocab)
+        memory = np.asarray(self._encoder.run(None, {"input_ids": tokens, "attention_mask": mask})[0], dtype=np.float32)
+        self._append(ids, memory, mask, inputs)
+
+    def _append(self, ids: Sequence[int], memory: npt.NDArray[np.float32], mask: npt.NDArray[np.int64],
+                inputs: Sequence[ModelInput]) -> None:
+        width = max(self._mask.shape[1] if len(self._ids) else 1, mask.shape[1])
         self._memory = np.concatenate([_pad(self._memory, width), _pad(memory, width)])
         self._mask = np.concatenate([_pad(self._mask, width), _pad(mask, width)])
         self._state = np.concatenate([self._state, np.zeros((len(inputs), self._d_model), dtype=np.float32)])
         self._prev = np.concatenate([self._prev, [lang_token(i.target_lang) for i in inputs]]).astype(np.int64)
         self._done = np.concatenate([self._done, np.zeros(len(inputs), dtype=np.int64)])
         self._steps = np.concatenate([self._steps, [row_steps(i) for i in inputs]]).astype(np.int64)
+        self._ids = np.concatenate([self._ids, np.asarray(ids, dtype=np.int64)])
 
     def retire(self, rows: Sequence[int]) -> None:
         """Remove rows by their index in the active set; the rest keep their order."""
@@ -71,27 +102,48 @@ class HostRowDecoder:
         bad = [r for r in rows if not 0 <= r < self.size]
         if bad:
             raise IndexError(f"Rows {bad} are not in the active set of {self.size} rows.")
-        keep = np.ones(self.size, dtype=bool)
-        keep[list(rows)] = False
+        gone = {self._order[r] for r in rows}
+        self._order = [row for row in self._order if row not in gone]
+        for row in gone:
+            self._waiting.pop(row, None)
+        keep = ~np.isin(self._ids, list(gone))
+        if keep.all():
+            return
         mask = self._mask[keep]
         width = max(1, int(mask.sum(axis=1).max())) if len(mask) else 1
         self._memory = np.ascontiguousarray(self._memory[keep, :width])
         self._mask = np.ascontiguousarray(mask[:, :width])
         self._state, self._prev = self._state[keep], self._prev[keep]
-        self._done, self._steps = self._done[keep], self._steps[keep]
+        self._done, self._steps, self._ids = self._done[keep], self._steps[keep], self._ids[keep]
 
     def step(self) -> list[RowPiece]:
-        """One decoder step for every row; a row already done gets an empty piece."""
+        """Prefill within the budget, then one decoder step for every encoded row; a row still
+        prefilling gets an empty piece, a row already done an empty final one."""
         if not self.size:
             return []
-        feeds = {"prev_token": self._prev, "state": self._state, "memory": self._memory, "memory_mask": self._mask}
-        tokens, state = self._decoder.run(None, feeds)
-        live = self._done < self._steps
-        self._prev = np.where(live, tokens, self._prev).astype(np.int64)
-        self._state = np.where(live[:, None], state, self._state).astype(np.float32)
-        pieces = [self._piece(int(tok), int(t), int(n)) for tok, t, n in zip(tokens, self._done, self._steps)]
-        self._done = np.minimum(self._done + 1, self._steps)
-        return pieces
+        self._advance_prefills()
+        pieces: dict[int, RowPiece] = {}
+        if len(self._ids):
+            feeds = {"prev_token": self._prev, "state": self._state, "memory": self._memory, "memory_mask": self._mask}
+            tokens, state = self._decoder.run(None, feeds)
+            live = self._done < self._steps
+            self._prev = np.where(live, tokens, self._prev).astype(np.int64)
+            self._state = np.where(live[:, None], state, self._state).astype(np.float32)
+            for row, tok, t, n in zip(self._ids.tolist(), tokens, self._done, self._steps):
+                pieces[row] = self._piece(int(tok), int(t), int(n))
+            self._done = np.minimum(self._done + 1, self._steps)
+        return [pieces.get(row, RowPiece("", False)) for row in self._order]
+
+    def _advance_prefills(self) -> None:
+        """Spend the step's budget on the rows still encoding, the least work left first."""
+        self.prefill_tokens = 0
+        if not self._waiting or self._prefill is None:
+            return
+        for row, prefill in sorted(self._waiting.items(), key=lambda kv: (kv[1].remaining, kv[0])):
+            self.prefill_tokens += self._prefill.advance(prefill, self.max_prefill_tokens - self.prefill_tokens)
+            if prefill.done:
+                del self._waiting[row]
+                self._append([row], prefill.memory, prefill.mask, [prefill.item])
 
     def _piece(self, token: int, t: int, steps: int) -> RowPiece:
         if t >= steps:

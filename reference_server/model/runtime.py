@@ -19,7 +19,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 
 from .binding import BoundDecoder
-from .build import DECODER_FILE, ENCODER_FILE, ensure_built
+from .build import DECODER_FILE, ENCODER_FILE, PREFILL_ATTEND_FILE, PREFILL_PROJECT_FILE, ensure_built
 from .interface import ModelInput
 from .providers import (
     CUDA,
@@ -28,6 +28,7 @@ from .providers import (
     plan_session,
     preload_cuda_libraries,
 )
+from .prefill import ChunkedPrefill
 from .rows import HostRowDecoder, row_steps
 from .spec import ModelSpec, get_spec
 from .tokenizer import detokenize, encode_batch, lang_token, piece_table
@@ -75,6 +76,8 @@ class OnnxSeq2SeqModel:
             if plan.io_binding else None
         )
         self._pieces = piece_table(spec.tgt_vocab)
+        self._threads = threads
+        self._prefill: ChunkedPrefill | None = None
 
     def __repr__(self) -> str:
         return f"OnnxSeq2SeqModel(name={self.name!r}, provider={self.provider!r}, precision={self.precision!r})"
@@ -92,10 +95,20 @@ class OnnxSeq2SeqModel:
         tokens = self._generate(inputs, steps)
         return [detokenize(row[:n], self._pieces) for row, n in zip(tokens, steps.tolist())]
 
-    def row_decoder(self) -> HostRowDecoder:
-        """A decoder for continuous batching over the same sessions (host arrays, on any provider)."""
-        return HostRowDecoder(self._encoder, self._decoder, d_model=self.spec.d_model,
-                              src_vocab=self.spec.src_vocab, pieces=self._pieces)
+    def row_decoder(self, max_prefill_tokens: int = 0) -> HostRowDecoder:
+        """A decoder for continuous batching over the same sessions (host arrays, on any provider);
+        `max_prefill_tokens` > 0 encodes joining rows a chunk per step (chunked prefill)."""
+        return HostRowDecoder(self._encoder, self._decoder, d_model=self.spec.d_model, src_vocab=self.spec.src_vocab,
+                              pieces=self._pieces, prefill=self._prefill_stages() if max_prefill_tokens else None,
+                              max_prefill_tokens=max_prefill_tokens)
+
+    def _prefill_stages(self) -> ChunkedPrefill:
+        """The encoder's two chunked-prefill stages, loaded on first use."""
+        if self._prefill is None:
+            project = _session(self.directory / PREFILL_PROJECT_FILE, self.plan, self._threads)
+            attend = _session(self.directory / PREFILL_ATTEND_FILE, self.plan, self._threads)
+            self._prefill = ChunkedPrefill(project, attend, d_model=self.spec.d_model, src_vocab=self.spec.src_vocab)
+        return self._prefill
 
     def _generate(
         self, inputs: Sequence[ModelInput], steps: npt.NDArray[np.int64]

@@ -18,6 +18,7 @@ __all__ = ["FORMAT_VERSION", "ModelSpec", "SPECS", "TIERS", "get_spec", "spec_ha
 
 TIERS: tuple[str, ...] = ("quality", "fast")
 FORMAT_VERSION = 1
+GRAPH_LAYOUT = 2  # which graph files a build holds (2: plus the chunked-prefill stages)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +82,7 @@ def spec_hash(spec: ModelSpec) -> str:
     """Short stable digest of the spec and of the library versions that write the files."""
     payload = {
         "spec": dataclasses.asdict(spec),
+        "layout": GRAPH_LAYOUT,
         "onnx": onnx.__version__,
         "onnxruntime": onnxruntime.__version__,
     }

@@ -8,6 +8,7 @@ import socket
 import sys
 from pathlib import Path
 
+from reference_server.config import DEFAULT_PREFILL_TOKENS, default_batching
 from reference_server.launch import LaunchError
 from reference_server.node.serve import inherited_socket, listen_socket, serve_node
 from reference_server.node.worker import NodeSettings
@@ -25,8 +26,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-batch-size", type=int, default=8)
     parser.add_argument("--max-queue-delay-ms", type=float, default=10.0)
     parser.add_argument("--max-queue", type=int, default=256)
-    parser.add_argument("--batching", choices=("dynamic", "continuous"), default="dynamic")
+    parser.add_argument("--batching", choices=("dynamic", "continuous"), default=None,
+                        help="default: continuous for the quality tier, dynamic for the fast one")
     parser.add_argument("--max-batch-tokens", type=int, default=4096)
+    parser.add_argument("--max-prefill-tokens", type=int, default=DEFAULT_PREFILL_TOKENS)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cold", action="store_true", help="skip warm-up (a cold start)")
     parser.add_argument("--warmup-lengths", default="32,256,1024")
@@ -44,8 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         max_batch_size=args.max_batch_size,
         max_queue_delay_ms=args.max_queue_delay_ms,
         max_queue=args.max_queue,
-        batching=args.batching,
+        batching=args.batching or default_batching(args.tier),
         max_batch_tokens=args.max_batch_tokens,
+        max_prefill_tokens=args.max_prefill_tokens,
         intra_op_threads=args.threads,
         warm=not args.cold,
         warmup_lengths=[int(x) for x in args.warmup_lengths.split(",") if x],

@@ -121,6 +121,7 @@ async def health(node: NodeDep) -> Response:
             "cannot_meet_total": stats.cannot_meet,
             "busy_s": round(stats.busy_s, 6),
             "batching": settings.batching,
+            "prefill_tokens_per_step": settings.max_prefill_tokens if settings.batching == "continuous" else 0,
             "active_rows": getattr(batcher, "active_rows", 0),
         }
     )

@@ -45,6 +45,7 @@ class NodeSettings:
     max_queue_delay_ms: float = 10.0
     batching: str = "dynamic"
     max_batch_tokens: int = 4096
+    max_prefill_tokens: int = 0
     max_queue: int = 256
     intra_op_threads: int = 1
     warm: bool = True
@@ -118,7 +119,8 @@ class ModelWorker:
 
     def decode_step(self, retire: Sequence[int], admit: Sequence[ModelInput]) -> list[tuple[str, bool]]:
         """Continuous batching's model side (see `reference_server.continuous`): retire rows,
-        admit new ones, run one decode step. Loads the model on a cold node's first step; the
+        admit new ones, run one decode step (with chunked prefill, first a bounded share of the
+        joining rows' encoders). Loads the model on a cold node's first step; the
         slowdown fault stretches every step. A failure leaves no rows behind."""
         first = self.first_request_ms is None
         started = time.perf_counter()
@@ -144,7 +146,7 @@ class ModelWorker:
         if self._rows is None:
             if not isinstance(self._model, StepwiseModel):
                 raise RuntimeError(f"The model {self.model_name!r} cannot decode row by row; serve it with batching: dynamic.")
-            self._rows = self._model.row_decoder()
+            self._rows = self._model.row_decoder(self.settings.max_prefill_tokens)
         return self._rows
 
     def _load(self) -> None:

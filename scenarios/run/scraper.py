@@ -21,7 +21,7 @@ from kernel.loopback import is_loopback_url
 METRIC_COLUMNS = (
     "t_s", "pool", "nodes_alive", "nodes_ready", "breakers_open", "queue_depth", "inflight",
     "batch_size_mean", "provider", "cache_hits_total", "cache_misses_total", "shed_total",
-    "requests_total",
+    "requests_total", "batching",
 )
 SCRAPE_INTERVAL_S = 1.0
 ERROR_REPORT_EVERY_S = 10.0
@@ -35,6 +35,14 @@ def _pool_provider(status: dict, pool: str) -> str:
         if node.get("pool") == pool and node.get("provider"):
             return str(node["provider"])
     return str(status.get("provider") or "")
+
+
+def _pool_batching(status: dict, pool: str) -> str:
+    """How a pool's nodes batch, as the first node that says reports it ("" when none does)."""
+    for node in status.get("nodes") or []:
+        if node.get("pool") == pool and node.get("batching") not in (None, "", "unknown"):
+            return str(node["batching"])
+    return ""
 
 
 def _batch_mean(pool: dict, before: dict | None) -> float:
@@ -63,7 +71,7 @@ def status_rows(status: dict, previous: dict | None, t_s: float) -> list[dict[st
             **{k: int(pool.get(k, 0)) for k in ("nodes_alive", "nodes_ready", "breakers_open",
                                                  "queue_depth", "inflight")},
             "batch_size_mean": _batch_mean(pool, before.get(name) if previous else None),
-            "provider": _pool_provider(status, name), **shared,
+            "provider": _pool_provider(status, name), "batching": _pool_batching(status, name), **shared,
         })
     return rows
 
@@ -71,10 +79,10 @@ def status_rows(status: dict, previous: dict | None, t_s: float) -> list[dict[st
 def metrics_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
     """Rows as a frame with exactly the contract's columns (typed even when empty)."""
     frame = pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
-    ints = [c for c in METRIC_COLUMNS if c not in ("t_s", "pool", "provider", "batch_size_mean")]
+    ints = [c for c in METRIC_COLUMNS if c not in ("t_s", "pool", "provider", "batch_size_mean", "batching")]
     frame[ints] = frame[ints].astype("int64")
     frame[["t_s", "batch_size_mean"]] = frame[["t_s", "batch_size_mean"]].astype(float)
-    frame[["pool", "provider"]] = frame[["pool", "provider"]].astype(str)
+    frame[["pool", "provider", "batching"]] = frame[["pool", "provider", "batching"]].astype(str)
     return frame
 
 

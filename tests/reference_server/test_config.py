@@ -168,3 +168,18 @@ def test_load_config_redis_url_from_the_environment(tmp_path: Path, monkeypatch:
     assert load_config(path).cache.redis_url is None
     monkeypatch.delenv("RUSHHOUR_REDIS_URL")
     assert load_config(path).cache.redis_url == "redis://file:6379/0"
+
+
+def test_load_config_default_quality_pool_batches_continuously_with_chunked_prefill(tmp_path: Path) -> None:
+    config = load_config()
+    quality, fast = config.pools["quality"], config.pools["fast"]
+    assert (quality.batching, quality.max_prefill_tokens) == ("continuous", 32)
+    assert fast.batching == "dynamic"
+    custom = load_config(_write(tmp_path, "pools:\n  quality: {batching: dynamic}\n  extra: {model: quality}\n"))
+    assert custom.pools["quality"].batching == "dynamic" and custom.pools["extra"].batching == "continuous"
+
+
+@pytest.mark.parametrize("tokens", [1, 3])
+def test_load_config_prefill_budget_too_small_names_the_field(tmp_path: Path, tokens: int) -> None:
+    with pytest.raises(ConfigError, match=rf"pools\.quality.*max_prefill_tokens is {tokens}; give 0"):
+        load_config(_write(tmp_path, f"pools:\n  quality: {{max_prefill_tokens: {tokens}}}\n"))

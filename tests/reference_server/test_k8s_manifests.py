@@ -95,3 +95,12 @@ def test_k8s_every_object_lives_in_the_rushhour_namespace() -> None:
         if doc["kind"] != "Namespace":
             assert doc["metadata"]["namespace"] == "rushhour", doc["metadata"]["name"]
     assert yaml.safe_load(manifest("ConfigMap", "rushhour-server-config")["data"]["server.yaml"])["pools"]
+
+
+@pytest.mark.parametrize("pool", ["quality", "fast"])
+def test_k8s_pool_batches_as_the_default_config_does(pool: str) -> None:
+    params = _parse(node_command, pool_argv(pool))
+    default = ServerConfig().pools[pool]
+    assert params["batching"] == default.batching
+    if default.batching == "continuous":
+        assert params["max_prefill_tokens"] == default.max_prefill_tokens

@@ -55,7 +55,7 @@ def test_concurrent_builds_end_with_one_complete_directory(tmp_path: Path) -> No
     assert errors == []
     assert len(set(results)) == 1
     names = sorted(p.name for p in results[0].iterdir())
-    assert names == ["decoder_step.onnx", "encoder.onnx", "spec.json"]
+    assert names == ["decoder_step.onnx", "encoder.onnx", "encoder_attend.onnx", "encoder_project.onnx", "spec.json"]
     assert len(list(tmp_path.iterdir())) == 1
 
 

@@ -1,4 +1,5 @@
-"""HostRowDecoder: rows that join and leave a running decode get exactly `translate_batch`'s output."""
+"""HostRowDecoder: rows that join and leave a running decode get exactly `translate_batch`'s output,
+with their encoder run at once or a chunk per step (chunked prefill)."""
 
 from __future__ import annotations
 
@@ -43,13 +44,20 @@ def _decode(decoder: HostRowDecoder, items: list[ModelInput], join_every: int) -
     return pieces
 
 
-@pytest.mark.parametrize("join_every", [1, 3, 7])
-def test_rows_joining_and_leaving_match_translate_batch(model: OnnxSeq2SeqModel, join_every: int) -> None:
+@pytest.mark.parametrize(("join_every", "budget"), [
+    (1, 0), (3, 0), (7, 0), (3, 5),
+    pytest.param(7, 64, marks=pytest.mark.slow), pytest.param(2, 1000, marks=pytest.mark.slow),
+])
+def test_rows_joining_and_leaving_match_translate_batch(model: OnnxSeq2SeqModel, join_every: int, budget: int) -> None:
     items = _inputs()
     alone = [model.translate_batch([item])[0] for item in items]
-    pieces = _decode(model.row_decoder(), items, join_every)
+    pieces = _decode(model.row_decoder(budget), items, join_every)
     assert ["".join(pieces[i]) for i in range(len(items))] == alone
-    assert all(len(pieces[i]) == max(row_steps(item), 1) for i, item in enumerate(items))
+    for i, item in enumerate(items):
+        waited = len(pieces[i]) - max(row_steps(item), 1)  # steps spent prefilling: empty pieces
+        assert waited >= 0 and not any(pieces[i][:waited])
+        if budget == 0:
+            assert waited == 0
 
 
 def test_rows_max_tokens_caps_the_output_in_both_paths(model: OnnxSeq2SeqModel) -> None:

@@ -19,7 +19,7 @@ def _status(batches: int, items: int, requests: int) -> dict:
                      "inflight": 0, "batches_total": 0, "batch_items_total": 0},
         },
         "nodes": [{"id": "quality-0", "pool": "quality", "state": "ready", "breaker": "open",
-                   "provider": "CUDAExecutionProvider"}],
+                   "provider": "CUDAExecutionProvider", "batching": "continuous, chunked prefill 32 tokens/step"}],
         "cache": {"entries": 10, "hits": 5, "misses": 7, "coalesced": 1},
         "shed": {"rate_limited": 1, "queue_full": 2, "deadline": 3, "unavailable": 4},
         "requests_total": requests,
@@ -35,6 +35,7 @@ def test_status_rows_one_row_per_pool_with_shared_counters() -> None:
     assert (quality["queue_depth"], quality["inflight"]) == (7, 3)
     assert quality["provider"] == "CUDAExecutionProvider"
     assert by_pool["fast"]["provider"] == "CPUExecutionProvider"
+    assert quality["batching"] == "continuous, chunked prefill 32 tokens/step" and by_pool["fast"]["batching"] == ""
     for row in rows:
         assert (row["cache_hits_total"], row["cache_misses_total"]) == (5, 7)
         assert row["shed_total"] == 10 and row["requests_total"] == 100

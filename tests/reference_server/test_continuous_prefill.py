@@ -1,0 +1,109 @@
+"""Continuous batching over the real model with chunked prefill: a document's deadline or its
+caller's cancellation retires it mid-encoder or mid-decode, the other rows keep their output, and
+no step spends more than its prefill budget."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from reference_server.batcher import DeadlineExceeded
+from reference_server.continuous import ContinuousBatcher
+from reference_server.model import ModelInput, load_model
+from reference_server.model.rows import row_steps
+from reference_server.model.runtime import OnnxSeq2SeqModel
+from reference_server.model.samples import sample_text
+from reference_server.node.worker import ModelWorker, NodeSettings
+
+BUDGET = 16
+DOC = ModelInput(sample_text(4000, salt=11), "en", "de")
+SHORT = ModelInput(sample_text(160, salt=12), "en", "fr")
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> OnnxSeq2SeqModel:
+    return load_model("quality", cache_dir=tmp_path_factory.mktemp("models"))
+
+
+class Recorder:
+    """The worker's step, counted; `at_step` runs a callback after a given step (on the worker thread)."""
+
+    def __init__(self, worker: ModelWorker) -> None:
+        self.worker = worker
+        self.prefill: list[int] = []
+        self.hooks: dict[int, Callable[[], None]] = {}
+
+    def __call__(self, retire: Sequence[int], admit: Sequence[ModelInput]) -> list[tuple[str, bool]]:
+        pieces = self.worker.decode_step(retire, admit)
+        self.prefill.append(self.worker._rows.prefill_tokens if self.worker._rows is not None else 0)  # type: ignore[attr-defined]
+        if (hook := self.hooks.pop(len(self.prefill), None)) is not None:
+            hook()
+        return pieces
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _setup(model: OnnxSeq2SeqModel) -> tuple[ContinuousBatcher[ModelInput], Recorder, Clock]:
+    settings = NodeSettings(node_id="n", pool="quality", tier="quality", batching="continuous", max_prefill_tokens=BUDGET)
+    recorder, clock = Recorder(ModelWorker(settings, model=model)), Clock()
+    batcher = ContinuousBatcher(recorder, max_batch_size=8, max_tokens=4096, clock=clock, steps=row_steps)
+    return batcher, recorder, clock
+
+
+async def _until(predicate: Callable[[], bool]) -> None:
+    for _ in range(5000):
+        if predicate():
+            return
+        await asyncio.sleep(0.002)
+    raise AssertionError("condition never became true")
+
+
+@pytest.mark.parametrize("when", ["mid-encoder", "mid-decode"])
+def test_continuous_prefill_deadline_retires_a_document(model: OnnxSeq2SeqModel, when: str) -> None:
+    async def main() -> None:
+        batcher, recorder, clock = _setup(model)
+        batcher.start()
+        doc_pieces: list[str] = []
+
+        async def read_doc() -> None:
+            async for piece in batcher.stream(DOC, deadline=1.0):
+                doc_pieces.append(piece)
+                if len(doc_pieces) == 3:
+                    clock.now = 2.0
+        short = asyncio.create_task(batcher.submit(SHORT))
+        reader = asyncio.create_task(read_doc())
+        if when == "mid-encoder":
+            recorder.hooks[10] = lambda: setattr(clock, "now", 2.0)
+        with pytest.raises(DeadlineExceeded):
+            await reader
+        assert (await short)[0] == model.translate_batch([SHORT])[0]
+        assert (doc_pieces == []) == (when == "mid-encoder") and len(doc_pieces) <= 4
+        assert max(recorder.prefill) <= BUDGET and batcher.stats.expired == 1
+        await batcher.close()
+
+    asyncio.run(main())
+
+
+def test_continuous_prefill_cancelled_document_leaves_at_the_next_step(model: OnnxSeq2SeqModel) -> None:
+    async def main() -> None:
+        batcher, recorder, _ = _setup(model)
+        batcher.start()
+        doc = asyncio.create_task(batcher.submit(DOC))
+        short = asyncio.create_task(batcher.submit(SHORT))
+        await _until(lambda: len(recorder.prefill) >= 8)
+        assert batcher.active_rows == 2
+        doc.cancel()  # the caller went away while the document was still being encoded
+        assert (await short)[0] == model.translate_batch([SHORT])[0]
+        await _until(lambda: batcher.active_rows == 0)
+        assert recorder.worker._rows.size == 0  # type: ignore[union-attr]
+        assert sum(recorder.prefill) < 2 * 1001  # its encoder never finished
+        await batcher.close()
+
+    asyncio.run(main())
