@@ -123,7 +123,7 @@ class Coalescer:
         while (existing := self._inflight.get(key)) is not None:
             self.coalesced += 1
             try:
-                return await asyncio.shield(existing), True  # type: ignore[return-value]
+                return await asyncio.shield(existing), True
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if existing.cancelled() and not (task is not None and task.cancelling()):

@@ -271,11 +271,11 @@ class Cluster:
         node.provider = str(health.get("provider", node.provider))
         node.batching = batching_label(health, node.batching)
         node.model = str(health.get("model", node.model))
-        node.queue_depth = int(health.get("queue_depth", 0))  # type: ignore[arg-type]
-        self._decode_rates(node, int(health.get("batches_total", 0)), int(health.get("batch_items_total", 0)))  # type: ignore[arg-type]
-        node.active_rows = int(health.get("active_rows", 0))  # type: ignore[arg-type]
+        node.queue_depth = int(health.get("queue_depth", 0))
+        self._decode_rates(node, int(health.get("batches_total", 0)), int(health.get("batch_items_total", 0)))
+        node.active_rows = int(health.get("active_rows", 0))
         self.metrics.node_active_rows.labels(node.id, node.pool).set(node.active_rows)
-        node.expired_total = int(health.get("expired_total", 0))  # type: ignore[arg-type]
+        node.expired_total = int(health.get("expired_total", 0))
         node.cold_start_s = health.get("cold_start_s")  # type: ignore[assignment]
         node.first_request_ms = health.get("first_request_ms")  # type: ignore[assignment]
         state = str(health.get("state", "starting"))

@@ -12,7 +12,7 @@ from reference_server.gateway.service import TranslationService
 SHED_REASONS = ("rate_limited", "queue_full", "early_reject", "max_wait", "cannot_meet_deadline", "unavailable")
 
 
-def _node(node, now: float) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def _node(node, now: float) -> dict[str, object]:
     return {
         "id": node.id, "pool": node.pool, "state": node.state, "breaker": node.breaker.state,
         "provider": node.provider, "batching": node.batching, "model": node.model, "pid": node.pid, "port": node.port,

@@ -215,5 +215,5 @@ def preflight(require: str | None, *, tier: str = "quality") -> dict[str, object
     if done.returncode != 0:
         raise ProviderRequirementError(f"Checking for CUDA failed (exit {done.returncode}): {done.stderr.strip()[-1500:]}")
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    check_in_use(tier, False, str(found["in_use"]), require, list(found["available"]))  # type: ignore[call-overload]
+    check_in_use(tier, False, str(found["in_use"]), require, list(found["available"]))
     return found

@@ -25,7 +25,7 @@ def verdict_of(record: StepRecord) -> StepVerdict:
     """What the search needs to know of a step."""
     decision = record.assessment.decision
     verdict = decision if decision in ("pass", "fail", "invalid") else "fail"
-    return StepVerdict(record.rate_rps, verdict, record.assessment.limiting, record.assessment.reason)  # type: ignore[arg-type]
+    return StepVerdict(record.rate_rps, verdict, record.assessment.limiting, record.assessment.reason)
 
 
 def pool_usage(samples: pd.DataFrame, window: tuple[float, float], slots_per_node: dict[str, int]) -> dict[str, Any]:

@@ -128,7 +128,7 @@ class RowColumns:
         return cls(
             row=number.tolist(), text_id=rows["text_id"].to_numpy(dtype=np.int64).tolist(),
             chars=rows["chars"].to_numpy(dtype=np.int64).tolist(),
-            pair=[pairs[k] for k in (number % len(pairs)).tolist()],  # type: ignore[misc]
+            pair=[pairs[k] for k in (number % len(pairs)).tolist()],
             mode=_strings(rows, "mode", n), priority=_strings(rows, "priority", n), tenant=_strings(rows, "tenant", n),
             deadline_ms=rows["deadline_ms"].to_numpy(dtype=float).tolist(), kind=_strings(rows, "kind", n),
             max_tokens=(rows["max_tokens"].to_numpy(dtype=np.int64).tolist() if "max_tokens" in rows else [0] * n),

@@ -222,7 +222,7 @@ class MetricsServer:
             body = json.dumps(sd_targets(own, self._state.target_url)).encode()
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
             return [body]
-        return self._metrics_app(environ, start_response)  # type: ignore[no-any-return]
+        return self._metrics_app(environ, start_response)
 
     @property
     def url(self) -> str:

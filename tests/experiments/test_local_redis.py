@@ -80,7 +80,7 @@ def test_stop_redis_with_nothing_listening_fails() -> None:
         stop_redis(port=free_port())
 
 
-def test_chaos_run_of_redis_down_keeps_translations_served(redis_server: RedisServer, server_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_chaos_run_of_redis_down_keeps_translations_served(redis_server: RedisServer, server_factory, tmp_path: Path) -> None:
     server = server_factory({"pools": {"fast": None, "quality": {"nodes": 1}}, "cache": {"redis_url": redis_server.url}})
     journal = tmp_path / "journal.json"
     env = {

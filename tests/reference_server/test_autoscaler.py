@@ -168,10 +168,10 @@ ELASTIC = {
 
 
 def _pool_size(status: dict[str, object], pool: str = "quality") -> int:
-    return sum(1 for n in status["nodes"] if n["pool"] == pool)  # type: ignore[index, union-attr]
+    return sum(1 for n in status["nodes"] if n["pool"] == pool)
 
 
-def test_autoscaler_live_pool_grows_under_load_and_shrinks_after(server_factory) -> None:  # type: ignore[no-untyped-def]
+def test_autoscaler_live_pool_grows_under_load_and_shrinks_after(server_factory) -> None:
     server: RunningServer = server_factory(ELASTIC)
     assert _pool_size(server.status()) == 1
     stop = threading.Event()
@@ -198,7 +198,7 @@ def test_autoscaler_live_pool_grows_under_load_and_shrinks_after(server_factory)
     assert 'rushhour_scale_events_total{direction="down",pool="quality"} 1.0' in scale_metric
 
 
-def test_autoscaler_live_schedule_scales_ahead_of_the_peak(server_factory) -> None:  # type: ignore[no-untyped-def]
+def test_autoscaler_live_schedule_scales_ahead_of_the_peak(server_factory) -> None:
     config = {
         "pools": {"fast": None, "quality": {"nodes": 1, "autoscale": {
             "min_nodes": 1, "max_nodes": 2, "interval_s": 0.2, "scale_down_cooldown_s": 600,

@@ -111,7 +111,7 @@ def test_body_limit_answers_at_once_whatever_the_pieces(pieces: list[bytes]) -> 
         async def app(scope: object, receive: object, send: object) -> None:
             raise AssertionError("the application must not see a body over the limit")
 
-        middleware = BodyLimitMiddleware(app, max_bytes=1_024, path_limits={"/v1/jobs": 4_096})  # type: ignore[arg-type]
+        middleware = BodyLimitMiddleware(app, max_bytes=1_024, path_limits={"/v1/jobs": 4_096})
         scope = {"type": "http", "path": "/v1/translate", "headers": [(b"transfer-encoding", b"chunked")]}
         await asyncio.wait_for(middleware(scope, receive, send), timeout=2)  # type: ignore[arg-type]
 
@@ -157,7 +157,7 @@ def test_job_with_an_unexpected_error_ends_failed_with_the_error() -> None:
         view = job.view()
         assert view["state"] == "failed" and view["error"]["code"] == "internal_error"  # type: ignore[index]
         assert "KeyError" in view["error"]["message"] and "queue_ms" in view["error"]["message"]  # type: ignore[index]
-        assert [s["index"] for s in view["segments"]] == [0]  # type: ignore[union-attr]
+        assert [s["index"] for s in view["segments"]] == [0]
         streamed = manager.submit(_req("The second, streamed."), keep=False)
         chunks = [chunk async for chunk in manager.stream(streamed)]
         assert chunks[-1].startswith("event: error") and "internal_error" in chunks[-1]

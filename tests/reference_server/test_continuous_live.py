@@ -18,7 +18,7 @@ CONTINUOUS = {
 
 
 @pytest.fixture()
-def server(server_factory) -> RunningServer:  # type: ignore[no-untyped-def]
+def server(server_factory) -> RunningServer:
     return server_factory(CONTINUOUS)
 
 

@@ -61,12 +61,12 @@ class FakeCoreV1:
     def list_namespaced_endpoints(self, namespace: str, **kwargs: Any) -> V1EndpointsList:  # noqa: F821
         self.calls.append({"namespace": namespace, **kwargs})
         if kwargs.get("watch"):
-            return FakeResponse(self.events)  # type: ignore[return-value]
+            return FakeResponse(self.events)
         if self.fail_lists:
             self.fail_lists -= 1
             raise client.ApiException(status=403, reason="Forbidden")
         body = {"apiVersion": "v1", "kind": "EndpointsList", "metadata": {"resourceVersion": "1"}, "items": [self.listed]}
-        return client.ApiClient().deserialize(json.dumps(body), "V1EndpointsList", "application/json")  # type: ignore[no-any-return]
+        return client.ApiClient().deserialize(json.dumps(body), "V1EndpointsList", "application/json")
 
 
 @pytest.fixture

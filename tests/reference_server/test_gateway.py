@@ -122,7 +122,7 @@ def test_gateway_status_and_probes(shared_server: RunningServer) -> None:
     assert 'rushhour_execution_provider{node="quality-0",pool="quality",provider="CPUExecutionProvider"} 1.0' in metrics
 
 
-def test_gateway_stops_every_node_on_sigterm(server_factory) -> None:  # type: ignore[no-untyped-def]
+def test_gateway_stops_every_node_on_sigterm(server_factory) -> None:
     server = server_factory({"pools": {"quality": {"nodes": 1}, "fast": {"nodes": 1}}})
     assert server.translate("one more").status_code == 200
     pids = server.stop()
@@ -131,7 +131,7 @@ def test_gateway_stops_every_node_on_sigterm(server_factory) -> None:  # type: i
     assert server.proc.returncode in (0, -15)  # uvicorn re-raises SIGTERM after its graceful shutdown
 
 
-def test_gateway_nodes_die_with_a_killed_gateway(server_factory) -> None:  # type: ignore[no-untyped-def]
+def test_gateway_nodes_die_with_a_killed_gateway(server_factory) -> None:
     server = server_factory({"pools": {"quality": {"nodes": 1}, "fast": {"nodes": 0, "required": False}}})
     pids = server.node_pids()
     server.proc.kill()

@@ -30,7 +30,7 @@ def _req(text: str) -> TranslateRequest:
     return TranslateRequest(text=text, source_lang="en", target_lang="de")
 
 
-def _manager(translate, **config: int) -> JobManager:  # type: ignore[no-untyped-def]
+def _manager(translate, **config: int) -> JobManager:
     return JobManager(JobsConfig(**config), translate=translate, segment_chars=40, check=lambda req: None)
 
 
@@ -61,13 +61,13 @@ def test_job_publishes_segments_in_order_as_they_finish() -> None:
         gates[0].set()
         await asyncio.sleep(0.01)
         view = job.view()
-        assert view["state"] == "running" and [s["index"] for s in view["segments"]] == [0]  # type: ignore[index, union-attr]
+        assert view["state"] == "running" and [s["index"] for s in view["segments"]] == [0]
         assert view["eta_s"] is not None
         gates[1].set()
         await job.task  # type: ignore[misc]
         view = job.view()
         assert view["state"] == "done" and view["eta_s"] == 0.0
-        assert [s["translation"] for s in view["segments"]] == ["S0 ONE.", "S1 TWO.", "S2 THREE."]  # type: ignore[index, union-attr]
+        assert [s["translation"] for s in view["segments"]] == ["S0 ONE.", "S1 TWO.", "S2 THREE."]
 
     asyncio.run(main())
 
@@ -91,7 +91,7 @@ def test_job_retries_shed_segments_and_fails_on_other_errors() -> None:
         failed = manager.submit(_req("Fine. bad one. Never reached."))
         await failed.task  # type: ignore[misc]
         assert failed.state == "failed" and failed.error == {"code": "unsupported_language", "message": "no such language"}
-        assert [s["index"] for s in failed.view()["segments"]] == [0]  # type: ignore[index, union-attr]
+        assert [s["index"] for s in failed.view()["segments"]] == [0]
 
     asyncio.run(main())
 
@@ -146,7 +146,7 @@ SENTENCES = [f"Sentence number {i} of the long terms and conditions, which nobod
 SLOW_BATCHES = {"pools": {"quality": {"max_queue_delay_ms": 50}}, "jobs": {"concurrency": 1}}
 
 
-def test_job_live_returns_first_segment_before_the_end_with_monotone_progress(server_factory) -> None:  # type: ignore[no-untyped-def]
+def test_job_live_returns_first_segment_before_the_end_with_monotone_progress(server_factory) -> None:
     server: RunningServer = server_factory(SLOW_BATCHES)
     created = server.client.post("/v1/jobs", json={"text": " ".join(SENTENCES), "source_lang": "en", "target_lang": "de"})
     assert created.status_code == 202, created.text
@@ -171,10 +171,10 @@ def test_job_live_returns_first_segment_before_the_end_with_monotone_progress(se
     assert alone["cached"] is True and alone["translation"] == segments[3]["translation"]
 
 
-def test_stream_live_yields_segments_in_order_then_done(server_factory) -> None:  # type: ignore[no-untyped-def]
+def test_stream_live_yields_segments_in_order_then_done(server_factory) -> None:
     server: RunningServer = server_factory()
     body = {"text": " ".join(SENTENCES[:6]), "source_lang": "en", "target_lang": "fr", "mode": "fast"}
-    events: list[tuple[str, dict]] = []  # type: ignore[type-arg]
+    events: list[tuple[str, dict]] = []
     with server.client.stream("POST", "/v1/translate/stream", json=body) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -190,7 +190,7 @@ def test_stream_live_yields_segments_in_order_then_done(server_factory) -> None:
     assert all(d["model"] == "fast" and d["translation"] for _, d in events[:-1])
 
 
-def test_job_live_unknown_id_is_404_and_bad_language_is_422(server_factory) -> None:  # type: ignore[no-untyped-def]
+def test_job_live_unknown_id_is_404_and_bad_language_is_422(server_factory) -> None:
     server: RunningServer = server_factory()
     missing = server.client.get("/v1/jobs/nope")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "unknown_job"

@@ -15,7 +15,7 @@ COST = RoutingConfig(policy="cost_aware", short_chars=200, cpu_priorities=["batc
 
 
 def _req(text: str, mode: str = "auto") -> TranslateRequest:
-    return TranslateRequest(text=text, source_lang="en", target_lang="de", mode=mode)  # type: ignore[arg-type]
+    return TranslateRequest(text=text, source_lang="en", target_lang="de", mode=mode)
 
 
 @pytest.mark.parametrize(("mode", "tier"), [("auto", "quality"), ("quality", "quality"), ("fast", "fast")])
@@ -47,7 +47,7 @@ def test_placement_short_chars_bound_is_inclusive() -> None:
     assert choose_tier(routing, _req(SHORT + "!"), "paid", has_fast_pool=True) == "quality"
 
 
-def test_placement_live_cost_aware_reports_the_serving_model(server_factory) -> None:  # type: ignore[no-untyped-def]
+def test_placement_live_cost_aware_reports_the_serving_model(server_factory) -> None:
     server: RunningServer = server_factory({"routing": {"policy": "cost_aware", "short_chars": 50}, "cache": {"enabled": False}})
     short = server.translate(SHORT, priority="paid").json()
     batch = server.translate(LONG, priority="batch").json()

@@ -169,7 +169,7 @@ def main(argv: list[str]) -> int:
         print("usage: kserve_app.py HTTP_PORT [GRPC_PORT]  (GRPC_PORT 0 or absent: no gRPC)", file=sys.stderr)
         return 2
     http_port, grpc_port = int(argv[1]), int(argv[2]) if len(argv) == 3 else 0
-    kserve.model_server.RESTServer = LoopbackRESTServer  # type: ignore[misc]  # ModelServer.start() looks it up here
+    kserve.model_server.RESTServer = LoopbackRESTServer  # ModelServer.start() looks it up here
     mt = ReverseModel("mt")
     mt.load()
     models = [mt] + [m for m in [chat_model("chat")] if m is not None]

@@ -55,7 +55,7 @@ class RunningServer:
         return self.process.url
 
     @property
-    def proc(self):  # type: ignore[no-untyped-def]
+    def proc(self):
         return self.process.proc
 
     @property

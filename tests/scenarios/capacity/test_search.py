@@ -7,7 +7,7 @@ import pytest
 from scenarios.capacity.search import SearchSettings, StepVerdict, search
 
 
-def _service(capacity: float, *, generator_limit: float = float("inf")):  # type: ignore[no-untyped-def]
+def _service(capacity: float, *, generator_limit: float = float("inf")):
     tried: list[float] = []
 
     def step(rate: float) -> StepVerdict:

@@ -2,7 +2,7 @@
 
 from scenarios.load import worker_relay
 
-worker_relay.software_version = lambda: "rushhour 0.0.0, locust 0.0"  # type: ignore[assignment]
+worker_relay.software_version = lambda: "rushhour 0.0.0, locust 0.0"
 
 from scenarios.load.locustfile import OpenLoopUser
 

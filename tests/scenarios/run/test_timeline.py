@@ -116,7 +116,7 @@ def test_entries_outside_the_run_are_planned_but_not_fired(tmp_path: Path) -> No
 ])
 def test_chaos_entry_refuses_unsafe_fields(field: str, value: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        ChaosEntry(**{"at": "20:00", "experiment": "gpu-node-loss.json", field: value})  # type: ignore[arg-type]
+        ChaosEntry(**{"at": "20:00", "experiment": "gpu-node-loss.json", field: value})
 
 
 def test_invalid_experiment_file_is_rejected(tmp_path: Path) -> None:
@@ -153,7 +153,7 @@ def test_stop_interrupts_a_running_experiment_and_its_rollbacks_still_run(tmp_pa
     path = _stand_in(tmp_path, 300)
     timeline, events = _timeline(tmp_path, [ChaosEntry(at="20:00", experiment=str(path))])
     started = threading.Event()
-    timeline._on_event = lambda e: (events.append(e), started.set())  # type: ignore[method-assign]
+    timeline._on_event = lambda e: (events.append(e), started.set())
     timeline.start(time.monotonic())
     assert started.wait(30)
     log = tmp_path / "chaos" / "stand-in.log"
