@@ -1,9 +1,12 @@
 """`rushhour worker --master HOST:PORT`: lend this host's CPUs to a drill run elsewhere.
 
 It starts a Locust worker (Locust's own distributed mode) that joins the master `rushhour run
---workers N` started; the master hands it its share of the schedule, the start time and the
-target, and receives its results over Locust's message channel, so nothing is written here but
-a scratch folder. A worker of another version is refused with the reason (exit 2).
+--workers N` started. It proves the cluster secret (`RUSHHOUR_CLUSTER_SECRET` or
+`--secret-file`) before it is welcomed; the master hands it its share of the schedule and the
+start time, and receives its results over Locust's message channel, so nothing is written here but
+a scratch folder. What it loads is its own decision: the target must pass this worker's loopback
+guard (`--allow-remote`, `--allowed-host`), and the target's credential and CA bundle come from
+this worker's flags, never from the master.
 """
 
 from __future__ import annotations
@@ -11,23 +14,21 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import click
 
 from scenarios.cli.errors import BadInput
+from scenarios.cli.scaleout import cluster_secret, parse_host_port
 from kernel.processes import die_with_parent, stop_process
 
+__all__ = ["parse_host_port", "worker", "worker_argv"]
+
 EXIT_REFUSED = 2
-
-
-def parse_host_port(value: str, option: str) -> tuple[str, int]:
-    """"HOST:PORT" (or "[v6]:PORT") as a pair; exit 2 naming the option otherwise."""
-    host, sep, port = value.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise BadInput(f'{option}: "{value}" is not HOST:PORT (e.g. 10.0.0.5:5557).')
-    return host, int(port)
+EXIT_NO_MASTER = 3
+DEFAULT_CONNECT_TIMEOUT_S = 60.0
+WATCH_S = 0.2
 
 
 def worker_argv(host: str, port: int) -> list[str]:
@@ -37,41 +38,107 @@ def worker_argv(host: str, port: int) -> list[str]:
             "--master-port", str(port), "--loglevel", "WARNING"]
 
 
+def _local_settings(allow_remote: bool, allowed_hosts: tuple[str, ...], auth_env: str | None,
+                    auth_file: Path | None, auth_scheme: str, auth_header: str | None, ca_bundle: Path | None) -> str:
+    """This worker's guard and credentials as `WorkerLocal` JSON (exit 2 on a bad combination)."""
+    from pydantic import ValidationError
+
+    from scenarios.load.worker_local import WorkerLocal
+    from scenarios.spec.target import AuthSpec
+
+    auth = None
+    if auth_env or auth_file:
+        try:
+            auth = AuthSpec(scheme=auth_scheme, env=auth_env, file=str(auth_file) if auth_file else None,
+                            header=auth_header).model_dump(mode="json")
+        except ValidationError as exc:
+            raise BadInput(f"--auth-env/--auth-file: {exc.errors()[0]['msg']}.") from None
+    local = WorkerLocal(allow_remote=allow_remote, allowed_hosts=allowed_hosts, auth=auth,
+                        ca_bundle=str(ca_bundle) if ca_bundle else None)
+    return local.to_env()
+
+
 @click.command("worker")
 @click.option("--master", "master", required=True, help="HOST:PORT of the master (`rushhour run --workers N`).")
 @click.option("--name", help="This host's name in the results (default: its hostname).")
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Scratch folder for the share and unsent parts (default: a fresh temporary folder).")
-def worker(master: str, name: str | None, work_dir: Path | None) -> None:
+@click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The cluster secret to prove to the master (default: RUSHHOUR_CLUSTER_SECRET).")
+@click.option("--connect-timeout", type=click.FloatRange(min=1.0), default=DEFAULT_CONNECT_TIMEOUT_S,
+              show_default=True, help="Seconds to wait for the master to welcome this worker before giving up (exit 3).")
+@click.option("--allow-remote", is_flag=True, help="Load a target that is not on this machine, if the master names one.")
+@click.option("--allowed-host", "allowed_hosts", multiple=True,
+              help="A private test address this worker may load without --allow-remote (repeatable).")
+@click.option("--auth-env", help="The target's credential: this environment variable (this host's).")
+@click.option("--auth-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The target's credential: this file (this host's).")
+@click.option("--auth-scheme", type=click.Choice(["bearer", "header", "basic"]), default="bearer", show_default=True,
+              help="How the credential is sent (as target.auth.scheme).")
+@click.option("--auth-header", help="With --auth-scheme header: the header's name (e.g. X-API-Key).")
+@click.option("--ca-bundle", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="https: verify the target against these CA certificates (this host's file).")
+def worker(master: str, name: str | None, work_dir: Path | None, secret_file: Path | None, connect_timeout: float,
+           allow_remote: bool, allowed_hosts: tuple[str, ...], auth_env: str | None, auth_file: Path | None,
+           auth_scheme: str, auth_header: str | None, ca_bundle: Path | None) -> None:
     """Join a drill's Locust master as one load worker; returns when the master ends the run.
 
-    Exit codes: 0 the run ended, 2 bad usage or refused by the master (another version).
+    Exit codes: 0 the run ended, 2 bad usage or refused (the secret did not match, another
+    version, no worker index free, or a target this worker's guard refuses), 3 no master
+    welcomed it within --connect-timeout.
     """
+    from scenarios.load.clusterauth import SECRET_ENV
     from scenarios.load.locust import proxy_free_env
-    from scenarios.load.worker_relay import (
-        ENV_REMOTE_WORK,
-        ENV_WORKER_NAME,
-        STATUS_FILE,
-    )
+    from scenarios.load.worker_local import ENV_WORKER_LOCAL
+    from scenarios.load.worker_relay import ENV_REMOTE_WORK, ENV_WORKER_NAME, JOINED_FILE, STATUS_FILE
 
     host, port = parse_host_port(master, "--master")
+    secret = cluster_secret(secret_file)
+    local = _local_settings(allow_remote, allowed_hosts, auth_env, auth_file, auth_scheme, auth_header, ca_bundle)
     work = work_dir or Path(tempfile.mkdtemp(prefix="rushhour-worker-"))
     work.mkdir(parents=True, exist_ok=True)
-    env = {**proxy_free_env(), ENV_REMOTE_WORK: str(work.resolve())}
+    for stale in (JOINED_FILE, STATUS_FILE):  # a reused scratch folder's last run says nothing of this one
+        (work / stale).unlink(missing_ok=True)
+    env = {**proxy_free_env(), ENV_REMOTE_WORK: str(work.resolve()), ENV_WORKER_LOCAL: local}
+    env.pop(SECRET_ENV, None)
+    if secret:
+        env[SECRET_ENV] = secret
     if name:
         env[ENV_WORKER_NAME] = name
     click.echo(f"joining the master at {host}:{port} (scratch folder {work}) ...", err=True)
     proc = subprocess.Popen(worker_argv(host, port), env=env, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
     try:
-        code = proc.wait()
+        code = _wait(proc, work, connect_timeout)
     except KeyboardInterrupt:
         code = 130
     finally:
         stop_process(proc, grace_s=10.0)
+    _finish(work, code, f"{host}:{port}", connect_timeout)
+
+
+def _wait(proc: subprocess.Popen[bytes], work: Path, connect_timeout: float) -> int | None:
+    """The Locust worker's exit code; None when no master welcomed it within `connect_timeout`."""
+    from scenarios.load.worker_relay import JOINED_FILE, STATUS_FILE
+
+    give_up = time.monotonic() + connect_timeout
+    while proc.poll() is None:
+        if not (work / JOINED_FILE).exists() and not (work / STATUS_FILE).exists() and time.monotonic() > give_up:
+            return None
+        time.sleep(WATCH_S)
+    return proc.returncode
+
+
+def _finish(work: Path, code: int | None, master: str, connect_timeout: float) -> None:
+    from scenarios.load.worker_relay import JOINED_FILE, STATUS_FILE
+
     refused = work / STATUS_FILE
     if refused.exists():
         click.echo(f"refused: {refused.read_text(encoding='utf-8')}", err=True)
         raise SystemExit(EXIT_REFUSED)
+    if code is None or not (work / JOINED_FILE).exists():
+        click.echo(f"no master welcomed this worker: waited {connect_timeout:g} s for the master at {master} "
+                   "(is `rushhour run --workers N` running there, and is the port reachable?); giving up.", err=True)
+        raise SystemExit(EXIT_NO_MASTER)
     click.echo("the master ended the run.", err=True)
     if code:
         raise SystemExit(code)

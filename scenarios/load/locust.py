@@ -25,6 +25,9 @@ OPEN_LOCUSTFILE = HERE / "locustfile.py"
 CLOSED_LOCUSTFILE = HERE / "locustfile_closed.py"
 READY_WAIT_S = 90.0
 START_LEAD_S = 0.5
+USERS_PER_REMOTE_WORKER = 8
+"""Locust users per expected remote worker: every rightful worker gets one even while refused
+nodes are still counted; only one user per worker fires its share (the share is claimed)."""
 
 
 class LoadError(RuntimeError):
@@ -45,12 +48,12 @@ class LocustCommand:
     never finishes, and what is still in flight ends (cancelled) at the moment the load stops."""
     expect_workers: int = 0
     """A Locust master waiting for this many remote workers (`rushhour worker`); 0: one machine."""
-    master_bind: tuple[str, int] = ("0.0.0.0", 5557)
+    master_bind: tuple[str, int] = ("127.0.0.1", 5557)
 
     def argv(self) -> list[str]:
-        if self.expect_workers:
-            return self._argv(self.expect_workers) + [
-                "--master", "--expect-workers", str(self.expect_workers),
+        if self.expect_workers:  # spare users and rebalancing: a refused node may have counted as a worker
+            return self._argv(self.expect_workers * USERS_PER_REMOTE_WORKER) + [
+                "--master", "--expect-workers", str(self.expect_workers), "--enable-rebalancing",
                 "--master-bind-host", self.master_bind[0], "--master-bind-port", str(self.master_bind[1])]
         argv = self._argv(self.users if self.users is not None else self.processes)
         if self.processes > 1:

@@ -8,49 +8,71 @@ the `start` file the runner publishes goes out to every worker as a message. The
 `LoadSession` therefore reads one folder whatever the topology, and the results are identical in
 form. A worker Locust reports missing (no heartbeat) before it said `done` is written down as
 failed with the reason, so its unsent share counts as not sent and the run is invalid.
+
+Nobody joins without the cluster secret (`scenarios.load.clusterauth`): a hello is answered with
+a challenge, and only a node that proves it holds the secret is welcomed, given the lowest free
+worker index and told the version check's outcome. Every later message must carry a valid MAC
+for the node welcomed for its index; anything else is dropped and counted in
+`rejections.json` (the drill writes the counts into `events.jsonl`). A refusal for a wrong secret
+or a taken index leaves the run waiting for a rightful worker; only a worker that proved the
+secret but runs another version stops the drill, with the reason.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import os
 import re
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import gevent
 
+from scenarios.load import clusterauth
 from scenarios.load.clocksync import software_version
 from scenarios.load.worker import START_FILE, WorkerConfig
+from scenarios.load.worker_local import remote_target
 
 MSG_PING, MSG_PONG = "rh_ping", "rh_pong"
-MSG_HELLO, MSG_CONFIG, MSG_REFUSED = "rh_hello", "rh_config", "rh_refused"
+MSG_HELLO, MSG_CHALLENGE, MSG_PROVE = "rh_hello", "rh_challenge", "rh_prove"
+MSG_CONFIG, MSG_REFUSED = "rh_config", "rh_refused"
 MSG_READY, MSG_START, MSG_PART, MSG_DONE = "rh_ready", "rh_start", "rh_part", "rh_done"
 MSG_CPU = "rh_cpu"
 WATCH_S = 0.05
 STATE_MISSING = "missing"
 """`locust.runners.STATE_MISSING`, spelled out: importing Locust here would monkey-patch the importer."""
 PART_NAME = re.compile(r"^part-w\d{3}-\d{6}\.parquet$")
+REJECTIONS_FILE = "rejections.json"
+SECRET_MISMATCH = ("the cluster secret did not match: give this worker the master's secret "
+                   f"({clusterauth.SECRET_ENV} or --secret-file)")
 log = logging.getLogger(__name__)
 
 
 class MasterRelay:
     """Turns the workers' messages into control and part files, and the start file into a message."""
 
-    def __init__(self, runner: Any, config: WorkerConfig) -> None:
+    def __init__(self, runner: Any, config: WorkerConfig, secret: str | None = None) -> None:
         self._runner = runner
         self._config = config
+        self._secret = secret
         self._control = Path(config.control_dir)
         self._parts = Path(config.parts_dir)
         self._schedule = Path(config.schedule).read_bytes()
         self._nodes: dict[int, str] = {}
         self._hosts: dict[int, str] = {}
         self._closed: set[int] = set()
+        self._pending: dict[str, str] = {}
+        self._keys: dict[int, bytes] = {}
+        self._seq: dict[int, int] = {}
+        self._dropped: Counter[str] = Counter()
+        self._refused: list[str] = []
 
     def install(self) -> MasterRelay:
-        handlers = {MSG_PING: self._ping, MSG_HELLO: self._hello, MSG_READY: self._ready,
+        handlers = {MSG_PING: self._ping, MSG_HELLO: self._hello, MSG_PROVE: self._prove, MSG_READY: self._ready,
                     MSG_PART: self._part, MSG_DONE: self._done, MSG_CPU: self._cpu}
         for name, handler in handlers.items():
             self._runner.register_message(name, handler)
@@ -61,20 +83,87 @@ class MasterRelay:
         self._runner.send_message(MSG_PONG, {"sent": msg.data["sent"], "master": time.time()}, msg.node_id)
 
     def _hello(self, environment: Any, msg: Any) -> None:
-        index = self._runner.get_worker_index(msg.node_id)
-        reason = refusal(msg.data, index, self._config.workers)
-        if reason is not None:
+        """A fresh challenge for every hello: a recorded answer never fits the next one."""
+        nonce = clusterauth.new_nonce()
+        self._pending[msg.node_id] = nonce
+        self._runner.send_message(MSG_CHALLENGE, {"nonce": nonce}, msg.node_id)
+
+    def _prove(self, environment: Any, msg: Any) -> None:
+        nonce = self._pending.pop(msg.node_id, None)
+        data = msg.data if isinstance(msg.data, dict) else {}
+        if nonce is None:
+            self._drop(MSG_PROVE, msg.node_id, "an answer to no challenge (replayed or unasked)")
+            return
+        if not _same(data.get("proof"), clusterauth.proof(self._secret, nonce, msg.node_id)):
+            self._refuse(msg.node_id, SECRET_MISMATCH)
+            return
+        host = str(data.get("host", "?"))
+        reason = version_refusal(data, host)
+        index = next((i for i in range(self._config.workers) if i not in self._nodes), None)
+        if reason is not None:  # a rightful worker of another version: the drill cannot run as asked
             log.error("%s", reason)
             self._runner.send_message(MSG_REFUSED, {"reason": reason}, msg.node_id)
-            self._mark(f"failed-{index}", reason)
+            self._mark(f"failed-{0 if index is None else index}", reason)
             return
-        self._nodes[index] = msg.node_id
-        self._hosts[index] = str(msg.data.get("host", "?"))
-        self._runner.send_message(MSG_CONFIG, {"index": index, "config": dict(self._config.__dict__),
-                                               "schedule": self._schedule}, msg.node_id)
+        if index is None:
+            self._refuse(msg.node_id, f"the worker on {host} came when all {self._config.workers} worker "
+                                      "index(es) were taken; start it again for the next drill")
+            return
+        self._welcome(msg.node_id, index, host, clusterauth.session_key(self._secret, nonce, msg.node_id))
+
+    def _welcome(self, node_id: str, index: int, host: str, key: bytes) -> None:
+        self._nodes[index], self._hosts[index], self._keys[index], self._seq[index] = node_id, host, key, 0
+        config = {**self._config.__dict__, "target": remote_target(self._config.target)}
+        host = str(getattr(getattr(self._runner, "environment", None), "host", "") or "")
+        self._runner.send_message(MSG_CONFIG, {"index": index, "config": config, "host": host,
+                                               "schedule": self._schedule}, node_id)
+
+    def _refuse(self, node_id: str, reason: str) -> None:
+        log.warning("Refused node %s: %s.", node_id, reason)
+        self._refused.append(reason)
+        self._write_rejections()
+        self._runner.send_message(MSG_REFUSED, {"reason": reason}, node_id)
+        self._forget(node_id)
+
+    def _forget(self, node_id: str) -> None:
+        """Take a refused node out of Locust's worker list: its leaving must not end the test (Locust
+        stops when its last worker quits) nor hold users a rightful worker should run."""
+        client = self._runner.clients.get(node_id)
+        if client is None:
+            return
+        del self._runner.clients[node_id]
+        dispatcher = getattr(self._runner, "_users_dispatcher", None)
+        if dispatcher is not None:
+            dispatcher.remove_worker(client)
+
+    def _accept(self, msg_type: str, msg: Any) -> int | None:
+        """The index of a message from the node welcomed for it, MAC and sequence right; else None."""
+        data = msg.data if isinstance(msg.data, dict) else {}
+        try:
+            index, seq = int(data["index"]), int(data[clusterauth.SEQ_FIELD])
+        except (KeyError, TypeError, ValueError):
+            index, seq = -1, 0
+        if self._nodes.get(index) != msg.node_id or not clusterauth.verify(self._keys[index], msg_type, data):
+            self._drop(msg_type, msg.node_id, "not from the node welcomed for its index")
+            return None
+        if seq <= self._seq[index]:
+            self._drop(msg_type, msg.node_id, "a sequence number already seen (replayed)")
+            return None
+        self._seq[index] = seq
+        return index
+
+    def _drop(self, msg_type: str, node_id: str, why: str) -> None:
+        log.warning("Dropped %s from node %s: %s.", msg_type, node_id, why)
+        self._dropped[msg_type] += 1
+        self._write_rejections()
+
+    def _write_rejections(self) -> None:
+        self._mark(REJECTIONS_FILE, json.dumps({"dropped": dict(self._dropped), "refused": self._refused}))
 
     def _ready(self, environment: Any, msg: Any) -> None:
-        index = int(msg.data["index"])
+        index = self._accept(MSG_READY, msg)
+        if index is None:
+            return
         clock = {"index": index, "host": self._hosts.get(index, "?"), "rows": int(msg.data["rows"]),
                  "clock_offset_ms": round(1000.0 * float(msg.data["offset_s"]), 3),
                  "clock_rtt_ms": round(1000.0 * float(msg.data["rtt_s"]), 3)}
@@ -82,9 +171,12 @@ class MasterRelay:
         self._mark(f"ready-{index}", str(clock["rows"]))
 
     def _part(self, environment: Any, msg: Any) -> None:
+        index = self._accept(MSG_PART, msg)
+        if index is None:
+            return
         name = str(msg.data["name"])
-        if not PART_NAME.match(name) or int(msg.data["index"]) in self._closed:
-            log.warning("Ignored part %r from worker %s.", name, msg.node_id)
+        if not PART_NAME.match(name) or not name.startswith(f"part-w{index:03d}-") or index in self._closed:
+            self._drop(MSG_PART, msg.node_id, f"part {name!r} is not worker {index}'s, or came after its done")
             return
         tmp = self._parts / f".{name}.tmp"
         tmp.write_bytes(msg.data["data"])
@@ -92,10 +184,14 @@ class MasterRelay:
 
     def _cpu(self, environment: Any, msg: Any) -> None:
         """A worker's own CPU (% of one core): the runner judges the generator by its busiest host."""
-        self._mark(f"cpu-{int(msg.data['index'])}", f"{float(msg.data['cpu']):.1f}")
+        index = self._accept(MSG_CPU, msg)
+        if index is not None:
+            self._mark(f"cpu-{index}", f"{float(msg.data['cpu']):.1f}")
 
     def _done(self, environment: Any, msg: Any) -> None:
-        index = int(msg.data["index"])
+        index = self._accept(MSG_DONE, msg)
+        if index is None:
+            return
         if msg.data.get("failed"):
             self._mark(f"failed-{index}", f"worker {index} on {self._hosts.get(index, '?')}: {msg.data['failed']}")
         self._close(index)
@@ -127,16 +223,16 @@ class MasterRelay:
                 self._close(index)
 
 
-def refusal(hello: dict[str, Any], index: int, expected: int) -> str | None:
-    """Why a joining worker is turned away (None: welcome)."""
+def _same(given: object, expected: str) -> bool:
+    return isinstance(given, str) and hmac.compare_digest(given, expected)
+
+
+def version_refusal(hello: dict[str, Any], host: str) -> str | None:
+    """Why a worker that proved the secret is turned away (None: same version, welcome)."""
     theirs, ours = str(hello.get("version", "")), software_version()
-    host = hello.get("host", "?")
     if theirs != ours:
         return (f'The worker on {host} runs "{theirs}" but the master runs "{ours}"; '
                 "install the same version on every host.")
-    if index >= expected:
-        return (f"The worker on {host} got index {index}, but the drill expects {expected} worker(s) "
-                f"(indexes 0 to {expected - 1}); start it again for the next drill.")
     return None
 
 

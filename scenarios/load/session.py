@@ -27,10 +27,12 @@ from scenarios.load.locust import (
 from scenarios.load.openloop import monotonic_anchor
 from scenarios.load.parts import list_parts, merge_requests, read_parts
 from scenarios.load.worker import WorkerConfig, count_markers
+from scenarios.load.clusterauth import SECRET_ENV
+from scenarios.load.master_relay import REJECTIONS_FILE
 from scenarios.load.worker_relay import ENV_DISTRIBUTED
 
 DRAIN_SLACK_S = 5.0
-DEFAULT_MASTER_BIND = ("0.0.0.0", 5557)
+DEFAULT_MASTER_BIND = ("127.0.0.1", 5557)
 WORKERS_JOIN_S = 600.0
 """How long a master waits for its remote workers to join and load their shares."""
 CLOSED_STOP_TIMEOUT_S = 5.0
@@ -57,6 +59,8 @@ class LoadPlan:
     remote_workers: int = 0
     """Across hosts: a Locust master that waits for this many `rushhour worker`s (0: one machine)."""
     master_bind: tuple[str, int] = DEFAULT_MASTER_BIND
+    cluster_secret: str | None = field(default=None, repr=False)
+    """Across hosts: the secret every remote worker must prove (None: the empty key, loopback only)."""
 
     @property
     def workers(self) -> int:
@@ -92,8 +96,11 @@ class LoadSession:
         self.control_dir.mkdir(parents=True, exist_ok=True)
         self.parts_dir.mkdir(parents=True, exist_ok=True)
         env = worker_env(self._config())
+        env.pop(SECRET_ENV, None)
         if self.plan.remote_workers:
             env[ENV_DISTRIBUTED] = "1"
+            if self.plan.cluster_secret:
+                env[SECRET_ENV] = self.plan.cluster_secret
         self._proc = LocustProcess(self._command(), env=env, log_path=self.plan.work_dir / "locust.log")
         self._proc.start()
         limit = WORKERS_JOIN_S if self.plan.remote_workers else READY_WAIT_S
@@ -154,6 +161,11 @@ class LoadSession:
     def failures(self) -> list[str]:
         """Why workers failed or were lost mid-run (their unsent rows stay not sent)."""
         return [p.read_text(encoding="utf-8") or p.name for p in sorted(self.control_dir.glob("failed-*"))]
+
+    def rejections(self) -> dict[str, object]:
+        """Across hosts: messages dropped (by type) and nodes refused; empty when there were none."""
+        path = self.control_dir / REJECTIONS_FILE
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
     def remote_workers(self) -> list[dict[str, object]]:
         """Each remote worker's host, share and measured clock offset (empty on one machine)."""

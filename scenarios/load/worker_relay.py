@@ -7,6 +7,11 @@ schedule (so its share is cut exactly as `--processes` cuts it), and then relays
 marker goes to the master as a message, the master's start time comes back and is written,
 converted to this host's clock, as the local `start` file, and every finished part file is
 shipped over Locust's message channel and deleted here, followed by `done` once the last is out.
+
+Joining is a challenge (`scenarios.load.clusterauth`): the master's nonce is answered with proof
+of the cluster secret, and every message after the welcome carries a sequence number and a MAC.
+The settings that come back pass through `scenarios.load.worker_local`: the target host must
+pass this worker's own loopback guard, and the credential and CA bundle are this worker's own.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from scenarios.load.clocksync import (
     estimate_offset,
     software_version,
 )
+from scenarios.load import clusterauth
 from scenarios.load.master_relay import (
+    MSG_CHALLENGE,
     MSG_CONFIG,
     MSG_CPU,
     MSG_DONE,
@@ -37,6 +44,7 @@ from scenarios.load.master_relay import (
     MSG_PART,
     MSG_PING,
     MSG_PONG,
+    MSG_PROVE,
     MSG_READY,
     MSG_REFUSED,
     MSG_START,
@@ -44,11 +52,13 @@ from scenarios.load.master_relay import (
 )
 from scenarios.load.parts import list_parts
 from scenarios.load.worker import WorkerConfig, publish_start
+from scenarios.load.worker_local import WorkerLocal
 
 ENV_DISTRIBUTED = "RUSHHOUR_DISTRIBUTED"
 ENV_REMOTE_WORK = "RUSHHOUR_REMOTE_WORK"
 ENV_WORKER_NAME = "RUSHHOUR_WORKER_NAME"
 STATUS_FILE = "refused"
+JOINED_FILE = "joined"
 PINGS = 8
 REPLY_WAIT_S = 10.0
 CONFIG_WAIT_S = 300.0
@@ -57,7 +67,8 @@ CPU_EVERY_S = 1.0
 
 
 class WorkerRefused(RuntimeError):
-    """The master turned this worker away (version mismatch, or one worker too many)."""
+    """The master turned this worker away (wrong secret, another version, no index free), or this
+    worker refused what the master asked (a target its guard does not allow)."""
 
 
 @dataclass(frozen=True)
@@ -67,22 +78,29 @@ class Joined:
     index: int
     config: WorkerConfig
     clock: ClockSync
+    host: str
+    key: bytes
 
 
 class WorkerRelay:
     """Joins the master, then relays this worker's control and part files over Locust's channel."""
 
-    def __init__(self, runner: Any, work_dir: Path, name: str) -> None:
+    def __init__(self, runner: Any, work_dir: Path, name: str, *, secret: str | None = None,
+                 local: WorkerLocal | None = None) -> None:
         self._runner = runner
         self._work = work_dir
         self._name = name
+        self._secret = secret
+        self._local = local or WorkerLocal()
+        self._seq = 0
+        self._challenge: AsyncResult = AsyncResult()
         self._pong: AsyncResult = AsyncResult()
         self._config: AsyncResult = AsyncResult()
         self._joined: AsyncResult = AsyncResult()
 
     def install(self) -> WorkerRelay:
-        handlers = {MSG_PONG: self._on_pong, MSG_CONFIG: self._on_config, MSG_REFUSED: self._on_refused,
-                    MSG_START: self._on_start}
+        handlers = {MSG_PONG: self._on_pong, MSG_CHALLENGE: self._on_challenge, MSG_CONFIG: self._on_config,
+                    MSG_REFUSED: self._on_refused, MSG_START: self._on_start}
         for msg_type, handler in handlers.items():
             self._runner.register_message(msg_type, handler)
         gevent.spawn(self._join)
@@ -98,14 +116,30 @@ class WorkerRelay:
             while self._runner.worker_index < 0:  # Locust's ack (with the index) not in yet
                 gevent.sleep(0.05)
             clock = estimate_offset([self._ping() for _ in range(PINGS)])
-            self._runner.send_message(MSG_HELLO, {"version": software_version(), "host": self._name})
+            self._runner.send_message(MSG_HELLO, {"host": self._name})
+            nonce = str(self._challenge.get(timeout=REPLY_WAIT_S))
+            node = str(self._runner.client_id)
+            self._runner.send_message(MSG_PROVE, {"proof": clusterauth.proof(self._secret, nonce, node),
+                                                  "version": software_version(), "host": self._name})
             data = self._config.get(timeout=CONFIG_WAIT_S)
-            joined = Joined(int(data["index"]), self._local_config(data), clock)
+            key = clusterauth.session_key(self._secret, nonce, node)
+            joined = Joined(int(data["index"]), self._local_config(data), clock, str(data.get("host", "")), key)
         except Exception as exc:  # noqa: BLE001 - handed to whoever waits on joined()
             self._joined.set_exception(exc)
             return
+        reason = self._local.refusal(joined.host)
+        if reason is not None:
+            self._send(joined, MSG_DONE, {"index": joined.index, "failed": f"refused by the worker: {reason}"})
+            self._quit(WorkerRefused(reason))
+            return
+        (self._work / JOINED_FILE).write_text(f"{joined.index}\n", encoding="utf-8")
         self._joined.set(joined)
         gevent.spawn(self._ship, joined)
+
+    def _send(self, joined: Joined, msg_type: str, data: dict[str, object]) -> None:
+        """One message to the master, with its sequence number and MAC."""
+        self._seq += 1
+        self._runner.send_message(msg_type, clusterauth.signed(joined.key, msg_type, data, self._seq))
 
     def _ping(self) -> ClockSample:
         self._pong = AsyncResult()
@@ -117,14 +151,22 @@ class WorkerRelay:
     def _on_pong(self, environment: Any, msg: Any) -> None:
         self._pong.set((float(msg.data["master"]), time.time()))
 
+    def _on_challenge(self, environment: Any, msg: Any) -> None:
+        self._challenge.set(str(msg.data["nonce"]))
+
     def _on_config(self, environment: Any, msg: Any) -> None:
         self._config.set(msg.data)
 
     def _on_refused(self, environment: Any, msg: Any) -> None:
-        reason = str(msg.data["reason"])
-        (self._work / STATUS_FILE).write_text(reason, encoding="utf-8")
-        self._config.set_exception(WorkerRefused(reason))
-        gevent.spawn_later(0.5, os.kill, os.getpid(), signal.SIGTERM)  # Locust quits cleanly on SIGTERM
+        self._config.set_exception(self._quit(WorkerRefused(str(msg.data["reason"]))))
+
+    def _quit(self, refused: WorkerRefused) -> WorkerRefused:
+        """Say why in the status file, and end this Locust worker (it quits cleanly on SIGTERM)."""
+        (self._work / STATUS_FILE).write_text(str(refused), encoding="utf-8")
+        if not self._joined.ready():
+            self._joined.set_exception(refused)
+        gevent.spawn_later(0.5, os.kill, os.getpid(), signal.SIGTERM)
+        return refused
 
     def _on_start(self, environment: Any, msg: Any) -> None:
         joined: Joined = self._joined.get(timeout=REPLY_WAIT_S)
@@ -137,6 +179,7 @@ class WorkerRelay:
         (run / "schedule.parquet").write_bytes(data["schedule"])
         fields = dict(data["config"])
         fields["languages"] = tuple(fields["languages"])
+        fields["target"] = self._local.target(fields.get("target"))  # never the master's files or credentials
         return replace(WorkerConfig(**fields), schedule=str(run / "schedule.parquet"),
                        parts_dir=str(run / "parts"), control_dir=str(run / "control"))
 
@@ -148,24 +191,23 @@ class WorkerRelay:
         while True:
             gevent.sleep(SHIP_S)
             if time.monotonic() - last_cpu >= CPU_EVERY_S:
-                self._runner.send_message(MSG_CPU, {"index": index, "cpu": me.cpu_percent(interval=None)})
+                self._send(joined, MSG_CPU, {"index": index, "cpu": me.cpu_percent(interval=None)})
                 last_cpu = time.monotonic()
             ready = control / f"ready-{index}"
             if not told_ready and ready.exists():
-                self._runner.send_message(MSG_READY, {"index": index, "rows": int(ready.read_text() or 0),
-                                                      "offset_s": joined.clock.offset_s, "rtt_s": joined.clock.rtt_s})
+                self._send(joined, MSG_READY, {"index": index, "rows": int(ready.read_text() or 0),
+                                               "offset_s": joined.clock.offset_s, "rtt_s": joined.clock.rtt_s})
                 told_ready = True
             finished = (control / f"done-{index}").exists()
             self._ship_parts(joined)
             if finished:
                 failed = control / f"failed-{index}"
-                self._runner.send_message(MSG_DONE, {"index": index,
-                                                     "failed": failed.read_text() if failed.exists() else ""})
+                self._send(joined, MSG_DONE, {"index": index, "failed": failed.read_text() if failed.exists() else ""})
                 return
 
     def _ship_parts(self, joined: Joined) -> None:
         for path in list_parts(Path(joined.config.parts_dir)):
-            self._runner.send_message(MSG_PART, {"index": joined.index, "name": path.name, "data": path.read_bytes()})
+            self._send(joined, MSG_PART, {"index": joined.index, "name": path.name, "data": path.read_bytes()})
             path.unlink()
 
 
@@ -173,11 +215,12 @@ def install_relay(runner: Any) -> MasterRelay | WorkerRelay | None:
     """The relay this Locust process needs in a drill across hosts (None on one machine)."""
     from locust.runners import MasterRunner, WorkerRunner
 
+    secret = clusterauth.read_secret()
     if isinstance(runner, MasterRunner) and os.environ.get(ENV_DISTRIBUTED):
-        return MasterRelay(runner, WorkerConfig.from_env()).install()
+        return MasterRelay(runner, WorkerConfig.from_env(), secret).install()
     work = os.environ.get(ENV_REMOTE_WORK)
     if isinstance(runner, WorkerRunner) and work:
         name = os.environ.get(ENV_WORKER_NAME) or socket.gethostname()
-        return WorkerRelay(runner, Path(work), name).install()
+        return WorkerRelay(runner, Path(work), name, secret=secret, local=WorkerLocal.from_env()).install()
     return None
 

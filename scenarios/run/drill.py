@@ -79,6 +79,7 @@ class Drill:
     live: LiveWatch | None = None  # metrics endpoint and terminal view (scenarios.run.live); closed by run()
     remote_workers: int = 0  # across hosts: a Locust master waiting for this many `rushhour worker`s
     master_bind: tuple[str, int] = DEFAULT_MASTER_BIND
+    cluster_secret: str | None = field(default=None, repr=False)  # what remote workers must prove
     _phases_seen: int = 0
     _audit_s: float = 0.0  # time spent auditing: after the run, so not part of its duration
 
@@ -173,7 +174,7 @@ class Drill:
             max_timeout_s=load.request_timeout_s or longest + load.timeout_margin_s,
             documents_via_jobs=load.documents_via_jobs,
             target=self.plan.scenario.target.wire_dict(),  # the target's protocol (issue 15)
-            remote_workers=self.remote_workers, master_bind=self.master_bind,
+            remote_workers=self.remote_workers, master_bind=self.master_bind, cluster_secret=self.cluster_secret,
         )
 
     def _report_workers(self) -> None:
@@ -275,6 +276,9 @@ class Drill:
             failures = self.session.failures()
             if failures and self.abort_reason is None:
                 self.abort_reason = "load worker failed: " + "; ".join(failures)
+            rejections = self.session.rejections()
+            if rejections:
+                self.events_log.emit("cluster_rejections", source="harness", **rejections)
             parts = self.session.poll()
             self.stats.add(parts)
             if self.live is not None:

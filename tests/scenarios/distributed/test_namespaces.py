@@ -64,11 +64,15 @@ def _wait_reachable(hosts: NetnsHosts) -> None:
 
 
 def _distributed(hosts: NetnsHosts, tmp_path: Path, out: Path) -> object:
+    secret = tmp_path / "cluster.secret"
+    secret.write_text("namespaces-test-secret-0123456789\n", encoding="utf-8")
     for i, namespace in enumerate(hosts.workers):
         hosts.start(namespace, rushhour("worker", "--master", f"{MASTER_ADDRESS}:{MASTER_PORT}", "--name", f"w{i}",
+                                        "--secret-file", str(secret), "--allowed-host", MASTER_ADDRESS,
                                         "--work-dir", str(tmp_path / f"scratch-{i}")), tmp_path / f"worker-{i}.log")
     return hosts.start(hosts.master, rushhour("run", str(tmp_path / "scenario.yaml"), "--workers", "2", "--master-bind",
-                                              f"{MASTER_ADDRESS}:{MASTER_PORT}", "--no-probe", "--out", str(out)),
+                                              f"{MASTER_ADDRESS}:{MASTER_PORT}", "--secret-file", str(secret),
+                                              "--no-probe", "--out", str(out)),
                        tmp_path / "master.log")
 
 

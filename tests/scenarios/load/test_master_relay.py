@@ -1,4 +1,5 @@
-"""The Locust master's relay turns workers' messages into the runner's control and part files."""
+"""The Locust master's relay turns workers' messages into the runner's control and part files, and lets
+only nodes that proved the cluster secret in: the rest is refused or dropped and counted."""
 
 from __future__ import annotations
 
@@ -11,17 +12,21 @@ import gevent
 import pandas as pd
 
 from scenarios.load.clocksync import software_version
+from scenarios.load import clusterauth
 from scenarios.load.master_relay import (
+    MSG_CHALLENGE,
     MSG_CONFIG,
+    MSG_CPU,
     MSG_DONE,
     MSG_HELLO,
     MSG_PART,
+    MSG_PROVE,
     MSG_READY,
     MSG_REFUSED,
     MSG_START,
+    REJECTIONS_FILE,
     STATE_MISSING,
     MasterRelay,
-    refusal,
 )
 from scenarios.load.worker import WorkerConfig, publish_start
 
@@ -51,59 +56,152 @@ class FakeRunner:
     def send_message(self, name: str, data: Any = None, client_id: str | None = None) -> None:
         self.sent.append((name, data, client_id))
 
-    def get_worker_index(self, node_id: str) -> int:
-        return int(node_id[-1])
-
     def say(self, name: str, data: Any, node_id: str) -> None:
         self.clients.setdefault(node_id, Client())
         self.handlers[name](environment=None, msg=Msg(data, node_id))
 
 
-def _relay(tmp_path: Path) -> tuple[MasterRelay, FakeRunner, Path]:
+SECRET = "s3cret-for-the-drill-tests"
+
+
+def _relay(tmp_path: Path, secret: str | None = SECRET) -> tuple[MasterRelay, FakeRunner, Path]:
     pd.DataFrame({"offset_s": [0.0, 0.1, 0.2]}).to_parquet(tmp_path / "schedule.parquet")
     for folder in ("control", "parts"):
         (tmp_path / folder).mkdir()
     config = WorkerConfig(schedule=str(tmp_path / "schedule.parquet"), parts_dir=str(tmp_path / "parts"),
-                          control_dir=str(tmp_path / "control"), workers=2, languages=("en-de",), timeout_margin_s=1.0)
+                          control_dir=str(tmp_path / "control"), workers=2, languages=("en-de",), timeout_margin_s=1.0,
+                          target={"protocol": "rushhour", "auth": {"file": "/etc/shadow"}, "ca_bundle": "/x.pem"})
     runner = FakeRunner()
-    return MasterRelay(runner, config).install(), runner, tmp_path / "control"
+    return MasterRelay(runner, config, secret).install(), runner, tmp_path / "control"
 
 
-def test_master_relay_hands_a_worker_its_settings_and_writes_what_it_reports(tmp_path: Path) -> None:
+@dataclass
+class Worker:
+    """A worker's side of the handshake and its signed messages, as `WorkerRelay` sends them."""
+
+    runner: FakeRunner
+    node: str
+    secret: str | None = SECRET
+    version: str = field(default_factory=software_version)
+    key: bytes = b""
+    index: int = -1
+    seq: int = 0
+    nonce: str = ""
+
+    def join(self) -> tuple[str, Any]:
+        self.runner.say(MSG_HELLO, {"host": self.node}, self.node)
+        name, data, to = self.runner.sent[-1]
+        assert (name, to) == (MSG_CHALLENGE, self.node)
+        self.nonce = data["nonce"]
+        self.runner.say(MSG_PROVE, self.prove_data(), self.node)
+        name, data, _ = self.runner.sent[-1]
+        if name == MSG_CONFIG:
+            self.key, self.index = clusterauth.session_key(self.secret, self.nonce, self.node), data["index"]
+        return name, data
+
+    def prove_data(self) -> dict[str, Any]:
+        return {"proof": clusterauth.proof(self.secret, self.nonce, self.node), "version": self.version,
+                "host": self.node}
+
+    def signed(self, msg_type: str, data: dict[str, Any]) -> dict[str, Any]:
+        self.seq += 1
+        return clusterauth.signed(self.key, msg_type, data, self.seq)
+
+    def say(self, msg_type: str, data: dict[str, Any]) -> None:
+        self.runner.say(msg_type, self.signed(msg_type, data), self.node)
+
+
+def _rejections(control: Path) -> dict[str, Any]:
+    return json.loads((control / REJECTIONS_FILE).read_text())
+
+
+def test_master_relay_hands_a_proven_worker_its_settings_and_writes_what_it_reports(tmp_path: Path) -> None:
     _, runner, control = _relay(tmp_path)
-    runner.say(MSG_HELLO, {"version": software_version(), "host": "h1"}, "node-1")
-    name, data, to = runner.sent[-1]
-    assert (name, data["index"], to, data["config"]["workers"]) == (MSG_CONFIG, 1, "node-1", 2)
+    name, data = Worker(runner, "node-a").join()
+    assert (name, data["index"], data["config"]["workers"]) == (MSG_CONFIG, 0, 2)
     assert data["schedule"] == (tmp_path / "schedule.parquet").read_bytes()
-    runner.say(MSG_READY, {"index": 1, "rows": 1, "offset_s": 0.25, "rtt_s": 0.001}, "node-1")
+    assert data["config"]["target"] == {"protocol": "rushhour"}, "a local file or credential source was sent"
+    w = Worker(runner, "node-b")
+    assert w.join()[1]["index"] == 1
+    w.say(MSG_READY, {"index": 1, "rows": 1, "offset_s": 0.25, "rtt_s": 0.001})
     assert (control / "ready-1").read_text() == "1"
     assert json.loads((control / "clock-1.json").read_text())["clock_offset_ms"] == 250.0
-    runner.say(MSG_PART, {"index": 1, "name": "part-w001-000000.parquet", "data": b"PAR1"}, "node-1")
-    runner.say(MSG_PART, {"index": 1, "name": "../escape.parquet", "data": b"x"}, "node-1")
+    w.say(MSG_PART, {"index": 1, "name": "part-w001-000000.parquet", "data": b"PAR1"})
+    w.say(MSG_PART, {"index": 1, "name": "../escape.parquet", "data": b"x"})
     assert [p.name for p in (tmp_path / "parts").iterdir()] == ["part-w001-000000.parquet"]
-    runner.say(MSG_DONE, {"index": 1, "failed": "RuntimeError: boom"}, "node-1")
+    w.say(MSG_DONE, {"index": 1, "failed": "RuntimeError: boom"})
     assert (control / "done-1").exists() and "boom" in (control / "failed-1").read_text()
 
 
-def test_master_relay_refuses_another_version_with_the_reason(tmp_path: Path) -> None:
+def test_master_relay_refuses_a_wrong_secret_without_telling_its_version_or_failing_the_run(tmp_path: Path) -> None:
     _, runner, control = _relay(tmp_path)
-    runner.say(MSG_HELLO, {"version": "rushhour 0.0.1, locust 1.0", "host": "old-box"}, "node-0")
-    name, data, to = runner.sent[-1]
-    assert name == MSG_REFUSED and to == "node-0"
-    assert 'old-box runs "rushhour 0.0.1, locust 1.0"' in data["reason"]
+    name, data = Worker(runner, "stranger", secret="not-the-secret-at-all-000").join()
+    assert name == MSG_REFUSED and "the cluster secret did not match" in data["reason"]
+    assert "rushhour" not in data["reason"], "the refusal told an unproven node the master's version"
+    assert not list(control.glob("failed-*")) and not list(control.glob("ready-*"))
+    assert Worker(runner, "rightful").join()[1]["index"] == 0, "the run did not go on waiting for a rightful worker"
+    assert _rejections(control)["refused"] == [data["reason"]]
+
+
+def test_master_relay_refuses_a_replayed_hello(tmp_path: Path) -> None:
+    _, runner, control = _relay(tmp_path)
+    honest = Worker(runner, "node-a")
+    honest.join()
+    recorded = honest.prove_data()
+    runner.say(MSG_PROVE, recorded, "node-a")  # no challenge pending: dropped
+    runner.say(MSG_HELLO, {"host": "evil"}, "node-a")
+    runner.say(MSG_PROVE, recorded, "node-a")  # a fresh nonce was asked: the old proof does not fit
+    assert runner.sent[-1][0] == MSG_REFUSED and "did not match" in runner.sent[-1][1]["reason"]
+    assert _rejections(control)["dropped"] == {MSG_PROVE: 1}
+    assert not (control / "ready-1").exists() and not any(m[0] == MSG_CONFIG and m[1]["index"] == 1
+                                                          for m in runner.sent)
+
+
+def test_master_relay_drops_a_forged_part_for_another_workers_index(tmp_path: Path) -> None:
+    _, runner, control = _relay(tmp_path)
+    victim, forger = Worker(runner, "node-a"), Worker(runner, "node-b")
+    victim.join(), forger.join()
+    forged = forger.signed(MSG_PART, {"index": 0, "name": "part-w000-000000.parquet", "data": b"FAKE"})
+    runner.say(MSG_PART, forged, "node-b")  # the other's index, with its own key
+    guessed = {**forged, "mac": clusterauth.mac(b"", MSG_PART, forged)}
+    runner.say(MSG_PART, guessed, "node-a")  # spoofing the victim's node without its key
+    assert not list((tmp_path / "parts").iterdir())
+    victim.say(MSG_PART, {"index": 0, "name": "part-w000-000000.parquet", "data": b"PAR1"})
+    runner.say(MSG_PART, victim.signed(MSG_PART, {"index": 0, "name": "part-w000-000000.parquet", "data": b"X"})
+               | {"seq": 1}, "node-a")  # a replayed sequence number
+    assert (tmp_path / "parts" / "part-w000-000000.parquet").read_bytes() == b"PAR1"
+    assert _rejections(control)["dropped"] == {MSG_PART: 3}
+
+
+def test_master_relay_refuses_a_second_worker_for_a_taken_index_without_invalidating(tmp_path: Path) -> None:
+    _, runner, control = _relay(tmp_path)
+    Worker(runner, "node-a").join(), Worker(runner, "node-b").join()
+    name, data = Worker(runner, "node-c").join()
+    assert name == MSG_REFUSED and "all 2 worker index(es) were taken" in data["reason"]
+    assert not list(control.glob("failed-*"))
+
+
+def test_master_relay_drops_every_message_of_a_node_it_never_welcomed(tmp_path: Path) -> None:
+    _, runner, control = _relay(tmp_path)
+    for msg_type, data in ((MSG_READY, {"index": 0, "rows": 9, "offset_s": 0, "rtt_s": 0}),
+                           (MSG_CPU, {"index": 0, "cpu": 99.0}), (MSG_DONE, {"index": 0, "failed": "made up"})):
+        runner.say(msg_type, clusterauth.signed(b"", msg_type, data, 1), "intruder")
+    assert sorted(p.name for p in control.iterdir()) == [REJECTIONS_FILE]
+    assert _rejections(control)["dropped"] == {MSG_READY: 1, MSG_CPU: 1, MSG_DONE: 1}
+
+
+def test_master_relay_refuses_a_proven_worker_of_another_version_with_the_reason(tmp_path: Path) -> None:
+    _, runner, control = _relay(tmp_path)
+    name, data = Worker(runner, "old-box", version="rushhour 0.0.1, locust 1.0").join()
+    assert name == MSG_REFUSED and 'old-box runs "rushhour 0.0.1, locust 1.0"' in data["reason"]
     assert "old-box" in (control / "failed-0").read_text()
-
-
-def test_refusal_turns_away_one_worker_too_many() -> None:
-    assert "expects 2 worker(s)" in str(refusal({"version": software_version(), "host": "h"}, 2, 2))
-    assert refusal({"version": software_version(), "host": "h"}, 1, 2) is None
 
 
 def test_master_relay_sends_the_start_and_writes_down_a_lost_worker(tmp_path: Path) -> None:
     _, runner, control = _relay(tmp_path)
-    runner.say(MSG_HELLO, {"version": software_version(), "host": "h0"}, "node-0")
+    Worker(runner, "h0").join()
     publish_start(control, 1234.5)
-    runner.clients["node-0"].state = STATE_MISSING
+    runner.clients["h0"].state = STATE_MISSING
     gevent.sleep(0.2)
     assert (MSG_START, {"t0": 1234.5}, None) in runner.sent
     assert "worker 0 on h0 stopped answering" in (control / "failed-0").read_text()

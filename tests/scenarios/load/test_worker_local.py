@@ -1,0 +1,54 @@
+"""A remote worker decides for itself what it loads and with which credential: the master's
+`auth.file`, CA bundle and a remote host are not taken on the master's word."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from scenarios.load.worker_local import WorkerLocal, remote_target
+from scenarios.load.worker_relay import WorkerRelay
+
+MASTERS_TARGET = {"protocol": "rushhour", "headers": {"X-Team": "a"},
+                  "auth": {"scheme": "bearer", "file": "/etc/shadow", "env": None, "header": None},
+                  "ca_bundle": "/master/only/ca.pem"}
+
+
+def test_remote_target_drops_what_names_a_local_file_or_credential() -> None:
+    assert remote_target(MASTERS_TARGET) == {"protocol": "rushhour", "headers": {"X-Team": "a"}}
+    assert remote_target(None) is None
+
+
+def test_worker_local_fires_with_its_own_credential_never_the_masters() -> None:
+    own = {"scheme": "bearer", "env": "MY_TOKEN", "file": None, "header": None}
+    assert WorkerLocal(auth=own).target(MASTERS_TARGET)["auth"] == own
+    assert "auth" not in WorkerLocal().target(MASTERS_TARGET) and "ca_bundle" not in WorkerLocal().target(MASTERS_TARGET)
+
+
+def test_worker_local_guard_refuses_a_remote_host_unless_allowed() -> None:
+    assert WorkerLocal().refusal("http://127.0.0.1:8000") is None
+    assert "not on this worker's machine" in str(WorkerLocal().refusal("http://10.0.0.9:8000"))
+    assert WorkerLocal(allowed_hosts=("10.0.0.9",)).refusal("http://10.0.0.9:8000") is None
+    assert WorkerLocal(allow_remote=True).refusal("https://api.example.com") is None
+    why = str(WorkerLocal(allow_remote=True).refusal("http://u:pw-123@127.0.0.1:8000"))
+    assert "credentials" in why and "pw-123" not in why
+
+
+def test_worker_local_round_trips_through_its_environment_variable() -> None:
+    local = WorkerLocal(allow_remote=True, allowed_hosts=("fd77::1",), ca_bundle="/here/ca.pem")
+    assert WorkerLocal.from_env({"RUSHHOUR_WORKER_LOCAL": local.to_env()}) == local
+    assert WorkerLocal.from_env({}) == WorkerLocal()
+
+
+def test_worker_relay_builds_its_config_from_the_masters_message_without_its_files(tmp_path: Path) -> None:
+    schedule = tmp_path / "s.parquet"
+    pd.DataFrame({"offset_s": [0.0]}).to_parquet(schedule)
+    relay = WorkerRelay(runner=None, work_dir=tmp_path, name="w", local=WorkerLocal())
+    config: dict[str, Any] = {"schedule": "/master/schedule.parquet", "parts_dir": "/master/parts",
+                              "control_dir": "/master/control", "workers": 1, "languages": ["en-de"],
+                              "timeout_margin_s": 1.0, "target": MASTERS_TARGET}
+    built = relay._local_config({"config": config, "schedule": schedule.read_bytes()})
+    assert built.target == {"protocol": "rushhour", "headers": {"X-Team": "a"}}
+    assert all(str(p).startswith(str(tmp_path)) for p in (built.schedule, built.parts_dir, built.control_dir))
