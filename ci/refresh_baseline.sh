@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Replace the nightly baseline with one or several finished, passing runs of the same code.
+# Replace the stored baseline runs with one or several finished, passing drills of the same code.
 #
 #   ci/refresh_baseline.sh results/nightly-20261130T020000Z
 #   ci/refresh_baseline.sh results/nightly-a results/nightly-b results/nightly-c
 #
-# One run is copied into the baseline directory itself (the layout older baselines have);
-# several go to run-1, run-2, ... inside it, and `rushhour compare` then measures run-to-run
-# noise from them. Copies only what `rushhour compare` reads (requests, schedule, scenario,
-# server metrics, events) plus the summary for reviewers, after checking that each run passes.
+# Stored runs serve `rushhour compare` (history and trends: how P99 moved over releases). The
+# nightly gate does not read them: ci/nightly.sh measures the baseline ref and the working tree
+# side by side with `rushhour ab`, because runs taken at different times cannot separate the
+# machine's load from the code. One run is copied into the baseline directory itself; several go
+# to run-1, run-2, ... inside it, and `rushhour compare` then estimates their run-to-run variance
+# from them. Copies only what `rushhour compare` reads (requests, schedule, scenario, server
+# metrics, events) plus the summary for reviewers, after checking that each run passes.
 # Commit the result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
