@@ -85,7 +85,8 @@ class ErrorTest:
 def pair_weights(pairs: int, replicates: int, seed: int) -> np.ndarray:
     """How often each pair is drawn in each bootstrap replicate (replicates x pairs)."""
     rng = np.random.default_rng([seed, 0xB007])
-    return rng.multinomial(pairs, np.full(pairs, 1.0 / pairs), size=replicates)
+    drawn = rng.integers(0, pairs, size=(replicates, pairs)) + pairs * np.arange(replicates)[:, None]
+    return np.bincount(drawn.ravel(), minlength=replicates * pairs).reshape(replicates, pairs)
 
 
 def pair_log_ratios(baseline: ArmSample, candidate: ArmSample, percentile: float, pairs: int) -> np.ndarray:

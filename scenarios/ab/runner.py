@@ -94,8 +94,8 @@ class AbRun:
         self._servers.start(self.plan.scenario.load.languages, self._say)
         urls = {t.arm: self._servers.url(t) for t in self.targets}
         for target in self.targets:
-            line = self.probed.get(target.arm) or probe_arm(target, urls[target.arm], self.plan.scenario.target)
-            self._say(line)
+            if target.arm not in self.probed:  # a URL arm was probed before the folder was claimed
+                self._say(probe_arm(target, urls[target.arm], self.plan.scenario.target))
         self._schedule = assign_rows(self.plan.schedule, self.design, urls)
         self._schedule.to_parquet(self.folder / SCHEDULE_FILE, index=False)
         self._session = LoadSession(self._load_plan(urls["baseline"]))

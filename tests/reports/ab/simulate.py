@@ -1,0 +1,50 @@
+"""Simulated A/B runs with a known truth, for the statistics tests.
+
+The machine's noise is shared by whatever runs at the time: a slow AR(1) wander of every latency
+(log scale), bursts that slow one trial two- to fourfold (a neighbour taking the cores), and an
+optional drift or periodic load. Each request's own latency is log-normal around 200 ms; the
+candidate's is multiplied by `effect`. The arms alternate as the real design lays them out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from scenarios.ab.trials import TrialDesign
+
+Noise = Callable[[np.ndarray], np.ndarray]
+"""Extra log-scale noise per trial, given the trials' mid times in [0, 1)."""
+
+
+def machine_noise(rng: np.random.Generator, trials: int, *, wander: float = 0.3, burst_share: float = 0.15) -> np.ndarray:
+    """Log-scale slowdown of each trial: AR(1) wander plus occasional bursts."""
+    z = np.zeros(trials)
+    steps = rng.normal(0.0, wander, trials)
+    for k in range(1, trials):
+        z[k] = 0.6 * z[k - 1] + steps[k]
+    bursts = (rng.random(trials) < burst_share) * np.log(rng.uniform(2.0, 4.0, trials))
+    return z + bursts
+
+
+def simulate(effect: float, *, pairs: int, per_trial: int, seed: int, fail_share: float = 0.0,
+             extra: Noise | None = None) -> pd.DataFrame:
+    """A requests table of one simulated A/B run (the columns the A/B judgement reads)."""
+    rng = np.random.default_rng(seed)
+    design = TrialDesign.build(float(pairs * 2), pairs * 2, seed)
+    noise = machine_noise(rng, design.trials)
+    if extra is not None:
+        noise = noise + extra((np.arange(design.trials) + 0.5) / design.trials)
+    trial = np.repeat(np.arange(design.trials), per_trial)
+    arm = np.asarray(design.arms, dtype=object)[trial]
+    latency = rng.lognormal(np.log(200.0), 0.5, trial.size) * np.exp(noise[trial])
+    latency = np.where(arm == "candidate", latency * effect, latency)
+    ok = ~((arm == "candidate") & (rng.random(trial.size) < fail_share))
+    latency = np.where(ok, latency, 1.0)  # a failure answers at once: its raw latency flatters it
+    intended = trial + rng.random(trial.size) * 0.9
+    return pd.DataFrame({"intended_s": intended, "sent_s": intended, "done_s": intended + latency / 1000.0,
+                         "latency_ms": latency, "service_ms": latency, "status": np.where(ok, 200, 503),
+                         "ok": ok, "priority": "paid", "kind": "short", "mode": "auto",
+                         "arm": arm, "trial": trial.astype("int64")})

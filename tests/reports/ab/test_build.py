@@ -1,0 +1,83 @@
+"""ab.json, ab.md, ab.html and junit.xml built from A/B results folders of known truth."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kernel.contract import AB_HTML_FILE, AB_JSON_FILE, AB_MD_FILE, JUNIT_FILE
+from reports.ab.build import build_ab, is_ab_folder
+from reports.results import ResultsError
+from scenarios.ab.trials import TrialDesign
+from tests.reports.ab.simulate import simulate
+from tests.reports.helpers import write_run
+
+SLO = {"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 5000, "priority": "paid"}
+PAIRS = 48
+
+
+def _folder(tmp_path: Path, requests: pd.DataFrame, *, slos: list[dict] | None = None, lag_ms: float = 0.0) -> Path:
+    design = TrialDesign.build(float(PAIRS * 2), PAIRS * 2, 5)
+    requests = requests.assign(sent_s=requests["intended_s"] + lag_ms / 1000.0)
+    events = [{"type": "run_start", "t_s": 0.0},
+              {"type": "ab", "t_s": 0.0, "threshold": 1.1, "confidence": 0.9, "design": design.as_dict(),
+               "targets": {"baseline": "http://127.0.0.1:1", "candidate": "http://127.0.0.1:2"}},
+              {"type": "generator", "cpu_max": 0.2}, {"type": "run_end", "duration_s": float(PAIRS * 2)}]
+    return write_run(tmp_path / "run", requests, scenario={"slos": [SLO] if slos is None else slos}, events=events)
+
+
+def _strict(path: Path) -> dict:
+    def refuse(name: str) -> None:
+        raise AssertionError(f"{path} holds {name}, which is not JSON")
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+def test_build_ab_slowdown_is_a_regression_with_every_file(tmp_path: Path) -> None:
+    root = _folder(tmp_path, simulate(1.5, pairs=PAIRS, per_trial=30, seed=2))
+    doc = build_ab(root)
+    assert doc["verdict"] == "regression" and doc["exit_code"] == 1
+    [group] = doc["groups"]
+    assert group["ci_low"] > 1.0 and 1.3 < group["ratio"] < 1.7
+    assert _strict(root / AB_JSON_FILE)["sentence"] == doc["sentence"]
+    assert doc["sentence"].startswith("Regression:") and "x1.1 threshold" in doc["sentence"]
+    assert "data:image/png;base64," in (root / AB_HTML_FILE).read_text()
+    assert doc["sentence"] in (root / AB_MD_FILE).read_text()
+    suite = ET.parse(root / JUNIT_FILE).getroot()
+    assert suite.get("failures") == "1" and suite.get("errors") == "0"
+    assert [t["arm"] for t in doc["trials"]] == list(TrialDesign.build(float(PAIRS * 2), PAIRS * 2, 5).arms)
+
+
+def test_build_ab_instant_failures_in_the_candidate_are_a_regression(tmp_path: Path) -> None:
+    root = _folder(tmp_path, simulate(1.0, pairs=PAIRS, per_trial=30, seed=4, fail_share=0.10))
+    doc = build_ab(root)
+    [group] = doc["groups"]
+    assert doc["exit_code"] == 1 and group["errors"]["worse"]
+    assert group["ratio"] is None and group["candidate_ms"] is None  # failures reach P99: infinitely slow
+    assert doc["arms"]["candidate"]["error_share"] == pytest.approx(0.10, abs=0.02)
+
+
+def test_build_ab_generator_behind_schedule_is_invalid(tmp_path: Path) -> None:
+    root = _folder(tmp_path, simulate(1.5, pairs=PAIRS, per_trial=30, seed=2), lag_ms=400.0)
+    doc = build_ab(root)
+    assert doc["verdict"] == "invalid" and doc["exit_code"] == 3
+    assert "schedule lag" in doc["sentence"]
+
+
+def test_build_ab_too_few_pairs_is_inconclusive_with_the_reason(tmp_path: Path) -> None:
+    requests = simulate(1.0, pairs=PAIRS, per_trial=30, seed=2)
+    root = _folder(tmp_path, requests[requests["trial"] < 8])  # four pairs hold requests
+    doc = build_ab(root)
+    assert doc["verdict"] == "inconclusive" and doc["exit_code"] == 3
+    assert "this confidence needs at least" in doc["sentence"]
+
+
+def test_build_ab_refuses_a_folder_that_is_not_an_ab_run(tmp_path: Path) -> None:
+    requests = simulate(1.0, pairs=4, per_trial=5, seed=1).drop(columns=["arm", "trial"])
+    root = write_run(tmp_path / "drill", requests, scenario={"slos": [SLO]}, events=[{"type": "run_start"}])
+    assert not is_ab_folder(root)
+    with pytest.raises(ResultsError, match="not the folder of an A/B run"):
+        build_ab(root)

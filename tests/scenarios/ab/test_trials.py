@@ -1,0 +1,53 @@
+"""The interleaving design: balanced ABBA blocks, reproducible from the seed, the scenario's rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scenarios.ab.trials import DesignError, TrialDesign, assign_rows, default_trials
+from scenarios.cli.run import prepare
+from scenarios.spec.plan import Overrides
+
+URLS = {"baseline": "http://127.0.0.1:1", "candidate": "http://127.0.0.1:2"}
+
+
+def test_trial_design_blocks_are_balanced() -> None:
+    design = TrialDesign.build(60.0, 24, seed=3)
+    blocks = np.asarray(design.arms).reshape(-1, 4)
+    assert all(list(b) in (["baseline", "candidate", "candidate", "baseline"],
+                           ["candidate", "baseline", "baseline", "candidate"]) for b in blocks)
+    pairs = np.asarray(design.arms).reshape(-1, 2)
+    assert all(sorted(p) == ["baseline", "candidate"] for p in pairs)  # every pair holds both arms
+
+
+def test_trial_design_is_reproducible_from_the_seed() -> None:
+    assert TrialDesign.build(60.0, 48, seed=7) == TrialDesign.build(60.0, 48, seed=7)
+    orders = {TrialDesign.build(60.0, 48, seed=s).arms for s in range(10)}
+    assert len(orders) > 5  # the order is drawn, not fixed
+    first = [TrialDesign.build(60.0, 400, seed=s).arms[0] for s in range(200)]
+    assert 0.35 < first.count("baseline") / 200 < 0.65
+
+
+def test_trial_design_refuses_trials_that_do_not_form_blocks() -> None:
+    with pytest.raises(DesignError, match="--trials 6"):
+        TrialDesign.build(60.0, 6, seed=1)
+
+
+def test_default_trials_are_a_few_seconds_long() -> None:
+    assert default_trials(60.0) == 24 and default_trials(3.0) == 4 and default_trials(600.0) % 4 == 0
+
+
+def test_each_trial_holds_the_scenarios_rows_for_its_slice(tmp_path: pytest.TempPathFactory) -> None:
+    plan = prepare("scenarios/smoke.yaml", Overrides(traffic="constant:20", duration="20s", seed=5),
+                   allow_remote=False)
+    design = TrialDesign.build(plan.duration_s, 8, seed=5)
+    rows = assign_rows(plan.schedule, design, URLS)
+    pd.testing.assert_frame_equal(rows[plan.schedule.columns], plan.schedule)  # nothing moved or dropped
+    for k in range(design.trials):
+        start, end = design.bounds(k)
+        inside = (plan.schedule["offset_s"] >= start) & (plan.schedule["offset_s"] < end)
+        assert (rows.index[rows["trial"] == k] == plan.schedule.index[inside]).all()
+        assert set(rows.loc[rows["trial"] == k, "arm"]) == {design.arms[k]}
+        assert set(rows.loc[rows["trial"] == k, "base_url"]) == {URLS[design.arms[k]]}

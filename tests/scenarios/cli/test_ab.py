@@ -1,0 +1,163 @@
+"""`rushhour ab` end to end against targets of known timing, the embedded server, and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from kernel.contract import AB_HTML_FILE, AB_JSON_FILE, AB_MD_FILE, JUNIT_FILE, REQUESTS_FILE
+from kernel.processes import free_port, stop_process
+from scenarios.cli.ab import ab
+from tests.support.waiting import wait_for_http
+
+TIMED_TARGET = Path(__file__).resolve().parents[2] / "support" / "timed_target.py"
+SLOS = [{"name": "p99-free", "kind": "latency", "percentile": 99, "threshold_ms": 5000, "priority": "free"},
+        {"name": "p99-paid", "kind": "latency", "percentile": 99, "threshold_ms": 5000, "priority": "paid"}]
+
+
+def _scenario(tmp_path: Path, *, slos: list[dict] | None = None, rate: int = 20, duration: str = "18s") -> Path:
+    data = {"name": "abt", "traffic": {"model": f"constant:{rate}", "duration": duration, "seed": 7},
+            "load": {"max_lag_p99_ms": 200}, "slos": SLOS if slos is None else slos}
+    path = tmp_path / "abt.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(ab, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def timed_target() -> Iterator[Callable[..., str]]:
+    """Start ground-truth targets (`tests/support/timed_target.py`); each is stopped by PID."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(delay_ms: float, fail_every: int = 0) -> str:
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, str(TIMED_TARGET), str(port), str(delay_ms), str(fail_every)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        started.append(proc)
+        url = f"http://127.0.0.1:{port}"
+        assert wait_for_http(url, proc=proc), "the timed target did not start"
+        return url
+
+    yield start
+    for proc in started:
+        stop_process(proc, grace_s=2.0)
+
+
+def _run(tmp_path: Path, baseline: str, candidate: str, *extra: str, slos: list[dict] | None = None,
+         duration: str = "18s", rate: int = 20) -> tuple[int, str, dict]:
+    out = tmp_path / "out"
+    path = _scenario(tmp_path, slos=slos, duration=duration, rate=rate)
+    code, output = _invoke(str(path), "--baseline", baseline, "--candidate", candidate, "--out", str(out),
+                           *(extra or ("--trials", "24")))
+    doc = json.loads((out / AB_JSON_FILE).read_text()) if (out / AB_JSON_FILE).exists() else {}
+    return code, output, doc
+
+
+@pytest.mark.slow
+def test_ab_same_timing_is_no_regression(tmp_path: Path, timed_target: Callable[..., str]) -> None:
+    code, output, doc = _run(tmp_path, timed_target(100), timed_target(100), "--trials", "40",
+                             slos=[SLOS[0]], duration="30s", rate=24)
+    assert code == 0, output
+    assert doc["verdict"] == "no_regression"
+    assert all(0.9 < g["ratio"] < 1.1 and g["ci_high"] < 1.1 for g in doc["groups"])
+    assert output.strip().splitlines()[-1].startswith("No regression:")
+    for name in (AB_HTML_FILE, AB_MD_FILE, JUNIT_FILE):
+        assert (tmp_path / "out" / name).stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_ab_thirty_percent_slower_candidate_is_a_regression(tmp_path: Path, timed_target: Callable[..., str]) -> None:
+    code, output, doc = _run(tmp_path, timed_target(100), timed_target(130))
+    assert code == 1, output
+    assert doc["verdict"] == "regression"
+    assert all(1.2 < g["ratio"] < 1.4 and g["ci_low"] > 1.0 for g in doc["groups"])
+    last = output.strip().splitlines()[-1]
+    assert last.startswith("Regression:") and "x1.1 threshold" in last
+    requests = pd.read_parquet(tmp_path / "out" / REQUESTS_FILE)
+    sent = requests[requests["ok"]]
+    means = sent.groupby("arm")["latency_ms"].median()
+    assert 125 < means["candidate"] < 160 and 95 < means["baseline"] < 130  # the targets' own times, seen
+
+
+@pytest.mark.slow
+def test_ab_candidate_shedding_a_tenth_instantly_is_a_regression(tmp_path: Path,
+                                                                timed_target: Callable[..., str]) -> None:
+    code, output, doc = _run(tmp_path, timed_target(100), timed_target(100, fail_every=10))
+    assert code == 1, output
+    assert doc["arms"]["candidate"]["error_share"] == pytest.approx(0.10, abs=0.02)
+    assert doc["arms"]["baseline"]["failed"] == 0
+    assert any(g["errors"]["worse"] for g in doc["groups"])
+    assert all(g["ratio"] is None or g["ratio"] > 1.1 for g in doc["groups"])  # failures are infinitely slow
+
+
+@pytest.mark.slow
+def test_ab_report_rebuilds_the_same_verdict(tmp_path: Path, timed_target: Callable[..., str]) -> None:
+    from scenarios.cli.report import report
+
+    code, _, doc = _run(tmp_path, timed_target(100), timed_target(130))
+    (tmp_path / "out" / AB_JSON_FILE).unlink()
+    rebuilt = CliRunner().invoke(report, [str(tmp_path / "out")])
+    assert rebuilt.exit_code == code == 1
+    assert json.loads((tmp_path / "out" / AB_JSON_FILE).read_text())["groups"] == doc["groups"]
+
+
+@pytest.mark.slow
+def test_ab_two_embedded_reference_servers(tmp_path: Path) -> None:
+    path = _scenario(tmp_path, slos=[SLOS[0]], rate=6, duration="16s")
+    code, output = _invoke(str(path), "--baseline", "embedded", "--candidate", "embedded", "--trials", "16",
+                           "--out", str(tmp_path / "out"))
+    doc = json.loads((tmp_path / "out" / AB_JSON_FILE).read_text())
+    assert code == doc["exit_code"] and code in (0, 3), output  # same server: never a regression
+    assert doc["arms"]["baseline"]["ok"] > 0 and doc["arms"]["candidate"]["ok"] > 0
+    assert doc["targets"]["baseline"].startswith("embedded (http://127.0.0.1:")
+    assert doc["targets"]["baseline"] != doc["targets"]["candidate"]  # one server per arm
+
+
+def test_ab_unknown_target_exits_2_naming_it(tmp_path: Path) -> None:
+    code, output = _invoke(str(_scenario(tmp_path)), "--baseline", "embeded", "--candidate", "embedded", "--dry-run")
+    assert code == 2 and '--baseline: "embeded" is not a target' in output
+
+
+def test_ab_unreachable_target_exits_2_naming_it(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    code, output = _invoke(str(_scenario(tmp_path)), "--baseline", "embedded", "--candidate", url,
+                           "--out", str(tmp_path / "out"))
+    assert code == 2 and f"--candidate {url}: the probe failed" in output
+    assert not (tmp_path / "out").exists()  # refused before anything was booted or written
+
+
+def test_ab_remote_target_needs_allow_remote(tmp_path: Path) -> None:
+    code, output = _invoke(str(_scenario(tmp_path)), "--baseline", "http://fd77::1", "--candidate", "embedded")
+    assert code == 2 and "--allow-remote" in output
+
+
+def test_ab_scenario_without_latency_slo_exits_2_with_the_reason(tmp_path: Path) -> None:
+    path = _scenario(tmp_path, slos=[{"name": "avail", "kind": "availability", "objective": 0.99}])
+    code, output = _invoke(str(path), "--baseline", "embedded", "--candidate", "embedded", "--dry-run")
+    assert code == 2 and "has no latency SLO" in output and "availability" in output
+
+
+def test_ab_trials_not_a_multiple_of_four_exits_2(tmp_path: Path) -> None:
+    code, output = _invoke(str(_scenario(tmp_path)), "--baseline", "embedded", "--candidate", "embedded",
+                           "--trials", "10", "--dry-run")
+    assert code == 2 and "--trials 10" in output
+
+
+def test_ab_dry_run_prints_the_trial_order(tmp_path: Path) -> None:
+    code, output = _invoke(str(_scenario(tmp_path)), "--baseline", "embedded", "--candidate", "embedded",
+                           "--trials", "8", "--dry-run")
+    assert code == 0, output
+    order = next(line for line in output.splitlines() if line.startswith("trials")).split("order ")[1][:8]
+    assert sorted(order[:4]) == sorted(order[4:]) == ["A", "A", "B", "B"]
