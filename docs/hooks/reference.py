@@ -29,7 +29,6 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
 
 log = logging.getLogger("mkdocs.plugins.rushhour")
 
@@ -166,7 +165,7 @@ def _type_name(annotation: Any) -> str:
 def _default(info: FieldInfo) -> str:
     if info.is_required():
         return "required"
-    value = info.default_factory() if info.default is PydanticUndefined and info.default_factory else info.default
+    value = info.get_default(call_default_factory=True, validated_data={})
     if isinstance(value, BaseModel):
         return "see below"
     if value in (None, [], {}, ()):
@@ -211,7 +210,8 @@ def _columns() -> str:
     rows = ["| column | type | meaning |", "| --- | --- | --- |"]
     for name, dtype in columns.items():
         rows.append(f"| `{name}` | {dtype} | {COLUMN_MEANINGS.get(name, '')} |")
-    return "\n".join(rows) + f"\n\nThe streaming columns ({', '.join(f'`{c}`' for c in STREAM_COLUMNS)}) are NaN for a target that does not stream."
+    streaming = ", ".join(f"`{c}`" for c in STREAM_COLUMNS)
+    return "\n".join(rows) + f"\n\nThe streaming columns ({streaming}) are NaN for a target that does not stream."
 
 
 def _files() -> str:

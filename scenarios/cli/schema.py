@@ -18,7 +18,8 @@ SCHEMA_FILE = BUNDLED_DIR / "scenario.schema.json"
 def scenario_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a scenario file."""
     schema = Scenario.model_json_schema(mode="validation")
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "rushhour scenario", **{k: v for k, v in schema.items() if k != "title"}}
+    body = {k: v for k, v in schema.items() if k != "title"}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "rushhour scenario", **body}
 
 
 def schema_text() -> str:

@@ -14,10 +14,10 @@ from scenarios.cli.init import init
 from scenarios.cli.run import run
 from scenarios.spec.model import load_scenario
 from tests.support.server import RunningServer, start_server
-from tests.support.stub import stub_server
+from tests.support.stub import Answer, stub_server
 from tests.support.targets import StreamPlan, serve_target
 
-KSERVE_ROUTES = {
+KSERVE_ROUTES: dict[str, Answer] = {
     "/v2/models": (200, {}, {"models": ["translator"]}),
     "/v2/models/translator": (200, {}, {"name": "translator", "inputs": [
         {"name": "lengths", "datatype": "INT32", "shape": [1]}, {"name": "source", "datatype": "BYTES", "shape": [1]}]}),
@@ -84,7 +84,7 @@ def test_init_kserve_v2_stub_finds_model_and_bytes_input(tmp_path: Path) -> None
     assert code == 0, output
 
 
-PLAIN_CHAT = {"/v1/chat/completions": (200, {}, {"id": "c", "object": "chat.completion", "model": "mine", "choices": [
+PLAIN_CHAT: dict[str, Answer] = {"/v1/chat/completions": (200, {}, {"id": "c", "object": "chat.completion", "model": "mine", "choices": [
     {"index": 0, "message": {"role": "assistant", "content": "hallo"}, "finish_reason": "stop"}],
     "usage": {"completion_tokens": 1}})}
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -18,7 +19,7 @@ BUNDLED = sorted(BUNDLED_DIR.glob("*.yaml"))
 SCHEMA_LINE = "# yaml-language-server: $schema=scenario.schema.json"
 
 
-def _printed() -> dict[str, object]:
+def _printed() -> dict[str, Any]:
     result = CliRunner().invoke(schema, [])
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
