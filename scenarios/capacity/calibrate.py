@@ -6,6 +6,11 @@ directory (`$RUSHHOUR_STATE_DIR`, default ~/.rushhour), in `capacity/<key>.json`
 them changes the key changes, and the next run re-measures quickly: a coarser precision,
 starting next to the last figure this scenario had. A dry run never measures: without a cached
 figure it plans at the search's starting rate and says so.
+
+A cached figure is checked before it is used (`scenarios.capacity.freshness`): one short step at
+that rate; if it shows an SLO missed the machine carries less now, and the figure is measured
+again (or, told not to, the run is invalid). A search whose every rate passed is searched again
+above its ceiling, since a lower bound taken for the capacity would under-load the drill.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE
+from scenarios.capacity.freshness import RunFn, age_text, check_job, checked, load_average, widened
 from scenarios.capacity.job import CapacityJob, load_mix, slo_floors, step_rules
 from scenarios.capacity.search import SearchSettings
 from scenarios.capacity.target import embedded_config
@@ -27,7 +33,7 @@ from scenarios.run.envinfo import machine_facts
 from scenarios.spec.model import Scenario, ScenarioError
 from scenarios.spec.peak import Calibration, RelativePeak
 
-__all__ = ["cache_dir", "calibrated_peak", "calibration_key", "remember"]
+__all__ = ["CalibrationInvalid", "cache_dir", "calibrated_peak", "calibration_key", "measure", "remember"]
 
 REFERENCE_SERVER = Path(__file__).resolve().parents[2] / "reference_server"
 CALIBRATION_STEP_S = 60.0
@@ -39,10 +45,21 @@ REMEASURE_START = 0.9
 MACHINE_FACTS = ("cpu_model", "cpu_cores", "memory_gb", "gpu")
 LOAD_FIELDS = {"languages", "documents_via_jobs", "processes", "request_timeout_s", "timeout_margin_s", "mode"}
 SERVER_VOLATILE = {"host", "port", "state_dir", "model_cache_dir"}
+MAX_WIDENINGS = 2
+
+
+class CalibrationInvalid(Exception):
+    """The cached capacity no longer holds and the run was told not to measure it again."""
 
 
 def cache_dir() -> Path:
     return Path(os.environ.get("RUSHHOUR_STATE_DIR", "~/.rushhour")).expanduser() / "capacity"
+
+
+def _package_version(facts: dict[str, object], name: str) -> object:
+    """A package's version among the machine facts (None when not listed)."""
+    packages = facts.get("packages")
+    return packages.get(name) if isinstance(packages, dict) else None
 
 
 def _code_digest() -> str:
@@ -64,7 +81,7 @@ def calibration_key(scenario: Scenario, condition: str, *, source: str, base_dir
     facts = machine_facts()
     parts = {
         "machine": {key: facts.get(key) for key in MACHINE_FACTS},
-        "version": {"rushhour": (facts.get("packages") or {}).get("rushhour"), "server": _code_digest()},
+        "version": {"rushhour": _package_version(facts, "rushhour"), "server": _code_digest()},
         "server": embedded_config(embedded, source=source, base_dir=base_dir).model_dump(
             mode="json", exclude=SERVER_VOLATILE),
         "mix": load_mix(scenario, source=source, base_dir=base_dir).mix.model_dump(mode="json"),
@@ -108,7 +125,7 @@ def remember(job: CapacityJob, document: dict[str, Any]) -> list[Path]:
         key, parts = calibration_key(job.scenario, name, source=job.source, base_dir=job.base_dir)
         record = {"key": key, "scenario": job.scenario.name, "condition": name, "capacity_rps": entry["capacity_rps"],
                   "bracket": entry.get("bracket"), "summary": entry.get("summary"),
-                  "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                  "measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "loadavg_1m": load_average(),
                   "results": str(job.out_dir.resolve()), "made_of": parts}
         path = cache_dir() / f"{key}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,41 +161,101 @@ def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir
 Say = Callable[[str], None]
 
 
-def _measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path, say: Say) -> float:
+def _run_capacity(job: CapacityJob, say: Say) -> dict[str, Any]:
     from scenarios.capacity.runner import run_capacity
 
-    for step_s in CALIBRATION_STEPS_S:  # a machine too slow for the first length gets longer steps
-        job = calibration_job(scenario, condition, source=source, base_dir=base_dir, step_s=step_s)
-        say(f'traffic.peak_rps is relative to the capacity ({condition}), not yet measured for this machine, '
-            f"server and version; measuring it ({job.settings.min_rps:g}-{job.settings.max_rps:g} req/s, "
-            f"{job.rules.measure_s:g} s steps) ...")
-        outcome = run_capacity(job, say=say)
-        remember(job, outcome.document)
-        entry = (outcome.document.get("conditions") or [{}])[0]
+    outcome = run_capacity(job, say=say)
+    return outcome.document | {"out_dir": str(outcome.out_dir)}
+
+
+def measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path, say: Say,
+            run: RunFn | None = None) -> float:
+    """Search the capacity now and cache it; `run` runs one capacity job (default: for real).
+
+    Steps grow longer on a machine too slow for the first length; a search that passed every
+    rate is searched again above that ceiling; anything else that gives no capacity is refused
+    with the reason.
+    """
+    runner: RunFn = run or (lambda job: _run_capacity(job, say))
+    for step_s in CALIBRATION_STEPS_S:
+        job: CapacityJob | None = calibration_job(scenario, condition, source=source, base_dir=base_dir, step_s=step_s)
+        for _ in range(MAX_WIDENINGS + 1):
+            assert job is not None
+            say(f"measuring the capacity ({condition}) for this machine, server and version: "
+                f"{job.settings.min_rps:g}-{job.settings.max_rps:g} req/s, {job.rules.measure_s:g} s steps ...")
+            document = runner(job)
+            remember(job, document)
+            entry = (document.get("conditions") or [{}])[0]
+            wider = widened(job, entry)
+            if wider is None:
+                break
+            say(f"every rate up to {job.settings.max_rps:g} req/s passed: that is a lower bound, searching above it")
+            job = wider
         if not entry.get("below_min"):
             break
-    if entry.get("capacity_rps") is None or entry.get("generator_bound") or outcome.document.get("aborted"):
-        reason = outcome.document.get("aborted") or entry.get("summary") or "no step ran"
+    where = document.get("out_dir") or "the calibration's results"
+    if entry.get("ceiling"):
+        raise ScenarioError(f"{source}: traffic.peak_rps: every rate up to {entry.get('capacity_rps')} req/s passed "
+                            f"after {MAX_WIDENINGS} wider searches, so the capacity is only known to be above it; "
+                            f"give peak_rps as a number instead. See {where}.")
+    if entry.get("capacity_rps") is None or entry.get("generator_bound") or document.get("aborted"):
+        reason = document.get("aborted") or entry.get("summary") or "no step ran"
         raise ScenarioError(f"{source}: traffic.peak_rps: the capacity could not be measured ({reason}); "
-                            f"see {outcome.out_dir / 'capacity.html'}.")
+                            f"see {where}.")
     say(f"capacity {entry['summary']}; cached.")
     return float(entry["capacity_rps"])
 
 
+def _still_holds(scenario: Scenario, condition: str, figure: float, *, source: str, base_dir: Path, say: Say,
+                 run: RunFn | None) -> tuple[bool, str]:
+    """One short step at the cached figure (`freshness.checked`)."""
+    job = check_job(calibration_job(scenario, condition, source=source, base_dir=base_dir), figure)
+    say(f"checking the cached capacity: one {job.rules.measure_s:g} s step at {figure:g} req/s ...")
+    result = checked((run or (lambda j: _run_capacity(j, say)))(job))
+    say(("held: " if result.held else "missed: ") + result.reason)
+    return result.held, result.reason
+
+
 def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, base_dir: Path,
-                    dry_run: bool = False, say: Say = lambda _text: None) -> Calibration:
-    """The relative peak as a rate: from the cache, measured now (progress through `say`), or, for
-    a dry run, which must boot nothing, a labelled placeholder."""
+                    dry_run: bool = False, say: Say = lambda _text: None, recalibrate: bool = True,
+                    run: RunFn | None = None) -> Calibration:
+    """The relative peak as a rate: from the cache once a check step at it held, measured now
+    (progress through `say`), or, for a dry run, which must boot nothing, a labelled placeholder.
+
+    A cached figure the check step shows missed is measured again; with `recalibrate` False that
+    raises CalibrationInvalid instead. `run` runs one capacity job (a seam for tests).
+    """
     key, _ = calibration_key(scenario, relative.condition, source=source, base_dir=base_dir)
     cached = _read(cache_dir() / f"{key}.json")
-    if cached is not None:
-        figure, note = float(cached["capacity_rps"]), f"measured {cached.get('measured_at', '?')}, cached"
+    facts: dict[str, Any] = {"load_now": load_average()}
+    if cached is not None and dry_run:
+        figure, note = float(cached["capacity_rps"]), f"measured {cached.get('measured_at', '?')}, cached, not checked"
+    elif cached is not None:
+        figure = float(cached["capacity_rps"])
+        held, reason = _still_holds(scenario, relative.condition, figure, source=source, base_dir=base_dir, say=say,
+                                    run=run)
+        facts |= {"measured_at": cached.get("measured_at"), "load_then": cached.get("loadavg_1m"), "check": reason}
+        note = (f"measured {cached.get('measured_at', '?')} ({age_text(cached.get('measured_at'))} ago) at load "
+                f"average {_load(cached.get('loadavg_1m'))}, now {_load(facts['load_now'])}; checked: {reason}")
+        if not held and not recalibrate:
+            raise CalibrationInvalid(f"{source}: traffic.peak_rps: the cached capacity of {figure:g} req/s no longer "
+                                     f"holds on this machine ({reason}), and --no-recalibrate forbids measuring it "
+                                     f"again; the drill would be mis-loaded, so it is invalid.")
+        if not held:
+            figure = measure(scenario, relative.condition, source=source, base_dir=base_dir, say=say, run=run)
+            note = f"re-measured now at load average {_load(load_average())}: the cached figure failed its check ({reason})"
+            facts |= {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "load_then": load_average()}
     elif dry_run:
         job = calibration_job(scenario, relative.condition, source=source, base_dir=base_dir)
         figure = job.start_rps or job.settings.min_rps
         note = "not measured on this machine yet; shown at the search's first rate, the run measures it first"
     else:
-        figure = _measure(scenario, relative.condition, source=source, base_dir=base_dir, say=say)
-        note = "measured now"
+        figure = measure(scenario, relative.condition, source=source, base_dir=base_dir, say=say, run=run)
+        note = f"measured now at load average {_load(facts['load_now'])}"
+        facts |= {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "load_then": facts["load_now"]}
     return Calibration(factor=relative.factor, condition=relative.condition, capacity_rps=round(figure, 2),
-                       peak_rps=round(relative.factor * figure, 2), note=note, key=key)
+                       peak_rps=round(relative.factor * figure, 2), note=note, key=key, **facts)
+
+
+def _load(value: object) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) else "unknown"

@@ -5,6 +5,9 @@ capacity before anything can be planned: from the per-machine cache, or measured
 capacity search of minutes. That is a step of its own, said on the terminal as it starts and ends,
 and run before planning, so planning stays a pure function of the scenario file. The drill writes
 what the step found into `events.jsonl` (its `calibration` event) and `summary.json`.
+
+A cached figure is checked first by one short step at that rate; when it misses, the capacity is
+measured again, or, with `--no-recalibrate`, the run stops as invalid (exit 3).
 """
 
 from __future__ import annotations
@@ -12,34 +15,48 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from scenarios.capacity.calibrate import calibrated_peak
+import click
+
+from kernel.contract import ExitCode
+from scenarios.capacity.calibrate import CalibrationInvalid, calibrated_peak
 from scenarios.capacity.conditions import HEALTHY
 from scenarios.spec.model import Scenario
 from scenarios.spec.peak import Calibration, RelativePeak
 from scenarios.spec.plan import with_calibration
 
-__all__ = ["calibrate", "calibrate_scenario"]
+__all__ = ["StaleCalibration", "calibrate", "calibrate_scenario"]
 
 Say = Callable[[str], None]
 
 
+class StaleCalibration(click.ClickException):
+    """The cached capacity failed its check and re-measuring was forbidden: the run is invalid."""
+
+    exit_code = ExitCode.INVALID
+
+
 def calibrate(scenario: Scenario, relative: RelativePeak | None = None, *, source: str, base_dir: Path,
-              dry_run: bool, say: Say) -> Calibration:
+              dry_run: bool, say: Say, recalibrate: bool = True) -> Calibration:
     """The capacity `relative` (default: the scenario's own relative peak, else 1x healthy) stands
     for on this machine; a dry run boots nothing and shows the search's first rate instead."""
     relative = relative or scenario.traffic.relative_peak or RelativePeak(1.0, HEALTHY)
     if not dry_run:
         say(f"calibration: the capacity behind peak_rps {relative.text} on this machine ...")
-    calibration = calibrated_peak(scenario, relative, source=source, base_dir=base_dir, dry_run=dry_run,
-                                  say=lambda text: say(f"calibrating: {text}"))
+    try:
+        calibration = calibrated_peak(scenario, relative, source=source, base_dir=base_dir, dry_run=dry_run,
+                                      say=lambda text: say(f"calibrating: {text}"), recalibrate=recalibrate)
+    except CalibrationInvalid as exc:
+        raise StaleCalibration(str(exc)) from exc
     if not dry_run:  # a dry run shows it in its plan
         say(f"capacity   {calibration.text}")
     return calibration
 
 
-def calibrate_scenario(scenario: Scenario, *, source: str, base_dir: Path, dry_run: bool, say: Say) -> Scenario:
+def calibrate_scenario(scenario: Scenario, *, source: str, base_dir: Path, dry_run: bool, say: Say,
+                       recalibrate: bool = True) -> Scenario:
     """The scenario with a relative peak resolved to a rate (unchanged when its peak is absolute)."""
     if scenario.traffic.relative_peak is None:
         return scenario
-    calibration = calibrate(scenario, source=source, base_dir=base_dir, dry_run=dry_run, say=say)
+    calibration = calibrate(scenario, source=source, base_dir=base_dir, dry_run=dry_run, say=say,
+                            recalibrate=recalibrate)
     return with_calibration(scenario, calibration, source=source)

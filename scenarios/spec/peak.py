@@ -56,6 +56,10 @@ class Calibration(BaseModel):
     peak_rps: float = Field(gt=0)
     note: str = ""
     key: str = ""
+    measured_at: str | None = Field(default=None, description="when the capacity was measured (UTC, ISO 8601)")
+    load_then: float | None = Field(default=None, description="the machine's 1-minute load average then")
+    load_now: float | None = Field(default=None, description="the machine's 1-minute load average at this run")
+    check: str = Field(default="", description="what the check step at the cached rate showed")
 
     @property
     def text(self) -> str:

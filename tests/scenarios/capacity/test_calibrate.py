@@ -87,8 +87,10 @@ def test_calibrate_a_cached_figure_resolves_the_peak_and_a_remeasure_starts_next
     scenario, path = _scenario(tmp_path)
     job = calibration_job(scenario, "none", source=str(path), base_dir=path.parent)
     remember(job, _document(40.0))
-    calibration = calibrated_peak(scenario, RelativePeak(0.7, "none"), source=str(path), base_dir=path.parent)
-    assert calibration.capacity_rps == 40.0 and calibration.peak_rps == 28.0 and "cached" in calibration.note
+    calibration = calibrated_peak(scenario, RelativePeak(0.7, "none"), source=str(path), base_dir=path.parent,
+                                  run=lambda job: _check_document(job.start_rps, passed=True))
+    assert calibration.capacity_rps == 40.0 and calibration.peak_rps == 28.0 and "every SLO met" in calibration.note
+    assert calibration.measured_at and "load average" in calibration.note and calibration.load_now is not None
     changed, changed_path = _scenario(tmp_path, target__embedded={"nodes": 3})
     again = calibration_job(changed, "none", source=str(changed_path), base_dir=changed_path.parent)
     assert again.start_rps == pytest.approx(36.0) and again.settings.growth < 2.0
@@ -97,10 +99,73 @@ def test_calibrate_a_cached_figure_resolves_the_peak_and_a_remeasure_starts_next
 def test_calibrate_a_miss_measures_now_but_a_dry_run_never_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     scenario, path = _scenario(tmp_path)
     measured: list[str] = []
-    monkeypatch.setattr(calibrate, "_measure", lambda s, c, **_: measured.append(c) or 30.0)
+    monkeypatch.setattr(calibrate, "measure", lambda s, c, **_: measured.append(c) or 30.0)
     peak = RelativePeak(0.5, "n-1")
     planned = calibrated_peak(scenario, peak, source=str(path), base_dir=path.parent, dry_run=True)
     assert measured == [] and "not measured" in planned.note
     resolved = calibrated_peak(scenario, peak, source=str(path), base_dir=path.parent)
     assert measured == ["n-1"] and resolved.peak_rps == 15.0 and resolved.condition == "n-1"
     assert not any(cache_dir().glob("*.json"))  # the fake measurement cached nothing
+
+
+def _check_document(rate: float | None, *, passed: bool = False, missed: bool = False) -> dict[str, object]:
+    """capacity.json of a one-step check at `rate`: passed, P99 shown missed, or neither (open)."""
+    decision = "met" if passed else "missed" if missed else "open"
+    step = {"offered_rps": rate, "passed": passed, "verdict": "pass" if passed else "fail",
+            "limiting": None if passed else "p99", "reason": "r", "slos": [{"name": "p99", "decision": decision}]}
+    return {"steps": [step], "conditions": [], "aborted": None}
+
+
+def _search_document(capacity: float, *, ceiling: bool = False) -> dict[str, object]:
+    return _document(capacity, ceiling=ceiling, summary=f"{capacity} req/s")
+
+
+def test_calibrate_a_search_at_its_ceiling_is_searched_again_above_it(tmp_path: Path) -> None:
+    scenario, path = _scenario(tmp_path)
+    jobs: list[object] = []
+
+    def run(job):  # type: ignore[no-untyped-def]
+        jobs.append(job)
+        top = job.settings.max_rps
+        return _search_document(top, ceiling=True) if len(jobs) == 1 else _search_document(top * 0.6)
+
+    figure = calibrate.measure(scenario, "none", source=str(path), base_dir=path.parent, say=lambda _t: None, run=run)
+    first, second = jobs  # type: ignore[misc]
+    assert second.settings.min_rps == first.settings.max_rps  # the ceiling is the new floor
+    assert figure == pytest.approx(second.settings.max_rps * 0.6) and figure > first.settings.max_rps
+
+
+def test_calibrate_a_ceiling_that_never_ends_is_refused_with_the_reason(tmp_path: Path) -> None:
+    scenario, path = _scenario(tmp_path)
+    with pytest.raises(ValueError, match="only known to be above"):
+        calibrate.measure(scenario, "none", source=str(path), base_dir=path.parent, say=lambda _t: None,
+                          run=lambda job: _search_document(job.settings.max_rps, ceiling=True))
+    assert not any(cache_dir().glob("*.json"))  # a lower bound is never cached as the capacity
+
+
+def test_calibrate_a_cached_figure_the_machine_no_longer_carries_is_measured_again(tmp_path: Path) -> None:
+    scenario, path = _scenario(tmp_path)
+    remember(calibration_job(scenario, "none", source=str(path), base_dir=path.parent), _document(400.0))
+    checks: list[float] = []
+
+    def run(job):  # type: ignore[no-untyped-def]
+        if job.settings.max_steps == 1:  # the check step at the cached rate: shown missed
+            checks.append(job.start_rps)
+            return _check_document(job.start_rps, missed=True)
+        return _search_document(36.0)
+
+    calibration = calibrated_peak(scenario, RelativePeak(0.5, "none"), source=str(path), base_dir=path.parent, run=run)
+    assert checks == [400.0] and calibration.capacity_rps == 36.0 and calibration.peak_rps == 18.0
+    assert "re-measured" in calibration.note and "missed p99" in calibration.note
+    with pytest.raises(calibrate.CalibrationInvalid, match="no-recalibrate"):
+        remember(calibration_job(scenario, "none", source=str(path), base_dir=path.parent), _document(400.0))
+        calibrated_peak(scenario, RelativePeak(0.5, "none"), source=str(path), base_dir=path.parent, run=run,
+                        recalibrate=False)
+
+
+def test_calibrate_a_check_step_that_is_only_open_keeps_the_cached_figure(tmp_path: Path) -> None:
+    scenario, path = _scenario(tmp_path)
+    remember(calibration_job(scenario, "none", source=str(path), base_dir=path.parent), _document(40.0))
+    calibration = calibrated_peak(scenario, RelativePeak(0.5, "none"), source=str(path), base_dir=path.parent,
+                                  run=lambda job: _check_document(job.start_rps), recalibrate=False)
+    assert calibration.capacity_rps == 40.0 and "no SLO shown missed" in calibration.check
