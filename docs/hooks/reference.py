@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 import logging
 import re
 import types
@@ -27,10 +28,12 @@ import typing
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
+import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 log = logging.getLogger("mkdocs.plugins.rushhour")
+NOTES_FILE = Path(__file__).with_name("field_notes.yaml")
 
 COLUMN_MEANINGS: dict[str, str] = {
     "intended_s": "when the schedule meant the request to be sent, seconds from the run's start",
@@ -112,6 +115,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 def _scenario() -> str:
     from scenarios.spec.model import Scenario
 
+    _check_notes()
     sections: list[str] = []
     seen: set[type[BaseModel]] = set()
     queue: list[tuple[str, type[BaseModel]]] = [("(top level)", Scenario)]
@@ -126,13 +130,43 @@ def _scenario() -> str:
 
 def _model_table(where: str, model: type[BaseModel], queue: list[tuple[str, type[BaseModel]]]) -> str:
     doc = inspect.cleandoc(model.__doc__ or "")
+    notes = _field_notes()
     rows = ["| field | type | default | meaning |", "| --- | --- | --- | --- |"]
     for name, info in model.model_fields.items():
         for nested in _models_in(info.annotation):
             queue.append((f"{where}.{name}" if where != "(top level)" else name, nested))
-        rows.append(f"| `{name}` | {_type_name(info.annotation)} | {_default(info)} | {_cell(info.description or '')} |")
+        meaning = info.description or notes.get(f"{model.__name__}.{name}", "")
+        rows.append(f"| `{name}` | {_type_name(info.annotation)}{_limits(info)} | {_default(info)} | {_cell(meaning)} |")
     title = f"### `{where}`" if where != "(top level)" else "### The top level"
     return f"{title}\n\n{_cell_block(doc)}\n\n" + "\n".join(rows)
+
+
+def _field_notes() -> dict[str, str]:
+    """Meanings for fields whose model has no description (docs/hooks/field_notes.yaml)."""
+    return yaml.safe_load(NOTES_FILE.read_text(encoding="utf-8"))
+
+
+def _check_notes() -> None:
+    from scenarios.spec.model import Scenario
+
+    fields: set[str] = set()
+    queue, seen = [Scenario], set()
+    while queue:
+        model = queue.pop()
+        if model not in seen:
+            seen.add(model)
+            fields |= {f"{model.__name__}.{name}" for name in model.model_fields}
+            queue += [m for info in model.model_fields.values() for m in _models_in(info.annotation)]
+    for key in sorted(set(_field_notes()) - fields):
+        log.warning(f"docs/hooks/field_notes.yaml: {key} names no field of the scenario models.")
+
+
+def _limits(info: FieldInfo) -> str:
+    """The field's bounds and pattern, as a reader of the YAML needs them."""
+    words = {"gt": ">", "ge": "≥", "lt": "<", "le": "≤", "min_length": "length ≥"}
+    found = [f"{sign} {getattr(m, key)}" for m in info.metadata for key, sign in words.items() if hasattr(m, key)]
+    found += [f"matching `{m.pattern}`" for m in info.metadata if getattr(m, "pattern", None)]
+    return f" ({', '.join(found)})" if found else ""
 
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
@@ -159,7 +193,8 @@ def _type_name(annotation: Any) -> str:
         return f"mapping (`{annotation.__name__}`)"
     if annotation is typing.Any:
         return "any"
-    return getattr(annotation, "__name__", str(annotation))
+    name = getattr(annotation, "__name__", str(annotation))
+    return {"str": "string", "float": "number", "int": "integer", "bool": "true/false"}.get(name, name)
 
 
 def _default(info: FieldInfo) -> str:
@@ -168,9 +203,9 @@ def _default(info: FieldInfo) -> str:
     value = info.get_default(call_default_factory=True, validated_data={})
     if isinstance(value, BaseModel):
         return "see below"
-    if value in (None, [], {}, ()):
-        return "—" if value is None else f"`{value!r}`"
-    return f"`{value}`" if not isinstance(value, str) else f'`"{value}"`'
+    if value is None:
+        return "—"
+    return f"`{json.dumps(value, default=str)}`"
 
 
 def _cell(text: str) -> str:
