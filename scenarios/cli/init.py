@@ -61,7 +61,7 @@ def init(url: str, protocol: str | None, model: str | None, auth_env: str | None
     if protocol == "http":
         target, seen = _http_target(url, auth, click.echo, identified=True)
     else:
-        target, seen = _choose(identity, auth, say=click.echo)
+        target, seen = _choose(identity, auth, model, say=click.echo)
     text = render(Draft(scenario_name, url.rstrip("/"), target, seen, _schema_ref(out)))
     _write(out, text)
     click.echo(f"wrote {out}")
@@ -94,12 +94,15 @@ def _auth(auth_env: str | None) -> AuthSpec | None:
         raise BadInput(f'--auth-env: "{auth_env}" is not a valid variable name.') from exc
 
 
-def _choose(identity: Identity, auth: AuthSpec | None, *, say: Echo) -> tuple[TargetProtocol, list[str]]:
+def _choose(identity: Identity, auth: AuthSpec | None, model: str | None, *, say: Echo
+            ) -> tuple[TargetProtocol, list[str]]:
     """The target fields for the scenario and the lines saying what was seen; says why when unidentified."""
     best = identity.best
     if best is not None:
         seen = [f.line.replace("probe      ", "") for f in identity.found]
         seen += [f"{f.target.protocol} lists models: {', '.join(f.models)}" for f in identity.found if f.models]
+        if best.target.protocol == "openai-chat" and not best.models and not model:
+            seen.append('it lists no model (GET /v1/models), so the scenario sends "default": set target.model')
         for line in seen:
             say(line)
         if len(identity.found) > 1:

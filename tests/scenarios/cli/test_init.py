@@ -159,3 +159,14 @@ def test_init_scenario_has_the_schema_line_first(tmp_path: Path) -> None:
     assert first.startswith("# yaml-language-server: $schema=") and first.endswith("scenario.schema.json")
     assert (tmp_path / first.split("=", 1)[1]).resolve().is_file()
     assert yaml.safe_load(out.read_text())["name"] == "s"
+
+
+@pytest.mark.slow
+def test_init_openai_service_that_lists_no_model_says_what_it_sends(tmp_path: Path) -> None:
+    out = tmp_path / "nomodel.yaml"
+    with serve_target() as (url, state):
+        state.plan = StreamPlan(tokens=3, first_s=0.02, every_s=0.01, stall_at=None)
+        code, output = _init("--target", url, "--protocol", "openai-chat", "--out", str(out))
+    assert code == 0, output
+    assert 'lists no model (GET /v1/models), so the scenario sends "default"' in output
+    assert load_scenario(out).target.model == "default"
