@@ -257,7 +257,9 @@ async def _closed_loop(server: BenchServer, *, concurrency: int, chars: int, war
         httpx.AsyncClient(base_url=server.url, limits=limits, timeout=60.0) as client,
         httpx.AsyncClient(base_url=server.url, timeout=10.0) as side,
     ):
-        (first, last), *_ = await asyncio.gather(observe(side), *(worker(client) for _ in range(concurrency)))
+        observing = asyncio.ensure_future(observe(side))
+        await asyncio.gather(*(worker(client) for _ in range(concurrency)))
+        first, last = await observing
     done_at = np.asarray(finished)
     in_window = int(((done_at >= window_start) & (done_at < window_end)).sum())
     return LoadWindow(in_window, errors, duration_s, [x * 1000.0 for x in latencies], first, last)
@@ -290,12 +292,12 @@ def cache_hits(server: BenchServer, *, texts: int, chars: int, max_requests: int
             answer = response.json()
             server_ms.append(float(answer["timing"]["total_ms"]))
             cached += bool(answer["cached"])
-    server, client_rt = np.asarray(server_ms), np.asarray(client_ms)
+    server_rt, client_rt = np.asarray(server_ms), np.asarray(client_ms)
     return CacheHitResult(
         requests=len(client_ms),
         cached_share=cached / len(client_ms),
-        server_p50_ms=percentile_value(server, 50),
-        server_p99_ms=percentile_value(server, 99),
+        server_p50_ms=percentile_value(server_rt, 50),
+        server_p99_ms=percentile_value(server_rt, 99),
         client_p50_ms=percentile_value(client_rt, 50),
         client_p99_ms=percentile_value(client_rt, 99),
     )

@@ -63,7 +63,7 @@ def make_drill_results(root: Path, case: str = "overlap") -> Path:
                    {"type": "fault_end", "t_s": end, "name": name, "experiment": f"{name}.json"}]
     events += [{"type": "generator", "t_s": DURATION_S, "cpu_max": 0.4},
                {"type": "run_end", "t_s": DURATION_S, "duration_s": DURATION_S, "interrupted": False}]
-    events.sort(key=lambda e: e["t_s"])
+    events.sort(key=lambda e: float(e["t_s"]))  # type: ignore[arg-type]  # every event here has a number
     (root / "events.jsonl").write_text("".join(json.dumps({"wall": "2026-11-30T18:00:00Z", **e}) + "\n"
                                                for e in events))
     return root

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -294,11 +294,11 @@ def apply_environment(data: dict) -> dict:
     the Kubernetes manifests set it); set but empty, it turns the L2 cache off."""
     if REDIS_ENV not in os.environ:
         return data
-    cache = data.get("cache") if isinstance(data.get("cache"), dict) else {}
+    cache = data["cache"] if isinstance(data.get("cache"), dict) else {}
     return {**data, "cache": {**cache, "redis_url": os.environ[REDIS_ENV] or None}}
 
 
-def load_config(path: Path | None = None, **overrides: object) -> ServerConfig:
+def load_config(path: Path | None = None, **overrides: Any) -> ServerConfig:
     """Read a YAML config (or none), then the environment (`RUSHHOUR_REDIS_URL`), then CLI
     overrides; raise ConfigError naming file and field."""
     source = str(path) if path else "server config"

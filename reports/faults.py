@@ -78,7 +78,7 @@ class RecoveryLimits:
 def _first(specs: list[SloSpec], kind: str) -> SloSpec | None:
     matching = [spec for spec in specs if spec.kind == kind]
     plain = [spec for spec in matching if spec.priority is None and spec.mode is None and spec.phase is None and spec.request_kind is None]
-    return (plain or matching or [None])[0]
+    return (plain or matching)[0] if matching else None
 
 
 def fault_impact(requests: pd.DataFrame, window: FaultWindow, limits: RecoveryLimits,

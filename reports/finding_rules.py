@@ -183,7 +183,7 @@ def _worst_phase(run: RunData, summary: dict[str, Any]) -> tuple[str, float, flo
     """(phase, start, end, offered/s, ok/s) of the phase with the lowest ok share of its load."""
     window = summary.get("throughput_window_s") or [0.0, summary["scenario"]["duration_s"]]
     spans = [(str(p["name"]), float(p["start_s"]), float(p["end_s"])) for p in summary.get("phases", [])
-             if p.get("start_s") is not None and p.get("end_s") is not None] or [("the run", *map(float, window))]
+             if p.get("start_s") is not None and p.get("end_s") is not None] or [("the run", float(window[0]), float(window[1]))]
     intended = run.requests["intended_s"].to_numpy(dtype=float)
     ok = run.requests["ok"].to_numpy(dtype=bool)
     best: tuple[str, float, float, float, float] | None = None

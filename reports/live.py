@@ -27,7 +27,7 @@ def _epoch_ms(stamp: object) -> int | None:
 def live_section(events: list[dict[str, Any]]) -> dict[str, Any]:
     """Metrics endpoint (None when the run had none) and the wall-clock window of the run."""
     start = next((e for e in events if e.get("type") == "run_start"), {})
-    end = next((e for e in reversed(events) if e.get("type") == "run_end"), {})
+    end: dict[str, Any] = next((e for e in reversed(events) if e.get("type") == "run_end"), {})
     endpoint = next((e for e in events if e.get("type") == "live_metrics"), {})
     start_ms, end_ms = _epoch_ms(start.get("wall")), _epoch_ms(end.get("wall"))
     section: dict[str, Any] = {

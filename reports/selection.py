@@ -36,7 +36,7 @@ def phase_segments(labels: pd.Series, phase_events: list[dict[str, Any]],
     come from the `phase` events; requests labelled with a phase that no event covers (an
     aborted run writes only the events it reached) follow, one row per name, by first arrival.
     """
-    segments = []
+    segments: list[tuple[str, float | None, float | None, np.ndarray]] = []
     covered = np.zeros(len(labels), dtype=bool)
     for event in sorted(phase_events, key=lambda e: float(e.get("start_s", 0.0))):
         if event.get("start_s") is None or event.get("end_s") is None:

@@ -109,12 +109,12 @@ def mix_frame(mix: MixSpec, texts: dict[str, np.ndarray], people: dict[str, np.n
     """The schedule's mix columns, with string columns as categoricals (cheap for a million rows)."""
     return pd.DataFrame(
         {
-            "kind": pd.Categorical.from_codes(texts["kind"], categories=list(mix.kinds)),
+            "kind": pd.Categorical.from_codes(texts["kind"], categories=pd.Index(list(mix.kinds))),
             "chars": texts["chars"],
-            "priority": pd.Categorical.from_codes(people["priority"], categories=list(mix.priorities)),
-            "mode": pd.Categorical.from_codes(people["mode"], categories=list(mix.modes)),
+            "priority": pd.Categorical.from_codes(people["priority"], categories=pd.Index(list(mix.priorities))),
+            "mode": pd.Categorical.from_codes(people["mode"], categories=pd.Index(list(mix.modes))),
             "text_id": texts["text_id"],
-            "tenant": pd.Categorical.from_codes(people["tenant"], categories=tenant_names(mix)),
+            "tenant": pd.Categorical.from_codes(people["tenant"], categories=pd.Index(tenant_names(mix))),
             "deadline_ms": _deadlines(mix, texts["kind"], people["deadline_ms"]),
             "max_tokens": texts["max_tokens"],
         }

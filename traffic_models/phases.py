@@ -53,13 +53,13 @@ def window_phases(model: TrafficModel, window: Window) -> list[Phase]:
     return _merged([p for p in raw if p.end_s > p.start_s])
 
 
-def phase_column(run_phases: list[Phase], offsets: np.ndarray) -> pd.Categorical:
+def phase_column(run_phases: list[Phase], offsets: np.ndarray) -> pd.Categorical[str]:
     """The phase of each arrival, as a categorical over the phase names."""
     starts = np.array([p.start_s for p in run_phases])
     index = np.clip(np.searchsorted(starts, offsets, side="right") - 1, 0, len(run_phases) - 1)
     names = list(dict.fromkeys(p.name for p in run_phases))
     codes = np.array([names.index(p.name) for p in run_phases])[index]
-    return pd.Categorical.from_codes(codes, categories=names)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(names))
 
 
 def _event_segments(model: TrafficModel, window: Window) -> tuple[np.ndarray, list[str]]:

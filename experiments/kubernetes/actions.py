@@ -201,7 +201,7 @@ def scale_pool(
 
 def _node_names(label_selector: str, secrets: Secrets) -> list[str]:
     core = client.CoreV1Api(create_k8s_api_client(secrets))
-    return [str(n.metadata.name) for n in core.list_node(label_selector=label_selector).items]
+    return [str(n.metadata.name) for n in core.list_node(label_selector=label_selector).items if n.metadata]
 
 
 def _lease_cordon(names: list[str], lease: float, secrets: Secrets) -> list[str]:

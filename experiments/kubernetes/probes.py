@@ -28,7 +28,8 @@ def pool_ready_replicas(
         raise ActivityFailed(
             f'Could not read Deployment "{name}" in namespace "{ns}": {exc.reason}.'
         ) from exc
-    return int(deployment.status.ready_replicas or 0)
+    status = deployment.status
+    return int(status.ready_replicas or 0) if status is not None else 0
 
 
 def pool_ready_replicas_at_least(

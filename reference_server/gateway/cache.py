@@ -10,7 +10,7 @@ import unicodedata
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from reference_server.config import DEFAULT_CACHE_MAX_BYTES
 
@@ -112,7 +112,7 @@ class Coalescer:
     others await its result (or its error)."""
 
     def __init__(self) -> None:
-        self._inflight: dict[object, asyncio.Future[object]] = {}
+        self._inflight: dict[object, asyncio.Future[Any]] = {}
         self.coalesced = 0
 
     def __len__(self) -> int:

@@ -17,6 +17,7 @@ on the event loop except an instant SIGKILL reap.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import time
@@ -54,6 +55,12 @@ class NotSupervised(RuntimeError):
 
 
 
+def _count(health: dict[str, object], key: str) -> int:
+    """A whole-number field of a node's health answer (0 when absent)."""
+    value = health.get(key, 0)
+    return int(value) if isinstance(value, (int, float, str)) else 0
+
+
 def batching_label(health: dict[str, object], known: str = "unknown") -> str:
     """How a node batches, in words for status and reports: "dynamic", "continuous", or
     "continuous, chunked prefill N tokens/step"."""
@@ -67,7 +74,7 @@ def batching_label(health: dict[str, object], known: str = "unknown") -> str:
 class Cluster:
     def __init__(
         self, config: ServerConfig, metrics: Metrics, *,
-        on_event: Callable[[dict[str, object]], None] | None = None, spawn: Spawner = spawn_process,
+        on_event: Callable[[dict[str, object]], object] | None = None, spawn: Spawner = spawn_process,
     ) -> None:
         self.config = config
         self.metrics = metrics
@@ -87,7 +94,7 @@ class Cluster:
         loop = asyncio.get_running_loop()
         tiers = {pool.model for pool in self.config.pools.values() if pool.nodes > 0 and not pool.is_remote}
         for tier in sorted(tiers):  # build once here, so nodes never race to build
-            await loop.run_in_executor(None, lambda t=tier: build_model(t, cache_dir=self.config.model_cache_dir))
+            await loop.run_in_executor(None, functools.partial(build_model, tier, cache_dir=self.config.model_cache_dir))
         for name, pool in self.config.pools.items():
             for _ in range(0 if pool.is_remote else pool.nodes):
                 self._add_node(name)
@@ -144,7 +151,7 @@ class Cluster:
         index = next(i for i in itertools.count() if i not in taken)
         node_id = f"{pool}-{index}"
         self._backoff.pop(node_id, None)  # a new node, not the crash history of an earlier one
-        breaker = CircuitBreaker(self.config.breaker, on_change=lambda s, n=node_id: self._breaker_changed(n, s))
+        breaker = CircuitBreaker(self.config.breaker, on_change=functools.partial(self._breaker_changed, node_id))
         node = NodeHandle(id=node_id, pool=pool, index=index, breaker=breaker, url=url)
         self.nodes[node_id] = node
         self.metrics.set_breaker_state(node_id, "closed")
@@ -271,11 +278,11 @@ class Cluster:
         node.provider = str(health.get("provider", node.provider))
         node.batching = batching_label(health, node.batching)
         node.model = str(health.get("model", node.model))
-        node.queue_depth = int(health.get("queue_depth", 0))
-        self._decode_rates(node, int(health.get("batches_total", 0)), int(health.get("batch_items_total", 0)))
-        node.active_rows = int(health.get("active_rows", 0))
+        node.queue_depth = _count(health, "queue_depth")
+        self._decode_rates(node, _count(health, "batches_total"), _count(health, "batch_items_total"))
+        node.active_rows = _count(health, "active_rows")
         self.metrics.node_active_rows.labels(node.id, node.pool).set(node.active_rows)
-        node.expired_total = int(health.get("expired_total", 0))
+        node.expired_total = _count(health, "expired_total")
         node.cold_start_s = health.get("cold_start_s")  # type: ignore[assignment]
         node.first_request_ms = health.get("first_request_ms")  # type: ignore[assignment]
         state = str(health.get("state", "starting"))

@@ -11,6 +11,7 @@ exactly as for local nodes. An address that leaves the Endpoints takes its node 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -45,7 +46,7 @@ class RemoteNodes:
             if pool.remote:
                 self.set_addresses(name, [Address(url.rstrip("/")) for url in pool.remote])
             elif pool.kubernetes is not None:
-                watcher = EndpointsWatcher(pool.kubernetes, lambda found, n=name: self._from_thread(n, found), api=api)
+                watcher = EndpointsWatcher(pool.kubernetes, functools.partial(self._from_thread, name), api=api)
                 self.watchers[name] = watcher
                 watcher.start()
 
@@ -67,10 +68,9 @@ class RemoteNodes:
             if url not in wanted:
                 self._remove(node)
         for url, address in wanted.items():  # in the given order: a static list's first URL is node 0
-            node = current.get(url)
-            if node is None:
-                node = self._add(pool, address)
-            node.target = address.target
+            found = current.get(url)
+            added = found if found is not None else self._add(pool, address)
+            added.target = address.target
 
     def _add(self, pool: str, address: Address) -> NodeHandle:
         cluster = self._cluster

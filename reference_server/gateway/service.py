@@ -4,6 +4,7 @@ the node call with at most one retry, and fallback when a pool cannot serve."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import time
 from collections.abc import Callable
@@ -79,7 +80,7 @@ class TranslationService:
         self.coalescer = Coalescer()
         self.buckets = TokenBuckets(config.admission.classes)
         self.dispatchers = {
-            name: PoolDispatcher(name, config.admission.classes, lambda p=name: self._capacity(p), early_reject=config.admission.early_reject)
+            name: PoolDispatcher(name, config.admission.classes, functools.partial(self._capacity, name), early_reject=config.admission.early_reject)
             for name in config.pools
         }
         self._rr = itertools.count()
@@ -208,7 +209,7 @@ class TranslationService:
 
     @staticmethod
     def _overload_error(exc: Overloaded) -> ApiError:
-        extra = {"reason": exc.reason}
+        extra: dict[str, object] = {"reason": exc.reason}
         if exc.estimate_ms is not None:
             extra["estimated_wait_ms"] = exc.estimate_ms
         return ApiError(503, "overloaded", str(exc), retry_after_s=exc.retry_after_s, **extra)

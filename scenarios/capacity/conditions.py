@@ -14,16 +14,19 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import httpx
 
 from scenarios.capacity.probe import fetch_status
 
+if TYPE_CHECKING:
+    from scenarios.run.chaosproc import ChaosProcess
+
 __all__ = ["Condition", "ConditionError", "ExperimentHeld", "Healthy", "NMinusOne", "parse_conditions"]
 
-N_MINUS_ONE = "n-1"
-HEALTHY = "none"
+N_MINUS_ONE: Final = "n-1"
+HEALTHY: Final = "none"
 READY_WAIT_S = 120.0
 EXPERIMENT_HOLD_S = 3600.0
 EXPERIMENT_SETTLE_S = 5.0
@@ -116,7 +119,8 @@ class NMinusOne:
         _admin(self.url, self.token, f"/admin/nodes/{self.node_id}/restart", {"warm": True})
         give_up = time.monotonic() + READY_WAIT_S
         while time.monotonic() < give_up:
-            node = next((n for n in self._status().get("nodes") or [] if n.get("id") == self.node_id), {})
+            node: dict[str, Any] = next(
+                (n for n in self._status().get("nodes") or [] if n.get("id") == self.node_id), {})
             if node.get("state") == "ready":
                 return
             time.sleep(0.25)
@@ -131,7 +135,7 @@ class ExperimentHeld:
     token: str | None
     out_dir: Path
     name: str = ""
-    _process: object | None = field(default=None, init=False)
+    _process: ChaosProcess | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.name = self.name or self.experiment.stem

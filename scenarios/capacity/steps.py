@@ -10,9 +10,10 @@ frames.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -153,14 +154,14 @@ def assess(frame: pd.DataFrame, specs: list[SloSpec], rules: StepRules, now_s: f
     final = look >= rules.looks
     measured, window = _window(frame, rules, now_s, look)
     figures = step_figures(measured, window=window, completions=completions(frame), specs=specs)
-    judge = {"look": look, "looks": rules.looks, "record_lag_s": rules.record_lag_s}
-    calls = judge_slos(measured, specs, now_s, **judge)
+    judge = functools.partial(judge_slos, look=look, looks=rules.looks, record_lag_s=rules.record_lag_s)
+    calls = judge(measured, specs, now_s)
     generator = generator_figures(measured) | {"cpu_max": cpu_max}
     generator_problems = _generator_problems(generator, rules)
     figures = figures | generator | {"achieved_share": _achieved_share(frame, measured, window)}
     missed = [call for call in calls if call.decision == "missed"]
     if generator_problems:
-        own = [c for c in judge_slos(from_send(measured), specs, now_s, **judge) if c.decision == "missed"]
+        own = [c for c in judge(from_send(measured), specs, now_s) if c.decision == "missed"]
         if own:
             return Assessment("fail", own[0].name, f"{own[0].name} missed even timed from the actual send, so the "
                               "service failed whatever the generator did", now_s, calls, figures, False)
@@ -178,7 +179,7 @@ def assess(frame: pd.DataFrame, specs: list[SloSpec], rules: StepRules, now_s: f
         return Assessment("continue", None, "", now_s, calls, figures)
     if not achieved_ok:
         return Assessment("fail", THROUGHPUT, f"served {figures['achieved_rps']:.1f} req/s of "
-                          f"{figures['offered_rps']:.1f} offered ({100 * float(figures['achieved_share'] or 0):.1f}%, "
+                          f"{figures['offered_rps']:.1f} offered ({100 * cast(float, figures['achieved_share'] or 0):.1f}%, "
                           f"below {100 * rules.min_achieved_share:g}%)", now_s, calls, figures)
     unclear = next(call for call in calls if call.decision != "met")
     return Assessment("fail", unclear.name, f"{unclear.name} not shown met with 95% confidence "

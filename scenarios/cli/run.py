@@ -6,7 +6,7 @@ import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -183,7 +183,7 @@ def run(scenario: str, out: Path | None, target_url: str | None, protocol: str |
         raise SystemExit(result.exit_code if result.exit_code in (1, EXIT_ABORTED) else EXIT_ABORTED)
 
 
-def _scale_out(workers: int | None, master_bind: str, processes: int | None, variants: bool) -> dict[str, object]:
+def _scale_out(workers: int | None, master_bind: str, processes: int | None, variants: bool) -> dict[str, Any]:
     """The Drill's keyword arguments for a run across hosts (none on one machine)."""
     from scenarios.cli.worker import parse_host_port
 

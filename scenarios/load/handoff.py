@@ -69,7 +69,7 @@ class StampedClientPool(HTTPClientPool):
                 "geventhttpclient's HTTPClient has no _connection_pool._semaphore; "
                 "this version cannot report connection waits, so sent_s would be wrong."
             )
-        if not isinstance(semaphore, StampingSemaphore):
+        if pool is not None and not isinstance(semaphore, StampingSemaphore):
             pool._semaphore = StampingSemaphore(semaphore)
         return client
 

@@ -35,7 +35,9 @@ def start_chaos(plan: DrillPlan, *, url: str, token: str | None, out_dir: Path,
 
     def on_event(event: dict[str, object]) -> None:
         fields = dict(event)
-        events.emit(str(fields.pop("type")), **fields)
+        kind = str(fields.pop("type"))
+        when = fields.pop("t_s", None)
+        events.emit(kind, t_s=float(when) if isinstance(when, (int, float)) else None, **fields)
 
     traffic = plan.scenario.traffic
     timeline = ChaosTimeline(

@@ -31,7 +31,7 @@ from scenarios.run.resultsdir import ResultsDirError
 from scenarios.run.signals import SignalGuard
 from reference_server.launch import LaunchError
 from scenarios.run.embedded import EmbeddedServer
-from scenarios.run.live import LiveWatch
+from scenarios.run.live import LiveWatch, Printer
 from scenarios.run.envinfo import machine_facts
 from scenarios.run.events import EventLog
 from scenarios.load.health import generator_figures
@@ -237,7 +237,7 @@ class Drill:
         finally:
             printer.close()
 
-    def _tick(self, printer: ProgressPrinter) -> None:
+    def _tick(self, printer: Printer) -> None:
         assert self.session is not None
         elapsed = time.time() - self.t0
         parts = self.session.poll()

@@ -11,7 +11,7 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 
 def iso_utc(epoch_s: float) -> str:
@@ -29,8 +29,9 @@ class EventLog:
         self._lock = threading.Lock()
         self._file: IO[str] = path.open("a", encoding="utf-8")
 
-    def emit(self, kind: str, *, t_s: float | None = None, **fields: object) -> dict[str, object]:
-        """Write one event now (or at run time `t_s`) and return it."""
+    def emit(self, kind: str, **fields: Any) -> dict[str, object]:
+        """Write one event now (or at run time `t_s`, a field like any other) and return it."""
+        t_s: float | None = fields.pop("t_s", None)
         now = time.time()
         when = now - self.origin if t_s is None else t_s
         event: dict[str, object] = {"type": kind, "t_s": round(when, 6), "wall": iso_utc(now), **fields}

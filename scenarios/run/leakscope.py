@@ -43,7 +43,7 @@ def leak_scope(faults: Sequence[PlannedFault], environ: Mapping[str, str] | None
         lookup = {**env, **fault.env}
         for provider in _providers(experiment):
             module = str(provider.get("module", ""))
-            args = provider.get("arguments") if isinstance(provider.get("arguments"), Mapping) else {}
+            args = provider["arguments"] if isinstance(provider.get("arguments"), Mapping) else {}
             if module == REDIS_MODULE and "redis" in str(provider.get("func", "")):
                 ports.add(int(_resolve(args.get("port", DEFAULT_REDIS_PORT), config, lookup)))
             elif module.startswith(KUBERNETES_PREFIX):

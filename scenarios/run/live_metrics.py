@@ -208,7 +208,7 @@ class MetricsServer:
         self._metrics_app = make_wsgi_app(self.registry)
         server_class = type("_Server", (_ThreadingServer,), {"address_family": socket.AF_INET6 if ":" in host else socket.AF_INET})
         try:
-            self._server = make_server(host, port, self._app, server_class, handler_class=_QuietHandler)
+            self._server: WSGIServer = make_server(host, port, self._app, server_class, handler_class=_QuietHandler)
         except OSError as exc:
             raise LiveMetricsError(f'--metrics-port: cannot listen on {host}:{port}: {exc.strerror or exc}.') from exc
         self._thread = Thread(target=self._server.serve_forever, name="rushhour-live-metrics", daemon=True)

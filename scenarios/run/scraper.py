@@ -175,7 +175,7 @@ class StatusScraper:
         self.last_status = status
         self._pull_events(client)
 
-    def _get_json(self, client: httpx.Client, endpoint: str, url: str, **params: object) -> object:
+    def _get_json(self, client: httpx.Client, endpoint: str, url: str, **params: int | str) -> object:
         """The JSON body of a 2xx answer; any other outcome is reported and gives None."""
         try:
             response = client.get(url, params=params or None)

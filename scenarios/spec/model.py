@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 import yaml
@@ -217,7 +217,7 @@ class LoadSpec(_Strict):
 
 
 # Drills inject the fault whatever the steady state was before it and judge the hypothesis after.
-DRILL_HYPOTHESIS = "after-method-only"
+DRILL_HYPOTHESIS: Final = "after-method-only"
 # The drill sets these for every experiment (the guarded target and its token); a scenario may not.
 RESERVED_CHAOS_ENV = ("RUSHHOUR_URL", "RUSHHOUR_ADMIN_TOKEN", "RUSHHOUR_FAULT_HOLD_S")
 
