@@ -111,6 +111,9 @@ def _choose(identity: Identity, auth: AuthSpec | None, model: str | None, *, say
         return best.target, seen
     for protocol, why in identity.misses.items():
         say(f"not {protocol}: {why}")
+    if any("refused the credential" in why for why in identity.misses.values()):
+        hint = "check the credential in" if auth else "export it and pass"
+        raise BadInput(f"--target: {identity.url} wants a credential it did not get; {hint} --auth-env VAR.")
     say(f"rushhour could not tell what {identity.url} speaks, so the scenario uses the http protocol with a body "
         "template: edit target.http (path, body) to the request your service expects.")
     return _http_target(identity.url, auth, say)

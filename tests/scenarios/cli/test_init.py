@@ -170,3 +170,29 @@ def test_init_openai_service_that_lists_no_model_says_what_it_sends(tmp_path: Pa
     assert code == 0, output
     assert 'lists no model (GET /v1/models), so the scenario sends "default"' in output
     assert load_scenario(out).target.model == "default"
+
+
+@pytest.mark.slow
+def test_init_with_auth_env_probes_with_the_credential_and_names_the_variable(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_SERVICE_KEY", "sk-init-secret-4242")
+    out = tmp_path / "auth.yaml"
+    with serve_target() as (url, state):
+        state.token = "sk-init-secret-4242"
+        state.plan = StreamPlan(tokens=3, first_s=0.02, every_s=0.01, stall_at=None)
+        code, output = _init("--target", url, "--protocol", "openai-chat", "--model", "m", "--out", str(out))
+        assert code == 2 and "wants a credential" in output and "--auth-env" in output
+        assert not out.exists()
+        code, output = _init("--target", url, "--protocol", "openai-chat", "--model", "m", "--auth-env",
+                             "MY_SERVICE_KEY", "--out", str(out))
+    assert code == 0, output
+    auth = load_scenario(out).target.auth
+    assert auth is not None and auth.env == "MY_SERVICE_KEY"
+    assert "sk-init-secret-4242" not in out.read_text() and "sk-init-secret-4242" not in output
+
+
+def test_init_auth_env_that_is_not_set_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
+    code, output = _init("--target", "http://127.0.0.1:9", "--auth-env", "NOT_SET_ANYWHERE", "--out",
+                         str(tmp_path / "x.yaml"))
+    assert code == 2 and '"NOT_SET_ANYWHERE" is not set' in output
