@@ -46,7 +46,8 @@ def init(url: str, protocol: str | None, model: str | None, auth_env: str | None
     The probe finds which protocol the service speaks (rushhour, openai-chat or kserve-v2), the
     models it lists and whether it streams; the scenario gets a gentle traffic shape, SLOs to edit
     and no chaos. An unidentified service gets an `http` protocol template to edit. Exit 2 when
-    the file exists, the URL is off this machine without --allow-remote, or nothing answers.
+    the file exists, the URL is off this machine without --allow-remote, nothing answers, or the
+    service wants a credential it did not get (--auth-env).
     """
     scenario_name = _name(name or out.stem)
     if out.exists():
