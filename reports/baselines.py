@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from kernel.contract import REQUESTS_FILE, SCHEDULE_FILE
 from reports.results import ResultsError, RunData, load_run
 
 __all__ = ["ScheduleMismatch", "baseline_dirs", "load_baselines", "schedule_difference"]
@@ -36,10 +37,10 @@ def baseline_dirs(paths: Path | Sequence[Path]) -> list[Path]:
     for root in roots:
         if not root.is_dir():
             raise ResultsError(f'Baseline "{root}" does not exist or is not a directory.')
-        if (root / "requests.parquet").exists():
+        if (root / REQUESTS_FILE).exists():
             found.append(root)
             continue
-        runs = sorted(p for p in root.iterdir() if (p / "requests.parquet").exists())
+        runs = sorted(p for p in root.iterdir() if (p / REQUESTS_FILE).exists())
         if not runs:
             raise ResultsError(f'Baseline "{root}" holds no requests.parquet, directly or in a sub-directory.')
         found.extend(runs)
@@ -70,7 +71,7 @@ def schedule_difference(first: RunData, second: RunData) -> str | None:
 
 def _schedule_frame(run: RunData) -> pd.DataFrame:
     frame = run.requests.loc[:, list(SCHEDULE_COLUMNS)].reset_index(drop=True)
-    schedule = run.root / "schedule.parquet"
+    schedule = run.root / SCHEDULE_FILE
     if schedule.exists():
         try:
             text_id = pd.read_parquet(schedule, columns=["text_id"])["text_id"]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel.atomic import write_json_atomic
-from kernel.contract import ExitCode
+from kernel.contract import SUMMARY_FILE, ExitCode
 from reports.baselines import load_baselines
 from reports.charts import all_charts
 from reports.compare import compare_loaded
@@ -41,7 +41,7 @@ def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None =
         summary["comparison"] = compare_loaded(load_baselines(baseline), run, paired=paired,
                                                population=population).as_dict()
     charts = all_charts(run, fault_windows(run.events, run.duration_s))
-    write_json_atomic(_json_safe(summary), root / "summary.json")
+    write_json_atomic(_json_safe(summary), root / SUMMARY_FILE)
     write_reports(root, summary, charts)
     return summary
 

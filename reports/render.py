@@ -9,6 +9,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from kernel.contract import JUNIT_FILE, REPORT_HTML_FILE, REPORT_MD_FILE
 from reports.format import DASH, budget, format_sig, num, pct, secs, usd
 from reports.harness import leak_audit_failure
 from reports.plotting import Chart
@@ -131,6 +132,6 @@ def _case(suite: ET.Element, classname: str, name: str, failure: str | None,
 
 def write_reports(root: Path, summary: dict[str, Any], charts: Sequence[Chart]) -> None:
     """Write report.html, report.md and junit.xml beside the results."""
-    (root / "report.html").write_text(render_html(summary, charts), encoding="utf-8")
-    (root / "report.md").write_text(render_markdown(summary), encoding="utf-8")
-    (root / "junit.xml").write_text(render_junit(summary), encoding="utf-8")
+    (root / REPORT_HTML_FILE).write_text(render_html(summary, charts), encoding="utf-8")
+    (root / REPORT_MD_FILE).write_text(render_markdown(summary), encoding="utf-8")
+    (root / JUNIT_FILE).write_text(render_junit(summary), encoding="utf-8")

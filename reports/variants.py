@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from kernel.contract import SUMMARY_FILE
 from reports.attempts import attempt_values
 from reports.build import _json_safe
 from reports.cost import node_intervals, node_seconds
@@ -73,7 +74,7 @@ def variant_row(name: str, root: Path) -> dict[str, Any]:
     """One row of the comparison, from a variant's results directory and its summary.json."""
     row: dict[str, Any] = {"name": name, "results_dir": str(root), "verdict": "invalid", "verdict_reason": ""}
     try:
-        summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
+        summary = json.loads((root / SUMMARY_FILE).read_text(encoding="utf-8"))
         run = load_run(root)
     except (OSError, json.JSONDecodeError, ResultsError) as exc:
         return row | {"verdict_reason": f"no usable results: {exc}", "slos": [], "faults": [],

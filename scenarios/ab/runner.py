@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from kernel.atomic import write_parquet_atomic
-from kernel.contract import AB_COLUMNS, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE
+from kernel.contract import AB_COLUMNS, EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE
 from reference_server.launch import LaunchError
 from scenarios.ab.targets import ArmServers, ArmTarget, probe_arm
 from scenarios.ab.trials import TrialDesign, assign_rows
@@ -116,7 +116,7 @@ class AbRun:
         )
 
     def _open_events(self, urls: dict[str, str]) -> None:
-        self._events = EventLog(self.folder / "events.jsonl", origin=self._t0 or time.time())
+        self._events = EventLog(self.folder / EVENTS_FILE, origin=self._t0 or time.time())
         s = self.plan.scenario
         self._events.emit("run_start", t_s=0.0, scenario=s.name, seed=s.traffic.seed, target=urls["baseline"],
                           processes=s.load.processes, time_scale=s.traffic.time_scale,

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from kernel.contract import ExitCode
+from kernel.contract import CAPACITY_HTML_FILE, CAPACITY_JSON_FILE, ExitCode
 from reference_server.launch import LaunchError
 from scenarios.capacity.conditions import (
     HEALTHY,
@@ -185,10 +185,10 @@ def run_capacity(job: CapacityJob, *, say: Callable[[str], None]) -> CapacityOut
         if target is not None:
             target.close()
     document = _document(job, target, conditions, aborted, time.monotonic() - began)
-    (job.out_dir / "capacity.json").write_text(json.dumps(plain(document), indent=2, allow_nan=False),
+    (job.out_dir / CAPACITY_JSON_FILE).write_text(json.dumps(plain(document), indent=2, allow_nan=False),
                                                encoding="utf-8")
     from reports.capacity import write_capacity_html
 
-    write_capacity_html(document, job.out_dir / "capacity.html")
+    write_capacity_html(document, job.out_dir / CAPACITY_HTML_FILE)
     code = EXIT_BAD_INPUT if misfit else _exit_code(conditions, aborted, job.require_rps)
     return CapacityOutcome(document, code, job.out_dir)

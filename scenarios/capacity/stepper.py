@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from kernel.contract import SCHEDULE_FILE
 from reports.schema import SloSpec
 from scenarios.capacity.probe import StatusSampler
 from scenarios.capacity.steps import (
@@ -88,7 +89,7 @@ class StepRunner:
         step_dir.mkdir(parents=True, exist_ok=True)
         schedule = step_schedule(self.mix, rate_rps=rate_rps, duration_s=self.rules.schedule_s,
                                  seed=self.seed + self.index)
-        schedule.to_parquet(step_dir / "schedule.parquet", index=False)
+        schedule.to_parquet(step_dir / SCHEDULE_FILE, index=False)
         session = StepSession(self._plan(step_dir, schedule))
         sampler: StatusSampler | None = None
         parts: list[pd.DataFrame] = []
@@ -111,7 +112,7 @@ class StepRunner:
         load = self.load
         longest = float(schedule["deadline_ms"].max()) / 1000.0 if len(schedule) else 0.0
         return LoadPlan(
-            host=self.url, schedule_path=step_dir / "schedule.parquet", work_dir=step_dir / "load",
+            host=self.url, schedule_path=step_dir / SCHEDULE_FILE, work_dir=step_dir / "load",
             duration_s=self.rules.schedule_s, processes=load.processes, languages=load.languages,
             timeout_margin_s=load.timeout_margin_s, request_timeout_s=load.request_timeout_s, mode="open",
             max_timeout_s=load.request_timeout_s or longest + load.timeout_margin_s,

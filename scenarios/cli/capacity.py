@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from kernel.clock import parse_duration
+from kernel.contract import CAPACITY_HTML_FILE
 from kernel.loopback import is_loopback_url
 from scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE, parse_conditions
 from scenarios.capacity.job import (
@@ -177,6 +178,6 @@ def capacity(scenario: str, target_url: str | None, slos: tuple[str, ...], fault
         click.echo(f"capacity [{condition['condition']}]: {condition['summary']}")
     if outcome.document.get("aborted"):
         click.echo(f"aborted: {outcome.document['aborted']}")
-    click.echo(f"report: {outcome.out_dir / 'capacity.html'}")
+    click.echo(f"report: {outcome.out_dir / CAPACITY_HTML_FILE}")
     if outcome.exit_code:
         raise SystemExit(outcome.exit_code)

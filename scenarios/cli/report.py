@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from kernel.contract import AB_HTML_FILE, REPORT_HTML_FILE
 from scenarios.cli.errors import BadInput
 
 DIR = click.Path(path_type=Path, file_okay=False)
@@ -40,7 +41,7 @@ def report(results_dir: Path, baseline: Path | None) -> None:
     click.echo(f"{summary['verdict'].upper()}: {summary['verdict_reason']}")
     if summary.get("comparison"):
         click.echo(f"baseline: {summary['comparison']['reason']}")
-    click.echo(f"report: {results_dir / 'report.html'}")
+    click.echo(f"report: {results_dir / REPORT_HTML_FILE}")
     raise SystemExit(exit_code(summary))
 
 
@@ -55,7 +56,7 @@ def _report_ab(results_dir: Path) -> None:
         doc = build_ab(results_dir)
     except ResultsError as exc:
         raise BadInput(str(exc)) from exc
-    click.echo(f"report: {results_dir / 'ab.html'}")
+    click.echo(f"report: {results_dir / AB_HTML_FILE}")
     click.echo(doc["sentence"])
     raise SystemExit(doc["exit_code"])
 

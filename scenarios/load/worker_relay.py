@@ -28,13 +28,14 @@ import gevent
 import psutil
 from gevent.event import AsyncResult
 
+from kernel.contract import SCHEDULE_FILE
+from scenarios.load import clusterauth
 from scenarios.load.clocksync import (
     ClockSample,
     ClockSync,
     estimate_offset,
     software_version,
 )
-from scenarios.load import clusterauth
 from scenarios.load.master_relay import (
     MSG_CHALLENGE,
     MSG_CONFIG,
@@ -176,11 +177,11 @@ class WorkerRelay:
         run = self._work / f"run-{int(time.time() * 1000)}"
         for folder in ("control", "parts"):
             (run / folder).mkdir(parents=True, exist_ok=True)
-        (run / "schedule.parquet").write_bytes(data["schedule"])
+        (run / SCHEDULE_FILE).write_bytes(data["schedule"])
         fields = dict(data["config"])
         fields["languages"] = tuple(fields["languages"])
         fields["target"] = self._local.target(fields.get("target"))  # never the master's files or credentials
-        return replace(WorkerConfig(**fields), schedule=str(run / "schedule.parquet"),
+        return replace(WorkerConfig(**fields), schedule=str(run / SCHEDULE_FILE),
                        parts_dir=str(run / "parts"), control_dir=str(run / "control"))
 
     def _ship(self, joined: Joined) -> None:

@@ -12,7 +12,6 @@ running and `rushhour report DIR` can rebuild its results (`scenarios.run.rebuil
 
 from __future__ import annotations
 
-from kernel.contract import ExitCode
 import sys
 import time
 from dataclasses import dataclass, field
@@ -23,26 +22,27 @@ import numpy as np
 import pandas as pd
 
 from kernel.atomic import write_json_atomic, write_parquet_atomic
-from scenarios.run.audit import AUDIT_FILE, LeakAudit
-from scenarios.run.chaos import Timeline, start_chaos
-from scenarios.run.leakcheck import audit_leftovers, audit_target
-from scenarios.run.ledger import LEDGER_FILE, ProcessLedger
-from scenarios.run.resultsdir import ResultsDirError
-from scenarios.run.signals import SignalGuard
+from kernel.contract import EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE, SERVER_METRICS_FILE, ExitCode
 from reference_server.launch import LaunchError
-from scenarios.run.embedded import EmbeddedServer
-from scenarios.run.live import LiveWatch, Printer
-from scenarios.run.envinfo import machine_facts
-from scenarios.run.events import EventLog
 from scenarios.load.health import generator_figures
 from scenarios.load.locust import LoadError
 from scenarios.load.parts import merge_requests, read_parts
-from scenarios.spec.plan import DrillPlan
-from scenarios.run.progress import ProgressPrinter, RunningTally, progress_line
-from scenarios.run.stopping import stop_reason
-from scenarios.run.scraper import StatusScraper, metrics_frame
 from scenarios.load.session import DEFAULT_MASTER_BIND, LoadPlan, LoadSession
+from scenarios.run.audit import AUDIT_FILE, LeakAudit
+from scenarios.run.chaos import Timeline, start_chaos
+from scenarios.run.embedded import EmbeddedServer
+from scenarios.run.envinfo import machine_facts
+from scenarios.run.events import EventLog
+from scenarios.run.leakcheck import audit_leftovers, audit_target
+from scenarios.run.ledger import LEDGER_FILE, ProcessLedger
+from scenarios.run.live import LiveWatch, Printer
+from scenarios.run.progress import ProgressPrinter, RunningTally, progress_line
+from scenarios.run.resultsdir import ResultsDirError
+from scenarios.run.scraper import StatusScraper, metrics_frame
+from scenarios.run.signals import SignalGuard
+from scenarios.run.stopping import stop_reason
 from scenarios.spec.model import dump_scenario
+from scenarios.spec.plan import DrillPlan
 
 TICK_S = 0.5
 EXIT_INVALID = ExitCode.INVALID
@@ -108,13 +108,13 @@ class Drill:
         self.results_dir.mkdir(parents=True, exist_ok=True)
         text = dump_scenario(self.plan.scenario, rate_scale=self.plan.rate_scale)
         try:
-            with (self.results_dir / "scenario.yaml").open("x", encoding="utf-8") as handle:
+            with (self.results_dir / SCENARIO_FILE).open("x", encoding="utf-8") as handle:
                 handle.write(text)
         except FileExistsError as exc:
             raise ResultsDirError(f'The results folder "{self.results_dir}" already holds a run '
                                   "(scenario.yaml); a run never shares its folder.") from exc
         (self.results_dir / "chaos").mkdir(exist_ok=True)
-        self.plan.schedule.to_parquet(self.results_dir / "schedule.parquet", index=False)
+        self.plan.schedule.to_parquet(self.results_dir / SCHEDULE_FILE, index=False)
 
     def _stop_requested(self, name: str) -> None:
         self.interrupted = True
@@ -167,7 +167,7 @@ class Drill:
         load, sched = self.plan.scenario.load, self.plan.schedule
         longest = float(sched["deadline_ms"].max()) / 1000.0 if len(sched) else 0.0
         return LoadPlan(
-            host=self.url, schedule_path=self.results_dir / "schedule.parquet",
+            host=self.url, schedule_path=self.results_dir / SCHEDULE_FILE,
             work_dir=self.results_dir / "load", duration_s=self.plan.duration_s, processes=load.processes,
             languages=load.languages, timeout_margin_s=load.timeout_margin_s,
             request_timeout_s=load.request_timeout_s, mode=load.mode,
@@ -204,7 +204,7 @@ class Drill:
         return self.events
 
     def _open_events(self) -> None:
-        self.events = EventLog(self.results_dir / "events.jsonl", origin=self.t0 or time.time())
+        self.events = EventLog(self.results_dir / EVENTS_FILE, origin=self.t0 or time.time())
         s = self.plan.scenario
         self.events.emit(
             "run_start", t_s=0.0, scenario=s.name, seed=s.traffic.seed, target=self.url,
@@ -317,9 +317,9 @@ class Drill:
     def _write_results(self) -> None:
         sched = self.plan.schedule
         requests = self.session.requests(sched) if self.session else merge_requests(sched, read_parts([]))
-        write_parquet_atomic(requests, self.results_dir / "requests.parquet")
+        write_parquet_atomic(requests, self.results_dir / REQUESTS_FILE)
         metrics = self.scraper.frame() if self.scraper else metrics_frame([])
-        write_parquet_atomic(metrics, self.results_dir / "server_metrics.parquet")
+        write_parquet_atomic(metrics, self.results_dir / SERVER_METRICS_FILE)
         log = self.events_log
         if self.scraper is not None:
             log.emit("scraper", source="harness", **self.scraper.summary())

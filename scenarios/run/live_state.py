@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kernel.contract import EVENTS_FILE
 from scenarios.run.live_fold import LiveFold
 from scenarios.run.live_slo import SloBoard
 from scenarios.spec.plan import DrillPlan
@@ -66,7 +67,7 @@ class LiveState:
         self.slos = SloBoard.for_specs(list(scenario.slos), scenario.traffic.time_scale)
         self.faults = {fault.name: None for fault in self.plan.chaos if fault.in_run}
         self.run_name = self.run_name or self.results_dir.name
-        self._tail = EventTail(self.results_dir / "events.jsonl")
+        self._tail = EventTail(self.results_dir / EVENTS_FILE)
 
     @property
     def started(self) -> bool:

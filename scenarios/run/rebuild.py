@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from kernel.atomic import write_json_atomic, write_parquet_atomic
+from kernel.contract import EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE, SERVER_METRICS_FILE
 from scenarios.load.parts import list_parts, merge_requests, read_parts
 from scenarios.run.audit import AUDIT_FILE, LeakAudit, process_findings
 from scenarios.run.events import EventLog
@@ -56,14 +57,14 @@ def _events(path: Path) -> list[dict[str, object]]:
 
 def needs_rebuild(root: Path) -> bool:
     """A drill's folder (it has a schedule) whose timeline never reached `run_end`."""
-    if not (root / "schedule.parquet").is_file():
+    if not (root / SCHEDULE_FILE).is_file():
         return False
-    return not any(e.get("type") == "run_end" for e in _events(root / "events.jsonl"))
+    return not any(e.get("type") == "run_end" for e in _events(root / EVENTS_FILE))
 
 
 def _via_jobs(root: Path) -> bool:
     try:
-        scenario = load_scenario(root / "scenario.yaml")
+        scenario = load_scenario(root / SCENARIO_FILE)
     except (ScenarioError, OSError):
         return False
     return bool(scenario.load.documents_via_jobs and scenario.load.mode == "open")
@@ -73,12 +74,12 @@ def rebuild_results(root: Path) -> Rebuilt | None:
     """Rebuild an interrupted run's results in `root`; None when there is nothing to rebuild."""
     if not needs_rebuild(root):
         return None
-    schedule = pd.read_parquet(root / "schedule.parquet")
+    schedule = pd.read_parquet(root / SCHEDULE_FILE)
     parts = list_parts(root / PARTS_DIR)
     requests = merge_requests(schedule, read_parts(parts), documents_via_jobs=_via_jobs(root))
-    write_parquet_atomic(requests, root / "requests.parquet")
-    if not (root / "server_metrics.parquet").is_file():
-        write_parquet_atomic(metrics_frame([]), root / "server_metrics.parquet")
+    write_parquet_atomic(requests, root / REQUESTS_FILE)
+    if not (root / SERVER_METRICS_FILE).is_file():
+        write_parquet_atomic(metrics_frame([]), root / SERVER_METRICS_FILE)
     audit = LeakAudit()
     audit.skip("target", "the harness died before its teardown, so the target was not audited; "
                          "every fault rushhour injects ends by its lease")
@@ -87,11 +88,11 @@ def rebuild_results(root: Path) -> Rebuilt | None:
         audit.skip("processes", f"no {LEDGER_FILE} was written")
     else:
         audit.add("processes", process_findings(alive))
-    end_s = _last_time(requests, _events(root / "events.jsonl"))
+    end_s = _last_time(requests, _events(root / EVENTS_FILE))
     result = audit.result(end_s)
     write_json_atomic(result, root / AUDIT_FILE)
-    _cut_partial_line(root / "events.jsonl")
-    log = EventLog(root / "events.jsonl", origin=0.0)
+    _cut_partial_line(root / EVENTS_FILE)
+    log = EventLog(root / EVENTS_FILE, origin=0.0)
     log.emit("abort", t_s=end_s, reason=ABORT_REASON.format(parts=len(parts)), source="rushhour report")
     log.emit("leak_audit", t_s=end_s, **{k: v for k, v in result.items() if k != "t_s"})
     log.emit("run_end", t_s=end_s, duration_s=round(end_s, 3), interrupted=True, rebuilt=True)
