@@ -92,7 +92,9 @@ def trial_rows(requests: pd.DataFrame, design: dict[str, Any], metric: tuple[str
     failed = np.bincount(trial[tried & ~requests["ok"].to_numpy(bool)], minlength=count)
     arms = list(design.get("arms") or [])
     width = float(design.get("trial_s") or 0.0)
-    return [{"trial": k, "arm": arms[k] if k < len(arms) else "", "start_s": k * width, "end_s": (k + 1) * width,
+    slot = (lambda k: k // 2) if design.get("interleave") == "requests" else (lambda k: k)
+    return [{"trial": k, "arm": arms[k] if k < len(arms) else "", "start_s": slot(k) * width,
+             "end_s": (slot(k) + 1) * width,
              "attempted": int(n[k]), "failed": int(failed[k]), "percentile": percentile,
              "value_ms": float(tail[k]) if np.isfinite(tail[k]) else None} for k in range(count)]
 

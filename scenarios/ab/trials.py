@@ -6,6 +6,10 @@ order drawn from the seed: every block holds two trials of each arm, a linear dr
 machine inside a block weighs on both arms alike, and a periodic neighbour cannot line up with
 one arm. Only one arm is under load at a time (except for the stragglers of a trial's last
 requests), so two servers on a small machine do not compete for its cores while measured.
+
+The alternative, `requests`, sends every row to an arm drawn at random and pairs the two arms'
+requests of the same time slice: both arms are loaded at once, each at half the rate. It is kept
+for the measurement that chose between them (docs/ab.md, benchmarks/ab_design.py).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import pandas as pd
 from kernel.contract import AB_COLUMNS
 
 ARMS = ("baseline", "candidate")
+INTERLEAVES = ("trials", "requests")
 BLOCK = 4
 BLOCK_ORDERS = (("baseline", "candidate", "candidate", "baseline"), ("candidate", "baseline", "baseline", "candidate"))
 TARGET_TRIAL_S = 2.5
@@ -33,29 +38,38 @@ class DesignError(ValueError):
 
 @dataclass(frozen=True)
 class TrialDesign:
-    """`trials` slices of `trial_s` seconds; `arms[k]` is the arm of trial k."""
+    """`trials` trials; `arms[k]` is the arm of trial k, and trials 2k and 2k+1 form pair k.
+
+    With `interleave` "trials" each trial is a slice of `trial_s` seconds; with "requests" pair k is
+    one slice of `trial_s` seconds and its two trials are the two arms' requests in it.
+    """
 
     trials: int
     trial_s: float
     arms: tuple[str, ...]
     seed: int
+    interleave: str = "trials"
 
     @classmethod
-    def build(cls, duration_s: float, trials: int, seed: int) -> TrialDesign:
+    def build(cls, duration_s: float, trials: int, seed: int, interleave: str = "trials") -> TrialDesign:
         """Lay out `trials` trials (a multiple of four) over `duration_s`, the block order from `seed`."""
         if trials < BLOCK or trials % BLOCK:
             raise DesignError(f"--trials {trials}: the trials form ABBA blocks, so it must be a multiple of "
                               f"{BLOCK} (4, 8, 12, ...).")
         if duration_s <= 0:
             raise DesignError(f"the scenario's duration ({duration_s:g} s) must be longer than zero.")
+        if interleave == "requests":
+            return cls(trials=trials, trial_s=2.0 * duration_s / trials, arms=ARMS * (trials // 2), seed=seed,
+                       interleave=interleave)
         rng = np.random.default_rng([seed, 0xAB])
         picks = rng.integers(0, len(BLOCK_ORDERS), size=trials // BLOCK)
         arms = tuple(arm for pick in picks for arm in BLOCK_ORDERS[int(pick)])
         return cls(trials=trials, trial_s=duration_s / trials, arms=arms, seed=seed)
 
     def bounds(self, trial: int) -> tuple[float, float]:
-        """Start and end (seconds from the run's start) of one trial."""
-        return trial * self.trial_s, (trial + 1) * self.trial_s
+        """Start and end (seconds from the run's start) of one trial (of its slice, per request)."""
+        slot = trial // 2 if self.interleave == "requests" else trial
+        return slot * self.trial_s, (slot + 1) * self.trial_s
 
     def pair_of(self) -> np.ndarray:
         """Per trial, its pair: trials 2k and 2k+1 hold one of each arm (AB|BA inside every block)."""
@@ -63,7 +77,7 @@ class TrialDesign:
 
     def as_dict(self) -> dict[str, object]:
         return {"trials": self.trials, "trial_s": self.trial_s, "arms": list(self.arms), "seed": self.seed,
-                "block": "".join("A" if a == "baseline" else "B" for a in self.arms[:BLOCK])}
+                "interleave": self.interleave}
 
 
 def default_trials(duration_s: float) -> int:
@@ -79,7 +93,12 @@ def assign_rows(schedule: pd.DataFrame, design: TrialDesign, urls: dict[str, str
     or dropped, so the two arms together replay exactly the scenario's schedule.
     """
     offsets = schedule["offset_s"].to_numpy(dtype=float)
-    trial = np.clip(np.floor(offsets / design.trial_s).astype(np.int64), 0, design.trials - 1)
+    if design.interleave == "requests":
+        slot = np.clip(np.floor(offsets / design.trial_s).astype(np.int64), 0, design.trials // 2 - 1)
+        coin = np.random.default_rng([design.seed, 0xC0]).random(offsets.size) < 0.5
+        trial = 2 * slot + coin
+    else:
+        trial = np.clip(np.floor(offsets / design.trial_s).astype(np.int64), 0, design.trials - 1)
     arm = np.asarray(design.arms, dtype=object)[trial]
     out = schedule.copy()
     out["trial"] = trial.astype(AB_COLUMNS["trial"])

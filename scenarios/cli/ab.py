@@ -41,10 +41,14 @@ TARGET_HELP = ('A URL of a running service (on this machine unless --allow-remot
 @click.option("--duration", callback=_check_duration, help='Run length, e.g. "60s" (default: the scenario\'s).')
 @click.option("--threshold", type=click.FloatRange(1.0, 100.0, min_open=True), default=1.10, show_default=True,
               help="The candidate/baseline percentile ratio that counts as a regression.")
+@click.option("--interleave", type=click.Choice(["trials", "requests"]), default="trials", show_default=True,
+              help="trials: ABBA blocks of trials, one arm loaded at a time; requests: each request to an arm "
+              "drawn at random, both loaded at once at half the rate each (docs/ab.md says why trials).")
 @click.option("--dry-run", is_flag=True, help="Validate, print the plan and the trial order, probe URL targets; "
               "boot and load nothing.")
 def ab(scenario: str, baseline: str, candidate: str, trials: int | None, out: Path | None, protocol: str | None,
-       allow_remote: bool, seed: int | None, duration: str | None, threshold: float, dry_run: bool) -> None:
+       allow_remote: bool, seed: int | None, duration: str | None, threshold: float, interleave: str,
+       dry_run: bool) -> None:
     """Measure BASELINE and CANDIDATE side by side with SCENARIO's traffic, in interleaved trials.
 
     One schedule (the scenario's traffic and seed) is cut into trials; trials alternate between the
@@ -67,7 +71,7 @@ def ab(scenario: str, baseline: str, candidate: str, trials: int | None, out: Pa
         targets = (parse_target("baseline", baseline, plan.scenario, allow_remote=allow_remote),
                    parse_target("candidate", candidate, plan.scenario, allow_remote=allow_remote))
         design = TrialDesign.build(plan.duration_s, trials or default_trials(plan.duration_s),
-                                   plan.scenario.traffic.seed)
+                                   plan.scenario.traffic.seed, interleave)
         probed = {t.arm: probe_arm(t, t.url, plan.scenario.target) for t in targets if t.url is not None}
     except (NoLatencySloError, TargetError, DesignError) as exc:
         raise BadInput(str(exc)) from exc
@@ -84,7 +88,10 @@ def _say_plan(plan: DrillPlan, targets: Arms, design: TrialDesign, probed: dict[
     for target in targets:
         echo(f"{target.arm:<10} {target.describe()}")
     arms = "".join("A" if a == "baseline" else "B" for a in design.arms)
-    echo(f"trials     {design.trials} x {design.trial_s:.2f} s, order {arms} (A baseline, B candidate)")
+    if design.interleave == "requests":
+        echo(f"trials     {design.trials // 2} slices of {design.trial_s:.2f} s, each request to a random arm")
+    else:
+        echo(f"trials     {design.trials} x {design.trial_s:.2f} s, order {arms} (A baseline, B candidate)")
     for line in probed.values():
         echo(line)
 

@@ -51,3 +51,16 @@ def test_each_trial_holds_the_scenarios_rows_for_its_slice(tmp_path: pytest.Temp
         assert (rows.index[rows["trial"] == k] == plan.schedule.index[inside]).all()
         assert set(rows.loc[rows["trial"] == k, "arm"]) == {design.arms[k]}
         assert set(rows.loc[rows["trial"] == k, "base_url"]) == {URLS[design.arms[k]]}
+
+
+def test_per_request_design_pairs_both_arms_of_each_slice() -> None:
+    plan = prepare("scenarios/smoke.yaml", Overrides(traffic="constant:20", duration="20s", seed=5),
+                   allow_remote=False)
+    design = TrialDesign.build(plan.duration_s, 8, seed=5, interleave="requests")
+    rows = assign_rows(plan.schedule, design, URLS)
+    slot = np.floor(plan.schedule["offset_s"].to_numpy() / 5.0).astype(int)
+    assert (rows["trial"].to_numpy() // 2 == slot).all()  # pair k is the k-th 5 s slice
+    arm = rows["arm"].to_numpy()
+    assert (arm == np.where(rows["trial"] % 2, "candidate", "baseline")).all()
+    assert 0.4 < (arm == "candidate").mean() < 0.6
+    pd.testing.assert_frame_equal(rows, assign_rows(plan.schedule, design, URLS))  # the seed fixes it

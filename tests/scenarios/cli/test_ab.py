@@ -25,6 +25,7 @@ SLOS = [{"name": "p99-free", "kind": "latency", "percentile": 99, "threshold_ms"
 
 def _scenario(tmp_path: Path, *, slos: list[dict] | None = None, rate: int = 20, duration: str = "18s") -> Path:
     data = {"name": "abt", "traffic": {"model": f"constant:{rate}", "duration": duration, "seed": 7},
+            "target": {"embedded": {"nodes": 1, "max_batch_size": 4}},
             "load": {"max_lag_p99_ms": 200}, "slos": SLOS if slos is None else slos}
     path = tmp_path / "abt.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -115,8 +116,8 @@ def test_ab_report_rebuilds_the_same_verdict(tmp_path: Path, timed_target: Calla
 
 @pytest.mark.slow
 def test_ab_two_embedded_reference_servers(tmp_path: Path) -> None:
-    path = _scenario(tmp_path, slos=[SLOS[0]], rate=6, duration="16s")
-    code, output = _invoke(str(path), "--baseline", "embedded", "--candidate", "embedded", "--trials", "16",
+    path = _scenario(tmp_path, slos=[SLOS[0]], rate=4, duration="12s")
+    code, output = _invoke(str(path), "--baseline", "embedded", "--candidate", "embedded", "--trials", "8",
                            "--out", str(tmp_path / "out"))
     doc = json.loads((tmp_path / "out" / AB_JSON_FILE).read_text())
     assert code == doc["exit_code"] and code in (0, 3), output  # same server: never a regression
