@@ -44,10 +44,18 @@ def find(run: RunData, summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _clean_pass(summary: dict[str, Any]) -> Finding:
+    """The pass in one statement; a pass with a deviated hypothesis says so first, by name."""
     slos, generator = summary["slos"], summary["generator"]
     spent = [s for s in slos if s.get("budget_consumed") is not None]
     most = max(spent, key=lambda s: s["budget_consumed"]) if spent else None
-    text = f"Clean pass: all {len(slos)} SLO(s) met"
+    deviated = summary.get("deviations") or []
+    implicit = " (the implicit availability objective: the scenario states none)" if summary.get("implicit_slo") else ""
+    if deviated:
+        noun = "hypothesis" if len(deviated) == 1 else "hypotheses"
+        text = (f"Pass, {len(deviated)} {noun} deviated: {', '.join(deviated)} (the experiment's steady state "
+                f"did not hold afterwards); all {len(slos)} SLO(s) met{implicit}")
+    else:
+        text = f"Clean pass: all {len(slos)} SLO(s) met{implicit}"
     if most is not None:
         text += f"; the most budget spent was {most['name']}'s {pct(most['budget_consumed'])}"
     if generator.get("schedule_lag_p99_ms") is not None:
@@ -57,7 +65,8 @@ def _clean_pass(summary: dict[str, Any]) -> Finding:
     if faults:
         healed = sum(1 for f in faults if f["recovered"])
         text += f"; {healed} of {len(faults)} fault(s) recovered within the SLOs"
-    return Finding("pass", "good", text + ".", "#slos", "SLO table", 0.0, summary["scenario"]["duration_s"])
+    return Finding("pass", "warn" if deviated else "good", text + ".", "#faults" if deviated else "#slos",
+                   "fault table" if deviated else "SLO table", 0.0, summary["scenario"]["duration_s"])
 
 
 def headline(summary: dict[str, Any]) -> str:

@@ -115,6 +115,8 @@ def _slo_failure(slo: dict[str, Any]) -> str:
 
 
 def _fault_failure(fault: dict[str, Any]) -> str | None:
+    if not fault["recovered"] and fault.get("recovery_unclear"):
+        return f"{fault['name']}: its recovery could not be told: {fault['recovery_unclear']}."
     if not fault["recovered"]:
         return f"{fault['name']} did not recover within SLO before the run ended."
     state = fault.get("steady_state")

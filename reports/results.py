@@ -23,14 +23,14 @@ from reports.attempts import fill_missing_ends, latest_end_s
 from reports.schema import CostModel, SloSpec
 
 REQUIRED_COLUMNS = contract.REQUIRED_REQUEST_COLUMNS
+GENERATOR_ONLY_COLUMNS = ("pool_wait_ms", "fired")
+"""Columns only rushhour's own load generator knows: a folder without them leaves them unknown."""
+_EMPTY_BY_DTYPE: dict[str, Any] = {"float64": float("nan"), "int64": 0, "bool": False, "object": ""}
 OPTIONAL_COLUMNS: dict[str, Any] = {
-    "error": "", "kind": "", "chars": 0, "priority": "", "mode": "", "model": "",
-    "cached": False, "degraded": False, "node": "", "tenant": "", "phase": "",
-    "first_segment_ms": float("nan"), "via": "translate",
-    "ttft_ms": float("nan"), "tpot_ms": float("nan"), "itl_p50_ms": float("nan"), "itl_p99_ms": float("nan"),
-    "itl_max_ms": float("nan"), "output_tokens": float("nan"), "max_tokens": 0,
-}
-STREAM_FLOAT_COLUMNS = ("ttft_ms", "tpot_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms", "output_tokens")
+    name: _EMPTY_BY_DTYPE[dtype] for name, dtype in contract.REQUEST_COLUMNS.items()
+    if name not in REQUIRED_COLUMNS and name not in GENERATOR_ONLY_COLUMNS
+} | {"via": "translate"}
+"""What an older or foreign folder's missing columns hold: empty for their type, `via` the plain API."""
 DEFAULT_MAX_LAG_P99_MS = 50.0
 
 
@@ -88,6 +88,7 @@ class ReportScenario(BaseModel):
     slos: list[SloSpec] = Field(default_factory=list)
     cost: CostModel | None = None
     chaos: list[Any] = Field(default_factory=list)
+    fail_on_deviation: bool = False
 
 
 @dataclass
@@ -163,18 +164,22 @@ def _load_requests(path: Path) -> pd.DataFrame:
 
 
 def _normalise_requests(frame: pd.DataFrame) -> pd.DataFrame:
-    """Fill optional columns and fix dtypes so the aggregations never branch on them."""
+    """Fill optional columns and give every contract column its contract type (`kernel.contract`),
+    so the aggregations never branch on them."""
     for column, default in OPTIONAL_COLUMNS.items():
         if column not in frame.columns:
             frame[column] = default
-    for column in ("intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "first_segment_ms", *STREAM_FLOAT_COLUMNS):
-        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
-    frame["status"] = pd.to_numeric(frame["status"], errors="coerce").fillna(0).astype("int64")
-    frame["chars"] = pd.to_numeric(frame["chars"], errors="coerce").fillna(0).astype("int64")
-    for column in ("ok", "cached", "degraded"):
-        frame[column] = frame[column].fillna(False).astype(bool)
-    for column in ("priority", "mode", "model", "phase", "error", "kind", "node", "tenant", "via"):
-        frame[column] = frame[column].fillna("").astype(str)
+    for column, dtype in contract.REQUEST_COLUMNS.items():
+        if column not in frame.columns:
+            continue
+        if dtype == "float64":
+            frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+        elif dtype == "int64":
+            frame[column] = pd.to_numeric(frame[column], errors="coerce").fillna(0).astype("int64")
+        elif dtype == "bool":
+            frame[column] = frame[column].fillna(False).astype(bool)
+        else:
+            frame[column] = frame[column].fillna("").astype(str)
     return frame
 
 

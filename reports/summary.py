@@ -17,10 +17,12 @@ from reports.faults import (
     fault_impact,
     fault_windows,
     journal_for,
+    limits_for,
 )
 from reports.goodput import goodput_section
 from reports.harness import harness_checks
 from reports.results import RunData
+from reports.schema import SloSpec
 from reports.selection import phase_labels
 from reports.slos import evaluate_slos
 from reports.stats import summary_percentiles
@@ -29,6 +31,17 @@ from reports.window import schedule_window
 
 CPU_SATURATED = 0.95
 SCHEMA_VERSION = 2
+IMPLICIT_AVAILABILITY = 0.99
+IMPLICIT_SLO = SloSpec(name="availability (implicit)", kind="availability", objective=IMPLICIT_AVAILABILITY)
+"""A scenario that states no SLO is judged on this one, so a run whose requests all failed never passes."""
+
+
+def judged_slos(specs: list[SloSpec]) -> tuple[list[SloSpec], str | None]:
+    """The SLOs a run is judged on, and the sentence saying so when the scenario gave none."""
+    if specs:
+        return specs, None
+    return [IMPLICIT_SLO], (f"The scenario states no SLO, so the run is judged on an implicit availability "
+                            f"objective: at least {100 * IMPLICIT_AVAILABILITY:g}% of scheduled requests answered ok.")
 
 
 def summarise(run: RunData) -> dict[str, Any]:
@@ -37,7 +50,8 @@ def summarise(run: RunData) -> dict[str, Any]:
     phase_events = run.events_of("phase")
     phases = phase_labels(requests, phase_events)
     windows = fault_windows(run.events, duration)
-    limits = RecoveryLimits.from_slos(run.scenario.slos)
+    specs, implicit = judged_slos(run.scenario.slos)
+    limits = RecoveryLimits.from_slos(specs)
     window = schedule_window(run)
     summary: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -45,12 +59,14 @@ def summarise(run: RunData) -> dict[str, Any]:
         "requests": request_counts(requests),
         **throughput(requests, window),
         **latency_sections(requests),
-        "slos": evaluate_slos(requests, phases, phase_events, run.scenario.slos, duration,
-                              run.scenario.traffic.time_scale, window=window),
+        "slos": [slo | {"implicit": implicit is not None}
+                 for slo in evaluate_slos(requests, phases, phase_events, specs, duration,
+                                          run.scenario.traffic.time_scale, window=window)],
+        "implicit_slo": implicit,
         "cost": compute_cost(requests, run.metrics, run.scenario.cost,
                              [(w.start_s, w.end_s) for w in windows], window=window),
-        "faults": [fault_impact(requests, w, limits, duration, journal_for(w, run.journals))
-                   for w in windows],
+        "faults": [fault_impact(requests, w, limits_for(limits, w, run.scenario.chaos, run.scenario.traffic.time_scale),
+                                duration, journal_for(w, run.journals)) for w in windows],
         "generator": generator_health(run),
         "phases": [{"name": e.get("name"), "start_s": e.get("start_s"), "end_s": e.get("end_s")}
                    for e in phase_events],
@@ -65,8 +81,16 @@ def summarise(run: RunData) -> dict[str, Any]:
         summary["documents"] = documents
     summary["streaming"] = streaming_section(requests)
     summary["goodput"] = goodput_section(requests, phases, phase_events, run.scenario.slos, window)
+    summary["deviations"] = deviations(summary["faults"])
+    summary["fail_on_deviation"] = run.scenario.fail_on_deviation
     summary["verdict"], summary["verdict_reason"] = verdict(summary)
     return summary
+
+
+def deviations(faults: list[dict[str, Any]]) -> list[str]:
+    """The faults whose experiment's steady-state hypothesis deviated (or was not met after)."""
+    return [f["name"] for f in faults
+            if (state := f.get("steady_state")) and (state["deviated"] or state["after_met"] is False)]
 
 
 def _scenario(run: RunData, duration: float) -> dict[str, Any]:
@@ -181,6 +205,16 @@ def verdict(summary: dict[str, Any]) -> tuple[str, str]:
     if summary["requests"]["scheduled"] == 0:
         return "invalid", "No request was scheduled, so there is nothing to judge."
     missed = [slo["name"] for slo in summary["slos"] if not slo["met"]]
+    requests = summary["requests"]
+    deviated = summary.get("deviations") or []
+    named = f"{len(deviated)} hypothesis deviated: " if len(deviated) == 1 else f"{len(deviated)} hypotheses deviated: "
+    named += ", ".join(deviated)
+    if requests.get("attempted") and not requests.get("ok"):
+        return "fail", (f"Every one of the {requests['attempted']} attempted requests failed"
+                        + (f"; SLO(s) missed: {', '.join(missed)}." if missed else "."))
     if missed:
-        return "fail", "SLO(s) missed: " + ", ".join(missed) + "."
-    return "pass", f"All {len(summary['slos'])} SLO(s) met."
+        return "fail", "SLO(s) missed: " + ", ".join(missed) + (f"; {named}." if deviated else ".")
+    if deviated and summary.get("fail_on_deviation"):
+        return "fail", f"All {len(summary['slos'])} SLO(s) met, but {named} (fail_on_deviation is set)."
+    met = f"All {len(summary['slos'])} SLO(s) met" + (" (implicit availability objective)" if summary.get("implicit_slo") else "")
+    return "pass", met + (f"; {named}." if deviated else ".")

@@ -232,6 +232,11 @@ class ChaosEntry(_Strict):
     hold: str | None = Field(default=None, description="how long the fault is held, on the scenario clock (e.g. 20m)")
     expect_recovery: str | None = Field(default=None, description="how soon after the fault ends the SLOs should hold "
                                         "again, on the scenario clock (e.g. 10m); the report judges recovery by it")
+    recovery_window: str | None = Field(default=None, description="how long the SLOs must hold without a break for "
+                                        "the service to count as recovered, on the scenario clock (default 5 s "
+                                        "of run time)")
+    recovery_min_requests: int | None = Field(default=None, ge=1, description="fewest requests that stretch must "
+                                              "hold, so a lone good request never counts as a recovery (default 20)")
     env: dict[str, str] = {}
     hypothesis: Literal["default", "before-method-only", "after-method-only", "during-method-only", "continuously"] = DRILL_HYPOTHESIS
 
@@ -250,7 +255,7 @@ class ChaosEntry(_Strict):
         parse_clock_s(value)
         return value
 
-    @field_validator("hold", "expect_recovery")
+    @field_validator("hold", "expect_recovery", "recovery_window")
     @classmethod
     def _hold(cls, value: str | None) -> str | None:
         if value is not None:
@@ -288,6 +293,8 @@ class Scenario(_Strict):
     slos: list[SloSpec] = []
     cost: CostModel | None = None
     chaos: list[ChaosEntry] = []
+    fail_on_deviation: bool = Field(default=False, description="fail the drill when an experiment's steady-state "
+                                    "hypothesis deviates, even with every SLO met")
     stop_conditions: list[StopCondition] = []
     variants: list[Variant] = []
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reports.faults import RecoveryLimits, fault_impact, fault_windows, recovery_time, steady_state
+from reports.faults import RecoveryLimits, fault_impact, fault_windows, limits_for, recovery_time, steady_state
 from reports.schema import SloSpec
 from tests.reports.helpers import requests_frame
 
-LIMITS = RecoveryLimits(percentile=99, threshold_ms=100, max_error_rate=0.1)
+LIMITS = RecoveryLimits(percentile=99, threshold_ms=100, max_error_rate=0.1, window_s=2.0, min_requests=15)
 
 
 def _after_fault() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -18,22 +18,50 @@ def _after_fault() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return times, latency, ok
 
 
-def test_recovery_is_first_bin_back_within_slo() -> None:
+def test_recovery_is_the_first_sustained_stretch_back_within_slo() -> None:
     times, latency, ok = _after_fault()
     frame = requests_frame(times, latency, ok=ok)
-    assert recovery_time(frame, 10.0, LIMITS, 15.0) == pytest.approx(2.0)
-    # Latency alone: the bin [11, 12) is fast but half failed, and since issue 11 a failure is a
-    # bad event for the latency SLO too (it used to count as recovered at 1.0 s).
-    assert recovery_time(frame, 10.0, RecoveryLimits(percentile=99, threshold_ms=100), 15.0) == 2.0
+    assert recovery_time(frame, 10.0, LIMITS, 15.0) == (pytest.approx(2.0), None)
+    # Latency alone: the bin [11, 12) is fast but half failed, and a failure is a bad event for
+    # the latency SLO too.
+    latency_only = RecoveryLimits(percentile=99, threshold_ms=100, window_s=2.0, min_requests=15)
+    assert recovery_time(frame, 10.0, latency_only, 15.0)[0] == 2.0
     fast_ok = requests_frame(times, latency)
-    assert recovery_time(fast_ok, 10.0, RecoveryLimits(percentile=99, threshold_ms=100), 15.0) == 1.0
+    assert recovery_time(fast_ok, 10.0, latency_only, 15.0)[0] == 1.0
 
 
 def test_recovery_none_when_never_back_or_no_slo() -> None:
     times, _, _ = _after_fault()
     frame = requests_frame(times, np.full(times.size, 500.0))
-    assert recovery_time(frame, 10.0, LIMITS, 15.0) is None
-    assert recovery_time(frame, 10.0, RecoveryLimits(), 15.0) is None
+    assert recovery_time(frame, 10.0, LIMITS, 15.0) == (None, None)
+    assert recovery_time(frame, 10.0, RecoveryLimits(), 15.0)[0] is None
+
+
+def test_recovery_one_good_request_between_failures_is_no_recovery() -> None:
+    # 10 req/s; after the fault ends at 10 s the first second holds one good request alone, then
+    # failures until 20 s, then healthy
+    times = np.concatenate([np.arange(0.05, 10.0, 0.1), [10.5], np.arange(11.05, 30.0, 0.1)])
+    ok = (times < 5) | (times >= 20) | (times == 10.5)
+    frame = requests_frame(times, np.full(times.size, 20.0), ok=ok)
+    limits = RecoveryLimits(percentile=99, threshold_ms=100, max_error_rate=0.01)  # defaults: 5 s, 20 requests
+    recovery, unclear = recovery_time(frame, 10.0, limits, 30.0)
+    assert recovery == pytest.approx(10.0) and unclear is None  # back at 20 s, not at the lone good one at 10 s
+
+
+def test_recovery_at_a_rate_too_low_to_tell_says_so() -> None:
+    times = np.arange(0.5, 30.0, 1.0)  # 1 req/s: 5 requests in any 5 s stretch, never 20
+    ok = (times < 5) | (times >= 10)
+    frame = requests_frame(times, np.full(times.size, 20.0), ok=ok)
+    recovery, unclear = recovery_time(frame, 10.0, RecoveryLimits(percentile=99, threshold_ms=100), 30.0)
+    assert recovery is None and unclear is not None and "too low to tell" in unclear
+
+
+def test_recovery_window_and_minimum_come_from_the_chaos_entry() -> None:
+    window = fault_windows([{"type": "fault_start", "t_s": 5.0, "name": "kill", "experiment": "x/kill.json"},
+                            {"type": "fault_end", "t_s": 10.0, "name": "kill"}], 30.0)[0]
+    chaos = [{"experiment": "kill.json", "at": "00:01", "recovery_window": "2m", "recovery_min_requests": 3}]
+    limits = limits_for(RecoveryLimits(threshold_ms=100, percentile=99), window, chaos, time_scale=60.0)
+    assert (limits.window_s, limits.min_requests) == (2.0, 3)
 
 
 def test_recovery_limits_prefer_unfiltered_slos() -> None:

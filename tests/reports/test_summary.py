@@ -54,11 +54,28 @@ def test_throughput_counts_only_the_schedule_window(tmp_path: Path) -> None:
     assert summary["throughput_window_s"] == [0.0, 10.0]
 
 
-def test_generator_lag_and_verdict_pass_without_slos(tmp_path: Path) -> None:
-    summary = _run(tmp_path)
+def test_generator_lag_and_a_run_without_slos_judged_on_implicit_availability(tmp_path: Path) -> None:
+    summary = _run(tmp_path)  # 7 of 10 ok, and the scenario states no SLO
     assert summary["generator"]["schedule_lag_p99_ms"] == pytest.approx(10.0)
-    assert summary["generator"]["valid"] and summary["verdict"] == "pass"
+    assert summary["generator"]["valid"] and summary["verdict"] == "fail"
+    assert [slo["name"] for slo in summary["slos"]] == ["availability (implicit)"] and summary["slos"][0]["implicit"]
+    assert "implicit availability" in summary["implicit_slo"]
     assert {"server_metrics.parquet", "events.jsonl"} <= set(summary["missing"])
+
+
+def test_a_run_without_slos_where_every_request_failed_never_passes(tmp_path: Path) -> None:
+    frame = requests_frame(np.arange(50.0) / 5, np.full(50, 30.0), ok=np.zeros(50, bool))
+    summary = summarise(load_run(write_run(tmp_path / "run", frame)))
+    assert summary["verdict"] == "fail" and "availability (implicit)" in summary["verdict_reason"]
+    healthy = summarise(load_run(write_run(tmp_path / "ok", requests_frame(np.arange(50.0) / 5, np.full(50, 30.0)))))
+    assert healthy["verdict"] == "pass" and "implicit" in healthy["verdict_reason"]
+
+
+def test_a_run_whose_every_request_failed_fails_whatever_its_slos_say(tmp_path: Path) -> None:
+    frame = requests_frame(np.arange(50.0) / 5, np.full(50, 30.0), ok=np.zeros(50, bool))
+    degraded_only = {"slos": [{"name": "degraded", "kind": "degraded", "max_share": 0.1}]}  # counts answers only
+    summary = summarise(load_run(write_run(tmp_path / "run", frame, scenario=degraded_only)))
+    assert summary["verdict"] == "fail" and "Every one of the 50" in summary["verdict_reason"]
 
 
 def test_generator_cpu_saturation_makes_run_invalid(tmp_path: Path) -> None:
