@@ -19,6 +19,7 @@ from scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_pla
 from scenarios.spec.model import ScenarioError, load_scenario, resolve_path
 from kernel.loopback import is_loopback_url, is_named_host
 from kernel.clock import parse_duration
+from kernel.contract import REPORT_HTML_FILE
 from scenarios.spec.variants import VariantRun, check_embedded, describe_variants, expand_variants
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ def run(scenario: str, out: Path | None, target_url: str | None, protocol: str |
     except ResultsDirError as exc:
         raise BadInput(str(exc)) from exc
     click.echo(f"verdict: {result.verdict} - {result.reason}".rstrip(" -"))
-    report = result.results_dir / "report.html"
+    report = result.results_dir / REPORT_HTML_FILE
     click.echo(f"report: {report if report.exists() else result.results_dir}")
     if result.exit_code:
         raise SystemExit(result.exit_code if result.exit_code in (1, EXIT_ABORTED) else EXIT_ABORTED)

@@ -157,3 +157,10 @@ def test_stepstats_goodput_counts_requests_meeting_every_per_request_objective()
     assert figures["goodput_rps"] == pytest.approx(45.0)  # 450 good in 10 s
     assert figures["ttft_ms"]["p50"]["value"] == pytest.approx(200.0)
     assert "ttft_ms" not in step_figures(_frame(100), window=(0.0, 2.0), completions=np.empty(0))
+
+
+def test_stepstats_goodput_counts_hung_requests_as_not_good() -> None:
+    frame = _frame(500, pending=100)  # 10 s at 50 req/s; the last 100 never answered
+    done = frame["done_s"].to_numpy()
+    figures = step_figures(frame, window=(0.0, 10.0), completions=done[frame["ok"].to_numpy()], specs=[P99])
+    assert figures["goodput_rps"] == pytest.approx(40.0)  # 400 good in 10 s, not 50 x 400 / 400
