@@ -124,14 +124,14 @@ def load_run(root: Path) -> RunData:
     if not root.is_dir():
         raise ResultsError(f'Results directory "{root}" does not exist or is not a directory.')
     missing: list[str] = []
-    scenario = _load_scenario(root / "scenario.yaml")
-    requests = _load_requests(root / "requests.parquet")
-    metrics = _load_optional_parquet(root / "server_metrics.parquet", missing)
-    events = _load_events(root / "events.jsonl", missing)
+    scenario = _load_scenario(root / contract.SCENARIO_FILE)
+    requests = _load_requests(root / contract.REQUESTS_FILE)
+    metrics = _load_optional_parquet(root / contract.SERVER_METRICS_FILE, missing)
+    events = _load_events(root / contract.EVENTS_FILE, missing)
     requests = fill_missing_ends(requests, latest_end_s(requests, events))
     journals = _load_journals(root / "chaos", missing)
-    if not (root / "schedule.parquet").exists():
-        missing.append("schedule.parquet")
+    if not (root / contract.SCHEDULE_FILE).exists():
+        missing.append(contract.SCHEDULE_FILE)
     return RunData(root, scenario, requests, metrics, events, journals, missing)
 
 

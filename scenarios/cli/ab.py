@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from kernel.contract import AB_HTML_FILE
 from scenarios.cli.errors import BadInput
 from scenarios.cli.run import _check_duration, prepare, results_folder
 from scenarios.spec.plan import DrillPlan, Overrides, describe
@@ -111,7 +112,7 @@ def _run(plan: DrillPlan, targets: Arms, design: TrialDesign, probed: dict[str, 
         click.echo(f"{group['name']}: P{group['percentile']:g} {group['ratio_text']}, MDE {group['mde_text']}, "
                    f"errors {_pct(group['errors']['baseline'])} / {_pct(group['errors']['candidate'])}: "
                    f"{group['verdict'].replace('_', ' ')}")
-    click.echo(f"report: {folder / 'ab.html'}")
+    click.echo(f"report: {folder / AB_HTML_FILE}")
     click.echo(doc["sentence"])
     raise SystemExit(doc["exit_code"])
 
