@@ -49,11 +49,11 @@ drill: $(STAMP)
 redis-server:
 	@command -v redis-server >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; } || true
 
-# The live-metrics test (issue 17) needs a real Prometheus and promtool: same rule as redis-server.
+# The live-metrics test needs a real Prometheus and promtool: same rule as redis-server.
 prometheus:
 	@command -v prometheus >/dev/null && command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; } || true
 
-# The KServe ModelServer test (issue 15) drills a real KServe server, which cannot share .venv
+# The KServe ModelServer test drills a real KServe server, which cannot share .venv
 # (kserve needs pandas<3 and protobuf<7): it gets its own, built once. Without the package index
 # the install says so in one line and make goes on; those tests skip and say why.
 KSERVE_VENV  := $(VENV)/kserve

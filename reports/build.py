@@ -36,7 +36,7 @@ def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None =
     run = load_run(root)
     summary = summarise(run)
     add_story(run, summary)
-    summary["live"] = live_section(run.events)  # metrics endpoint and wall-clock window (issue 17)
+    summary["live"] = live_section(run.events)  # metrics endpoint and wall-clock window
     if baseline is not None:
         summary["comparison"] = compare_loaded(load_baselines(baseline), run, paired=paired,
                                                population=population).as_dict()

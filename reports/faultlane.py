@@ -1,7 +1,7 @@
 """Faults on a time chart: a band per fault in its own colour, named in a lane above the plot.
 
-Names used to be written at the top of the plot itself and ran into each other when faults were
-close ("cold-start-stormgpu-node-lossnetwork-partit…"). In the lane each fault gets a bar over
+Names written at the top of the plot itself would run into each other when faults are close
+("cold-start-stormgpu-node-lossnetwork-partit…"). In the lane each fault gets a bar over
 its window with its name beside it, and a fault whose name would run into an earlier one's drops
 to the next row, so every name stays whole however close the faults are.
 """

@@ -5,8 +5,8 @@ latency SLO is a good-events ratio over every attempted request: "P99 <= 2000 ms
 least 99% of the attempts succeeded within 2000 ms. Beside the verdict the report shows the
 percentile over all attempts (failures at the moment they ended) and, labelled apart, over
 successful requests only; when every failure is slower than the threshold, the first of them
-agrees exactly with the verdict (nearest rank), while the second shows what the old, ok-only
-figure hid.
+agrees exactly with the verdict (nearest rank), while the second shows what an ok-only figure
+would hide.
 """
 
 from __future__ import annotations

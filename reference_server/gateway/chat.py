@@ -2,7 +2,7 @@
 
 Both go through the same service as `/v1/translate` (rate limits, caches, admission, breakers,
 fallback); see `openai_api` for how a chat request maps onto a translate request. Errors keep
-today's status codes in OpenAI's error shape; a stream refused before its first piece gets its
+the translate API's status codes in OpenAI's error shape; a stream refused before its first piece gets its
 status, a failure after it ends the stream with an `error` chunk.
 """
 

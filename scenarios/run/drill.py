@@ -173,7 +173,7 @@ class Drill:
             request_timeout_s=load.request_timeout_s, mode=load.mode,
             max_timeout_s=load.request_timeout_s or longest + load.timeout_margin_s,
             documents_via_jobs=load.documents_via_jobs,
-            target=self.plan.scenario.target.wire_dict(),  # the target's protocol (issue 15)
+            target=self.plan.scenario.target.wire_dict(),  # the target's protocol
             remote_workers=self.remote_workers, master_bind=self.master_bind, cluster_secret=self.cluster_secret,
         )
 

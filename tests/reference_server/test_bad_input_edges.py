@@ -1,4 +1,4 @@
-"""Bad input edges (issue 12, items 2, 8 and 9): events after a fault, bodies over the limit sent
+"""Bad input edges: events after a fault, bodies over the limit sent
 chunked or written whole, documents of `jobs.max_chars` CJK characters, jobs that break in an
 unexpected way, and a job store bounded in bytes."""
 

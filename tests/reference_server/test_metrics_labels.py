@@ -1,4 +1,4 @@
-"""Integration (issue 12, item 1): unauthenticated input never becomes a Prometheus label.
+"""Integration: unauthenticated input never becomes a Prometheus label.
 
 Huge and unknown values in every field of every public and admin endpoint are answered with an
 error, and `/metrics` stays the same size: label values come only from bounded sets the

@@ -1,4 +1,4 @@
-"""Integration (issue 3): overload at several times capacity on a deliberately tiny pool
+"""Integration: overload at several times capacity on a deliberately tiny pool
 (one quality node, batches of 2, long texts): shed with 429/503 only, deadlines and memory
 held, paid traffic served first, throughput back once the load drops."""
 

@@ -1,4 +1,4 @@
-"""The gateway in remote-node mode (issue 16): nodes started as separate processes with exactly
+"""The gateway in remote-node mode: nodes started as separate processes with exactly
 the command line of the fast pool's Kubernetes Deployment (on loopback ports), listed in the
 gateway's config. A node killed by PID is routed around and marked down, and joins again when
 started anew; a partition through the admin fault API is routed around and healed; kill,

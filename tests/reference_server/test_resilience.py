@@ -1,4 +1,4 @@
-"""Integration (issue 3): node kills, partitions, injected faults and admin resets under load,
+"""Integration: node kills, partitions, injected faults and admin resets under load,
 against one small cluster (2 quality nodes, 1 fast node) shared by the module and reset
 between tests."""
 

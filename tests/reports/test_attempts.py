@@ -1,4 +1,4 @@
-"""Issue 11 part 1: a failed request is a slow request, with ground truth known by construction."""
+"""A failed request is a slow request, with ground truth known by construction."""
 
 from __future__ import annotations
 
@@ -90,8 +90,8 @@ def test_burn_long_window_alone_cannot_page() -> None:
     # 10 s, short 1 s, page at 14.4x of a 1% budget. While the short window burns (up to 100x,
     # once it holds only the bad ones) the long one holds 900+ good requests and burns about 1x:
     # no page. Ten seconds later the good ones have aged out, the long window holds only the bad
-    # ones (100x) and the short one is empty; before issue 11 that empty short window let the
-    # long one page on its own.
+    # ones (100x) and the short one is empty: an empty short window must not let the long one
+    # page on its own.
     times = np.r_[np.arange(1_000) * 0.01, 10.0 + np.arange(10) * 0.01]
     bad = np.r_[np.zeros(1_000, bool), np.ones(10, bool)]
     rule = _rule(times, np.ones(times.size, bool), bad, 0.01, 30.0, 10.0, 1.0, 14.4)

@@ -116,7 +116,7 @@ def test_edge_runs_render_without_warnings(tmp_path: Path) -> None:
     slos = {"slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 100}]}
     empty = build_reports(write_run(tmp_path / "empty", requests_frame([], []), scenario=slos))
     assert empty["verdict"] == "invalid"
-    # Every request sent and none answered: since issue 11 each counts as failed at the run's end
+    # Every request sent and none answered: each counts as failed at the run's end
     # (19 s, the last send), so there is a latency distribution to draw, and the SLO fails.
     failing = write_run(tmp_path / "fail", requests_frame(np.arange(20.0), np.full(20, np.nan), ok=[False] * 20),
                         scenario=slos, events=[{"type": "fault_start", "t_s": 5, "name": "x"}])

@@ -34,8 +34,8 @@ def test_availability_measured_met_and_budget() -> None:
 
 
 def test_latency_good_events_percentile_and_budget_agree() -> None:
-    # Ok latencies 10..100 ms (10 requests) and one failure after 5000 ms: 11 attempts. Until
-    # issue 11 the failure was left out (P90 90 ms over 10 samples); a failure is a slow request.
+    # Ok latencies 10..100 ms (10 requests) and one failure after 5000 ms: 11 attempts. Leaving the
+    # failure out would give P90 90 ms over 10 samples; a failure is a slow request.
     latency = [10.0, 20, 30, 40, 50, 60, 70, 80, 90, 100, 5000]
     frame = requests_frame(np.arange(11.0), latency, ok=[True] * 10 + [False])
     specs = [SloSpec(name="p90-met", kind="latency", percentile=90, threshold_ms=100),

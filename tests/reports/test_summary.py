@@ -21,7 +21,7 @@ def _run(tmp_path: Path, events: list[dict] | None = None, scenario: dict | None
 
 
 def test_counts_throughput_and_both_latency_views(tmp_path: Path) -> None:
-    # Since issue 11 latency covers every attempt: the 429 and 503 count at their end (800 and
+    # Latency covers every attempt: the 429 and 503 count at their end (800 and
     # 900 ms) and the unanswered row 9 (sent, no end) at the run end, 10 s: 1000 ms.
     summary = _run(tmp_path, events=[{"type": "run_end", "t_s": 10.0, "duration_s": 10.0}])
     assert summary["requests"] == {"scheduled": 10, "sent": 10, "attempted": 10, "not_sent": 0,

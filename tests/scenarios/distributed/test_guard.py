@@ -1,5 +1,5 @@
 """The loopback guard lets a drill use test hosts only when its scenario names them, and
-`--workers` / `rushhour worker` refuse bad addresses with a sentence (issue 16 part 2).
+`--workers` / `rushhour worker` refuse bad addresses with a sentence.
 
 The test host is a private IPv6 literal (fd77::1, a unique local address): every test here is a
 dry run without the probe, so nothing is ever sent to it."""

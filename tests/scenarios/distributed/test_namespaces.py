@@ -1,5 +1,5 @@
 """A drill across real separate hosts: Locust workers in their own network namespaces, the master
-and a target in another (issue 16 part 2). Skipped, with the reason, where namespaces cannot be made."""
+and a target in another. Skipped, with the reason, where namespaces cannot be made."""
 
 from __future__ import annotations
 

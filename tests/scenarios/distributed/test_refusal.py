@@ -1,5 +1,5 @@
-"""A worker of another version is refused with the reason, and the drill stops before the load
-(issue 16 part 2). On loopback: the refusal needs no separate hosts."""
+"""A worker of another version is refused with the reason, and the drill stops before the load.
+On loopback: the refusal needs no separate hosts."""
 
 from __future__ import annotations
 

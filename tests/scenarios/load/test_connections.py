@@ -1,5 +1,5 @@
-"""A request is sent when it gets a connection, and waiting for one makes the run invalid
-(issue 11 part 3). Ground truth: a loopback server that logs when each request really arrived."""
+"""A request is sent when it gets a connection, and waiting for one makes the run invalid.
+Ground truth: a loopback server that logs when each request really arrived."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every attempted request ends somewhere, and `done_s` is when it really ended (issue 11 part 1).
+"""Every attempted request ends somewhere, and `done_s` is when it really ended.
 
 Ground truth comes from a loopback server that answers 504 after 2 s for one share of the rows,
 holds another share past the client's time-out, redirects a third to a host nobody allowed, and

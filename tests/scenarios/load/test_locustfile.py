@@ -1,6 +1,5 @@
 """The Locust user's HTTP client, probed in its own process (importing Locust monkey-patches the
-interpreter): it follows no redirect, uses no proxy from the environment, stamps connections
-(issue 12 item 7, issue 11 part 3)."""
+interpreter): it follows no redirect, uses no proxy from the environment, stamps connections."""
 
 from __future__ import annotations
 

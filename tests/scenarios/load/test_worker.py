@@ -1,5 +1,5 @@
 """A worker fires its share once: a re-run after a crash sends nothing again, and a duplicate that
-slips through anyway is counted and reported, never silently dropped (issue 11 part 3)."""
+slips through anyway is counted and reported, never silently dropped."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`rushhour run` drills a real KServe ModelServer (kserve 0.21.0), not a stub of our own (issue 15).
+"""`rushhour run` drills a real KServe ModelServer (kserve 0.21.0), not a stub of our own.
 
 The server (`tests/support/kserve_app.py`) runs in its own virtualenv, `.venv/kserve`, which
 `make test` builds once; it serves a v2 model "mt" and, where kserve's OpenAI API can load (it

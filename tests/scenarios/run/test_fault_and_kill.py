@@ -1,4 +1,4 @@
-"""Fault and kill: `rushhour run` SIGKILLed in the middle of an active partition (issue 12).
+"""Fault and kill: `rushhour run` SIGKILLed in the middle of an active partition.
 
 Within 30 s of the kill: no process of the run is left (server, nodes, Locust, chaos), a fault
 on a target that outlives the harness is healed by its lease, and `rushhour report DIR` rebuilds

@@ -1,4 +1,4 @@
-"""End to end: a short drill with one fault watched by a real Prometheus (issue 17).
+"""End to end: a short drill with one fault watched by a real Prometheus.
 
 Prometheus finds the harness and the embedded server through the harness's `/sd` list and
 scrapes both every second; PromQL over its HTTP API must then tell the drill's story the way
