@@ -1,0 +1,29 @@
+"""A drill of a scenario that states no SLO, against a service that fails every request, fails."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from scenarios.cli.run import run
+from tests.support.targets import serve_target
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_no_slo_drill_against_a_service_failing_everything_fails(tmp_path: Path) -> None:
+    with serve_target() as (url, _state):  # it serves no /v1/translate: every request is answered 404
+        scenario = {"name": "noslo", "traffic": {"model": "constant:5", "duration": "3s"}, "slos": [],
+                    "target": {"url": url}, "load": {"request_timeout_s": 5}}
+        path = tmp_path / "noslo.yaml"
+        path.write_text(yaml.safe_dump(scenario))
+        result = CliRunner().invoke(run, [str(path), "--out", str(tmp_path / "results"), "--no-probe"])
+    summary = json.loads((tmp_path / "results" / "summary.json").read_text())
+    assert summary["requests"]["attempted"] > 0 and summary["requests"]["ok"] == 0
+    assert summary["verdict"] == "fail" and result.exit_code == 1, result.output
+    assert summary["slos"][0]["name"] == "availability (implicit)" and "implicit" in summary["implicit_slo"]
+    assert "implicit availability" in (tmp_path / "results" / "report.md").read_text()
