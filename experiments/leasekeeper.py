@@ -1,8 +1,13 @@
 """The lease keeper: `python -m experiments.leasekeeper UNDO AFTER_S ARGUMENTS_JSON`.
 
-Started detached by a fault that its target cannot time out by itself (see `experiments.leases`):
-it checks every second whether the fault is already undone (then it exits), and when the lease
-runs out it undoes the fault once and exits. It never outlives its lease by more than the undo.
+Started detached, before the fault it guards is injected, by a fault that its target cannot time
+out by itself (see `experiments.leases`). Its lease is renewable: with `lease_file` among the
+arguments, the file's end (renewed by whoever holds the fault) is the deadline, and the file's
+removal means the fault was undone; without one, AFTER_S from the start. It first waits for the
+fault to appear (its probe reports it), so the fault not being there yet is never taken for an
+undo; once the fault has appeared and is gone again, it exits. When the lease lapses it undoes the
+fault once and exits. Kubernetes faults carry their lease on the objects themselves, so their
+keeper sweeps until nothing of rushhour's is left (`experiments.kubernetes.leases.keep_swept`).
 Only the undo actions named in `UNDO` can be run, with JSON arguments.
 """
 
@@ -13,37 +18,59 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
+
+from experiments.leases import read_lease
 
 __all__ = ["UNDO", "keep"]
 
-# undo name -> (module, undo function, "already undone?" probe or None)
+# undo name -> (module, undo function, "is the target whole?" probe or None)
 UNDO: dict[str, tuple[str, str, str | None]] = {
     "start_redis": ("experiments.local.redis", "start_redis", "redis_running"),
-    "sweep_kubernetes": ("experiments.kubernetes.leases", "sweep", None),
+    "sweep_kubernetes": ("experiments.kubernetes.leases", "keep_swept", None),
 }
 CHECK_EVERY_S = 1.0
 
 
-
-
-def keep(undo: str, after_s: float, arguments: dict[str, Any], *, clock: Callable[[], float] = time.monotonic,
+def keep(undo: str, after_s: float, arguments: dict[str, Any], *, clock: Callable[[], float] = time.time,
          sleep: Callable[[float], None] = time.sleep) -> str:
-    """Wait out the lease, then undo; "undone" when the probe saw the fault gone first."""
+    """Wait out the (renewable) lease, then undo: "healed"; "undone" when the fault was seen
+    and then gone, or its lease file removed, first."""
     if undo not in UNDO:
         raise ValueError(f'"{undo}" is not an undo the lease keeper knows ({", ".join(sorted(UNDO))}).')
     module, func, probe_name = UNDO[undo]
     loaded = importlib.import_module(module)
     action = getattr(loaded, func)
-    probe = getattr(loaded, probe_name) if probe_name else None
-    probe_args = {k: v for k, v in arguments.items() if k == "port"}
-    deadline = clock() + max(0.0, after_s)
-    while (left := deadline - clock()) > 0:
-        sleep(min(CHECK_EVERY_S, left))
-        if probe is not None and probe(**probe_args):
+    if probe_name is None:
+        return str(action(**arguments, after_s=after_s, clock=clock, sleep=sleep))
+    probe = getattr(loaded, probe_name)
+    args = dict(arguments)
+    path = Path(args.pop("lease_file")) if args.get("lease_file") else None
+    probe_args = {k: v for k, v in args.items() if k == "port"}
+    deadline, seen = clock() + max(0.0, after_s), False
+    while True:
+        if path is not None:
+            end = read_lease(path)
+            if end is None:
+                return "undone"
+            deadline = end
+        whole = bool(probe(**probe_args))
+        if seen and whole:
+            _remove(path)
             return "undone"
-    action(**arguments)
-    return "healed"
+        seen = seen or not whole
+        left = deadline - clock()
+        if left <= 0:
+            action(**args)
+            _remove(path)
+            return "healed"
+        sleep(min(CHECK_EVERY_S, left))
+
+
+def _remove(path: Path | None) -> None:
+    if path is not None:
+        path.unlink(missing_ok=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

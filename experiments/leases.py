@@ -1,16 +1,20 @@
 """Leases: every fault rushhour injects ends by itself, whoever is left to end it.
 
-A fault's lease is its time to live: `ttl_s`, raised to `hold_s + margin` when an experiment
-holds the fault, so the lease never runs out mid-hold and the rollback normally heals first.
-Where the target keeps the lease itself (the gateway's fault proxy) nothing more is needed.
-Where it cannot (a stopped Redis, a Kubernetes NetworkPolicy or cordon), `spawn_keeper` starts a
-*lease keeper*: a small detached process, in its own session and not tied to the harness or the
-chaos run, that waits out the lease and then undoes the fault (see `experiments.leasekeeper`).
-A harness or chaos run killed with SIGKILL therefore still leaves every fault healed in time.
+A held fault gets a short lease (20 s, or `RUSHHOUR_LEASE_S`) that whoever holds it renews every
+5 s (`hold_lease`, a daemon thread in the `chaos run` or harness process that injected it) for the
+hold plus a margin, the time the rollbacks need. When the renewals stop, because the harness or
+the chaos run was killed, the fault is undone within one lease, however long the hold was meant to
+be: the gateway's fault proxy and supervisor time out what they hold themselves; where the target
+cannot (a stopped Redis, a Kubernetes NetworkPolicy, cordon or scale-down), `spawn_keeper` starts a
+*lease keeper*, a small detached process in its own session that watches the renewable lease (a
+lease file, or the object's own annotation) and undoes the fault once it lapses (see
+`experiments.leasekeeper`). The keeper is started before the fault is injected, so no crash in
+between can leave a fault without one.
+
+A fault injected without a hold keeps its `ttl_s` as its lease, unrenewed.
 
 The margin covers the probes between the end of a hold and the rollbacks: 30 s, or
-`RUSHHOUR_LEASE_MARGIN_S` (a scenario's chaos entry may set it in `env:`, e.g. for short
-drills whose faults must not outlive a killed harness by half a minute).
+`RUSHHOUR_LEASE_MARGIN_S`.
 """
 
 from __future__ import annotations
@@ -20,51 +24,163 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from chaoslib.exceptions import ActivityFailed
 
-__all__ = ["LEASE_MARGIN_S", "MARGIN_ENV", "default_margin_s", "lease_s", "spawn_keeper"]
+__all__ = [
+    "DEFAULT_LEASE_S", "LEASE_ENV", "LEASE_MARGIN_S", "MARGIN_ENV", "RENEW_EVERY_S", "default_lease_s",
+    "default_margin_s", "hold_lease", "lease_file", "lease_s", "read_lease", "release", "spawn_keeper",
+    "write_lease",
+]
 
+DEFAULT_LEASE_S = 20.0
+RENEW_EVERY_S = 5.0
+LEASE_ENV = "RUSHHOUR_LEASE_S"
 LEASE_MARGIN_S = 30.0
 MARGIN_ENV = "RUSHHOUR_LEASE_MARGIN_S"
+LEASE_DIR_ENV = "RUSHHOUR_LEASE_DIR"
 MAX_LEASE_S = 7 * 24 * 3600.0
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def default_margin_s() -> float:
-    """The margin after a hold: `RUSHHOUR_LEASE_MARGIN_S` when set, else 30 s."""
-    raw = os.environ.get(MARGIN_ENV, "").strip()
+def _seconds_env(name: str, default: float, *, positive: bool) -> float:
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return LEASE_MARGIN_S
+        return default
     try:
         value = float(raw)
     except ValueError:
         value = float("nan")
-    if not math.isfinite(value) or value < 0:
-        raise ActivityFailed(f'{MARGIN_ENV}="{raw}" is not a number of seconds of zero or more.')
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise ActivityFailed(f'{name}="{raw}" is not a number of seconds {"above" if positive else "of"} zero'
+                             f'{"" if positive else " or more"}.')
     return value
 
 
+def default_margin_s() -> float:
+    """The time after a hold during which the renewals go on: `RUSHHOUR_LEASE_MARGIN_S`, else 30 s."""
+    return _seconds_env(MARGIN_ENV, LEASE_MARGIN_S, positive=False)
+
+
+def default_lease_s() -> float:
+    """The lease of a held fault: `RUSHHOUR_LEASE_S`, else 20 s."""
+    return _seconds_env(LEASE_ENV, DEFAULT_LEASE_S, positive=True)
+
+
 def lease_s(ttl_s: float, hold_s: float = 0.0, lease_margin_s: float | None = None) -> float:
-    """The TTL a fault is injected with: `ttl_s`, raised to `hold_s + margin` when the
-    experiment holds the fault (`hold_s` > 0), so the dead man's switch never fires mid-hold."""
+    """The TTL a fault is injected with: the short renewed lease when the experiment holds it
+    (`hold_s` > 0; `hold_lease` keeps it alive through the hold), else `ttl_s`."""
     margin = default_margin_s() if lease_margin_s is None else lease_margin_s
     ttl, hold, margin_f = float(ttl_s), float(hold_s), float(margin)
     if hold < 0 or margin_f < 0:
         raise ActivityFailed(f"A fault's hold ({hold_s!r} s) and lease margin ({margin!r} s) cannot be negative.")
-    lease = max(ttl, hold + margin_f) if hold > 0 else ttl
+    lease = default_lease_s() if hold > 0 else ttl
     if not 0 < lease <= MAX_LEASE_S:  # NaN fails this too
         raise ActivityFailed(f"A fault's lease must be between 0 and {MAX_LEASE_S:g} s, not {lease!r}.")
     return lease
 
 
-def spawn_keeper(undo: str, after_s: float, arguments: dict[str, Any]) -> int:
-    """Start a detached lease keeper that runs `undo` with `arguments` after `after_s` seconds
-    (or exits early once the fault is undone); returns its pid.
+class _Renewal:
+    """Renews one held fault's lease from a daemon thread until the hold (plus margin) is over,
+    the fault is gone (`renew` returned False), or `release` cancels it."""
 
-    undo: one of `experiments.leasekeeper.UNDO` ("start_redis", "sweep_kubernetes").
+    def __init__(self, renew: Callable[[float], bool], lease: float, until: float, every_s: float) -> None:
+        self._renew, self._lease, self._until, self._every = renew, lease, until, every_s
+        self.stopped = threading.Event()
+        self.renewals = 0
+
+    def run(self) -> None:
+        while not self.stopped.wait(self._every) and time.monotonic() < self._until:
+            try:
+                if not self._renew(self._lease):
+                    break
+                self.renewals += 1
+            except Exception:  # noqa: BLE001 - a missed renewal is retried; the lease may lapse (safe side)
+                continue
+        self.stopped.set()
+
+
+_HELD: dict[str, _Renewal] = {}
+_LOCK = threading.Lock()
+
+
+def hold_lease(key: str, renew: Callable[[float], bool], lease: float, hold_s: float,
+               *, every_s: float | None = None, margin_s: float | None = None) -> None:
+    """Keep a fault's lease renewed while this process holds it (`hold_s` plus the margin).
+
+    key: names the fault (e.g. "http://gw|quality-0"); a new hold of the same key replaces the old.
+    renew: called with the lease in seconds; returns False when there is nothing left to hold.
+    """
+    if hold_s <= 0:
+        return
+    margin = default_margin_s() if margin_s is None else margin_s
+    every = min(RENEW_EVERY_S, lease / 4.0) if every_s is None else every_s
+    renewal = _Renewal(renew, lease, time.monotonic() + hold_s + margin, every)
+    with _LOCK:
+        old = _HELD.pop(key, None)
+        _HELD[key] = renewal
+    if old is not None:
+        old.stopped.set()
+    threading.Thread(target=renewal.run, name=f"lease-{key}", daemon=True).start()
+
+
+def release(prefix: str) -> int:
+    """Stop renewing every held fault whose key starts with `prefix` (the rollback undid them)."""
+    with _LOCK:
+        keys = [key for key in _HELD if key.startswith(prefix)]
+        gone = [_HELD.pop(key) for key in keys]
+    for renewal in gone:
+        renewal.stopped.set()
+    return len(gone)
+
+
+def lease_file(name: str) -> Path:
+    """Where the renewable lease of a fault named `name` lives (read by its lease keeper)."""
+    folder = Path(os.environ.get(LEASE_DIR_ENV) or Path(tempfile.gettempdir()) / "rushhour-leases")
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    return folder / f"{safe}.json"
+
+
+def write_lease(path: Path, lease: float) -> bool:
+    """Renew a lease file: it now ends `lease` seconds from now (written whole, atomically).
+    False when the file is gone (the fault was undone and its keeper removed it)."""
+    if not path.exists():
+        return False
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"expires_at": time.time() + lease}), encoding="utf-8")
+    os.replace(tmp, path)
+    return True
+
+
+def read_lease(path: Path) -> float | None:
+    """The lease's end (epoch seconds); None when the file is gone, 0.0 when unreadable (expired)."""
+    try:
+        return float(json.loads(path.read_text(encoding="utf-8"))["expires_at"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
+
+
+def new_lease_file(name: str, lease: float) -> Path:
+    """Create the lease file of a fault about to be injected (before its keeper starts)."""
+    path = lease_file(name)
+    path.write_text(json.dumps({"expires_at": time.time() + lease}), encoding="utf-8")
+    return path
+
+
+def spawn_keeper(undo: str, after_s: float, arguments: dict[str, Any]) -> int:
+    """Start a detached lease keeper for `undo` with `arguments`; returns its pid.
+
+    undo: one of `experiments.leasekeeper.UNDO`.
+    after_s: the lease; with a `lease_file` in `arguments`, the file's (renewable) end is used.
     """
     argv = [sys.executable, "-m", "experiments.leasekeeper", undo, f"{float(after_s):.3f}", json.dumps(arguments)]
     env = dict(os.environ)

@@ -5,9 +5,11 @@ Deployments, creating NetworkPolicies) these actions only add rushhour's labels 
 experiment says "the quality pool" instead of a label selector. The cluster comes from the usual
 kubeconfig or in-cluster credentials (see chaosk8s).
 
-A partition and a cordon carry a lease (`hold_s` plus a margin, see `experiments.leases`): the
-object is marked with its expiry and a detached lease keeper sweeps it away when the lease ends,
-should the rollback never come (see `experiments.kubernetes.leases`).
+A partition, a cordon and a scale-down carry a lease (see `experiments.leases`): first a detached
+lease keeper is started and the object marked with its lease's end, then the fault is made; while
+the experiment holds it, this process renews the mark every few seconds, and when the renewals
+stop the keeper undoes it (see `experiments.kubernetes.leases`). Nodes already unschedulable when
+an experiment begins (an operator's cordon) are skipped: never marked, never uncordoned.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import time
 from typing import Any
 
 from chaosk8s import create_k8s_api_client
-from chaosk8s.deployment.actions import scale_deployment
 from chaosk8s.networking.actions import create_network_policy
 from chaosk8s.node.actions import drain_nodes
 from chaosk8s.pod.actions import terminate_pods
@@ -25,8 +26,9 @@ from chaoslib.types import Configuration, Secrets
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from experiments.kubernetes.leases import sweep
+from experiments.kubernetes.leases import renewer, sweep
 from experiments.kubernetes.objects import (
+    CORDONED_BY,
     DEFAULT_NAMESPACE,
     GPU_NODE_SELECTOR,
     cordon_patch,
@@ -34,10 +36,13 @@ from experiments.kubernetes.objects import (
     partition_policy,
     policy_name,
     pool_selector,
+    SCALED_FROM,
     replicas_patch,
+    restore_patch,
+    scale_down_patch,
     uncordon_patch,
 )
-from experiments.leases import lease_s, spawn_keeper
+from experiments.leases import hold_lease, lease_s, release, spawn_keeper
 
 __all__ = [
     "cordon_gpu_nodes",
@@ -90,12 +95,14 @@ def cordon_gpu_nodes(
     """Mark the GPU nodes unschedulable, so no replacement model pod can land on them.
 
     label_selector: which nodes; by default those the NVIDIA device plugin labels as GPU nodes.
-    hold_s: how long the experiment holds the fault; the lease covers it (see `lease_s`).
+    Nodes already unschedulable (cordoned by an operator) are left alone.
+    hold_s: how long the experiment holds the fault; its lease is renewed meanwhile (see `lease_s`).
     ttl_s: the lease when nothing is held.
 
-    Undo with `uncordon_gpu_nodes`; a lease keeper uncordons them when the lease ends.
+    Undo with `uncordon_gpu_nodes`; a lease keeper uncordons them when the lease lapses.
     """
-    return _lease_cordon(_node_names(label_selector, secrets), lease_s(ttl_s, hold_s), secrets)
+    core = client.CoreV1Api(create_k8s_api_client(secrets))
+    return _lease_cordon(core, _schedulable(core, label_selector), lease_s(ttl_s, hold_s), hold_s)
 
 
 def uncordon_gpu_nodes(
@@ -103,10 +110,13 @@ def uncordon_gpu_nodes(
     configuration: Configuration = None,
     secrets: Secrets = None,
 ) -> list[str]:
-    """Make the GPU nodes schedulable again: the undo of `cordon_gpu_nodes`, `drain_gpu_nodes`."""
+    """Make the GPU nodes rushhour cordoned schedulable again: the undo of `cordon_gpu_nodes`,
+    `drain_gpu_nodes`. A node without rushhour's mark (an operator's cordon) stays as it is."""
     core = client.CoreV1Api(create_k8s_api_client(secrets))
-    names = _node_names(label_selector, secrets)
+    names = [str(n.metadata.name) for n in core.list_node(label_selector=label_selector).items
+             if n.metadata and CORDONED_BY in (n.metadata.annotations or {})]
     for name in names:
+        release(f"k8s|node|{name}")
         _patch_node(core, name, uncordon_patch())
     return names
 
@@ -122,16 +132,19 @@ def drain_gpu_nodes(
 ) -> list[str]:
     """Cordon and evict `count` GPU nodes, as a maintenance or a failing host would.
 
+    Only schedulable nodes are chosen (an operator's cordon is not taken over); each is marked
+    with rushhour's lease and its keeper started before anything is evicted.
     timeout: seconds to wait for the evictions.
     hold_s, ttl_s: the cordon's lease, as for `cordon_gpu_nodes`.
 
     Undo with `uncordon_gpu_nodes`; the evicted pods are rescheduled by their Deployments.
     """
-    lease = lease_s(ttl_s, hold_s)
-    drained = [str(n) for n in drain_nodes(
-        label_selector=label_selector, count=int(count), timeout=int(timeout), secrets=secrets
-    ) or []]
-    return _lease_cordon(drained, lease, secrets)
+    core = client.CoreV1Api(create_k8s_api_client(secrets))
+    chosen = _schedulable(core, label_selector)[:max(0, int(count))]
+    _lease_cordon(core, chosen, lease_s(ttl_s, hold_s), hold_s)
+    for name in chosen:
+        drain_nodes(name=name, timeout=int(timeout), secrets=secrets)
+    return chosen
 
 
 def partition_pool(
@@ -153,10 +166,14 @@ def partition_pool(
     """
     lease = lease_s(ttl_s, hold_s)
     policy = partition_policy(pool, ns, expires_at=time.time() + lease)
-    create_network_policy(spec=policy, ns=ns, secrets=secrets)
     keeper = spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns})
-    return {"pool": pool, "policy": policy["metadata"]["name"], "namespace": ns, "lease_s": lease,
-            "lease_keeper_pid": keeper}
+    create_network_policy(spec=policy, ns=ns, secrets=secrets)
+    networking = client.NetworkingV1Api(create_k8s_api_client(secrets))
+    name = policy_name(pool)
+    hold_lease(f"k8s|policy|{ns}/{name}", renewer(
+        lambda body: networking.patch_namespaced_network_policy(name, ns, body),
+        lambda: _annotations(networking.read_namespaced_network_policy(name, ns))), lease, float(hold_s))
+    return {"pool": pool, "policy": name, "namespace": ns, "lease_s": lease, "lease_keeper_pid": keeper}
 
 
 def heal_pool_partition(
@@ -168,6 +185,7 @@ def heal_pool_partition(
     """Delete the partition NetworkPolicy of `pool` (the undo of `partition_pool`), and every
     expired lease of rushhour's in `ns`."""
     networking = client.NetworkingV1Api(create_k8s_api_client(secrets))
+    release(f"k8s|policy|{ns}/{policy_name(pool)}")
     try:
         networking.delete_namespaced_network_policy(policy_name(pool), ns)
     except ApiException as exc:
@@ -181,36 +199,63 @@ def scale_pool(
     pool: str = "quality",
     replicas: int = 0,
     ns: str = DEFAULT_NAMESPACE,
+    hold_s: float = 0.0,
+    ttl_s: float = 600.0,
     configuration: Configuration = None,
     secrets: Secrets = None,
 ) -> dict[str, Any]:
     """Scale the Deployment of `pool`; 0 then back up is a cold start of the whole pool.
 
     replicas: the replica count to set.
+    hold_s, ttl_s: the lease of a scale-down (fewer replicas than now), as for `partition_pool`:
+    the Deployment is marked with the count to restore, and a lease keeper scales it back when
+    the lease lapses unrenewed.
 
-    Undo by scaling back to the manifest's count (2 for quality, 1 for fast).
+    Undo by scaling back to the manifest's count (2 for quality, 1 for fast); scaling to the
+    marked count removes the mark.
     """
     try:
-        patch = replicas_patch(int(replicas))
+        replicas_patch(int(replicas))
     except ValueError as exc:
         raise ActivityFailed(str(exc)) from exc
-    replicas_set = patch["spec"]["replicas"]
-    scale_deployment(name=deployment_name(pool), replicas=replicas_set, ns=ns, secrets=secrets)
-    return {"pool": pool, "deployment": deployment_name(pool), "replicas": replicas_set}
+    apps = client.AppsV1Api(create_k8s_api_client(secrets))
+    name, wanted = deployment_name(pool), int(replicas)
+    release(f"k8s|deployment|{ns}/{name}")
+    current = apps.read_namespaced_deployment(name, ns)
+    annotations = _annotations(current)
+    before = int(annotations.get(SCALED_FROM) or (current.spec.replicas if current.spec else 0) or 0)
+    if wanted >= before:
+        apps.patch_namespaced_deployment(name, ns, restore_patch(wanted))
+        return {"pool": pool, "deployment": name, "replicas": wanted}
+    lease = lease_s(ttl_s, hold_s)
+    keeper = spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns})
+    apps.patch_namespaced_deployment(name, ns, scale_down_patch(wanted, before, time.time() + lease))
+    hold_lease(f"k8s|deployment|{ns}/{name}", renewer(
+        lambda body: apps.patch_namespaced_deployment(name, ns, body),
+        lambda: _annotations(apps.read_namespaced_deployment(name, ns))), lease, float(hold_s))
+    return {"pool": pool, "deployment": name, "replicas": wanted, "restore_to": before, "lease_s": lease,
+            "lease_keeper_pid": keeper}
 
 
-def _node_names(label_selector: str, secrets: Secrets) -> list[str]:
-    core = client.CoreV1Api(create_k8s_api_client(secrets))
-    return [str(n.metadata.name) for n in core.list_node(label_selector=label_selector).items if n.metadata]
+def _schedulable(core: Any, label_selector: str) -> list[str]:
+    """Nodes matching `label_selector` that are schedulable now (an operator's cordon excluded)."""
+    return [str(n.metadata.name) for n in core.list_node(label_selector=label_selector).items
+            if n.metadata and not (n.spec is not None and n.spec.unschedulable)]
 
 
-def _lease_cordon(names: list[str], lease: float, secrets: Secrets) -> list[str]:
-    """Cordon `names` with our mark and lease, and start the keeper that undoes it."""
-    core = client.CoreV1Api(create_k8s_api_client(secrets))
+def _annotations(obj: Any) -> dict[str, str]:
+    return dict((obj.metadata.annotations if obj is not None and obj.metadata else None) or {})
+
+
+def _lease_cordon(core: Any, names: list[str], lease: float, hold_s: float) -> list[str]:
+    """Start the keeper, then cordon `names` with our mark and lease, renewed while held."""
+    if not names:
+        return names
+    spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": DEFAULT_NAMESPACE})
     for name in names:
         _patch_node(core, name, cordon_patch(time.time() + lease))
-    if names:
-        spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": DEFAULT_NAMESPACE})
+        hold_lease(f"k8s|node|{name}", renewer(lambda body, n=name: _patch_node(core, n, body),
+                                               lambda n=name: _annotations(core.read_node(n))), lease, float(hold_s))
     return names
 
 

@@ -1,10 +1,12 @@
 """Leases of the Kubernetes faults: find what rushhour left in a cluster and remove what expired.
 
-Kubernetes has no TTL for a NetworkPolicy or a cordon, so rushhour marks each one it creates
-(the `rushhour.io/chaos` label on policies, `rushhour.io/cordoned-by` on nodes) with its lease's
-end (`rushhour.io/lease-expires-at`). `sweep` lists every marked object and removes the expired
-ones; it is what a lease keeper runs when a lease ends, what the rollbacks run, and what the
-drill's leak audit runs. It never touches an object without rushhour's mark.
+Kubernetes has no TTL for a NetworkPolicy, a cordon or a scale-down, so rushhour marks each one
+it makes (the `rushhour.io/chaos` label on policies, `rushhour.io/cordoned-by` on nodes,
+`rushhour.io/scaled-from` on Deployments) with its lease's end (`rushhour.io/lease-expires-at`),
+which the experiment holding the fault renews (`renewer`). `sweep` lists every marked object and
+undoes the expired ones; it is what a lease keeper runs until nothing of rushhour's is left
+(`keep_swept`), what the rollbacks run, and what the drill's leak audit runs. It never touches an
+object without rushhour's mark: a node an operator cordoned is not ours.
 """
 
 from __future__ import annotations
@@ -15,9 +17,20 @@ from typing import Any
 
 from chaoslib.types import Configuration, Secrets
 
-from experiments.kubernetes.objects import CHAOS_LABEL, CORDONED_BY, DEFAULT_NAMESPACE, lease_expiry, uncordon_patch
+from experiments.kubernetes.objects import (
+    CHAOS_LABEL,
+    CORDONED_BY,
+    DEFAULT_NAMESPACE,
+    SCALED_FROM,
+    lease_expiry,
+    lease_patch,
+    restore_patch,
+    uncordon_patch,
+)
 
-__all__ = ["Leftover", "sweep"]
+__all__ = ["Leftover", "keep_swept", "renewer", "sweep"]
+
+CHECK_EVERY_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -30,12 +43,12 @@ class Leftover:
     removed: bool
 
 
-def _apis(secrets: Secrets) -> tuple[Any, Any]:
+def _apis(secrets: Secrets) -> tuple[Any, Any, Any]:
     from chaosk8s import create_k8s_api_client
     from kubernetes import client
 
     api = create_k8s_api_client(secrets)
-    return client.NetworkingV1Api(api), client.CoreV1Api(api)
+    return client.NetworkingV1Api(api), client.CoreV1Api(api), client.AppsV1Api(api)
 
 
 def _expired(expires_at: float | None, now: float) -> bool:
@@ -43,17 +56,18 @@ def _expired(expires_at: float | None, now: float) -> bool:
 
 
 def sweep(ns: str = DEFAULT_NAMESPACE, now: float | None = None, networking: Any = None, core: Any = None,
-          configuration: Configuration = None, secrets: Secrets = None) -> list[dict[str, Any]]:
-    """Remove rushhour's expired NetworkPolicies in `ns` and uncordon its expired cordons;
-    return every object of ours found, removed or not (removed: True when the sweep did it).
+          apps: Any = None, configuration: Configuration = None, secrets: Secrets = None) -> list[dict[str, Any]]:
+    """Remove rushhour's expired NetworkPolicies in `ns`, uncordon its expired cordons and scale
+    back its expired scale-downs; return every object of ours found, removed or not (removed:
+    True when the sweep did it).
 
     ns: the namespace rushhour runs in.
     now: the time to judge leases by (epoch seconds; default now).
     """
     when = time.time() if now is None else float(now)
     if networking is None or core is None:
-        networking, core = _apis(secrets)
-    found: list[Leftover] = []
+        networking, core, apps = _apis(secrets)
+    found: list[Leftover] = [] if apps is None else _sweep_deployments(apps, ns, when)
     for policy in networking.list_namespaced_network_policy(ns, label_selector=CHAOS_LABEL).items:
         expires_at = lease_expiry(policy.metadata.annotations)
         expired = _expired(expires_at, when)
@@ -70,3 +84,56 @@ def sweep(ns: str = DEFAULT_NAMESPACE, now: float | None = None, networking: Any
             core.patch_node(node.metadata.name, uncordon_patch())
         found.append(Leftover("Node", node.metadata.name, expires_at, expired))
     return [asdict(item) for item in found]
+
+
+def _sweep_deployments(apps: Any, ns: str, when: float) -> list[Leftover]:
+    found = []
+    for deployment in apps.list_namespaced_deployment(ns).items:
+        annotations = deployment.metadata.annotations or {}
+        if SCALED_FROM not in annotations:
+            continue
+        expires_at = lease_expiry(annotations)
+        expired = _expired(expires_at, when) or expires_at is None
+        if expired:
+            apps.patch_namespaced_deployment(deployment.metadata.name, ns, restore_patch(_count(annotations)))
+        found.append(Leftover("Deployment", f"{ns}/{deployment.metadata.name}", expires_at, expired))
+    return found
+
+
+def _count(annotations: dict[str, str]) -> int:
+    try:
+        return max(0, int(annotations[SCALED_FROM]))
+    except ValueError:
+        return 1  # a mangled mark: at least one replica back rather than none
+
+
+def keep_swept(ns: str = DEFAULT_NAMESPACE, after_s: float = 0.0, *, clock: Any = time.time, sleep: Any = time.sleep,
+               sweeper: Any = None) -> str:
+    """The lease keeper of the Kubernetes faults: sweep every few seconds until nothing of
+    rushhour's is left in `ns` once something was (renewed leases are honoured by the sweep);
+    if nothing ever appears within `after_s` (the injection failed), stop. "healed" when it
+    undid something itself, "undone" when the rollback did."""
+    sweeper = sweeper or (lambda: sweep(ns))
+    give_up, seen, healed = clock() + after_s, False, False
+    while True:
+        found = sweeper()
+        healed = healed or any(item["removed"] for item in found)
+        if any(not item["removed"] for item in found):
+            seen = True
+        elif seen or found or clock() >= give_up:
+            return "healed" if healed else "undone"
+        sleep(CHECK_EVERY_S)
+
+
+def renewer(patch: Any, read: Any) -> Any:
+    """A renew function for `experiments.leases.hold_lease`: moves the object's lease end
+    `seconds` ahead while it still carries rushhour's lease (`read()` gives its annotations);
+    False once it does not (undone)."""
+
+    def renew(seconds: float) -> bool:
+        if lease_expiry(read()) is None:
+            return False
+        patch(lease_patch(time.time() + seconds))
+        return True
+
+    return renew

@@ -17,13 +17,17 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "GPU_NODE_SELECTOR",
     "POOL_LABEL",
+    "SCALED_FROM",
     "cordon_patch",
     "deployment_name",
+    "lease_patch",
     "lease_expiry",
     "partition_policy",
     "policy_name",
     "pool_selector",
     "replicas_patch",
+    "restore_patch",
+    "scale_down_patch",
     "uncordon_patch",
 ]
 
@@ -34,6 +38,7 @@ GPU_NODE_SELECTOR = "nvidia.com/gpu.present=true"
 CHAOS_LABEL = "rushhour.io/chaos"
 LEASE_ANNOTATION = "rushhour.io/lease-expires-at"  # epoch seconds, as a string
 CORDONED_BY = "rushhour.io/cordoned-by"
+SCALED_FROM = "rushhour.io/scaled-from"  # a Deployment rushhour scaled down: its replica count before
 
 
 def deployment_name(pool: str) -> str:
@@ -94,6 +99,25 @@ def uncordon_patch() -> dict[str, Any]:
     """The undo of `cordon_patch`: schedulable again, our marks removed (null deletes a key)."""
     return {"metadata": {"annotations": {CORDONED_BY: None, LEASE_ANNOTATION: None}},
             "spec": {"unschedulable": False}}
+
+
+def lease_patch(expires_at: float) -> dict[str, Any]:
+    """Merge patch that renews the lease of a marked object (policy, node or Deployment)."""
+    return {"metadata": {"annotations": {LEASE_ANNOTATION: _epoch(expires_at)}}}
+
+
+def scale_down_patch(replicas: int, before: int, expires_at: float) -> dict[str, Any]:
+    """Merge patch of a Deployment scaled down by rushhour: the new count, marked with the count
+    to restore and its lease, so a sweep can scale it back if the rollback never comes."""
+    if replicas < 0:
+        raise ValueError(f"A Deployment cannot have {replicas} replicas.")
+    return {"metadata": {"annotations": {SCALED_FROM: str(int(before)), LEASE_ANNOTATION: _epoch(expires_at)}},
+            "spec": {"replicas": replicas}}
+
+
+def restore_patch(replicas: int) -> dict[str, Any]:
+    """The undo of `scale_down_patch`: the count back, rushhour's marks removed."""
+    return {"metadata": {"annotations": {SCALED_FROM: None, LEASE_ANNOTATION: None}}, "spec": {"replicas": int(replicas)}}
 
 
 def lease_expiry(annotations: dict[str, str] | None) -> float | None:

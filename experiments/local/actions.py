@@ -3,9 +3,9 @@
 Every action goes through the server's bearer-token admin API. Node-level faults (partition,
 latency, errors, slowdown) sit in the gateway's fault proxy and heal themselves after their lease,
 so a drill that dies half-way never leaves a node broken for good. An experiment passes its hold
-as `hold_s`, and the lease is then at least `hold_s` plus a margin (30 s, or
-RUSHHOUR_LEASE_MARGIN_S; see `experiments.leases`): the fault outlives the hold and is healed by
-the rollback, never early by its TTL, however long the hold. Process-level faults
+as `hold_s`; the fault then gets a short lease (20 s) that this process renews every 5 s through
+the hold and a margin (`experiments.local.held`), so the rollback heals it, and a killed drill
+leaves it for at most one lease, however long the hold (see `experiments.leases`). Process-level faults
 (kill, restart, scale) do not heal themselves; pair them with `recover_pool` or `reset` in the
 rollbacks.
 
@@ -21,6 +21,7 @@ from chaoslib.types import Configuration, Secrets
 
 from experiments.client import AdminClient, client_from
 from experiments.leases import LEASE_MARGIN_S, lease_s
+from experiments.local.held import hold_node, release_node, release_server
 from experiments.local.nodes import UP_STATES, choose_node, list_nodes, node_ids
 
 __all__ = [
@@ -104,7 +105,7 @@ def partition_node(
     mode: "blackhole" swallows traffic (callers wait for their timeouts) or "reset" refuses
     connections at once (callers fail fast).
     ttl_s: seconds after which the fault proxy heals the node by itself.
-    hold_s: how long the experiment holds the fault; the TTL is raised to cover it (see `lease_s`).
+    hold_s: how long the experiment holds the fault; its short lease is renewed meanwhile (see `lease_s`).
 
     Undo with `heal_node` on the same id, `heal_pool`, or `reset`.
     """
@@ -112,7 +113,7 @@ def partition_node(
         raise ActivityFailed(f'Partition mode "{mode}" is not one of "blackhole" or "reset".')
     client = client_from(configuration, secrets)
     node = choose_node(client, node_id, pool)
-    return _fault(client, node, {"kind": PARTITION_KINDS[mode], "ttl_s": lease_s(ttl_s, hold_s)})
+    return _fault(client, node, {"kind": PARTITION_KINDS[mode], "ttl_s": lease_s(ttl_s, hold_s)}, hold_s)
 
 
 def add_latency(
@@ -133,7 +134,7 @@ def add_latency(
     latency_ms: delay added to every call from the gateway to the node.
     jitter_ms: random extra delay, uniformly up to this many milliseconds.
     ttl_s: seconds after which the fault proxy heals the node by itself.
-    hold_s: how long the experiment holds the fault; the TTL is raised to cover it (see `lease_s`).
+    hold_s: how long the experiment holds the fault; its short lease is renewed meanwhile (see `lease_s`).
 
     Undo with `heal_node`, `heal_pool`, or `reset`.
     """
@@ -145,7 +146,7 @@ def add_latency(
         "jitter_ms": float(jitter_ms),
         "ttl_s": lease_s(ttl_s, hold_s),
     }
-    return _fault(client, node, spec)
+    return _fault(client, node, spec, hold_s)
 
 
 def inject_errors(
@@ -163,7 +164,7 @@ def inject_errors(
     pool: the pool to pick from when `node_id` is empty.
     error_rate: the share of calls answered with an error, between 0 and 1.
     ttl_s: seconds after which the fault proxy heals the node by itself.
-    hold_s: how long the experiment holds the fault; the TTL is raised to cover it (see `lease_s`).
+    hold_s: how long the experiment holds the fault; its short lease is renewed meanwhile (see `lease_s`).
 
     Undo with `heal_node`, `heal_pool`, or `reset`.
     """
@@ -172,7 +173,7 @@ def inject_errors(
     client = client_from(configuration, secrets)
     node = choose_node(client, node_id, pool)
     spec = {"kind": "errors", "error_rate": float(error_rate), "ttl_s": lease_s(ttl_s, hold_s)}
-    return _fault(client, node, spec)
+    return _fault(client, node, spec, hold_s)
 
 
 def heal_node(
@@ -184,6 +185,7 @@ def heal_node(
     and `slow_down_node`; it does not bring back a killed node (use `recover_pool`).
     """
     client = client_from(configuration, secrets)
+    release_node(client, node_id)
     return {"node": node_id, "response": client.delete(f"/admin/nodes/{node_id}/faults")}
 
 
@@ -195,6 +197,7 @@ def heal_pool(
     client = client_from(configuration, secrets)
     healed = node_ids(client, pool)
     for node in healed:
+        release_node(client, node)
         client.delete(f"/admin/nodes/{node}/faults")
     return {"pool": pool, "nodes": healed}
 
@@ -211,7 +214,7 @@ def partition_pool(
 
     mode: "blackhole" (traffic swallowed) or "reset" (connections refused).
     ttl_s: seconds after which each node heals by itself.
-    hold_s: how long the experiment holds the fault; the TTL is raised to cover it (see `lease_s`).
+    hold_s: how long the experiment holds the fault; its short lease is renewed meanwhile (see `lease_s`).
 
     Undo with `heal_pool` or `reset`.
     """
@@ -221,7 +224,7 @@ def partition_pool(
     spec = {"kind": PARTITION_KINDS[mode], "ttl_s": lease_s(ttl_s, hold_s)}
     nodes = node_ids(client, pool)
     for node in nodes:
-        _fault(client, node, spec)
+        _fault(client, node, spec, hold_s)
     return {"pool": pool, "nodes": nodes, "fault": spec}
 
 
@@ -242,13 +245,13 @@ def slow_down_node(
     pool: the pool to pick from when `node_id` is empty.
     factor: the compute time multiplier, from 1 (no change) to 20; 2 halves the node's throughput.
     ttl_s: seconds after which the fault proxy restores full speed by itself.
-    hold_s: how long the experiment holds the fault; the TTL is raised to cover it (see `lease_s`).
+    hold_s: how long the experiment holds the fault; its short lease is renewed meanwhile (see `lease_s`).
 
     Undo with `heal_node` on the same id, `heal_pool`, or `reset`.
     """
     client = client_from(configuration, secrets)
     node = choose_node(client, node_id, pool)
-    return _fault(client, node, _slowdown_spec(factor, ttl_s, hold_s))
+    return _fault(client, node, _slowdown_spec(factor, ttl_s, hold_s), hold_s)
 
 
 def slow_down_pool(
@@ -266,7 +269,7 @@ def slow_down_pool(
     pool: the pool whose every node (ready or not) is slowed.
     factor: the compute time multiplier, from 1 (no change) to 20.
     ttl_s: seconds after which each node returns to full speed by itself.
-    hold_s: how long the experiment holds the fault; the TTL is raised to cover it (see `lease_s`).
+    hold_s: how long the experiment holds the fault; its short lease is renewed meanwhile (see `lease_s`).
 
     Undo with `heal_pool` or `reset`.
     """
@@ -274,7 +277,7 @@ def slow_down_pool(
     client = client_from(configuration, secrets)
     nodes = node_ids(client, pool)
     for node in nodes:
-        _fault(client, node, spec)
+        _fault(client, node, spec, hold_s)
     return {"pool": pool, "nodes": nodes, "fault": spec}
 
 
@@ -358,7 +361,9 @@ def flush_cache(configuration: Configuration = None, secrets: Secrets = None) ->
 
 def reset(configuration: Configuration = None, secrets: Secrets = None) -> dict[str, Any]:
     """Heal everything the admin API can break: the last rollback of every experiment."""
-    return {"response": client_from(configuration, secrets).post("/admin/reset")}
+    client = client_from(configuration, secrets)
+    release_server(client)
+    return {"response": client.post("/admin/reset")}
 
 
 def _slowdown_spec(factor: float, ttl_s: float, hold_s: float) -> dict[str, Any]:
@@ -368,6 +373,7 @@ def _slowdown_spec(factor: float, ttl_s: float, hold_s: float) -> dict[str, Any]
     return {"kind": "slowdown", "factor": value, "ttl_s": lease_s(ttl_s, hold_s)}
 
 
-def _fault(client: AdminClient, node: str, spec: dict[str, Any]) -> dict[str, Any]:
+def _fault(client: AdminClient, node: str, spec: dict[str, Any], hold_s: float = 0.0) -> dict[str, Any]:
     response = client.post(f"/admin/nodes/{node}/faults", spec)
+    hold_node(client, node, float(spec["ttl_s"]), float(hold_s))
     return {"node": node, "fault": spec, "response": response}

@@ -26,7 +26,7 @@ from chaoslib.exceptions import ActivityFailed
 from chaoslib.types import Configuration, Secrets
 
 from experiments.client import client_from
-from experiments.leases import lease_s, spawn_keeper
+from experiments.leases import hold_lease, lease_file, lease_s, new_lease_file, release, spawn_keeper, write_lease
 
 __all__ = ["l2_errors", "redis_running", "start_redis", "stop_redis", "translation_served_uncached"]
 
@@ -58,14 +58,14 @@ def stop_redis(port: int = DEFAULT_PORT, hold_s: float = 0.0, ttl_s: float = 60.
     127.0.0.1:`port`, SIGKILL if it is still there after 10 s.
 
     port: the port of the Redis named in the server's `cache.redis_url`.
-    hold_s: how long the experiment holds the fault; the lease covers it (see `lease_s`).
+    hold_s: how long the experiment holds the fault; a short lease is renewed meanwhile (see `lease_s`).
     ttl_s: the lease when nothing is held.
     command: how the lease keeper starts Redis again (as for `start_redis`).
 
     Refuses when the listener is not a redis-server, so a wrong port never stops anything else.
     Undo with `start_redis` on the same port. Redis cannot time the fault out by itself, so a
-    detached lease keeper starts it again when the lease runs out, should the rollback never
-    come (a killed drill); it exits as soon as Redis is back.
+    detached lease keeper, started before Redis is stopped, starts it again when the lease lapses
+    unrenewed (a killed drill); it exits as soon as it has seen Redis stopped and back.
     """
     port = int(port)
     lease = lease_s(ttl_s, hold_s)
@@ -75,13 +75,15 @@ def stop_redis(port: int = DEFAULT_PORT, hold_s: float = 0.0, ttl_s: float = 60.
     name = proc.name()
     if "redis" not in name.lower():
         raise ActivityFailed(f'The process listening on port {port} is "{name}" (pid {proc.pid}), not redis-server; not stopping it.')
+    path = new_lease_file(f"redis-{port}", lease)
+    keeper = spawn_keeper("start_redis", lease, {"port": port, "command": command, "lease_file": str(path)})
+    hold_lease(f"redis|{port}", lambda seconds: write_lease(path, seconds), lease, float(hold_s))
     proc.terminate()
     try:
         proc.wait(timeout=WAIT_S)
     except psutil.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=WAIT_S)
-    keeper = spawn_keeper("start_redis", lease, {"port": port, "command": command})
     return {"port": port, "pid": proc.pid, "stopped": True, "lease_s": lease, "lease_keeper_pid": keeper}
 
 
@@ -96,6 +98,8 @@ def start_redis(
     `redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no`.
     """
     port = int(port)
+    release(f"redis|{port}")
+    lease_file(f"redis-{port}").unlink(missing_ok=True)  # undone: its keeper may go
     if _accepts(port):
         return {"port": port, "started": False, "already_running": True}
     argv = shlex.split((command or DEFAULT_COMMAND).format(port=port))

@@ -1,4 +1,4 @@
-"""Every fault an experiment injects outlives its hold: the lease (TTL) follows RUSHHOUR_FAULT_HOLD_S.
+"""Every fault an experiment holds gets the short lease, renewed while the experiment holds it.
 
 Each shipped experiment's method is resolved as Chaos Toolkit would resolve it for a 300 s hold and
 its fault-proxy actions are run against the fake admin API, so the test reads the TTLs the server
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from chaoslib import substitute
 from chaoslib.configuration import load_configuration
 from chaoslib.exceptions import ActivityFailed
 
+from experiments import leases
 from experiments.local import actions
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
@@ -42,21 +44,24 @@ def _fault_ttls(calls: list[tuple[str, str, Any]]) -> list[float]:
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
-def test_fault_lease_covers_a_300_s_hold(path: Path, fake_cluster: Fake, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fault_lease_is_short_and_renewed_through_a_300_s_hold(path: Path, fake_cluster: Fake,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     cluster, config, secrets = fake_cluster
     method, configuration = _resolved_method(path, monkeypatch)
+    monkeypatch.setenv(leases.LEASE_ENV, "0.4")  # renewed every 0.1 s, so the test sees renewals at once
     assert configuration["fault_hold_s"] == HOLD_S
     for activity in method:
         provider = activity["provider"]
-        arguments = provider["arguments"]
-        for key, value in arguments.items():
-            if "ttl" in key or "lease" in key:  # any lease written in the file must cover the hold
-                assert float(value) >= HOLD_S, f"{path.name}: {activity['name']} has {key}={value!r}"
         if provider["module"] == RUNNABLE:
             func = getattr(importlib.import_module(provider["module"]), provider["func"])
-            func(**arguments, configuration=config, secrets=secrets)
+            func(**provider["arguments"], configuration=config, secrets=secrets)
+    time.sleep(0.3)
+    leases.release("http")
     ttls = _fault_ttls(cluster.calls)
-    assert all(ttl >= HOLD_S for ttl in ttls), f"{path.name} injects faults with TTLs {ttls} for a {HOLD_S} s hold"
+    assert all(ttl == 0.4 for ttl in ttls), f"{path.name} injects faults with TTLs {ttls}, not the short lease"
+    faulted = {p.split("/")[3] for m, p, _ in cluster.calls if m == "POST" and p.endswith("/faults")}
+    renewed = {p.split("/")[3] for m, p, b in cluster.calls if p.endswith("/lease") and b == {"ttl_s": 0.4}}
+    assert faulted <= renewed, f"{path.name}: faults on {sorted(faulted - renewed)} were never renewed"
     if path.stem in {"network-partition", "slow-gpu", "gpu-throttle"}:
         assert ttls, f"{path.name} injected no fault"
 
@@ -68,10 +73,11 @@ def test_fault_lease_no_experiment_fixes_a_ttl(path: Path) -> None:
         assert "ttl_s" not in arguments or "${fault_hold_s}" in str(arguments["ttl_s"]), (path.name, arguments)
 
 
-def test_fault_lease_is_hold_plus_margin_or_the_ttl_when_longer() -> None:
+def test_fault_lease_is_the_short_lease_when_held_or_the_ttl_when_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(leases.LEASE_ENV, raising=False)
     assert actions.lease_s(60.0) == 60.0
-    assert actions.lease_s(60.0, hold_s=300.0) == 300.0 + actions.LEASE_MARGIN_S
-    assert actions.lease_s(900.0, hold_s=300.0) == 900.0
-    assert actions.lease_s("60", hold_s="10", lease_margin_s=5) == 60.0  # type: ignore[arg-type]
+    assert actions.lease_s(60.0, hold_s=300.0) == leases.DEFAULT_LEASE_S
+    assert actions.lease_s(900.0, hold_s=1800.0) == leases.DEFAULT_LEASE_S  # however long the hold
+    assert actions.lease_s("60", hold_s="10", lease_margin_s=5) == leases.DEFAULT_LEASE_S  # type: ignore[arg-type]
     with pytest.raises(ActivityFailed, match="-1"):
         actions.lease_s(60.0, hold_s=-1)

@@ -81,16 +81,24 @@ def test_sweep_removes_only_expired_objects_of_ours() -> None:
     ]
 
 
-def test_partition_pool_marks_the_lease_and_starts_a_keeper(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_partition_pool_starts_its_keeper_before_the_policy_and_holds_a_short_lease(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    order: list[str] = []
     created: list[dict[str, Any]] = []
     keepers: list[tuple[str, float, dict[str, Any]]] = []
-    monkeypatch.setattr(actions, "create_network_policy", lambda spec, ns, secrets: created.append(spec))
-    monkeypatch.setattr(actions, "spawn_keeper", lambda undo, after, args: keepers.append((undo, after, args)) or 4242)
+    monkeypatch.setattr(actions, "create_network_policy",
+                        lambda spec, ns, secrets: created.append(spec) or order.append("policy"))
+    monkeypatch.setattr(actions, "spawn_keeper",
+                        lambda undo, after, args: keepers.append((undo, after, args)) or order.append("keeper") or 4242)
+    monkeypatch.setattr(actions, "client", SimpleNamespace(NetworkingV1Api=lambda api: None))
+    monkeypatch.setattr(actions, "create_k8s_api_client", lambda secrets: None)
     monkeypatch.setattr(actions.time, "time", lambda: 1000.0)
-    monkeypatch.setenv("RUSHHOUR_LEASE_MARGIN_S", "5")
-    result = actions.partition_pool("quality", "drill", hold_s=20)
-    assert result["lease_s"] == 600.0 and result["lease_keeper_pid"] == 4242  # the default ttl is longer
-    result = actions.partition_pool("quality", "drill", hold_s=20, ttl_s=1)
-    assert result["lease_s"] == 25.0
-    assert objects.lease_expiry(created[-1]["metadata"]["annotations"]) == 1025.0
-    assert keepers[-1] == ("sweep_kubernetes", 25.0 + actions.SWEEP_SLACK_S, {"ns": "drill"})
+    monkeypatch.delenv("RUSHHOUR_LEASE_S", raising=False)
+    result = actions.partition_pool("quality", "drill", hold_s=0)
+    assert result["lease_s"] == 600.0 and result["lease_keeper_pid"] == 4242  # nothing held: the ttl
+    result = actions.partition_pool("quality", "drill", hold_s=600, ttl_s=1)
+    actions.release("k8s|")
+    assert result["lease_s"] == 20.0 and order == ["keeper", "policy"] * 2
+    assert objects.lease_expiry(created[-1]["metadata"]["annotations"]) == 1020.0
+    assert keepers[-1] == ("sweep_kubernetes", 20.0 + actions.SWEEP_SLACK_S, {"ns": "drill"})

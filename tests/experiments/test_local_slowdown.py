@@ -11,6 +11,8 @@ from chaoslib import substitute
 from chaoslib.configuration import load_configuration
 from chaoslib.exceptions import ActivityFailed
 
+from experiments import leases
+from experiments.client import client_from
 from experiments.local import actions
 
 EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "gpu-throttle.json"
@@ -30,8 +32,10 @@ def test_slow_down_pool_slows_every_node_of_the_pool_for_the_hold(fake_cluster: 
     cluster.states["quality-1"] = "starting"  # not ready yet: slowed all the same
     result = actions.slow_down_pool(pool="quality", factor="2", hold_s=100, configuration=config, secrets=secrets)  # type: ignore[arg-type]
     assert result["nodes"] == ["quality-0", "quality-1", "quality-10"]
-    body = {"kind": "slowdown", "factor": 2.0, "ttl_s": 100.0 + actions.LEASE_MARGIN_S}
-    assert cluster.calls == [("POST", f"/admin/nodes/{n}/faults", body) for n in result["nodes"]]
+    body = {"kind": "slowdown", "factor": 2.0, "ttl_s": leases.default_lease_s()}  # short, renewed while held
+    actions.release_server(client_from(config, secrets))
+    faults = [call for call in cluster.calls if call[1].endswith("/faults")]
+    assert faults == [("POST", f"/admin/nodes/{n}/faults", body) for n in result["nodes"]]
 
 
 @pytest.mark.parametrize("factor", [0.5, 21, float("nan")])
