@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from reference_server.gateway.api import ApiError
 from reference_server.gateway.cluster import Cluster, NotSupervised, UnknownNode
 from reference_server.gateway.deps import GatewayDep, ServiceDep, require_admin_token
-from reference_server.gateway.faults import FaultSpec
+from reference_server.gateway.faults import DEFAULT_TTL_S, FaultSpec
 from reference_server.gateway.nodes import NodeHandle
 
 TOKEN_ENV = "RUSHHOUR_ADMIN_TOKEN"
@@ -40,7 +40,20 @@ def resolve_admin_token(state_dir: Path) -> tuple[str, Path | None]:
 
 class KillBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    restart: bool = Field(True, description="false: the supervisor leaves the node down until a restart or reset")
+    restart: bool = Field(True, description="false: the supervisor leaves the node down until a restart or reset, "
+                                            "or until ttl_s runs out")
+    ttl_s: float | None = Field(None, gt=0, le=86_400, allow_inf_nan=False, description=(
+        f"with restart false: the lease of the kill; the node comes back by itself after ttl_s seconds unless "
+        f"renewed with POST /admin/nodes/{{id}}/lease (default {DEFAULT_TTL_S:g})"))
+
+
+class LeaseBody(BaseModel):
+    """Body of `POST /admin/nodes/{id}/lease`: renew what is held on a node."""
+
+    model_config = ConfigDict(extra="forbid")
+    ttl_s: float = Field(gt=0, le=86_400, allow_inf_nan=False,
+                         description="every active fault of the node, and a kill held with restart false, "
+                                     "now ends this many seconds from now unless renewed again")
 
 
 class RestartBody(BaseModel):
@@ -79,9 +92,24 @@ router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin_token)],
 async def kill(node_id: str, gateway: GatewayDep, body: KillBody | None = None) -> dict[str, object]:
     _node_or_404(gateway.cluster, node_id)
     try:
-        return _node_view(await gateway.cluster.kill(node_id, restart=(body or KillBody()).restart))
+        spec = body or KillBody()
+        ttl_s = None if spec.restart else (spec.ttl_s or DEFAULT_TTL_S)
+        return _node_view(await gateway.cluster.kill(node_id, restart=spec.restart, ttl_s=ttl_s))
     except NotSupervised as exc:
         raise ApiError(409, "not_supervised", str(exc)) from None
+
+
+@router.post("/nodes/{node_id}/lease")
+async def renew(node_id: str, body: LeaseBody, gateway: GatewayDep) -> dict[str, object]:
+    """Renew the lease of what is held on a node: its faults and a kill with `restart: false`.
+
+    A harness holding a fault calls this every few seconds with a short `ttl_s`; when the calls
+    stop (the harness died), the faults heal and the node comes back within `ttl_s`, however long
+    the hold was meant to be. `held: false` means nothing is held any more: stop renewing."""
+    node = _node_or_404(gateway.cluster, node_id)
+    faults = node.transport.renew(body.ttl_s) if node.transport is not None else 0
+    down = gateway.cluster.renew_down(node.id, body.ttl_s)
+    return {"node": node.id, "held": bool(faults or down), "faults": faults, "held_down": down, "ttl_s": body.ttl_s}
 
 
 @router.post("/nodes/{node_id}/restart")

@@ -180,18 +180,28 @@ class Cluster:
         carry[1] += node.batch_items_total
         node.batches_total = node.batch_items_total = 0
 
-    async def kill(self, node_id: str, *, restart: bool = True) -> NodeHandle:
+    async def kill(self, node_id: str, *, restart: bool = True, ttl_s: float | None = None) -> NodeHandle:
         """SIGKILL, no goodbye. The supervisor notices and restarts it after its backoff; with
-        `restart=False` it stays down until an admin restart or reset (an N-1 capacity test)."""
+        `restart=False` it stays down until an admin restart or reset (an N-1 capacity test), or
+        until its lease `ttl_s` runs out unrenewed (`renew_down`), whichever comes first."""
         node = self._own(node_id, "kill")
         kill_now(node.proc)
-        self.event("node_killed", node, restart=restart)
+        self.event("node_killed", node, restart=restart, ttl_s=None if restart else ttl_s)
         if not restart:
             node.restart_at = None  # a node already down is not relaunched by _handle_exit below
         self._handle_exit(node)  # down at once, not at the next health tick
         if not restart:
-            node.restart_at = None
+            node.restart_at = None if ttl_s is None else time.monotonic() + ttl_s
+            node.held_down = True
         return node
+
+    def renew_down(self, node_id: str, ttl_s: float) -> bool:
+        """Keep a node killed with `restart=False` down `ttl_s` more; False when it is not held down."""
+        node = self.node(node_id)
+        if not node.held_down or node.state != "down":
+            return False
+        node.restart_at = time.monotonic() + ttl_s
+        return True
 
     async def restart(self, node_id: str, *, warm: bool) -> NodeHandle:
         """Kill and start again at once (no await in between, so the supervisor cannot start it
@@ -200,6 +210,7 @@ class Cluster:
         if node.removed:
             return node
         kill_now(node.proc)
+        node.held_down = False
         node.restarts += 1
         self.metrics.node_restarts.labels(node.id, "admin").inc()
         node.breaker.reset()
@@ -330,6 +341,7 @@ class Cluster:
             node.queue_depth = 0
             self.event("node_down", node, restart_in_s=round(delay, 3))
         elif node.restart_at is not None and now >= node.restart_at:
+            node.held_down = False
             node.restarts += 1
             self.metrics.node_restarts.labels(node.id, "crash").inc()
             self._launch(node, warm=True)

@@ -100,6 +100,15 @@ class FaultTransport(httpx.AsyncBaseTransport):
     def heal(self) -> None:
         self._faults.clear()
 
+    def renew(self, ttl_s: float) -> int:
+        """Push every active fault's end to `ttl_s` from now (a held fault's lease renewed);
+        returns how many were renewed (0: nothing left to hold, e.g. healed or expired)."""
+        self._expire()
+        expires_at = self._clock() + ttl_s
+        for fault in self._faults.values():
+            fault.expires_at = expires_at
+        return len(self._faults)
+
     def active(self) -> list[dict[str, object]]:
         self._expire()
         now = self._clock()

@@ -62,6 +62,7 @@ class NodeHandle:
     started_at: float = field(default_factory=time.monotonic)
     ready_since: float | None = None
     restart_at: float | None = None
+    held_down: bool = False  # killed with restart=False: down until restart, reset or its lease ends
     removed: bool = False
     url: str | None = None  # a remote node's base URL; None for a node process of ours
     target: str | None = None  # what the remote address belongs to (a pod's name), when known
