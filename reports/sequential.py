@@ -61,16 +61,20 @@ def _boundaries(looks: int, alpha: float) -> tuple[float, ...]:
     corr = np.sqrt(np.minimum.outer(t, t) / np.maximum.outer(t, t))
     bounds = [float(norm.ppf(1.0 - spent[0]))]
     for k in range(1, looks):
-        cov = corr[: k + 1, : k + 1]
-        below = multivariate_normal(mean=np.zeros(k), cov=corr[:k, :k], seed=MVN_SEED).cdf(np.array(bounds))
-        law = multivariate_normal(mean=np.zeros(k + 1), cov=cov, seed=MVN_SEED)
-        target = spent[k] - spent[k - 1]
-
-        def crossing(c: float, prior: list[float] = bounds, p_below: float = float(below)) -> float:
-            return p_below - float(law.cdf(np.array([*prior, c]))) - target
-
-        bounds.append(float(brentq(crossing, 0.0, 8.0, xtol=1e-6)))
+        bounds.append(_next_bound(bounds, corr[: k + 1, : k + 1], float(spent[k] - spent[k - 1])))
     return tuple(bounds)
+
+
+def _next_bound(bounds: list[float], corr: np.ndarray, target: float) -> float:
+    """The boundary c of the next look: P(no earlier crossing, this one crosses c) = target."""
+    k = len(bounds)
+    below = float(multivariate_normal(mean=np.zeros(k), cov=corr[:k, :k], seed=MVN_SEED).cdf(np.array(bounds)))
+    law = multivariate_normal(mean=np.zeros(k + 1), cov=corr, seed=MVN_SEED)
+
+    def crossing(c: float) -> float:
+        return below - float(law.cdf(np.array([*bounds, c]))) - target
+
+    return float(brentq(crossing, 0.0, 8.0, xtol=1e-6))
 
 
 def nominal_levels(looks: int = LOOKS, alpha: float = ALPHA) -> np.ndarray:

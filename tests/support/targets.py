@@ -3,8 +3,9 @@
 `ChatServer` is OpenAI-compatible and streams at known times (the ground truth for TTFT and
 inter-token latency): the first token `first_s` after the request arrived, then one every
 `every_s`, with one stall of `stall_s` before token `stall_at`; every write is scheduled against
-the request's arrival (no drift) and logged. With `cut_every` = k, every k-th streamed answer after
-the first (the probe's) ends cleanly after two tokens, with neither a finish reason nor [DONE]. It also serves `/v2/models/{m}/infer` (KServe v2)
+the request's arrival (no drift) and logged. With `cut_every` = k, every k-th streamed answer
+after the first (the probe's) ends cleanly after two tokens, with neither a finish reason nor
+[DONE]. It also serves `/v2/models/{m}/infer` (KServe v2)
 and `/echo` (a plain JSON service), and refuses a request without the expected bearer token.
 """
 
