@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from scenarios.load.clusterauth import SECRET_ENV
 from scenarios.load.locust import (
     CLOSED_LOCUSTFILE,
     OPEN_LOCUSTFILE,
@@ -24,12 +25,12 @@ from scenarios.load.locust import (
     wait_ready,
     worker_env,
 )
+from scenarios.load.master_relay import REJECTIONS_FILE
 from scenarios.load.openloop import monotonic_anchor
 from scenarios.load.parts import list_parts, merge_requests, read_parts
 from scenarios.load.worker import WorkerConfig, count_markers
-from scenarios.load.clusterauth import SECRET_ENV
-from scenarios.load.master_relay import REJECTIONS_FILE
 from scenarios.load.worker_relay import ENV_DISTRIBUTED
+from scenarios.spec.model import jobs_in_use
 
 DRAIN_SLACK_S = 5.0
 DEFAULT_MASTER_BIND = ("127.0.0.1", 5557)
@@ -69,8 +70,8 @@ class LoadPlan:
 
     @property
     def jobs_in_use(self) -> bool:
-        """Documents go through the jobs API only in open mode (closed personas translate)."""
-        return self.documents_via_jobs and self.mode == "open"
+        """Documents go through the jobs API (`scenarios.spec.model.jobs_in_use`)."""
+        return jobs_in_use(self.documents_via_jobs, self.mode)
 
 
 @dataclass

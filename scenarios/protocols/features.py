@@ -40,7 +40,7 @@ def unserved_features(plan: DrillPlan) -> list[str]:
     _, _, features = _protocol(plan)
     s = plan.scenario
     wanted = []
-    if s.load.documents_via_jobs and s.load.mode == "open":
+    if s.load.jobs_in_use:
         wanted.append("jobs")
     if any(c.in_run for c in plan.chaos):
         wanted.append("admin")

@@ -67,7 +67,7 @@ def _via_jobs(root: Path) -> bool:
         scenario = load_scenario(root / SCENARIO_FILE)
     except (ScenarioError, OSError):
         return False
-    return bool(scenario.load.documents_via_jobs and scenario.load.mode == "open")
+    return scenario.load.jobs_in_use
 
 
 def rebuild_results(root: Path) -> Rebuilt | None:

@@ -70,7 +70,7 @@ def unserved_wanted(plan: DrillPlan) -> list[str]:
     """Features the scenario uses that the protocol has, so the target must be asked for them."""
     s = plan.scenario
     wanted = []
-    if s.load.documents_via_jobs and s.load.mode == "open":
+    if s.load.jobs_in_use:
         wanted.append("jobs")
     if any(c.in_run for c in plan.chaos):
         wanted.append("admin")

@@ -170,6 +170,12 @@ class TargetSpec(TargetProtocol):
         return self
 
 
+def jobs_in_use(documents_via_jobs: bool, mode: str) -> bool:
+    """Whether documents go through the jobs API: only in open mode, closed-loop personas always
+    translate. Every part of the harness asks here, so the rule is written once."""
+    return documents_via_jobs and mode == "open"
+
+
 class LoadSpec(_Strict):
     """How the load generator runs and when its own measurements stop being trustworthy."""
 
@@ -187,6 +193,11 @@ class LoadSpec(_Strict):
         default=False,
         description="open mode: send `document` requests to POST /v1/jobs and poll them, recording "
                     "time to first segment; closed mode always uses /v1/translate")
+
+    @property
+    def jobs_in_use(self) -> bool:
+        """Documents go through the jobs API (`jobs_in_use`: open mode only)."""
+        return jobs_in_use(self.documents_via_jobs, self.mode)
 
     @field_validator("allowed_hosts")
     @classmethod

@@ -177,7 +177,7 @@ def describe(plan: DrillPlan) -> str:
         f"requests   {len(sched)} scheduled, mean {len(sched) / plan.duration_s:.1f}/s, "
         f"peak {peak_rate(sched):.1f}/s (5 s bins)",
         f"load       {s.load.mode} loop, {s.load.processes} Locust process(es), lag p99 limit {s.load.max_lag_p99_ms:g} ms"
-        + (", documents via POST /v1/jobs" if s.load.documents_via_jobs and s.load.mode == "open" else ""),
+        + (", documents via POST /v1/jobs" if s.load.jobs_in_use else ""),
         "phases",
         *(f"  {p.start_s:7.1f}-{p.end_s:7.1f} s  {p.name}" for p in plan.phases),
         "chaos" + ("" if plan.chaos else "      none"),
