@@ -1,111 +1,166 @@
-"""Dynamic vs continuous batching: `python -m benchmarks.batching [--quick] [--out F]`.
+"""Dynamic vs continuous vs continuous batching with chunked prefill, side by side in one run:
+`python -m benchmarks.batching [--quick] [--out F]`.
 
-One quality node each (same model, batch limit and threads), the issue's three goals:
-1. the promo-day mix (85% short texts, 15% documents of 1-5k chars) at 70% of dynamic
-   batching's saturation rate: short-text P99 within 2x of its P99 when sent alone, and
-   document P99 no more than 20% above dynamic's;
-2. saturation throughput (characters/s) of continuous >= dynamic's;
-3. streamed time to first piece, P99 of short texts under the mix <= 3x one solo decode step
-   plus the encoder time (both measured in-process).
+Three servers, one quality node each (same model, batch limit and threads; the pool's other
+settings are the server's defaults), measured in turns, round after round, so that a noisy
+shared machine slows all three alike and the ratios compare like with like:
+
+1. head of line: six ~100-character texts alone, then beside a 4,000-character document
+   (arriving 100 ms apart while it runs): median and P99 beside / alone, goal <= 2x;
+2. saturation: closed-loop clients sending the promo-day mix; characters/s >= dynamic's;
+3. the promo-day mix (85% short texts, 15% documents of 1-5k chars), Poisson at 70% of dynamic
+   batching's saturation rate: short texts' time to first piece P99 <= 3x a solo request's,
+   documents' P99 <= 1.2x dynamic's.
 Prints a table and writes JSON (default results/bench-batching.json).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import os
+import platform
+import sys
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import click
 
-from benchmarks.batchinglib import (
-    closed_mix,
-    dumps,
-    open_mix,
-    solo_model_times,
-    solo_shorts,
-)
-from benchmarks.serverlib import bench_config, running_server
+from benchmarks.batchinglib import HeadOfLine, MixResult, closed_mix, dumps, head_of_line, open_mix, solo_model_times, solo_shorts
+from benchmarks.serverlib import BenchServer, bench_config, running_server
 
 DEFAULT_OUT = Path("results/bench-batching.json")
-MODES = ("dynamic", "continuous")
+MODES = ("dynamic", "continuous", "chunked")
+LABELS = {"dynamic": "dynamic", "continuous": "continuous", "chunked": "continuous + chunked prefill"}
 
 
-def _config(mode: str, *, max_batch_size: int, threads: int, max_batch_tokens: int) -> dict[str, Any]:
-    config = bench_config(max_batch_size=max_batch_size, threads=threads, cache=False, warmup_lengths=[32, 256, 1024])
-    config["pools"]["quality"].update(batching=mode, max_batch_tokens=max_batch_tokens)
+def _config(mode: str, opts: dict[str, Any]) -> dict[str, Any]:
+    config = bench_config(max_batch_size=opts["max_batch_size"], threads=opts["threads"], cache=False,
+                          warmup_lengths=[32, 256, 1024])
+    pool = config["pools"]["quality"]
+    if opts["tier"] != "quality":
+        config["pools"] = {"quality": None, opts["tier"]: {**pool, "model": opts["tier"]}}
+        pool = config["pools"][opts["tier"]]
+    pool["batching"] = "dynamic" if mode == "dynamic" else "continuous"
+    if mode == "continuous":
+        pool["max_prefill_tokens"] = 0
+    elif mode == "chunked" and opts["prefill_tokens"] is not None:
+        pool["max_prefill_tokens"] = opts["prefill_tokens"]
+    if opts["max_batch_tokens"] is not None:
+        pool["max_batch_tokens"] = opts["max_batch_tokens"]
     return config
 
 
-def _measure(mode: str, workdir: Path, opts: dict[str, Any], rate: float | None) -> dict[str, Any]:
-    """Solo, saturation and (at `rate`, or 70% of this mode's own capacity) the open-loop mix."""
-    config = _config(mode, max_batch_size=opts["max_batch_size"], threads=opts["threads"], max_batch_tokens=opts["max_batch_tokens"])
-    with running_server(workdir / mode, config) as server:
-        solo = solo_shorts(server, count=opts["solo"], seed=1)
-        saturated = closed_mix(server, concurrency=opts["concurrency"], warmup_s=opts["warmup_s"], duration_s=opts["duration_s"], seed=2)
-        requests = saturated.summary()["requests"]
-        capacity = requests / opts["duration_s"]
-        mixed = open_mix(server, rate=rate or 0.7 * capacity, duration_s=opts["duration_s"], seed=3)
-    return {"solo": solo.summary(), "saturation": {**saturated.summary(), "requests_per_s": capacity},
-            "mixed": mixed.summary(), "mixed_rate": rate or 0.7 * capacity}
+def _merge(into: MixResult, part: MixResult) -> None:
+    for name in ("short_ms", "short_ttft_ms", "doc_ms"):
+        getattr(into, name).extend(getattr(part, name))
+    into.chars += part.chars
+    into.errors += part.errors
+    into.seconds += part.seconds
 
 
-def _goals(results: dict[str, dict[str, Any]], model: dict[str, float]) -> list[dict[str, Any]]:
-    dyn, con = results["dynamic"], results["continuous"]
-    ttft_limit = 3 * model["step_ms"] + model["encoder_ms"]
-    rows = [
-        ("short P99 under mix / alone (continuous)", con["mixed"]["short_p99_ms"] / con["solo"]["short_p99_ms"], 2.0, "<="),
-        ("short P99 under mix / alone (dynamic)", dyn["mixed"]["short_p99_ms"] / dyn["solo"]["short_p99_ms"], None, ""),
-        ("document P99 continuous / dynamic", con["mixed"]["doc_p99_ms"] / dyn["mixed"]["doc_p99_ms"], 1.2, "<="),
-        ("saturation chars/s continuous / dynamic", con["saturation"]["chars_per_s"] / dyn["saturation"]["chars_per_s"], 1.0, ">="),
-        ("short TTFT P99 under mix, continuous (ms)", con["mixed"]["short_ttft_p99_ms"], ttft_limit, "<="),
-        ("short TTFT P99 under mix, dynamic (ms)", dyn["mixed"]["short_ttft_p99_ms"], None, ""),
-    ]
+def _turns(rounds: int) -> list[tuple[int, str]]:
+    """(round, mode) in turns; the order rotates each round so no mode always goes first."""
+    return [(r, MODES[(r + i) % len(MODES)]) for r in range(rounds) for i in range(len(MODES))]
+
+
+def _measure(servers: dict[str, BenchServer], opts: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    solo = {mode: MixResult() for mode in MODES}
+    hol = {mode: HeadOfLine() for mode in MODES}
+    saturated = {mode: MixResult() for mode in MODES}
+    mixed = {mode: MixResult() for mode in MODES}
+    for r, mode in _turns(opts["rounds"]):
+        _merge(solo[mode], solo_shorts(servers[mode], count=opts["solo"] // opts["rounds"], seed=1 + r, mode=opts["tier"]))
+    click.echo("head of line ...", err=True)
+    for r, mode in _turns(opts["hol_rounds"]):
+        head_of_line(servers[mode], seed=100 + r, into=hol[mode], mode=opts["tier"])
+    click.echo("saturation ...", err=True)
+    for r, mode in _turns(opts["rounds"]):
+        _merge(saturated[mode], closed_mix(servers[mode], concurrency=opts["concurrency"], warmup_s=opts["warmup_s"],
+                                           duration_s=opts["duration_s"], seed=2 + 10 * r, mode=opts["tier"]))
+    rate = 0.7 * saturated["dynamic"].summary()["requests"] / saturated["dynamic"].seconds
+    click.echo(f"promo-day mix at {rate:.2f} req/s ...", err=True)
+    for r, mode in _turns(opts["rounds"]):
+        _merge(mixed[mode], open_mix(servers[mode], rate=rate, duration_s=opts["duration_s"], seed=3 + 10 * r, mode=opts["tier"]))
+    return {mode: {"solo": solo[mode].summary(), "head_of_line": hol[mode].summary(),
+                   "saturation": {**saturated[mode].summary(), "requests_per_s": saturated[mode].summary()["requests"] / saturated[mode].seconds},
+                   "mixed": mixed[mode].summary(), "mixed_rate": rate} for mode in MODES}
+
+
+def _goals(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    dyn = results["dynamic"]
+    rows: list[tuple[str, str, float, float | None, str]] = []
+    for mode in MODES:
+        res, target = results[mode], mode == "chunked"
+        rows += [
+            (mode, "short beside a 4,000-char document / alone, median", res["head_of_line"]["median_ratio"], 2.0 if target else None, "<="),
+            (mode, "short beside a 4,000-char document / alone, P99", res["head_of_line"]["p99_ratio"], 2.0 if target else None, "<="),
+            (mode, "short TTFT P99 under the mix / solo TTFT P99", res["mixed"]["short_ttft_p99_ms"] / res["solo"]["short_ttft_p99_ms"], 3.0 if target else None, "<="),
+        ]
+        if mode != "dynamic":
+            rows += [
+                (mode, "saturation chars/s / dynamic", res["saturation"]["chars_per_s"] / dyn["saturation"]["chars_per_s"], 1.0 if target else None, ">="),
+                (mode, "document P99 under the mix / dynamic", res["mixed"]["doc_p99_ms"] / dyn["mixed"]["doc_p99_ms"], 1.2 if target else None, "<="),
+            ]
     out = []
-    for name, value, limit, sense in rows:
+    for mode, name, value, limit, sense in rows:
         met = None if limit is None else (value <= limit if sense == "<=" else value >= limit)
-        out.append({"goal": name, "measured": round(value, 3), "target": None if limit is None else f"{sense} {limit:.3g}", "met": met})
+        out.append({"mode": mode, "goal": name, "measured": round(value, 3), "target": None if limit is None else f"{sense} {limit:g}", "met": met})
     return out
 
 
-def _table(results: dict[str, dict[str, Any]], goals: list[dict[str, Any]], model: dict[str, float]) -> str:
-    lines = [f"{'':34}{'dynamic':>12}{'continuous':>12}"]
-    for section, key in (("solo", "short_p99_ms"), ("solo", "short_ttft_p99_ms"), ("mixed", "short_p99_ms"), ("mixed", "short_ttft_p99_ms"), ("mixed", "doc_p99_ms"),
-                         ("mixed", "errors"), ("saturation", "chars_per_s"), ("saturation", "requests_per_s")):
-        values = [results[mode][section][key] for mode in MODES]
-        lines.append(f"{section + ' ' + key:34}" + "".join(f"{v:12.1f}" for v in values))
-    lines.append(f"mixed rate (req/s) {results['dynamic']['mixed_rate']:.2f}; solo step {model['step_ms']:.2f} ms, "
-                 f"encoder {model['encoder_ms']:.2f} ms ({model['chars']:.0f} chars), "
-                 f"{model['doc_encoder_ms']:.1f} ms (a 5,000-char document)")
+ROWS = (("solo", "short_p50_ms"), ("solo", "short_ttft_p99_ms"), ("head_of_line", "alone_p50_ms"), ("head_of_line", "beside_p50_ms"),
+        ("head_of_line", "beside_p99_ms"), ("head_of_line", "doc_p50_ms"), ("mixed", "short_p99_ms"), ("mixed", "short_ttft_p99_ms"),
+        ("mixed", "doc_p99_ms"), ("mixed", "errors"), ("saturation", "chars_per_s"), ("saturation", "requests_per_s"))
+
+
+def _table(results: dict[str, dict[str, Any]], goals: list[dict[str, Any]]) -> str:
+    lines = [f"{'':34}" + "".join(f"{mode:>12}" for mode in MODES)]
+    for section, key in ROWS:
+        lines.append(f"{section + ' ' + key:34}" + "".join(f"{results[mode][section][key]:12.1f}" for mode in MODES))
+    lines.append(f"mixed rate (req/s) {results['dynamic']['mixed_rate']:.2f}")
     lines.append("")
     for goal in goals:
-        verdict = {True: "met", False: "NOT met", None: "(reference)"}[goal["met"]]
-        lines.append(f"{goal['goal']:46}{goal['measured']:>10}  {goal['target'] or '':>8}  {verdict}")
+        verdict = {True: "met", False: "NOT met", None: ""}[goal["met"]]
+        lines.append(f"{goal['mode']:11}{goal['goal']:52}{goal['measured']:>8}  {goal['target'] or '':>6}  {verdict}")
     return "\n".join(lines)
 
 
+def _machine() -> dict[str, Any]:
+    return {"platform": platform.platform(), "cpus": os.cpu_count(), "load_avg": os.getloadavg(), "python": sys.version.split()[0]}
+
+
 @click.command()
-@click.option("--quick", is_flag=True, help="Short windows (a smoke run, noisy figures).")
-@click.option("--duration", "duration_s", type=float, default=20.0, show_default=True, help="Seconds per measured window.")
+@click.option("--quick", is_flag=True, help="Short windows and one round (a smoke run, noisy figures).")
+@click.option("--duration", "duration_s", type=float, default=10.0, show_default=True, help="Seconds per measured window.")
+@click.option("--rounds", type=click.IntRange(1), default=2, show_default=True, help="Turns of every mode (solo, saturation, mix).")
+@click.option("--hol-rounds", type=click.IntRange(1), default=6, show_default=True, help="Head-of-line rounds per mode.")
 @click.option("--max-batch-size", type=int, default=8, show_default=True)
-@click.option("--max-batch-tokens", type=int, default=1600, show_default=True)
+@click.option("--max-batch-tokens", type=int, default=None, help="Default: the server's.")
+@click.option("--prefill-tokens", type=int, default=None, help="Chunked prefill budget per step (default: the server's).")
 @click.option("--threads", type=int, default=1, show_default=True)
+@click.option("--tier", type=click.Choice(["quality", "fast"]), default="quality", show_default=True, help="The model the node serves.")
 @click.option("--out", type=click.Path(path_type=Path), default=DEFAULT_OUT, show_default=True)
-def main(quick: bool, duration_s: float, max_batch_size: int, max_batch_tokens: int, threads: int, out: Path) -> None:
-    """Measure dynamic vs continuous batching on one quality node and check the issue's goals."""
-    opts = {"max_batch_size": max_batch_size, "max_batch_tokens": max_batch_tokens, "threads": threads, "concurrency": 16,
-            "warmup_s": 2.0 if quick else 4.0, "duration_s": 6.0 if quick else duration_s, "solo": 20 if quick else 60}
+def main(quick: bool, duration_s: float, rounds: int, hol_rounds: int, max_batch_size: int, max_batch_tokens: int | None,
+         prefill_tokens: int | None, threads: int, tier: str, out: Path) -> None:
+    """Measure dynamic, continuous and continuous + chunked prefill batching on one node of a tier."""
+    opts = {"tier": tier, "max_batch_size": max_batch_size, "max_batch_tokens": max_batch_tokens, "prefill_tokens": prefill_tokens,
+            "threads": threads, "concurrency": 16, "warmup_s": 1.0 if quick else 3.0, "duration_s": 4.0 if quick else duration_s,
+            "rounds": 1 if quick else rounds, "hol_rounds": 2 if quick else hol_rounds, "solo": 20 if quick else 60}
+    machine = {**_machine(), "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     model = solo_model_times(threads=threads)
-    results: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-batching-") as tmp:
-        click.echo("dynamic: solo, saturation, mixed at 70% of its capacity ...", err=True)
-        results["dynamic"] = _measure("dynamic", Path(tmp), opts, None)
-        click.echo("continuous: the same, mixed at the dynamic rate ...", err=True)
-        results["continuous"] = _measure("continuous", Path(tmp), opts, results["dynamic"]["mixed_rate"])
-    goals = _goals(results, model)
-    click.echo(_table(results, goals, model))
+    with tempfile.TemporaryDirectory(prefix="bench-batching-") as tmp, ExitStack() as stack:
+        click.echo("starting three servers ...", err=True)
+        servers = {mode: stack.enter_context(running_server(Path(tmp) / mode, _config(mode, opts))) for mode in MODES}
+        results = _measure(servers, opts)
+    machine["load_avg_end"] = os.getloadavg()
+    goals = _goals(results)
+    click.echo(_table(results, goals))
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(dumps({"settings": opts, "model": model, "results": results, "goals": goals}))
+    command = "python -m benchmarks.batching " + " ".join(sys.argv[1:])
+    out.write_text(dumps({"command": command.strip(), "machine": machine, "settings": opts, "model": model,
+                          "results": results, "goals": goals}))
     click.echo(f"wrote {out}")
 
 

@@ -20,17 +20,23 @@ from kernel.quantiles import percentile_value
 from reference_server.model import ModelInput, load_model
 from reference_server.model.samples import sample_text
 
-__all__ = ["MixResult", "Request", "closed_mix", "mix", "open_mix", "solo_model_times", "solo_shorts"]
+__all__ = ["HOL_GAP_S", "HOL_SHORTS", "HeadOfLine", "MixResult", "Request", "closed_mix", "head_of_line", "mix", "open_mix",
+           "solo_model_times", "solo_shorts"]
 
 SHORT_CHARS = (20, 200)
 DOC_CHARS = (1000, 5000)
 DOC_SHARE = 0.15
+HOL_DOC_CHARS = 4000
+HOL_SHORT_CHARS = 100
+HOL_SHORTS = 6
+HOL_GAP_S = 0.1
 
 
 @dataclass(frozen=True)
 class Request:
     text: str
     doc: bool
+    mode: str = "quality"
 
 
 @dataclass
@@ -57,7 +63,7 @@ class MixResult:
         }
 
 
-def mix(count: int, *, seed: int, start: int = 0) -> list[Request]:
+def mix(count: int, *, seed: int, start: int = 0, mode: str = "quality") -> list[Request]:
     """The promo-day mix: 85% short texts (20-200 chars), 15% documents (1-5k chars), all distinct."""
     rng = np.random.default_rng(seed)
     out = []
@@ -66,19 +72,19 @@ def mix(count: int, *, seed: int, start: int = 0) -> list[Request]:
         low, high = DOC_CHARS if doc else SHORT_CHARS
         chars = int(rng.integers(low, high + 1))
         prefix = f"{start + i:07d} "
-        out.append(Request(prefix + sample_text(chars - len(prefix), start + i), doc))
+        out.append(Request(prefix + sample_text(chars - len(prefix), start + i), doc, mode))
     return out
 
 
-def _body(text: str) -> dict[str, object]:
-    return {"text": text, "source_lang": "en", "target_lang": "de", "mode": "quality", "priority": "paid",
+def _body(text: str, mode: str) -> dict[str, object]:
+    return {"text": text, "source_lang": "en", "target_lang": "de", "mode": mode, "priority": "paid",
             "tenant": "bench", "deadline_ms": 120_000}
 
 
 async def _one(client: httpx.AsyncClient, req: Request, intended: float, result: MixResult) -> None:
     try:
         if req.doc:
-            response = await client.post("/v1/translate", json=_body(req.text))
+            response = await client.post("/v1/translate", json=_body(req.text, req.mode))
             ok = response.status_code == 200
             if ok:
                 result.doc_ms.append((time.perf_counter() - intended) * 1000.0)
@@ -94,7 +100,7 @@ async def _one(client: httpx.AsyncClient, req: Request, intended: float, result:
 
 async def _stream_short(client: httpx.AsyncClient, req: Request, intended: float, result: MixResult) -> bool:
     first: float | None = None
-    async with client.stream("POST", "/v1/translate/stream", json=_body(req.text)) as response:
+    async with client.stream("POST", "/v1/translate/stream", json=_body(req.text, req.mode)) as response:
         if response.status_code != 200:
             return False
         async for line in response.aiter_lines():
@@ -113,11 +119,11 @@ def _client(url: str, connections: int) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=url, limits=limits, timeout=180.0, trust_env=False)
 
 
-async def _open(server: BenchServer, rate: float, duration_s: float, seed: int) -> MixResult:
+async def _open(server: BenchServer, rate: float, duration_s: float, seed: int, mode: str) -> MixResult:
     rng = np.random.default_rng(seed)
     offsets = np.cumsum(rng.exponential(1.0 / rate, size=int(rate * duration_s * 1.5) + 10))
     offsets = offsets[offsets < duration_s]
-    requests = mix(len(offsets), seed=seed, start=seed * 100_000)
+    requests = mix(len(offsets), seed=seed, start=seed * 100_000, mode=mode)
     result = MixResult(seconds=duration_s)
     async with _client(server.url, 512) as client:
         start = time.perf_counter()
@@ -129,13 +135,13 @@ async def _open(server: BenchServer, rate: float, duration_s: float, seed: int) 
     return result
 
 
-def open_mix(server: BenchServer, *, rate: float, duration_s: float, seed: int) -> MixResult:
+def open_mix(server: BenchServer, *, rate: float, duration_s: float, seed: int, mode: str = "quality") -> MixResult:
     """Poisson arrivals of the mix at `rate` requests/s for `duration_s`; latency from intended send."""
-    return asyncio.run(_open(server, rate, duration_s, seed))
+    return asyncio.run(_open(server, rate, duration_s, seed, mode))
 
 
-async def _closed(server: BenchServer, concurrency: int, warmup_s: float, duration_s: float, seed: int) -> MixResult:
-    requests = iter(mix(100_000, seed=seed, start=seed * 100_000))
+async def _closed(server: BenchServer, concurrency: int, warmup_s: float, duration_s: float, seed: int, mode: str) -> MixResult:
+    requests = iter(mix(100_000, seed=seed, start=seed * 100_000, mode=mode))
     counted = MixResult(seconds=duration_s)
     start = time.perf_counter()
     window = (start + warmup_s, start + warmup_s + duration_s)
@@ -156,16 +162,17 @@ async def _closed(server: BenchServer, concurrency: int, warmup_s: float, durati
     return counted
 
 
-def closed_mix(server: BenchServer, *, concurrency: int, warmup_s: float, duration_s: float, seed: int) -> MixResult:
+def closed_mix(server: BenchServer, *, concurrency: int, warmup_s: float, duration_s: float, seed: int,
+               mode: str = "quality") -> MixResult:
     """Saturation: `concurrency` back-to-back clients sending the mix; what finishes in the window."""
-    return asyncio.run(_closed(server, concurrency, warmup_s, duration_s, seed))
+    return asyncio.run(_closed(server, concurrency, warmup_s, duration_s, seed, mode))
 
 
-def solo_shorts(server: BenchServer, *, count: int, seed: int) -> MixResult:
+def solo_shorts(server: BenchServer, *, count: int, seed: int, mode: str = "quality") -> MixResult:
     """Short texts of the mix sent one at a time (the 'alone' baseline)."""
     async def run() -> MixResult:
         result = MixResult()
-        shorts = [r for r in mix(count * 3, seed=seed, start=seed * 100_000) if not r.doc][:count]
+        shorts = [r for r in mix(count * 3, seed=seed, start=seed * 100_000, mode=mode) if not r.doc][:count]
         async with _client(server.url, 1) as client:
             for req in shorts:
                 await _one(client, req, time.perf_counter(), result)
@@ -194,6 +201,44 @@ def solo_model_times(*, threads: int, chars: int = 110, repeats: int = 50) -> di
         doc_encode.append(time.perf_counter() - began)
     return {"encoder_ms": float(np.median(encode) * 1000.0), "step_ms": float(np.median(step) * 1000.0), "chars": chars,
             "doc_encoder_ms": float(np.median(doc_encode) * 1000.0)}
+
+
+@dataclass
+class HeadOfLine:
+    """Short texts sent one at a time (`alone`), then the same texts beside a document."""
+
+    alone: MixResult = field(default_factory=MixResult)
+    beside: MixResult = field(default_factory=MixResult)
+
+    def summary(self) -> dict[str, float]:
+        out = {}
+        for name, result in (("alone", self.alone), ("beside", self.beside)):
+            out.update({f"{name}_p50_ms": result.p("short_ms", 50), f"{name}_p99_ms": result.p("short_ms", 99),
+                        f"{name}_ttft_p99_ms": result.p("short_ttft_ms", 99)})
+        out.update(median_ratio=out["beside_p50_ms"] / out["alone_p50_ms"], p99_ratio=out["beside_p99_ms"] / out["alone_p99_ms"],
+                   doc_p50_ms=self.beside.p("doc_ms", 50), errors=self.alone.errors + self.beside.errors)
+        return out
+
+
+async def _head_of_line(server: BenchServer, seed: int, into: HeadOfLine, mode: str) -> None:
+    prefix = f"{seed:07d} "
+    shorts = [Request(prefix + sample_text(HOL_SHORT_CHARS - len(prefix), seed * 10 + k), False, mode) for k in range(HOL_SHORTS)]
+    doc = Request(prefix + sample_text(HOL_DOC_CHARS - len(prefix), seed), True, mode)
+    async with _client(server.url, HOL_SHORTS + 1) as client:
+        for req in shorts:
+            await _one(client, req, time.perf_counter(), into.alone)
+        start = time.perf_counter()
+        tasks = [asyncio.create_task(_one(client, doc, start, into.beside))]
+        for k, req in enumerate(shorts, start=1):
+            await asyncio.sleep(max(0.0, start + k * HOL_GAP_S - time.perf_counter()))
+            tasks.append(asyncio.create_task(_one(client, req, start + k * HOL_GAP_S, into.beside)))
+        await asyncio.gather(*tasks)
+
+
+def head_of_line(server: BenchServer, *, seed: int, into: HeadOfLine, mode: str = "quality") -> None:
+    """One round of the head-of-line check: six ~100-character texts alone, one after another;
+    then a 4,000-character document and the same six texts arriving 100 ms apart while it runs."""
+    asyncio.run(_head_of_line(server, seed, into, mode))
 
 
 def dumps(data: object) -> str:

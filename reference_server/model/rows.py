@@ -6,8 +6,9 @@ decoder state [B, D] and the previous tokens [B]. A joining row's memory is padd
 never depend on its batch-mates; a leaving row is gathered out and the memory trimmed to the
 longest row still running. With a prefill budget (`ChunkedPrefill`), a joining row's encoder
 runs a chunk at a time at the start of each step, shortest remaining work first, for at most the
-budget's token-passes per step; the row joins the decode in the step its memory is complete,
-and until then its piece is empty. Each step yields each row's next piece of text such that the pieces
+budget's token-passes per step (`IDLE_PREFILL_FACTOR` times that in a step where no row decodes:
+it stalls nobody, and a request arriving meanwhile still joins within a few milliseconds); the
+row joins the decode in the step its memory is complete, and until then its piece is empty. Each step yields each row's next piece of text such that the pieces
 of a row joined equal `detokenize` of its tokens: the first piece loses its leading space and
 gains a capital, the last gains the full stop.
 """
@@ -24,7 +25,9 @@ from .interface import ModelInput, RowPiece
 from .prefill import MIN_BUDGET, ChunkedPrefill, Prefill
 from .tokenizer import encode_batch, lang_token, output_tokens
 
-__all__ = ["HostRowDecoder", "row_steps"]
+__all__ = ["IDLE_PREFILL_FACTOR", "HostRowDecoder", "row_steps"]
+
+IDLE_PREFILL_FACTOR = 4
 
 
 def row_steps(item: ModelInput) -> int:
@@ -50,6 +53,7 @@ class HostRowDecoder:
         self._prefill = prefill
         self.max_prefill_tokens = max_prefill_tokens
         self.prefill_tokens = 0  # token-passes the last step spent on prefill
+        self.prefill_idle = False  # whether no row decoded in that step's prefill (the larger budget)
         self._order: list[int] = []  # row ids in admission order: row i of the active set is _order[i]
         self._next_id = 0
         self._waiting: dict[int, Prefill] = {}
@@ -64,6 +68,15 @@ class HostRowDecoder:
     @property
     def size(self) -> int:
         return len(self._order)
+
+    @property
+    def decoding(self) -> int:
+        """Rows encoded and in the decode (the rest are still prefilling)."""
+        return len(self._ids)
+
+    def step_budget(self) -> int:
+        """Token-passes of prefill the next step may run: the budget, or more when nothing decodes."""
+        return self.max_prefill_tokens * (IDLE_PREFILL_FACTOR if not self.decoding else 1)
 
     @property
     def prefilling(self) -> int:
@@ -136,11 +149,12 @@ class HostRowDecoder:
 
     def _advance_prefills(self) -> None:
         """Spend the step's budget on the rows still encoding, the least work left first."""
-        self.prefill_tokens = 0
+        self.prefill_tokens, self.prefill_idle = 0, not self.decoding
         if not self._waiting or self._prefill is None:
             return
+        budget = self.step_budget()
         for row, prefill in sorted(self._waiting.items(), key=lambda kv: (kv[1].remaining, kv[0])):
-            self.prefill_tokens += self._prefill.advance(prefill, self.max_prefill_tokens - self.prefill_tokens)
+            self.prefill_tokens += self._prefill.advance(prefill, budget - self.prefill_tokens)
             if prefill.done:
                 del self._waiting[row]
                 self._append([row], prefill.memory, prefill.mask, [prefill.item])

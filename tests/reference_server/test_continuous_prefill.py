@@ -12,7 +12,7 @@ import pytest
 from reference_server.batcher import DeadlineExceeded
 from reference_server.continuous import ContinuousBatcher
 from reference_server.model import ModelInput, load_model
-from reference_server.model.rows import row_steps
+from reference_server.model.rows import IDLE_PREFILL_FACTOR, row_steps
 from reference_server.model.runtime import OnnxSeq2SeqModel
 from reference_server.model.samples import sample_text
 from reference_server.node.worker import ModelWorker, NodeSettings
@@ -33,11 +33,14 @@ class Recorder:
     def __init__(self, worker: ModelWorker) -> None:
         self.worker = worker
         self.prefill: list[int] = []
+        self.idle: list[bool] = []  # whether no row decoded during the step's prefill
         self.hooks: dict[int, Callable[[], None]] = {}
 
     def __call__(self, retire: Sequence[int], admit: Sequence[ModelInput]) -> list[tuple[str, bool]]:
         pieces = self.worker.decode_step(retire, admit)
-        self.prefill.append(self.worker._rows.prefill_tokens if self.worker._rows is not None else 0)  # type: ignore[attr-defined]
+        rows = self.worker._rows
+        self.prefill.append(rows.prefill_tokens if rows is not None else 0)  # type: ignore[attr-defined]
+        self.idle.append(rows is None or rows.prefill_idle)  # type: ignore[attr-defined]
         if (hook := self.hooks.pop(len(self.prefill), None)) is not None:
             hook()
         return pieces
@@ -85,7 +88,8 @@ def test_continuous_prefill_deadline_retires_a_document(model: OnnxSeq2SeqModel,
             await reader
         assert (await short)[0] == model.translate_batch([SHORT])[0]
         assert (doc_pieces == []) == (when == "mid-encoder") and len(doc_pieces) <= 4
-        assert max(recorder.prefill) <= BUDGET and batcher.stats.expired == 1
+        assert all(tokens <= BUDGET * (IDLE_PREFILL_FACTOR if idle else 1) for tokens, idle in zip(recorder.prefill, recorder.idle, strict=True))
+        assert batcher.stats.expired == 1
         await batcher.close()
 
     asyncio.run(main())
@@ -104,6 +108,7 @@ def test_continuous_prefill_cancelled_document_leaves_at_the_next_step(model: On
         await _until(lambda: batcher.active_rows == 0)
         assert recorder.worker._rows.size == 0  # type: ignore[union-attr]
         assert sum(recorder.prefill) < 2 * 1001  # its encoder never finished
+        assert all(tokens <= BUDGET * (IDLE_PREFILL_FACTOR if idle else 1) for tokens, idle in zip(recorder.prefill, recorder.idle, strict=True))
         await batcher.close()
 
     asyncio.run(main())

@@ -49,6 +49,9 @@ def test_runner_short_drill_writes_every_result(tmp_path: Path, drill_process: l
     assert "abort" not in kinds
     summary = json.loads((out / "summary.json").read_text())
     assert summary["verdict"] in ("pass", "fail") and summary["requests"]["scheduled"] == len(schedule)
+    batching = summary["environment"]["batching"]  # the embedded server's defaults, as each pool ran them
+    assert "quality: continuous, chunked prefill 32 tokens/step" in batching and "fast: dynamic" in batching
+    assert f"<td>batching</td><td>{batching}</td>" in (out / "report.html").read_text()
 
 
 def test_runner_ctrl_c_stops_cleanly_and_still_reports(tmp_path: Path, drill_process: list) -> None:
