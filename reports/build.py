@@ -12,7 +12,7 @@ from kernel.contract import SUMMARY_FILE, ExitCode
 from reports.baselines import load_baselines
 from reports.charts import all_charts
 from reports.compare import compare_loaded
-from reports.faults import fault_windows
+from reports.facts import RunFacts
 from reports.findings import find, headline
 from reports.gate import DEFAULT_POPULATION, GatePopulation
 from reports.live import live_section
@@ -34,21 +34,22 @@ def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None =
     """
     root = Path(results_dir)
     run = load_run(root)
-    summary = summarise(run)
-    add_story(run, summary)
+    facts = RunFacts.of(run)  # fault windows, phases, judged SLOs: derived once, read by every step
+    summary = summarise(run, facts)
+    add_story(run, summary, facts)
     summary["live"] = live_section(run.events)  # metrics endpoint and wall-clock window
     if baseline is not None:
         summary["comparison"] = compare_loaded(load_baselines(baseline), run, paired=paired,
                                                population=population).as_dict()
-    charts = all_charts(run, fault_windows(run.events, run.duration_s))
+    charts = all_charts(run, facts.windows)
     write_json_atomic(_json_safe(summary), root / SUMMARY_FILE)
     write_reports(root, summary, charts)
     return summary
 
 
-def add_story(run: RunData, summary: dict[str, Any]) -> None:
+def add_story(run: RunData, summary: dict[str, Any], facts: RunFacts) -> None:
     """Before/during/after per fault, the findings, and the one-line headline, into `summary`."""
-    windows = fault_windows(run.events, run.duration_s)
+    windows = facts.windows
     width = period_length(run.duration_s)
     summary["fault_period_s"] = width
     for fault, window in zip(summary["faults"], windows):

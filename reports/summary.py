@@ -11,48 +11,26 @@ from reports.attempts import attempt_values, attempted
 from reports.cost import compute_cost
 from reports.documents import documents_section
 from reports.environment import describe_environment
-from reports.faults import (
-    SHED_STATUSES,
-    RecoveryLimits,
-    fault_impact,
-    fault_windows,
-    journal_for,
-    limits_for,
-)
+from reports.facts import RunFacts
+from reports.faults import SHED_STATUSES, fault_impact, journal_for, limits_for
 from reports.goodput import goodput_section
 from reports.harness import harness_checks
 from reports.results import RunData
-from reports.schema import SloSpec
-from reports.selection import phase_labels
 from reports.slos import evaluate_slos
 from reports.stats import summary_percentiles
 from reports.streaming import streaming_section
-from reports.window import schedule_window
 
 CPU_SATURATED = 0.95
 SCHEMA_VERSION = 2
-IMPLICIT_AVAILABILITY = 0.99
-IMPLICIT_SLO = SloSpec(name="availability (implicit)", kind="availability", objective=IMPLICIT_AVAILABILITY)
-"""A scenario that states no SLO is judged on this one, so a run whose requests all failed never passes."""
 
 
-def judged_slos(specs: list[SloSpec]) -> tuple[list[SloSpec], str | None]:
-    """The SLOs a run is judged on, and the sentence saying so when the scenario gave none."""
-    if specs:
-        return specs, None
-    return [IMPLICIT_SLO], (f"The scenario states no SLO, so the run is judged on an implicit availability "
-                            f"objective: at least {100 * IMPLICIT_AVAILABILITY:g}% of scheduled requests answered ok.")
-
-
-def summarise(run: RunData) -> dict[str, Any]:
-    """Every number the renderers show, as plain JSON-ready values."""
+def summarise(run: RunData, facts: RunFacts | None = None) -> dict[str, Any]:
+    """Every number the renderers show, as plain JSON-ready values; `facts` (derived from `run`
+    when not given) are the figures several sections share, worked out once."""
+    facts = facts or RunFacts.of(run)
     requests, duration = run.requests, run.duration_s
-    phase_events = run.events_of("phase")
-    phases = phase_labels(requests, phase_events)
-    windows = fault_windows(run.events, duration)
-    specs, implicit = judged_slos(run.scenario.slos)
-    limits = RecoveryLimits.from_slos(specs)
-    window = schedule_window(run)
+    phase_events, phases, windows = facts.phase_events, facts.phases, facts.windows
+    specs, implicit, limits, window = facts.slos, facts.implicit_slo, facts.limits, facts.window
     summary: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "scenario": _scenario(run, duration),
