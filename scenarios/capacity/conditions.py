@@ -3,9 +3,12 @@ Chaos Toolkit experiment held for the whole search.
 
 A condition is held from before the first step to after the last (`hold`, `check` before every
 step, `release`), so every step of one search sees the same service. N-1 kills one node of the
-quality pool with the supervisor's restart switched off (`POST /admin/nodes/{id}/kill`
-`{"restart": false}`) and brings it back warm at the end; an experiment is run with its hold as
-long as the search may take and interrupted at the end, which plays its rollbacks.
+quality pool with the supervisor's restart switched off for a short lease (`POST
+/admin/nodes/{id}/kill` `{"restart": false, "ttl_s": 20}`), renews the lease every few seconds
+while the search runs (`POST /admin/nodes/{id}/lease`) and brings the node back warm at the end;
+a search killed outright stops renewing, and the gateway brings the node back within the lease.
+An experiment is run with its hold as long as the search may take and interrupted at the end,
+which plays its rollbacks.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import httpx
 
+from experiments.leases import default_lease_s, hold_lease
+from experiments.leases import release as release_lease
 from scenarios.capacity.probe import fetch_status
 
 if TYPE_CHECKING:
@@ -30,6 +35,8 @@ HEALTHY: Final = "none"
 READY_WAIT_S = 120.0
 EXPERIMENT_HOLD_S = 3600.0
 EXPERIMENT_SETTLE_S = 5.0
+HELD_FOR_S = 7 * 24 * 3600.0
+"""N-1's renewals go on until `release` (or the process dies): a search has no fixed length."""
 
 
 class ConditionError(RuntimeError):
@@ -98,14 +105,24 @@ class NMinusOne:
             raise ConditionError(f"N-1 reads the pools from {self.url}/v1/status, and that did not answer.")
         return status
 
+    @property
+    def _lease_key(self) -> str:
+        return f"{self.url}|{self.node_id}"
+
     def _kill(self) -> None:
-        response = _admin(self.url, self.token, f"/admin/nodes/{self.node_id}/kill", {"restart": False})
+        lease = default_lease_s()
+        response = _admin(self.url, self.token, f"/admin/nodes/{self.node_id}/kill", {"restart": False, "ttl_s": lease})
         if response.status_code == 422:
-            raise ConditionError("The target's admin API does not know the kill option {\"restart\": false}; "
-                                 "it is an older reference server, which would restart the node at once.")
+            raise ConditionError("The target's admin API does not know the kill options {\"restart\": false, "
+                                 "\"ttl_s\"}; it is an older reference server, which would restart the node at once.")
         if response.status_code != 200:
             raise ConditionError(f'Killing node "{self.node_id}" answered HTTP {response.status_code}: '
                                  f"{response.text[:200]}")
+        hold_lease(self._lease_key, self._renew, lease, HELD_FOR_S)
+
+    def _renew(self, seconds: float) -> bool:
+        response = _admin(self.url, self.token, f"/admin/nodes/{self.node_id}/lease", {"ttl_s": seconds})
+        return response.status_code == 200 and bool(response.json().get("held"))
 
     def check(self) -> None:
         """Before every step: the node must still be down (killed again if anything revived it)."""
@@ -116,6 +133,7 @@ class NMinusOne:
     def release(self) -> None:
         if self.node_id is None:
             return
+        release_lease(self._lease_key)
         _admin(self.url, self.token, f"/admin/nodes/{self.node_id}/restart", {"warm": True})
         give_up = time.monotonic() + READY_WAIT_S
         while time.monotonic() < give_up:

@@ -97,6 +97,8 @@ def _text(result: SearchResult, require_rps: float | None) -> str:
         return f"< {result.first_fail:.1f} req/s: even the lowest rate tried failed"
     if result.ceiling:
         return f">= {result.last_pass:.1f} req/s: every rate up to --max-rps passed"
+    if result.last_pass is None or result.first_fail is None:  # interrupted before a bracket
+        return "not measured: the search stopped before it bracketed the capacity"
     text = f"{result.last_pass:.1f} req/s (fails at {result.first_fail:.1f}, limited by {result.limiting}"
     text += ", confirmed by a second step)" if result.confirmed else ")"
     if require_rps is not None:

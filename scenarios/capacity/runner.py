@@ -5,7 +5,8 @@ is still up, then the server stops), so an interrupted search still leaves its s
 Before the first step one probe request goes through the scenario's protocol, as a drill's does.
 The exit code follows the public contract: 0 every condition's capacity meets --require, 1 one
 does not (or even the lowest rate failed), 2 the target does not speak the scenario's protocol,
-3 generator-bound, interrupted or the target failed.
+3 generator-bound, interrupted (Ctrl-C, SIGTERM, SIGHUP: see `scenarios.capacity.interrupt`) or
+the target failed.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 
 from kernel.contract import CAPACITY_HTML_FILE, CAPACITY_JSON_FILE, ExitCode
 from reference_server.launch import LaunchError
+from scenarios.capacity.interrupt import interruptible
 from scenarios.capacity.conditions import (
     HEALTHY,
     N_MINUS_ONE,
@@ -160,6 +162,19 @@ def run_capacity(job: CapacityJob, *, say: Callable[[str], None]) -> CapacityOut
     """Run every condition's search and write capacity.json and capacity.html into job.out_dir."""
     began = time.monotonic()
     job.out_dir.mkdir(parents=True, exist_ok=True)
+    with interruptible(say) as received:
+        target, conditions, aborted, misfit = _run_conditions(job, say)
+        if received and aborted:
+            aborted = f"interrupted by {received[0]}" if received[0] != "SIGINT" else aborted
+        document = _document(job, target, conditions, aborted, time.monotonic() - began)
+        _write(job, document)
+    code = EXIT_BAD_INPUT if misfit else _exit_code(conditions, aborted, job.require_rps)
+    return CapacityOutcome(document, code, job.out_dir)
+
+
+def _run_conditions(job: CapacityJob, say: Callable[[str], None]
+                    ) -> tuple[Target | None, list[dict[str, Any]], str | None, bool]:
+    """Every condition's search in turn; (target, conditions measured, why aborted, misfit)."""
     conditions: list[dict[str, Any]] = []
     aborted: str | None = None
     target: Target | None = None
@@ -184,11 +199,12 @@ def run_capacity(job: CapacityJob, *, say: Callable[[str], None]) -> CapacityOut
     finally:
         if target is not None:
             target.close()
-    document = _document(job, target, conditions, aborted, time.monotonic() - began)
+    return target, conditions, aborted, misfit
+
+
+def _write(job: CapacityJob, document: dict[str, Any]) -> None:
     (job.out_dir / CAPACITY_JSON_FILE).write_text(json.dumps(plain(document), indent=2, allow_nan=False),
                                                encoding="utf-8")
     from reports.capacity import write_capacity_html
 
     write_capacity_html(document, job.out_dir / CAPACITY_HTML_FILE)
-    code = EXIT_BAD_INPUT if misfit else _exit_code(conditions, aborted, job.require_rps)
-    return CapacityOutcome(document, code, job.out_dir)
