@@ -219,6 +219,9 @@ def _recovery(fault: dict[str, Any], lows: list[dict[str, Any]], expected: tuple
         text = (f"{head}; back within the SLOs {secs(fault['recovery_s'])} s after it ended "
                 f"({'later than' if late else 'within'} the {secs(limit)} s expected: {source})")
         severity = "bad" if late else "good"
+    elif fault.get("recovery_unclear"):
+        text = f"{head}; whether it recovered cannot be told: {fault['recovery_unclear']}"
+        severity = "warn"
     else:
         text = f"{head}; not back within the SLOs before the run ended (expected within {secs(limit)} s: {source})"
         severity = "bad"

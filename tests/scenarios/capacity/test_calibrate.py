@@ -169,3 +169,16 @@ def test_calibrate_a_check_step_that_is_only_open_keeps_the_cached_figure(tmp_pa
     calibration = calibrated_peak(scenario, RelativePeak(0.5, "none"), source=str(path), base_dir=path.parent,
                                   run=lambda job: _check_document(job.start_rps), recalibrate=False)
     assert calibration.capacity_rps == 40.0 and "no SLO shown missed" in calibration.check
+
+
+def test_calibrate_no_recalibrate_makes_a_stale_figure_an_invalid_run(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from scenarios.cli.calibration import StaleCalibration, calibrate as calibration_step
+
+    scenario, path = _scenario(tmp_path)
+    remember(calibration_job(scenario, "none", source=str(path), base_dir=path.parent), _document(400.0))
+    monkeypatch.setattr(calibrate, "_run_capacity", lambda job, say: _check_document(job.start_rps, missed=True))
+    with pytest.raises(StaleCalibration) as raised:
+        calibration_step(scenario, RelativePeak(0.5, "none"), source=str(path), base_dir=path.parent, dry_run=False,
+                         say=lambda _t: None, recalibrate=False)
+    assert raised.value.exit_code == 3 and "400" in raised.value.message
