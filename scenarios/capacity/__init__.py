@@ -2,13 +2,14 @@
 
     search.py      bracket upward, then bisect to the precision (pure: a step is a function)
     steps.py       one step as data: constant-rate schedule, what is known mid-step, the verdict
-    stepper.py     one step for real: a Locust session, judged as results arrive, stopped early
+    stepper.py     one step for real: a Locust session, judged at its planned looks, stopped at the first call
     probe.py       the target's /v1/status during a step (utilisation) and calm between steps
     conditions.py  healthy, N-1 (a quality node held down) or any experiment held for the search
     record.py      steps and searches as the plain data of capacity.json
     runner.py      one capacity job: boot, hold each condition, search, write, render
     calibrate.py   per-machine cache of measured capacities; `peak_rps: 0.7x capacity` resolved here
+    freshness.py   the check step of a cached capacity, and a search widened above its ceiling
 
 The statistics of a step (SLO verdicts at 95% confidence, percentiles, rates) are in
-`reports.stepstats`; the knee curve and capacity.html in `reports.capacity`.
+`reports.stepstats`, its sequential design in `reports.sequential`; the knee curve and capacity.html in `reports.capacity`.
 """

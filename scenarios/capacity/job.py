@@ -1,7 +1,7 @@
 """What one capacity job is: the scenario's mix and SLOs, the conditions, the rates and the steps.
 
 Everything is checked before anything boots. In particular, a step can only show an SLO met
-with 95% confidence once it holds enough requests in that SLO's scope (299 for a P99 with none
+with 95% confidence once it holds enough requests in that SLO's scope (314 for a P99 with none
 bad), so each SLO has a *floor*: the lowest rate at which one step of the chosen length sees
 that many. A search below the floor could only ever fail, so it is refused with the numbers.
 """
