@@ -22,7 +22,7 @@ def describe_environment(run_start: dict[str, Any] | None, metrics: pd.DataFrame
     ordered["execution_provider"] = _providers(metrics)
     ordered["batching"] = _batching(metrics)
     ordered["seed"] = seed if seed is not None else (run_start or {}).get("seed", "unknown")
-    for key in ("target", "processes", "time_scale", "rate_scale"):
+    for key in ("target", "processes", "time_scale", "rate_scale", "fault_lease_s"):
         ordered[key] = (run_start or {}).get(key, "unknown")
     return ordered
 

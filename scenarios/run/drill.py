@@ -209,7 +209,7 @@ class Drill:
         self.events.emit(
             "run_start", t_s=0.0, scenario=s.name, seed=s.traffic.seed, target=self.url,
             processes=s.load.processes, time_scale=s.traffic.time_scale, rate_scale=self.plan.rate_scale,
-            start_clock_s=s.traffic.start_clock_s, env=machine_facts(),
+            start_clock_s=s.traffic.start_clock_s, env=machine_facts(), fault_lease_s=_fault_lease_s(),
         )
         if s.traffic.calibration is not None:  # the calibration step ran before planning: say what it found
             self.events.emit("calibration", t_s=0.0, source="harness", **s.traffic.calibration.model_dump())
@@ -356,3 +356,15 @@ class Drill:
     def _say(self, text: str) -> None:
         self.stream.write(text + "\n")
         self.stream.flush()
+
+
+def _fault_lease_s() -> float | str:
+    """The lease a held fault gets (renewed while held): what a killed drill can leave behind."""
+    from chaoslib.exceptions import ActivityFailed
+
+    from experiments.leases import default_lease_s
+
+    try:
+        return default_lease_s()
+    except ActivityFailed as exc:
+        return str(exc)

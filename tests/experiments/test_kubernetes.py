@@ -18,6 +18,7 @@ MODELS = {
     ("apps/v1", "Deployment"): "V1Deployment",
     ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy",
     ("v1", "ConfigMap"): "V1ConfigMap",
+    ("v1", "Secret"): "V1Secret",
     ("v1", "ServiceAccount"): "V1ServiceAccount",
     ("v1", "PersistentVolumeClaim"): "V1PersistentVolumeClaim",
     ("rbac.authorization.k8s.io/v1", "Role"): "V1Role",

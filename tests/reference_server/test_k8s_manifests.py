@@ -86,7 +86,8 @@ def test_k8s_locust_workers_join_the_master_service() -> None:
     deployment = manifest("Deployment", "rushhour-locust-worker")
     assert deployment["spec"]["replicas"] == workers
     assert container("Deployment", "rushhour-locust-worker")["args"] == [
-        "rushhour", "worker", "--master", f"rushhour-locust-master:{service['spec']['ports'][0]['port']}"]
+        "rushhour", "worker", "--master", f"rushhour-locust-master:{service['spec']['ports'][0]['port']}",
+        "--allow-remote"]
     assert str(service["spec"]["ports"][0]["port"]) == bind_port
 
 

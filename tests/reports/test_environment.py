@@ -23,3 +23,8 @@ def test_environment_batching_unknown_when_the_server_did_not_say() -> None:
     assert describe_environment(None, _metrics([""] * 4), None)["batching"] == "unknown"
     assert describe_environment(None, _metrics([""] * 4).drop(columns="batching"), None)["batching"] == "unknown"
     assert describe_environment(None, None, None)["batching"] == "unknown"
+
+
+def test_environment_states_the_fault_lease_the_drill_used() -> None:
+    assert describe_environment({"fault_lease_s": 20.0}, None, None)["fault_lease_s"] == 20.0
+    assert describe_environment(None, None, None)["fault_lease_s"] == "unknown"
