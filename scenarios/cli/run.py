@@ -41,14 +41,15 @@ def _check_duration(_ctx: click.Context, _param: click.Parameter, value: str | N
 
 
 def prepare(scenario: str, flags: Overrides, *, allow_remote: bool, dry_run: bool = False,
-            say: Callable[[str], None] = lambda _text: None) -> DrillPlan:
+            say: Callable[[str], None] = lambda _text: None, recalibrate: bool = True) -> DrillPlan:
     """Load the scenario, calibrate a relative peak (its own step), override, plan; refuse a
     non-loopback target unless allowed."""
     try:
         path = resolve_path(scenario)
         source = str(path)
         base_dir = path.resolve().parent
-        spec = calibrate_scenario(load_scenario(path), source=source, base_dir=base_dir, dry_run=dry_run, say=say)
+        spec = calibrate_scenario(load_scenario(path), source=source, base_dir=base_dir, dry_run=dry_run, say=say,
+                                  recalibrate=recalibrate)
         spec = pin_rate_scale(spec, source=source, base_dir=base_dir)
         spec = apply_overrides(spec, flags, source)
         url = spec.target.url
@@ -132,10 +133,15 @@ def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path, metrics: Me
 @click.option("--processes", type=click.IntRange(1, 64), help="Locust processes generating the load.")
 @click.option("--workers", type=click.IntRange(1, 1024), help="Across hosts: run as a Locust master that waits "
               "for this many `rushhour worker --master HOST:PORT` to join and splits the schedule among them.")
-@click.option("--master-bind", default="0.0.0.0:5557", show_default=True,
-              help="With --workers: HOST:PORT the master listens on for its workers.")
+@click.option("--master-bind", default="127.0.0.1:5557", show_default=True,
+              help="With --workers: HOST:PORT the master listens on for its workers; beyond loopback it needs "
+                   "the cluster secret.")
+@click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --workers: the cluster secret the workers must prove (default: RUSHHOUR_CLUSTER_SECRET).")
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
 @click.option("--no-probe", is_flag=True, help="Skip the capability probe (one request to the target before the load).")
+@click.option("--no-recalibrate", is_flag=True, help="When the cached capacity behind a relative peak fails its check "
+              "step, stop as invalid (exit 3) instead of measuring it again.")
 @click.option("--variant", "only", help="Run only this one of the scenario's variants.")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), help="Serve the harness's own Prometheus metrics "
               "(latency from the intended send, faults, phase, SLO burn) on this port while the drill runs; 0 picks "
@@ -143,8 +149,8 @@ def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path, metrics: Me
 @click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address the metrics endpoint listens on.")
 def run(scenario: str, out: Path | None, target_url: str | None, protocol: str | None, traffic: str | None, duration: str | None,
         seed: int | None, no_chaos: bool, dry_run: bool, processes: int | None, workers: int | None,
-        master_bind: str, allow_remote: bool,
-        no_probe: bool, only: str | None, metrics_port: int | None, metrics_host: str) -> None:
+        master_bind: str, secret_file: Path | None, allow_remote: bool,
+        no_probe: bool, no_recalibrate: bool, only: str | None, metrics_port: int | None, metrics_host: str) -> None:
     """Run one drill of SCENARIO (a file or a bundled name) and report on it.
 
     With `variants:` in the scenario, the drill runs once per variant (same seed and schedule)
@@ -156,9 +162,9 @@ def run(scenario: str, out: Path | None, target_url: str | None, protocol: str |
     flags = Overrides(target_url=target_url, protocol=protocol, traffic=traffic, duration=duration, seed=seed,
                       no_chaos=no_chaos, processes=processes)
     plan = prepare(scenario, flags, allow_remote=allow_remote, dry_run=dry_run,
-                   say=lambda line: click.echo(line, err=True))
+                   say=lambda line: click.echo(line, err=True), recalibrate=not no_recalibrate)
     runs = prepare_variants(plan, only)
-    scale_out = _scale_out(workers, master_bind, processes, bool(runs))
+    scale_out = _scale_out(workers, master_bind, processes, bool(runs), secret_file)
     if dry_run:
         click.echo(describe(plan))
         click.echo("\n".join(describe_target(plan)))
@@ -184,9 +190,10 @@ def run(scenario: str, out: Path | None, target_url: str | None, protocol: str |
         raise SystemExit(result.exit_code if result.exit_code in (1, EXIT_ABORTED) else EXIT_ABORTED)
 
 
-def _scale_out(workers: int | None, master_bind: str, processes: int | None, variants: bool) -> dict[str, Any]:
+def _scale_out(workers: int | None, master_bind: str, processes: int | None, variants: bool,
+               secret_file: Path | None = None) -> dict[str, Any]:
     """The Drill's keyword arguments for a run across hosts (none on one machine)."""
-    from scenarios.cli.worker import parse_host_port
+    from scenarios.cli.scaleout import master_settings
 
     if not workers:
         return {}
@@ -195,4 +202,4 @@ def _scale_out(workers: int | None, master_bind: str, processes: int | None, var
                        "workers' hosts.")
     if variants:
         raise BadInput("--workers cannot run a scenario with variants yet; run each variant's scenario on its own.")
-    return {"remote_workers": workers, "master_bind": parse_host_port(master_bind, "--master-bind")}
+    return {"remote_workers": workers, **master_settings(master_bind, secret_file)}
