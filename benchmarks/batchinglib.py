@@ -20,7 +20,7 @@ from kernel.quantiles import percentile_value
 from reference_server.model import ModelInput, load_model
 from reference_server.model.samples import sample_text
 
-__all__ = ["HOL_GAP_S", "HOL_SHORTS", "HeadOfLine", "MixResult", "Request", "closed_mix", "head_of_line", "mix", "open_mix",
+__all__ = ["step_profile", "HOL_GAP_S", "HOL_SHORTS", "HeadOfLine", "MixResult", "Request", "closed_mix", "head_of_line", "mix", "open_mix",
            "solo_model_times", "solo_shorts"]
 
 SHORT_CHARS = (20, 200)
@@ -239,6 +239,39 @@ def head_of_line(server: BenchServer, *, seed: int, into: HeadOfLine, mode: str 
     """One round of the head-of-line check: six ~100-character texts alone, one after another;
     then a 4,000-character document and the same six texts arriving 100 ms apart while it runs."""
     asyncio.run(_head_of_line(server, seed, into, mode))
+
+
+def step_profile(*, threads: int, repeats: int = 30) -> dict[str, float]:
+    """In-process, quality tier: the median time (ms) of one decode step by the rows in it (100-char
+    texts, with or without a 4,000-character document's row), and of one 32-token-pass prefill
+    chunk of that document: what a short text pays per step beside a document on this machine."""
+    model = load_model("quality", intra_op_threads=threads)
+    shorts = [ModelInput(sample_text(HOL_SHORT_CHARS, salt=k), "en", "de") for k in range(8)]
+    doc = ModelInput(sample_text(HOL_DOC_CHARS, salt=99), "en", "de")
+
+    def step_ms(items: list[ModelInput]) -> float:
+        decoder = model.row_decoder()
+        decoder.admit(items)
+        times = []
+        for _ in range(repeats):
+            began = time.perf_counter()
+            decoder.step()
+            times.append(time.perf_counter() - began)
+        return float(np.median(times) * 1000.0)
+
+    decoder = model.row_decoder(32)
+    decoder.admit([ModelInput(sample_text(1000, salt=98), "en", "de")])  # a row that decodes through the prefill
+    while not decoder.decoding:
+        decoder.step()
+    decoder.admit([doc])
+    chunks = []
+    while decoder.prefilling:
+        began = time.perf_counter()
+        decoder.step()
+        chunks.append(time.perf_counter() - began)
+    return {"step_1_short_ms": step_ms(shorts[:1]), "step_short_and_doc_ms": step_ms([shorts[0], doc]),
+            "step_8_short_ms": step_ms(shorts), "step_7_short_and_doc_ms": step_ms(shorts[:7] + [doc]),
+            "step_short_with_32_prefill_ms": float(np.median(chunks) * 1000.0), "prefill_steps": len(chunks)}
 
 
 def dumps(data: object) -> str:

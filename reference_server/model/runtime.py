@@ -21,6 +21,7 @@ import onnxruntime as ort
 from .binding import BoundDecoder
 from .build import DECODER_FILE, ENCODER_FILE, PREFILL_ATTEND_FILE, PREFILL_PROJECT_FILE, ensure_built
 from .interface import ModelInput
+from .prefill import ChunkedPrefill
 from .providers import (
     CUDA,
     SessionPlan,
@@ -28,7 +29,6 @@ from .providers import (
     plan_session,
     preload_cuda_libraries,
 )
-from .prefill import ChunkedPrefill
 from .rows import HostRowDecoder, row_steps
 from .spec import ModelSpec, get_spec
 from .tokenizer import detokenize, encode_batch, lang_token, piece_table

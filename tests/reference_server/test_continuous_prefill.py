@@ -36,6 +36,10 @@ class Recorder:
         self.idle: list[bool] = []  # whether no row decoded during the step's prefill
         self.hooks: dict[int, Callable[[], None]] = {}
 
+    def within_budget(self) -> bool:
+        """Every step spent at most the budget, or IDLE_PREFILL_FACTOR times it when no row decoded."""
+        return all(tokens <= BUDGET * (IDLE_PREFILL_FACTOR if idle else 1) for tokens, idle in zip(self.prefill, self.idle, strict=True))
+
     def __call__(self, retire: Sequence[int], admit: Sequence[ModelInput]) -> list[tuple[str, bool]]:
         pieces = self.worker.decode_step(retire, admit)
         rows = self.worker._rows
@@ -88,7 +92,7 @@ def test_continuous_prefill_deadline_retires_a_document(model: OnnxSeq2SeqModel,
             await reader
         assert (await short)[0] == model.translate_batch([SHORT])[0]
         assert (doc_pieces == []) == (when == "mid-encoder") and len(doc_pieces) <= 4
-        assert all(tokens <= BUDGET * (IDLE_PREFILL_FACTOR if idle else 1) for tokens, idle in zip(recorder.prefill, recorder.idle, strict=True))
+        assert recorder.within_budget()
         assert batcher.stats.expired == 1
         await batcher.close()
 
@@ -108,7 +112,7 @@ def test_continuous_prefill_cancelled_document_leaves_at_the_next_step(model: On
         await _until(lambda: batcher.active_rows == 0)
         assert recorder.worker._rows.size == 0  # type: ignore[union-attr]
         assert sum(recorder.prefill) < 2 * 1001  # its encoder never finished
-        assert all(tokens <= BUDGET * (IDLE_PREFILL_FACTOR if idle else 1) for tokens, idle in zip(recorder.prefill, recorder.idle, strict=True))
+        assert recorder.within_budget()
         await batcher.close()
 
     asyncio.run(main())

@@ -78,3 +78,21 @@ def test_rows_decoder_path_does_not_touch_a_fresh_batch(tmp_path: Path) -> None:
     model = load_model("fast", cache_dir=tmp_path)
     decoder = model.row_decoder()
     assert decoder.size == 0 and decoder.step() == []
+
+
+def test_rows_short_rows_decode_apart_from_a_document_with_the_same_output(model: OnnxSeq2SeqModel) -> None:
+    shorts = [ModelInput(sample_text(90 + k, salt=k), "en", "de") for k in range(3)]
+    doc = ModelInput(sample_text(2000, salt=5), "en", "fr")
+    decoder = model.row_decoder()
+    decoder.admit([doc, *shorts])
+    groups = decoder._groups()
+    assert [(first, end) for first, end, _ in groups] == [(0, 3), (3, 4)]  # shortest first, the document alone
+    assert (groups[0][2], groups[1][2]) == (1 + 92 // 4, 1 + 2000 // 4)  # each run trimmed to its longest source
+    pieces: list[list[str]] = [[] for _ in range(4)]
+    done = False
+    while not done:
+        out = decoder.step()
+        for index, piece in enumerate(out):
+            pieces[index].append(piece.text)
+        done = all(piece.done for piece in out)
+    assert ["".join(p) for p in pieces] == [model.translate_batch([item])[0] for item in (doc, *shorts)]
