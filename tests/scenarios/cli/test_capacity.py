@@ -32,13 +32,13 @@ def _invoke(*args: str) -> tuple[int, str]:
 def test_capacity_cli_dry_run_prints_rates_and_floors(tmp_path: Path) -> None:
     code, output = _invoke(str(_scenario(tmp_path)), "--dry-run")
     assert code == 0, output
-    assert "rates      10 to 100 req/s" in output  # the P99 floor at 30 s steps is 299 / 30 = 10 req/s
-    assert "needs 299 requests: from 10.0 req/s" in output and "conditions none" in output
+    assert "rates      10.5 to 105 req/s" in output  # the P99 floor at 30 s steps is 314 / 30 = 10.5 req/s
+    assert "needs 314 requests: from 10.5 req/s" in output and "conditions none" in output
 
 
 @pytest.mark.parametrize("args, text", [
     (("--slo", "p42"), 'no SLO named "p42"'),
-    (("--min-rps", "2"), 'SLO "p99" needs 299 requests'),
+    (("--min-rps", "2"), 'SLO "p99" needs 314 requests'),
     (("--step-duration", "2s"), "shorter than 5 s"),
     (("--step-duration", "soon"), "--step-duration"),
     (("--faults", "n-2"), '"n-2" is neither none, n-1 nor an experiment file'),
