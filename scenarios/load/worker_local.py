@@ -62,6 +62,16 @@ class WorkerLocal:
         return (f'the master asked to load "{host}", which is not on this worker\'s machine; start '
                 "`rushhour worker` with --allow-remote (or --allowed-host ADDRESS) to load it on purpose")
 
+    def schedule_refusal(self, schedule: str) -> str | None:
+        """Why this worker will not fire a schedule whose rows name their own targets (`base_url`,
+        as `rushhour ab` writes them): each must pass this worker's guard, as the host does."""
+        import pyarrow.parquet as pq
+
+        if "base_url" not in pq.read_schema(schedule).names:
+            return None
+        urls = pq.read_table(schedule, columns=["base_url"]).column("base_url").unique().to_pylist()
+        return next((why for url in urls if url and (why := self.refusal(str(url)))), None)
+
     def target(self, sent: dict[str, Any] | None) -> dict[str, Any]:
         """The target fields this worker fires with: the master's, with its own credential and CA."""
         fields = remote_target(sent) or {}

@@ -128,7 +128,7 @@ class WorkerRelay:
         except Exception as exc:  # noqa: BLE001 - handed to whoever waits on joined()
             self._joined.set_exception(exc)
             return
-        reason = self._local.refusal(joined.host)
+        reason = self._local.refusal(joined.host) or self._local.schedule_refusal(joined.config.schedule)
         if reason is not None:
             self._send(joined, MSG_DONE, {"index": joined.index, "failed": f"refused by the worker: {reason}"})
             self._quit(WorkerRefused(reason))

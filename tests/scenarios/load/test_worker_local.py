@@ -52,3 +52,12 @@ def test_worker_relay_builds_its_config_from_the_masters_message_without_its_fil
     built = relay._local_config({"config": config, "schedule": schedule.read_bytes()})
     assert built.target == {"protocol": "rushhour", "headers": {"X-Team": "a"}}
     assert all(str(p).startswith(str(tmp_path)) for p in (built.schedule, built.parts_dir, built.control_dir))
+
+
+def test_worker_local_refuses_a_schedule_whose_rows_name_a_remote_target(tmp_path: Path) -> None:
+    plain, rows = tmp_path / "plain.parquet", tmp_path / "rows.parquet"
+    pd.DataFrame({"offset_s": [0.0]}).to_parquet(plain)
+    pd.DataFrame({"offset_s": [0.0, 1.0], "base_url": ["http://127.0.0.1:1", "http://10.0.0.9:1"]}).to_parquet(rows)
+    assert WorkerLocal().schedule_refusal(str(plain)) is None
+    assert "10.0.0.9" in str(WorkerLocal().schedule_refusal(str(rows)))
+    assert WorkerLocal(allowed_hosts=("10.0.0.9",)).schedule_refusal(str(rows)) is None
