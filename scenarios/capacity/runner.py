@@ -24,7 +24,6 @@ import numpy as np
 
 from kernel.contract import CAPACITY_HTML_FILE, CAPACITY_JSON_FILE, ExitCode
 from reference_server.launch import LaunchError
-from scenarios.capacity.interrupt import interruptible
 from scenarios.capacity.conditions import (
     HEALTHY,
     N_MINUS_ONE,
@@ -34,6 +33,7 @@ from scenarios.capacity.conditions import (
     Healthy,
     NMinusOne,
 )
+from scenarios.capacity.interrupt import interruptible
 from scenarios.capacity.job import CapacityJob
 from scenarios.capacity.probe import settle
 from scenarios.capacity.record import condition_entry, step_entry, verdict_of

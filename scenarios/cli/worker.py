@@ -19,9 +19,9 @@ from pathlib import Path
 
 import click
 
+from kernel.processes import die_with_parent, stop_process
 from scenarios.cli.errors import BadInput
 from scenarios.cli.scaleout import cluster_secret, parse_host_port
-from kernel.processes import die_with_parent, stop_process
 
 __all__ = ["parse_host_port", "worker", "worker_argv"]
 

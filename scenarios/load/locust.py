@@ -17,8 +17,8 @@ from pathlib import Path
 
 import psutil
 
-from scenarios.load.worker import ENV_CONFIG, WorkerConfig, count_markers, publish_start
 from kernel.processes import die_with_parent
+from scenarios.load.worker import ENV_CONFIG, WorkerConfig, count_markers, publish_start
 
 HERE = Path(__file__).resolve().parent
 OPEN_LOCUSTFILE = HERE / "locustfile.py"

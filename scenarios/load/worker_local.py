@@ -65,7 +65,7 @@ class WorkerLocal:
     def schedule_refusal(self, schedule: str) -> str | None:
         """Why this worker will not fire a schedule whose rows name their own targets (`base_url`,
         as `rushhour ab` writes them): each must pass this worker's guard, as the host does."""
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
         if "base_url" not in pq.read_schema(schedule).names:
             return None

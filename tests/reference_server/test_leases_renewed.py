@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx
-from pydantic import ValidationError
 import pytest
+from pydantic import ValidationError
 
 from reference_server.gateway.admin import KillBody, LeaseBody
 from reference_server.gateway.faults import FaultSpec

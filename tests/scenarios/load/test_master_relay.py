@@ -11,8 +11,8 @@ from typing import Any
 import gevent
 import pandas as pd
 
-from scenarios.load.clocksync import software_version
 from scenarios.load import clusterauth
+from scenarios.load.clocksync import software_version
 from scenarios.load.master_relay import (
     MSG_CHALLENGE,
     MSG_CONFIG,
