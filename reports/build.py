@@ -20,6 +20,7 @@ from reports.periods import fault_periods, period_length
 from reports.render import write_reports
 from reports.results import RunData, load_run
 from reports.summary import summarise
+from reports.summary_model import Summary
 
 EXIT_CODES = {"pass": ExitCode.OK, "fail": ExitCode.FAILED, "invalid": ExitCode.INVALID}
 
@@ -35,27 +36,33 @@ def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None =
     root = Path(results_dir)
     run = load_run(root)
     facts = RunFacts.of(run)  # fault windows, phases, judged SLOs: derived once, read by every step
-    summary = summarise(run, facts)
-    add_story(run, summary, facts)
-    summary["live"] = live_section(run.events)  # metrics endpoint and wall-clock window
-    if baseline is not None:
-        summary["comparison"] = compare_loaded(load_baselines(baseline), run, paired=paired,
-                                               population=population).as_dict()
-    charts = all_charts(run, facts.windows)
+    summary = summarise_run(run, facts, baseline=baseline, paired=paired, population=population).as_dict()
     write_json_atomic(_json_safe(summary), root / SUMMARY_FILE)
-    write_reports(root, summary, charts)
+    write_reports(root, summary, all_charts(run, facts.windows))
     return summary
 
 
-def add_story(run: RunData, summary: dict[str, Any], facts: RunFacts) -> None:
-    """Before/during/after per fault, the findings, and the one-line headline, into `summary`."""
-    windows = facts.windows
+def summarise_run(run: RunData, facts: RunFacts, *, baseline: Path | Sequence[Path] | None = None,
+                  paired: bool | None = None, population: GatePopulation = DEFAULT_POPULATION) -> Summary:
+    """The one pipeline that makes a summary: sections, then the story told from them, then the
+    live-metrics window and the comparison; validated as a whole (reports.summary_model)."""
+    sections = summarise(run, facts)
+    parts = {**sections, **story(run, sections, facts), "live": live_section(run.events)}
+    if baseline is not None:
+        parts["comparison"] = compare_loaded(load_baselines(baseline), run, paired=paired,
+                                             population=population).as_dict()
+    return Summary.model_validate(parts)
+
+
+def story(run: RunData, sections: dict[str, Any], facts: RunFacts) -> dict[str, Any]:
+    """Before/during/after per fault, the findings and the one-line headline, told from the sections."""
     width = period_length(run.duration_s)
-    summary["fault_period_s"] = width
-    for fault, window in zip(summary["faults"], windows):
-        fault["periods"] = fault_periods(run.requests, window, windows, run.duration_s, width)
-    summary["findings"] = find(run, summary)
-    summary["headline"] = headline(summary)
+    faults = [{**fault, "periods": fault_periods(run.requests, window, facts.windows, run.duration_s, width)}
+              for fault, window in zip(sections["faults"], facts.windows)]
+    told: dict[str, Any] = {"faults": faults, "fault_period_s": width}
+    told["findings"] = find(run, {**sections, **told})
+    told["headline"] = headline({**sections, **told})
+    return told
 
 
 def exit_code(summary: dict[str, Any]) -> int:

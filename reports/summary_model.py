@@ -1,0 +1,65 @@
+"""summary.json as one typed model: every key the summary may hold, with its type.
+
+The summary is assembled once, in `reports.build.summarise_run`, from the sections that
+`reports.summary.summarise` computes, the story (before/during/after per fault, findings,
+headline), the live-metrics window and an optional comparison; the result is validated here, so a
+misspelled or unknown key, or a value of the wrong type, fails the build instead of reaching a
+renderer. Sections whose inner shape belongs to their own module (an SLO row, a fault row, the
+cost) stay plain JSON objects at this level.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Summary"]
+
+Section = dict[str, Any]
+Rows = list[dict[str, Any]]
+
+
+class Summary(BaseModel):
+    """One run's summary (summary.json, schema `schema_version`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: int
+    scenario: Section
+    requests: dict[str, int]
+    """How the scheduled requests split: scheduled = not_sent + ok + failed."""
+    throughput_rps: float | None
+    throughput_window_s: list[float]
+    latency_ms: dict[str, float | None]
+    latency_uncorrected_ms: dict[str, float | None]
+    latency_ok_only_ms: dict[str, float | None]
+    latency_detail: Section
+    slos: Rows
+    implicit_slo: str | None
+    cost: Section | None
+    faults: Rows
+    """One row per injected fault, each with its before/during/after `periods`."""
+    generator: Section
+    phases: Rows
+    environment: Section
+    missing: list[str]
+    aborted: list[str]
+    leak_audit: Section | None
+    scraper: Section | None
+    documents: Section | None = None
+    streaming: Section | None
+    goodput: Section | None
+    deviations: list[str]
+    fail_on_deviation: bool
+    verdict: Literal["pass", "fail", "invalid"]
+    verdict_reason: str
+    fault_period_s: float
+    findings: Rows
+    headline: str
+    live: Section
+    comparison: Section | None = Field(default=None, description="the gate against baseline runs, when given")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON object as written (a key left at its default absent, as before validation)."""
+        return self.model_dump(exclude_unset=True)
