@@ -1,0 +1,76 @@
+"""SIGKILL of `rushhour run` in the middle of a partition held for ten minutes: nothing renews its
+lease any more, and the gateway heals the node within the lease (20 s), not after the hold.
+
+The chaos run is killed with the drill (first, so it cannot play its rollbacks on the way out):
+only the lease is left to end the fault, as after a machine loss."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.support.server import REPO, TOKEN, RunningServer, start_server
+
+pytestmark = pytest.mark.slow
+HEAL_WITHIN_S = 30.0
+SCENARIO = """\
+name: partition-kill
+traffic: {{model: "constant:2", duration: 15m, seed: 1}}
+target: {{url: "{url}"}}
+chaos:
+  - {{at: "00:02", experiment: "{experiments}/network-partition.json", hold: 10m}}
+"""
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RunningServer]:
+    running = start_server(tmp_path / "server", {"cache": {"enabled": False}})
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _partitioned(server: RunningServer) -> list[str]:
+    return [str(n["id"]) for n in server.status()["nodes"] if any(f.get("kind") == "partition" for f in n["faults"])]
+
+
+def _chaos_runs(pid: int) -> list[psutil.Process]:
+    return [p for p in psutil.Process(pid).children(recursive=True) if "chaos" in " ".join(p.cmdline())]
+
+
+def test_sigkill_of_run_mid_partition_heals_within_the_lease(server: RunningServer, tmp_path: Path) -> None:
+    (tmp_path / "scenario.yaml").write_text(SCENARIO.format(url=server.url, experiments=REPO / "experiments"), encoding="utf-8")
+    env = {**os.environ, "RUSHHOUR_ADMIN_TOKEN": TOKEN}
+    env.pop("RUSHHOUR_LEASE_S", None)
+    with (tmp_path / "run.log").open("wb") as log:
+        drill = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", str(tmp_path / "scenario.yaml"),
+                                  "--no-probe", "--out", str(tmp_path / "out")], env=env, cwd=REPO, stdout=log,
+                                 stderr=subprocess.STDOUT)
+    try:
+        server.wait_for(lambda status: bool(_partitioned(server)), timeout_s=180)
+        time.sleep(10.0)  # ten seconds into the ten-minute hold
+        assert _partitioned(server), "the partition ended while the drill held it"
+        chaos_runs = _chaos_runs(drill.pid)
+        assert chaos_runs, "the drill runs no chaos process to kill"
+        for chaos in chaos_runs:
+            chaos.send_signal(signal.SIGKILL)
+        drill.send_signal(signal.SIGKILL)
+        drill.wait(timeout=30)
+        killed_at = time.monotonic()
+        while _partitioned(server) and time.monotonic() - killed_at < HEAL_WITHIN_S:
+            time.sleep(0.25)
+        assert not _partitioned(server), (
+            f"still partitioned {HEAL_WITHIN_S:g} s after the drill was killed; log:\n" + (tmp_path / "run.log").read_text())
+    finally:
+        if drill.poll() is None:
+            drill.kill()
+            drill.wait()
