@@ -2,7 +2,7 @@
 
     python -m benchmarks.gate_trials [--nights 10] [--factor 1.3] [--small-factor 1.15]
         [--small-nights 10] [--duration 60s] [--ref HEAD | --snapshot | --working-tree] [--neighbour-cores 2]
-        [--fresh-servers] [--seed 1] [--workdir DIR] [--out results/gate-trials.json]
+        [--rate-scale 1] [--fresh-servers] [--seed 1] [--workdir DIR] [--out results/gate-trials.json]
 
 Real nights, no synthetic data. Each night the baseline server and the candidate server run
 side by side and `rushhour ab` measures both in interleaved trials; its exit code is the night's
@@ -129,7 +129,12 @@ def make_setup(args: argparse.Namespace, workdir: Path) -> Setup:
         command = built.stdout.strip()
         root = Path(command).parents[1] / "src"
     scenario = root / args.scenario
-    embedded = (yaml.safe_load(scenario.read_text()).get("target") or {}).get("embedded") or {}
+    data = yaml.safe_load(scenario.read_text())
+    if args.rate_scale != 1.0:  # a lighter night: the same scenario at a fraction of its rate
+        data["traffic"]["rate_scale"] = float(data["traffic"].get("rate_scale", 1.0)) * args.rate_scale
+        scenario = workdir / f"{scenario.stem}-x{args.rate_scale:g}.yaml"
+        scenario.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    embedded = (data.get("target") or {}).get("embedded") or {}
     serve_args = [f"--{key.replace('_', '-')}={embedded[key]}" for key in ("nodes", "max_batch_size") if key in embedded]
     return Setup(rushhour=command, nightly=root / "ci" / "nightly.sh", scenario=scenario, serve_args=serve_args)
 
@@ -305,6 +310,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", default=None, help="night length passed to rushhour ab (default: the scenario's)")
     parser.add_argument("--trials", type=int, default=None, help="trials per night (default: rushhour ab's)")
     parser.add_argument("--scenario", type=Path, default=Path("scenarios/nightly.yaml"), help="relative to the checkout")
+    parser.add_argument("--rate-scale", type=float, default=1.0, help="multiply the scenario's rate (a lighter night)")
     parser.add_argument("--ref", default="HEAD", help="the commit both arms run (built once, shared dependencies)")
     parser.add_argument("--working-tree", action="store_true", help="run this checkout instead of --ref")
     parser.add_argument("--snapshot", action="store_true",
