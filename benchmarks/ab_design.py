@@ -1,7 +1,7 @@
 """Benchmark: which interleaving gives `rushhour ab` more power, trials (ABBA) or requests?
 
     python -m benchmarks.ab_design [--runs 2] [--duration 60s] [--factor 1.3] [--neighbour-cores 1]
-        [--simulations 200] [--out docs/data/ab-design.json]
+        [--simulations 200] [--seed 100] [--out results/ab-design.json]
 
 Two parts. *Simulated*: the same machine noise (an AR(1) wander, bursts that slow a trial two- to
 fourfold) under both designs, without any interference between the arms: the per-request design
@@ -84,7 +84,7 @@ def boot(name: str, workdir: Path, token: str) -> ServerProcess:
 def real_run(index: int, interleave: str, urls: tuple[str, str], args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     out = workdir / f"run-{index:02d}-{interleave}"
     command = [sys.executable, "-m", "scenarios.cli.main", "ab", str(NIGHTLY), "--baseline", urls[0], "--candidate",
-               urls[1], "--interleave", interleave, "--duration", args.duration, "--seed", str(100 + index),
+               urls[1], "--interleave", interleave, "--duration", args.duration, "--seed", str(args.seed + index),
                "--out", str(out)]
     started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
@@ -142,10 +142,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--factor", type=float, default=1.3)
     parser.add_argument("--neighbour-cores", type=int, default=1)
     parser.add_argument("--simulations", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=100, help="seed of the first real run (then +1 each)")
     parser.add_argument("--workdir", default="results/ab-design")
     parser.add_argument("--out", default="results/ab-design.json")
     args = parser.parse_args(argv)
-    simulated = simulate(args.simulations)
+    simulated = simulate(args.simulations) if args.simulations else []
     real = measure(args) if args.runs else []
     print(table(simulated, real))
     result = {"date": time.strftime("%Y-%m-%d"), "factor": args.factor, "duration": args.duration,

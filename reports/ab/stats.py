@@ -23,8 +23,10 @@ from reports.stats import grouped_percentiles
 DEFAULT_REPLICATES = 2000
 POWER = 0.80
 """The power at which the minimum detectable effect is quoted."""
-INFINITE_LOG = 50.0
-"""A log ratio standing for "one side failed beyond the percentile" (e^50: no real latency ratio)."""
+INFINITE_LOG = 1e6
+"""A log ratio standing for "one side failed beyond the percentile"; any average that includes it
+stays beyond INFINITE_CUT, far above every real log ratio (|log| < 100), and reads as infinite."""
+INFINITE_CUT = INFINITE_LOG / 10.0
 EXACT_PAIRS = 400
 """Up to this many pairs the signed-rank distribution is computed exactly, beyond it approximated."""
 
@@ -107,7 +109,8 @@ def ratio_test(baseline: ArmSample, candidate: ArmSample, percentile: float, pai
     logs = pair_log_ratios(baseline, candidate, percentile, pairs)
     centre, low, high = hodges_lehmann(logs, (1.0 - confidence) / 2.0)
     z = float(norm.ppf(1.0 - (1.0 - confidence) / 2.0))
-    se = (high - low) / (2.0 * z) if np.isfinite(high - low) and abs(high - low) < INFINITE_LOG else float("nan")
+    bounded = max(abs(low), abs(high)) < INFINITE_CUT
+    se = (high - low) / (2.0 * z) if bounded else float("nan")
     mde = float(np.exp(max(z * se, np.log(threshold)) + norm.ppf(POWER) * se)) if np.isfinite(se) else float("nan")
     base = percentile_value(baseline.values, percentile)
     cand = percentile_value(candidate.values, percentile)
@@ -119,7 +122,7 @@ def _ratio(log_value: float) -> float:
     """e^log, with the INFINITE_LOG stand-in turned back into 0 or inf (NaN stays NaN)."""
     if np.isnan(log_value):
         return float("nan")
-    if abs(log_value) >= INFINITE_LOG / 2:
+    if abs(log_value) >= INFINITE_CUT:
         return float("inf") if log_value > 0 else 0.0
     return float(np.exp(log_value))
 

@@ -94,3 +94,16 @@ def test_hodges_lehmann_interval_covers_the_centre_at_its_level() -> None:
     rng = np.random.default_rng(1)
     hits = [lo <= 0.0 <= hi for _, lo, hi in (hodges_lehmann(rng.standard_t(3, 15), 0.05) for _ in range(2000))]
     assert np.mean(hits) >= 0.88  # heavy tails, 90% interval: distribution-free
+
+
+def test_ratio_bound_that_reaches_a_failed_pair_reads_as_infinite() -> None:
+    from reports.ab.stats import ratio_test
+
+    pair = np.repeat(np.arange(12), 10)
+    base = ArmSample.of(np.full(120, 100.0), np.ones(120, bool), pair)
+    values = np.full(120, 90.0)
+    ok = ~((pair == 0) & (np.arange(120) % 10 < 3))  # pair 0 of the candidate fails beyond its P99
+    result = ratio_test(base, ArmSample.of(values, ok, pair), 99.0, 12, confidence=0.90, threshold=1.1)
+    assert result.ratio == pytest.approx(0.9)
+    assert result.high == np.inf or result.high < 2.0  # never a huge finite ratio
+    assert np.isnan(result.mde) or result.mde < 10.0
