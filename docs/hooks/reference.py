@@ -101,7 +101,7 @@ def on_config(config: Any) -> Any:
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     parts = {"scenario": _scenario, "exit-codes": _exit_codes, "requests-columns": _columns,
-             "results-files": _files}
+             "results-files": _files, "summary": _summary}
     for name, make in parts.items():
         marker = f"<!-- generated: {name} -->"
         if marker in markdown:
@@ -147,10 +147,12 @@ def _field_notes() -> dict[str, str]:
 
 
 def _check_notes() -> None:
+    from reports.summary_model import Summary
     from scenarios.spec.model import Scenario
 
     fields: set[str] = set()
-    queue, seen = [Scenario], set()
+    queue: list[type[BaseModel]] = [Scenario, Summary]
+    seen: set[type[BaseModel]] = set()
     while queue:
         model = queue.pop()
         if model not in seen:
@@ -158,7 +160,7 @@ def _check_notes() -> None:
             fields |= {f"{model.__name__}.{name}" for name in model.model_fields}
             queue += [m for info in model.model_fields.values() for m in _models_in(info.annotation)]
     for key in sorted(set(_field_notes()) - fields):
-        log.warning(f"docs/hooks/field_notes.yaml: {key} names no field of the scenario models.")
+        log.warning(f"docs/hooks/field_notes.yaml: {key} names no field of the scenario or summary models.")
 
 
 def _limits(info: FieldInfo) -> str:
@@ -232,8 +234,9 @@ def _attribute_docs(path: Path, class_name: str) -> dict[str, str]:
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name)
     docs: dict[str, str] = {}
     for stmt, after in zip(cls.body, cls.body[1:]):
-        if isinstance(stmt, ast.Assign) and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
-            docs[stmt.targets[0].id] = " ".join(str(after.value.value).split())  # type: ignore[attr-defined]
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else getattr(stmt, "target", None)
+        if isinstance(target, ast.Name) and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+            docs[target.id] = " ".join(str(after.value.value).split())
     return docs
 
 
@@ -256,6 +259,21 @@ def _files() -> str:
     _check_described("results file", set(names), set(FILE_MEANINGS))
     rows = ["| file | what it holds |", "| --- | --- |"]
     rows += [f"| `{value}{'/' if key.endswith('_DIR') else ''}` | {FILE_MEANINGS.get(key, '')} |" for key, value in names.items()]
+    return "\n".join(rows)
+
+
+def _summary() -> str:
+    """summary.json's keys from reports.summary_model.Summary, each with its meaning."""
+    from reports import summary_model
+
+    docs = _attribute_docs(Path(summary_model.__file__), "Summary")
+    notes = _field_notes()
+    rows = ["| key | type | meaning |", "| --- | --- | --- |"]
+    for name, info in summary_model.Summary.model_fields.items():
+        meaning = docs.get(name) or info.description or notes.get(f"Summary.{name}", "")
+        if not meaning:
+            log.warning(f"docs/hooks: summary.json key {name} has no meaning (docs/hooks/field_notes.yaml).")
+        rows.append(f"| `{name}` | {_type_name(info.annotation)} | {_cell(meaning)} |")
     return "\n".join(rows)
 
 
