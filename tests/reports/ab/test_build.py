@@ -81,3 +81,15 @@ def test_build_ab_refuses_a_folder_that_is_not_an_ab_run(tmp_path: Path) -> None
     assert not is_ab_folder(root)
     with pytest.raises(ResultsError, match="not the folder of an A/B run"):
         build_ab(root)
+
+
+def test_report_command_rebuilds_an_ab_folder_with_its_exit_code(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from scenarios.cli.report import report
+
+    root = _folder(tmp_path, simulate(1.5, pairs=PAIRS, per_trial=30, seed=2))
+    result = CliRunner().invoke(report, [str(root)])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1] == _strict(root / AB_JSON_FILE)["sentence"]
+    assert (root / AB_HTML_FILE).exists() and not (root / "summary.json").exists()  # not a drill's report
