@@ -113,7 +113,7 @@ class MasterRelay:
 
     def _welcome(self, node_id: str, index: int, host: str, key: bytes) -> None:
         self._nodes[index], self._hosts[index], self._keys[index], self._seq[index] = node_id, host, key, 0
-        config = {**self._config.__dict__, "target": remote_target(self._config.target)}
+        config = {**self._config.model_dump(), "target": remote_target(self._config.target)}
         host = str(getattr(getattr(self._runner, "environment", None), "host", "") or "")
         self._runner.send_message(MSG_CONFIG, {"index": index, "config": config, "host": host,
                                                "schedule": self._schedule}, node_id)

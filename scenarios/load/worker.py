@@ -9,16 +9,17 @@ protocol of ours and make a crashed worker visible afterwards.
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import gevent
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from kernel.validation import format_validation_errors
 from scenarios.load.openloop import FirePlan, OpenLoopFirer, Sender, worker_share
 from scenarios.load.parts import PartWriter
 
@@ -28,9 +29,12 @@ START_WAIT_S = 120.0
 TEXT_CACHE_SIZE = 4096
 
 
-@dataclass(frozen=True)
-class WorkerConfig:
-    """What the runner tells every worker (serialised as JSON in one env variable)."""
+class WorkerConfig(BaseModel):
+    """What the runner tells every worker: serialised once (`to_env`, JSON in one env variable or
+    the master's config message) and validated on arrival (`from_env`, or the relay's constructor),
+    so a worker never fires on settings it misread."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schedule: str
     parts_dir: str
@@ -41,7 +45,7 @@ class WorkerConfig:
     request_timeout_s: float | None = None
     duration_s: float = 0.0
     documents_via_jobs: bool = False
-    target: dict[str, object] | None = None
+    target: dict[str, Any] | None = None
     """The target's protocol fields (`TargetProtocol.wire_dict()`: credential sources, never values)."""
 
     @property
@@ -49,16 +53,17 @@ class WorkerConfig:
         return str((self.target or {}).get("protocol") or "rushhour")
 
     def to_env(self) -> str:
-        return json.dumps(self.__dict__)
+        return self.model_dump_json()
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> WorkerConfig:
         raw = (environ or os.environ).get(ENV_CONFIG)
         if not raw:
             raise RuntimeError(f"{ENV_CONFIG} is not set; run this locustfile through `rushhour run`.")
-        data = json.loads(raw)
-        data["languages"] = tuple(data["languages"])
-        return cls(**data)
+        try:
+            return cls.model_validate_json(raw)
+        except ValidationError as exc:
+            raise RuntimeError(format_validation_errors(f"{ENV_CONFIG} (the runner's worker settings)", exc)) from exc
 
 
 @lru_cache(maxsize=TEXT_CACHE_SIZE)

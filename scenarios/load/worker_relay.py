@@ -20,7 +20,7 @@ import os
 import signal
 import socket
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -181,8 +181,8 @@ class WorkerRelay:
         fields = dict(data["config"])
         fields["languages"] = tuple(fields["languages"])
         fields["target"] = self._local.target(fields.get("target"))  # never the master's files or credentials
-        return replace(WorkerConfig(**fields), schedule=str(run / SCHEDULE_FILE),
-                       parts_dir=str(run / "parts"), control_dir=str(run / "control"))
+        return WorkerConfig(**{**fields, "schedule": str(run / SCHEDULE_FILE), "parts_dir": str(run / "parts"),
+                               "control_dir": str(run / "control")})
 
     def _ship(self, joined: Joined) -> None:
         """Relay ready, parts and done until the local worker has finished its share."""
