@@ -196,7 +196,7 @@ class DynamicBatcher(Generic[In, Out]):
                 if not waiting.future.done():
                     waiting.future.set_exception(RuntimeError("The batcher was closed while this request ran."))
             raise
-        except Exception as exc:  # every waiting caller learns of the failure
+        except Exception as exc:  # noqa: BLE001 - every waiting caller learns of the failure
             for waiting in batch:
                 if not waiting.future.done():
                     waiting.future.set_exception(exc)

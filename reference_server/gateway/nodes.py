@@ -17,10 +17,10 @@ from typing import Protocol
 
 import httpx
 
+from kernel.processes import stop_process
 from reference_server.config import PoolConfig, default_batching
 from reference_server.gateway.breaker import CircuitBreaker
 from reference_server.gateway.faults import FaultTransport
-from kernel.processes import stop_process
 
 CONNECT_TIMEOUT_S = 0.25
 EXIT_POLL_S = 0.02

@@ -41,7 +41,7 @@ def _pool(cluster: Cluster, service: TranslationService, name: str) -> dict[str,
 
 
 def _shed(service: TranslationService) -> dict[str, int]:
-    totals = {reason: 0 for reason in SHED_REASONS}
+    totals = dict.fromkeys(SHED_REASONS, 0)
     for metric in service.metrics.shed.collect():
         for sample in metric.samples:
             if sample.name.endswith("_total"):

@@ -192,7 +192,7 @@ class _ThreadingServer(ThreadingMixIn, WSGIServer):
 
 
 class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's signature
         """Scrapes every second would flood the drill's output."""
 
 

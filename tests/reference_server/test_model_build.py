@@ -44,7 +44,7 @@ def test_concurrent_builds_end_with_one_complete_directory(tmp_path: Path) -> No
     def build() -> None:
         try:
             results.append(ensure_built(SMALL, tmp_path))
-        except BaseException as exc:  # collected and re-asserted in the main thread
+        except BaseException as exc:  # noqa: BLE001 - collected and re-asserted in the main thread
             errors.append(exc)
 
     threads = [threading.Thread(target=build) for _ in range(3)]

@@ -4,6 +4,6 @@ from scenarios.load import worker_relay
 
 worker_relay.software_version = lambda: "rushhour 0.0.0, locust 0.0"
 
-from scenarios.load.locustfile import OpenLoopUser
+from scenarios.load.locustfile import OpenLoopUser  # noqa: E402 - imported after the version is patched
 
 __all__ = ["OpenLoopUser"]
