@@ -75,7 +75,8 @@ def _served_config(s: Settings) -> dict[str, Any]:
 
 
 def _load(s: Settings, server: BenchServer, window_s: float, round_index: int) -> LoadWindow:
-    return closed_loop(server, concurrency=s.concurrency, chars=s.chars, warmup_s=s.warmup_s, duration_s=window_s, first_text=round_index * 10**6)
+    return closed_loop(server, concurrency=s.concurrency, chars=s.chars, warmup_s=s.warmup_s, duration_s=window_s,
+                       first_text=round_index * 10**6)
 
 
 def _cache(s: Settings, work: Path) -> dict[str, Any]:
@@ -159,15 +160,18 @@ def render(result: dict[str, Any], goal_list: list[Goal]) -> str:
         (f"served, 1 node, max batch {mbs} (req/s)", _served_row(t["served"])),
         ("served, 1 node, max batch 1 (req/s)", _served_row(b["unbatched"])),
         (f"model's own batching gain, raw {mbs} / raw 1", f"{b['raw_ceiling_ratio']:.2f}x"),
-        ("requests per CPU-second: raw / served node", f"{t['raw_per_cpu_s']:.1f} / {t['served_per_node_cpu_s']:.1f} ({t['cpu_efficiency_ratio']:.2f}x)"),
-        (f"requests per node CPU-second: batch {mbs} / batch 1", f"{t['served_per_node_cpu_s']:.1f} / {b['unbatched_per_node_cpu_s']:.1f} ({b['cpu_efficiency_ratio']:.2f}x)"),
+        ("requests per CPU-second: raw / served node",
+         f"{t['raw_per_cpu_s']:.1f} / {t['served_per_node_cpu_s']:.1f} ({t['cpu_efficiency_ratio']:.2f}x)"),
+        (f"requests per node CPU-second: batch {mbs} / batch 1",
+         f"{t['served_per_node_cpu_s']:.1f} / {b['unbatched_per_node_cpu_s']:.1f} ({b['cpu_efficiency_ratio']:.2f}x)"),
         ("cache hits, server total_ms p50 / p99", f"{h['server_p50_ms']:.3f} / {h['server_p99_ms']:.3f} ms"),
         ("cache hits, client round trip p50 / p99", f"{h['client_p50_ms']:.3f} / {h['client_p99_ms']:.3f} ms"),
         ("cache hits, requests (share answered from cache)", f"{h['requests']} ({h['cached_share']:.0%})"),
     ]
     width = max(len(name) for name, _ in rows)
     lines = [f"{name:<{width}}  {value}" for name, value in rows]
-    lines.append(f"{'machine: cores, 1-min load average before/after':<{width}}  {s['cpu_count']}, {s['loadavg_before']:.2f}/{s['loadavg_after']:.2f}")
+    lines.append(f"{'machine: cores, 1-min load average before/after':<{width}}  {s['cpu_count']}, "
+                 f"{s['loadavg_before']:.2f}/{s['loadavg_after']:.2f}")
     lines += ["", f"{'goal':<32} {'measured':>10} {'target':>10}  met"]
     for g in goal_list:
         target = f"{'>=' if g.at_least else '<'} {g.target:g}{g.unit}"
@@ -177,7 +181,8 @@ def render(result: dict[str, Any], goal_list: list[Goal]) -> str:
 
 @click.command()
 @click.option("--quick", is_flag=True, help="Seconds-long windows and few requests (for the test).")
-@click.option("--duration", "duration_s", type=click.FloatRange(min=0.5), default=None, help="Seconds per measurement, split over the rounds (default 15, quick 2).")
+@click.option("--duration", "duration_s", type=click.FloatRange(min=0.5), default=None,
+              help="Seconds per measurement, split over the rounds (default 15, quick 2).")
 @click.option("--max-batch-size", type=click.IntRange(2, 256), default=8, show_default=True, help="Batch limit of the batched runs.")
 @click.option("--out", type=click.Path(path_type=Path), default=DEFAULT_OUT, show_default=True, help="Where to write the JSON.")
 def main(quick: bool, duration_s: float | None, max_batch_size: int, out: Path) -> None:

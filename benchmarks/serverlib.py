@@ -141,7 +141,8 @@ def bench_config(*, max_batch_size: int, threads: int, cache: bool, warmup_lengt
         name: {**cls.model_dump(), "rate_per_tenant": UNLIMITED_RATE, "burst_per_tenant": UNLIMITED_RATE, "max_wait_ms": 60_000}
         for name, cls in ServerConfig().admission.classes.items()
     }
-    quality = {"model": "quality", "nodes": 1, "max_batch_size": max_batch_size, "intra_op_threads": threads, "warmup_lengths": warmup_lengths}
+    quality = {"model": "quality", "nodes": 1, "max_batch_size": max_batch_size, "intra_op_threads": threads,
+               "warmup_lengths": warmup_lengths}
     return {
         "pools": {"quality": quality, "fast": None},
         "cache": {"enabled": cache},
@@ -165,7 +166,8 @@ def running_server(workdir: Path, config: dict[str, Any], *, extra_args: list[st
 
 
 def _body(text: str) -> dict[str, Any]:
-    return {"text": text, "source_lang": "en", "target_lang": "de", "mode": "quality", "priority": "paid", "tenant": "bench", "deadline_ms": 60_000}
+    return {"text": text, "source_lang": "en", "target_lang": "de", "mode": "quality", "priority": "paid",
+            "tenant": "bench", "deadline_ms": 60_000}
 
 
 def _cpu_s(pid: int) -> float:
@@ -220,7 +222,8 @@ def summarise(windows: list[LoadWindow]) -> LoadResult:
     )
 
 
-async def _closed_loop(server: BenchServer, *, concurrency: int, chars: int, warmup_s: float, duration_s: float, first_text: int) -> LoadWindow:
+async def _closed_loop(server: BenchServer, *, concurrency: int, chars: int, warmup_s: float, duration_s: float,
+                       first_text: int) -> LoadWindow:
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     finished: list[float] = []
     latencies: list[float] = []
@@ -265,7 +268,8 @@ async def _closed_loop(server: BenchServer, *, concurrency: int, chars: int, war
     return LoadWindow(in_window, errors, duration_s, [x * 1000.0 for x in latencies], first, last)
 
 
-def closed_loop(server: BenchServer, *, concurrency: int, chars: int, warmup_s: float, duration_s: float, first_text: int = 0) -> LoadWindow:
+def closed_loop(server: BenchServer, *, concurrency: int, chars: int, warmup_s: float, duration_s: float,
+                first_text: int = 0) -> LoadWindow:
     """Saturate `server` with `concurrency` back-to-back clients sending distinct texts (numbered
     from `first_text`); count what finishes in the window after `warmup_s`."""
     return asyncio.run(

@@ -213,7 +213,8 @@ class JobsConfig(_Strict):
     reserve_per_rank: float = Field(0.25, ge=0, lt=1, description="share of max_active each lower priority rank may not use")
     max_running: int = Field(16, ge=1, description="jobs and streams translating at once; the rest are queued")
     concurrency: int = Field(8, ge=1, description="segments of one job in flight at once")
-    max_bytes: int = Field(64 * 2**20, ge=2**20, description="memory the kept jobs may hold (texts, segments, translations); the oldest finished are evicted")
+    max_bytes: int = Field(64 * 2**20, ge=2**20,
+                           description="memory the kept jobs may hold (texts, segments, translations); the oldest finished are evicted")
 
 
 class ServerConfig(_Strict):
@@ -238,7 +239,8 @@ class ServerConfig(_Strict):
     max_restart_backoff_s: float = Field(10.0, ge=0)
     model_cache_dir: Path | None = None
     require_provider: Literal["cuda"] | None = Field(
-        None, description='"cuda": a quality node that would not run on CUDA refuses to start (the fast tier is INT8 on the CPU by design); unset: CUDA when offered, else CPU')
+        None, description='"cuda": a quality node that would not run on CUDA refuses to start (the fast tier is '
+                          "INT8 on the CPU by design); unset: CUDA when offered, else CPU")
     state_dir: Path = Field(default_factory=lambda: Path(os.environ.get("RUSHHOUR_STATE_DIR", "~/.rushhour")).expanduser())
 
     @model_validator(mode="after")

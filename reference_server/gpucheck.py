@@ -214,14 +214,17 @@ def render(result: dict[str, Any]) -> str:
         ("CUDA", env["cuda"]),
     ]
     for tier, t in result["tiers"].items():
-        rows.append((f"{tier}: provider, precision, IO binding", f"{t['provider']}, {t['precision']}, {'yes' if t['io_binding'] else 'no'}"))
+        rows.append((f"{tier}: provider, precision, IO binding",
+                     f"{t['provider']}, {t['precision']}, {'yes' if t['io_binding'] else 'no'}"))
         bound = f"<= {t['tolerance']:g}" if t["tolerance"] else "identical"
         rows.append((f"{tier}: vs {t['reference']}", (f"{t['identical_share']:.0%} identical texts, encoder max rel. error "
                      f"{t['encoder_max_rel_error']:.2g} ({bound}); batch-independent {t['batch_independent_share']:.0%}; "
                      f"{'ok' if t['ok'] else 'FAILED'}")))
     rows += [
-        (f"batching gain, raw batch {batching['batch_size']} / batch 1", f"{batching['gain']:.2f}x ({batching['raw_rps']:.1f} / {batching['raw_batch1_rps']:.1f} req/s)"),
-        ("served / raw, one quality node", f"{served['ratio']:.2f}x ({served['served_rps']:.1f} / {served['raw_rps']:.1f} req/s, {served['errors']} errors)"),
+        (f"batching gain, raw batch {batching['batch_size']} / batch 1",
+         f"{batching['gain']:.2f}x ({batching['raw_rps']:.1f} / {batching['raw_batch1_rps']:.1f} req/s)"),
+        ("served / raw, one quality node",
+         f"{served['ratio']:.2f}x ({served['served_rps']:.1f} / {served['raw_rps']:.1f} req/s, {served['errors']} errors)"),
         ("cold start to first translation", _cold_row(cold)),
         ("served node: start to ready (warm-up)", f"{_fmt(served.get('node_cold_start_s'))} s"),
         ("check took", f"{result['elapsed_s']:.0f} s; {'all agreement checks ok' if result['ok'] else 'an agreement check FAILED'}"),

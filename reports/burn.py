@@ -3,8 +3,9 @@
 A burn rate is the bad share in a window divided by the allowed bad share. The page rules pair a
 long window with a short one (1h/5m at 14.4x, 6h/30m at 6x); both must have traffic and both
 must exceed the threshold at the same moment, so a long window still carrying an old burst
-cannot page on its own while the short window is empty (the alert would have resolved). A drill compresses time, so the windows shrink by the scenario's time_scale
-(model seconds replayed per run second).
+cannot page on its own while the short window is empty (the alert would have resolved). A drill
+compresses time, so the windows shrink by the scenario's time_scale (model seconds replayed per run
+second).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ counting L2 errors and backing off instead of waiting on a dead Redis.
 
 Needs: the `redis-server` binary on PATH (for `start_redis`), and the rights to see and signal
 the Redis process (the same user, or root). Every stop carries a lease: a detached keeper
-process starts Redis again when it runs out, so a killed drill never leaves the cache down. The restarted Redis is empty and keeps nothing on
-disk, which suits a cache; pass `command` to start it some other way.
+process starts Redis again when it runs out, so a killed drill never leaves the cache down. The
+restarted Redis is empty and keeps nothing on disk, which suits a cache; pass `command` to start it some other way.
 """
 
 from __future__ import annotations

@@ -45,7 +45,8 @@ class _Bucket:
 class TokenBuckets:
     """One bucket per (tenant, priority class); the map of tenants is bounded (LRU)."""
 
-    def __init__(self, classes: dict[str, PriorityClass], *, max_tenants: int = 10_000, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, classes: dict[str, PriorityClass], *, max_tenants: int = 10_000,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._classes = classes
         self._buckets: OrderedDict[tuple[str, str], _Bucket] = OrderedDict()
         self._max = max_tenants
@@ -136,7 +137,8 @@ class PoolDispatcher:
         except TimeoutError:
             if not (future.done() and not future.cancelled()):  # else: granted just as the wait ran out
                 future.cancel()
-                raise Overloaded("max_wait", f"No capacity in pool {self.pool} within {timeout * 1000:.0f} ms.", retry_after_s=1.0) from None
+                raise Overloaded("max_wait", f"No capacity in pool {self.pool} within {timeout * 1000:.0f} ms.",
+                                 retry_after_s=1.0) from None
         except asyncio.CancelledError:
             if future.done() and not future.cancelled():
                 self.release()  # the slot was granted to a caller that went away
@@ -144,7 +146,9 @@ class PoolDispatcher:
             raise
         if self._clock() + self.expected_service_s() > deadline:
             self.release()  # granted too late to be served in time: shed here, not 504 at the node
-            raise Overloaded("max_wait", f"A slot of pool {self.pool} came too late to serve the request before its deadline.", retry_after_s=1.0)
+            raise Overloaded("max_wait",
+                             f"A slot of pool {self.pool} came too late to serve the request before its deadline.",
+                             retry_after_s=1.0)
         return self._clock() - now, position
 
     def release(self, *, completed: bool = False, held_s: float | None = None) -> None:

@@ -1,8 +1,8 @@
 """The gateway's FastAPI application, assembled from its parts and its module-level routers.
 
 Routes live in `public.py` (translate, probes, status, events, metrics), `jobs_api.py` (long
-documents, streams), `chat.py` (OpenAI-compatible chat and models) and `admin.py` (drills' controls); they reach the gateway's parts through the
-dependencies in `deps.py`.
+documents, streams), `chat.py` (OpenAI-compatible chat and models) and `admin.py` (drills'
+controls); they reach the gateway's parts through the dependencies in `deps.py`.
 """
 
 from __future__ import annotations

@@ -108,7 +108,8 @@ def decide(
     return _scale_down(policy, samples, current, now, history, floor_nodes)
 
 
-def _scale_down(policy: AutoscaleConfig, samples: Sequence[Sample], current: int, now: float, history: History, floor_nodes: int) -> Decision:
+def _scale_down(policy: AutoscaleConfig, samples: Sequence[Sample], current: int, now: float, history: History,
+                floor_nodes: int) -> Decision:
     cooldown = policy.scale_down_cooldown_s
     if now - max(history.last_up_at, history.last_down_at) < cooldown:
         return Decision(current, "hold")
@@ -187,7 +188,8 @@ class Autoscaler:
             name: PoolScaler(pool.autoscale, schedule_steps(pool.autoscale.schedule, started_wall), target=pool.nodes)
             for name, pool in config.pools.items() if pool.autoscale is not None
         }
-        self.target_gauge = Gauge("rushhour_autoscaler_target_nodes", "Nodes the autoscaler wants per pool.", ["pool"], registry=metrics.registry)
+        self.target_gauge = Gauge("rushhour_autoscaler_target_nodes", "Nodes the autoscaler wants per pool.",
+                                  ["pool"], registry=metrics.registry)
         self._task: asyncio.Task[None] | None = None
 
     def set_epoch(self, epoch_wall: float) -> None:

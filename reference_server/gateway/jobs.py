@@ -135,14 +135,17 @@ class JobManager:
     def submit(self, req: TranslateRequest, *, keep: bool = True) -> Job:
         """Validate, enqueue and start a job; `keep=False` for streams, which nobody polls."""
         if len(req.text) > self.config.max_chars:
-            raise ApiError(413, "text_too_large", f"The document has {len(req.text)} characters; the limit for jobs is {self.config.max_chars}.")
+            raise ApiError(413, "text_too_large",
+                           f"The document has {len(req.text)} characters; the limit for jobs is {self.config.max_chars}.")
         sources = split_segments(req.text, self._segment_chars)
         if not sources:
             raise ApiError(422, "invalid_field", 'Field "text": the document has no text to translate.')
         priority = str(self._check(req.model_copy(update={"text": sources[0]})))
         limit = self.active_limit(self._rank_of(priority))
         if len(self._active) >= limit:
-            raise ApiError(503, "too_many_jobs", f'{len(self._active)} jobs are queued or running; the limit for "{priority}" is {limit}.', retry_after_s=1.0)
+            raise ApiError(503, "too_many_jobs",
+                           f'{len(self._active)} jobs are queued or running; the limit for "{priority}" is {limit}.',
+                           retry_after_s=1.0)
         job = Job(uuid.uuid4().hex, req, sources)
         if keep:
             self._keep(job)
@@ -169,7 +172,8 @@ class JobManager:
         self._evict(room=needed)
         if self.stored_bytes + needed > self.max_bytes:
             raise ApiError(
-                503, "job_store_full", f"The unfinished jobs hold {self.stored_bytes} bytes; a job of {needed} bytes does not fit in {self.max_bytes}.",
+                503, "job_store_full",
+                f"The unfinished jobs hold {self.stored_bytes} bytes; a job of {needed} bytes does not fit in {self.max_bytes}.",
                 retry_after_s=1.0,
             )
         self.jobs[job.id] = job
@@ -203,7 +207,8 @@ class JobManager:
             raise
         except Exception as exc:  # a job must end, whatever broke in it
             log.exception("job %s failed", job.id)
-            job.state, job.error = "failed", {"code": "internal_error", "message": f"The job failed unexpectedly: {type(exc).__name__}: {exc}."}
+            job.state, job.error = "failed", {"code": "internal_error",
+                                              "message": f"The job failed unexpectedly: {type(exc).__name__}: {exc}."}
         finally:
             self._active.discard(job)
             job.notify()
@@ -240,7 +245,8 @@ class JobManager:
                     raise
                 await asyncio.sleep(min(exc.retry_after_s or 0.5, MAX_RETRY_SLEEP_S))
                 continue
-            return {"index": index, "translation": answer.translation, "model": answer.model, "cached": answer.cached, "degraded": answer.degraded}
+            return {"index": index, "translation": answer.translation, "model": answer.model,
+                    "cached": answer.cached, "degraded": answer.degraded}
         raise AssertionError("unreachable")
 
     async def stream(self, job: Job) -> AsyncIterator[str]:

@@ -88,7 +88,8 @@ async def stream(req: TranslateRequest, gateway: GatewayDep, jobs: JobsDep) -> R
             first = await pieces.first()
         except ApiError as exc:
             return error_response(exc)
-        return StreamingResponse(_piece_events(pieces, first), media_type="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
+        return StreamingResponse(_piece_events(pieces, first), media_type="text/event-stream",
+                                 headers={**headers, "Cache-Control": "no-cache"})
     job = jobs.submit(req, keep=False)
     return StreamingResponse(jobs.stream(job), media_type="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
 
@@ -105,5 +106,6 @@ async def _piece_events(pieces: PieceStream, first: str | None) -> AsyncIterator
         return
     finally:
         await pieces.close()
-    yield sse("segment", {"index": 0, "translation": answer.translation, "model": answer.model, "cached": answer.cached, "degraded": answer.degraded})
+    yield sse("segment", {"index": 0, "translation": answer.translation, "model": answer.model,
+                          "cached": answer.cached, "degraded": answer.degraded})
     yield sse("done", {"id": uuid.uuid4().hex, "segments": 1})

@@ -128,7 +128,8 @@ class L2Cache:
         self._backoff_s = MIN_BACKOFF_S
 
     def status(self) -> dict[str, object]:
-        return {"l2_hits": self.hits, "l2_misses": self.misses, "l2_errors": self.errors, "l2_skipped": self.skipped, "l2_available": self.available()}
+        return {"l2_hits": self.hits, "l2_misses": self.misses, "l2_errors": self.errors, "l2_skipped": self.skipped,
+                "l2_available": self.available()}
 
     async def close(self) -> None:
         for task in list(self._pending):

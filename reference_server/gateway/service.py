@@ -80,7 +80,8 @@ class TranslationService:
         self.coalescer = Coalescer()
         self.buckets = TokenBuckets(config.admission.classes)
         self.dispatchers = {
-            name: PoolDispatcher(name, config.admission.classes, functools.partial(self._capacity, name), early_reject=config.admission.early_reject)
+            name: PoolDispatcher(name, config.admission.classes, functools.partial(self._capacity, name),
+                                 early_reject=config.admission.early_reject)
             for name in config.pools
         }
         self._rr = itertools.count()
@@ -135,7 +136,8 @@ class TranslationService:
             raise ApiError(413, "text_too_large", f"The text has {len(req.text)} characters; the limit is {self.config.max_chars}.")
         for field, lang in (("source_lang", req.source_lang), ("target_lang", req.target_lang)):
             if lang.lower() not in self.config.languages:
-                raise ApiError(422, "unsupported_language", f'Field "{field}": language "{lang}" is not served; served are {self.config.languages}.')
+                raise ApiError(422, "unsupported_language",
+                               f'Field "{field}": language "{lang}" is not served; served are {self.config.languages}.')
         priority = req.priority or self.config.admission.default_priority
         if priority not in self.config.admission.classes:
             raise ApiError(422, "invalid_field", f'Field "priority": "{priority}" is not one of {sorted(self.config.admission.classes)}.')
@@ -156,7 +158,9 @@ class TranslationService:
             self.metrics.shed.labels(exc.reason, priority).inc()
             if req.on_overload == "reject":
                 raise self._overload_error(exc) from None
-            return await self._fallback(req, tier, priority, deadline, exc.reason, str(exc), allow_fast=req.on_overload == "fast" and tier == "quality", overload=exc, sink=sink)
+            return await self._fallback(req, tier, priority, deadline, exc.reason, str(exc),
+                                        allow_fast=req.on_overload == "fast" and tier == "quality", overload=exc,
+                                        sink=sink)
         self._store(_key(req, tier), served)
         return served
 
@@ -215,7 +219,8 @@ class TranslationService:
         return ApiError(503, "overloaded", str(exc), retry_after_s=exc.retry_after_s, **extra)
 
     # ---- one pool ---------------------------------------------------------------------------
-    async def _serve_on_pool(self, pool: str, req: TranslateRequest, priority: str, deadline: float, sink: PieceSink | None = None) -> Served:
+    async def _serve_on_pool(self, pool: str, req: TranslateRequest, priority: str, deadline: float,
+                             sink: PieceSink | None = None) -> Served:
         if not any(n.routable() for n in self.cluster.pool_nodes(pool)):
             raise Unavailable(f"pool {pool} has no ready node with a closed breaker")
         dispatcher = self.dispatchers[pool]
@@ -232,7 +237,8 @@ class TranslationService:
         served.queue_position = position or None
         return served
 
-    async def _call_with_retry(self, pool: str, req: TranslateRequest, priority: str, deadline: float, sink: PieceSink | None = None) -> Served:
+    async def _call_with_retry(self, pool: str, req: TranslateRequest, priority: str, deadline: float,
+                               sink: PieceSink | None = None) -> Served:
         tried: set[str] = set()
         for attempt in range(2):
             node = self._pick(pool, tried)

@@ -74,7 +74,8 @@ def build_status(gateway: Gateway) -> dict[str, object]:
         "nodes": [_node(n, now) for n in nodes],
         "cache": cache_view,
         "jobs": gateway.jobs.status(),
-        "limits": {"max_chars": gateway.config.max_chars, "max_body_bytes": gateway.config.max_body_bytes, "job_body_bytes": body_limit(gateway.config)},
+        "limits": {"max_chars": gateway.config.max_chars, "max_body_bytes": gateway.config.max_body_bytes,
+                   "job_body_bytes": body_limit(gateway.config)},
         "shed": _shed(service),
         "requests_total": gateway.requests_total,
     }

@@ -211,7 +211,8 @@ def preflight(require: str | None, *, tier: str = "quality") -> dict[str, object
         done = subprocess.run([sys.executable, "-c", _PROBE_SCRIPT], capture_output=True,
                               text=True, timeout=PREFLIGHT_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired as exc:
-        raise ProviderRequirementError(f"Checking for CUDA took over {PREFLIGHT_TIMEOUT_S:.0f} s; ONNX Runtime did not start a session.") from exc
+        raise ProviderRequirementError(f"Checking for CUDA took over {PREFLIGHT_TIMEOUT_S:.0f} s; ONNX Runtime did not "
+                                       "start a session.") from exc
     if done.returncode != 0:
         raise ProviderRequirementError(f"Checking for CUDA failed (exit {done.returncode}): {done.stderr.strip()[-1500:]}")
     found = json.loads(done.stdout.strip().splitlines()[-1])

@@ -10,16 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kernel.clock import parse_duration
+from kernel.contract import REPORT_HTML_FILE
+from kernel.loopback import is_loopback_url, is_named_host
 from scenarios.cli.calibration import calibrate_scenario
 from scenarios.cli.errors import EXIT_ABORTED, BadInput
 from scenarios.cli.targetcheck import check_target, describe_target
-from scenarios.spec.target import PROTOCOL_NAMES
 from scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
-from scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_plan, describe, pin_rate_scale
 from scenarios.spec.model import ScenarioError, load_scenario, resolve_path
-from kernel.loopback import is_loopback_url, is_named_host
-from kernel.clock import parse_duration
-from kernel.contract import REPORT_HTML_FILE
+from scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_plan, describe, pin_rate_scale
+from scenarios.spec.target import PROTOCOL_NAMES
 from scenarios.spec.variants import VariantRun, check_embedded, describe_variants, expand_variants
 
 if TYPE_CHECKING:
@@ -129,7 +129,8 @@ def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path, metrics: Me
 @click.option("--duration", callback=_check_duration, help='Run length, e.g. "30s" or "3m".')
 @click.option("--seed", type=int, help="Seed of the arrival schedule.")
 @click.option("--no-chaos", is_flag=True, help="Skip the scenario's chaos experiments.")
-@click.option("--dry-run", is_flag=True, help="Validate and print the plan, and probe a --target/url target with one request; boot nothing.")
+@click.option("--dry-run", is_flag=True,
+              help="Validate and print the plan, and probe a --target/url target with one request; boot nothing.")
 @click.option("--processes", type=click.IntRange(1, 64), help="Locust processes generating the load.")
 @click.option("--workers", type=click.IntRange(1, 1024), help="Across hosts: run as a Locust master that waits "
               "for this many `rushhour worker --master HOST:PORT` to join and splits the schedule among them.")

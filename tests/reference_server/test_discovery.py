@@ -99,7 +99,8 @@ def _urls(addresses: list[Address]) -> list[str]:
     return [a.url for a in addresses]
 
 
-def test_discovery_lists_ready_and_warming_pods_with_their_names(watcher: EndpointsWatcher, seen: list[list[Address]], api: FakeCoreV1) -> None:
+def test_discovery_lists_ready_and_warming_pods_with_their_names(watcher: EndpointsWatcher,
+                                                                 seen: list[list[Address]], api: FakeCoreV1) -> None:
     _until(lambda: len(seen) == 1)
     assert seen[0] == [Address("http://[2001:db8::1]:9000", "pod-1"), Address("http://[2001:db8::2]:9000", "pod-2")]
     assert api.calls[0] == {"namespace": "drill", "field_selector": "metadata.name=rushhour-fast"}

@@ -100,7 +100,8 @@ class RunningServer:
         return pids
 
 
-def start_server(workdir: Path, config: dict[str, Any] | None = None, *, extra_args: list[str] | None = None, timeout_s: float = 120.0) -> RunningServer:
+def start_server(workdir: Path, config: dict[str, Any] | None = None, *, extra_args: list[str] | None = None,
+                 timeout_s: float = 120.0) -> RunningServer:
     workdir.mkdir(parents=True, exist_ok=True)
     config_path = workdir / "server.yaml"
     config_path.write_text(yaml.safe_dump(merge(SMALL_CONFIG, config or {})))
