@@ -62,3 +62,27 @@ def test_kill_and_lease_bodies_bound_their_ttls() -> None:
             LeaseBody.model_validate({"ttl_s": bad})
     with pytest.raises(ValidationError):
         LeaseBody.model_validate({})
+
+
+def test_the_lease_endpoint_and_the_kill_ttl_are_in_the_openapi_document() -> None:
+    from reference_server.config import ServerConfig
+    from reference_server.gateway.app import create_app
+
+    schema = create_app(ServerConfig(), admin_token="t").openapi()
+    lease = schema["paths"]["/admin/nodes/{node_id}/lease"]["post"]
+    assert "Renew the lease" in lease["description"] and "held: false" in lease["description"]
+    bodies = schema["components"]["schemas"]
+    assert "ttl_s" in bodies["LeaseBody"]["required"]
+    assert "renewed with POST /admin/nodes/{id}/lease" in bodies["KillBody"]["properties"]["ttl_s"]["description"]
+
+
+def test_a_renewal_needs_the_admin_token_and_a_known_node() -> None:
+    from reference_server.config import ServerConfig
+    from reference_server.gateway.app import create_app
+    from tests.reference_server.test_routes import _request
+
+    app = create_app(ServerConfig(), admin_token="t")
+    headers = {"Authorization": "Bearer t"}
+    missing = _request(app, "POST", "/admin/nodes/nope-9/lease", json={"ttl_s": 20}, headers=headers)
+    assert missing.status_code == 404
+    assert _request(app, "POST", "/admin/nodes/quality-0/lease", json={"ttl_s": 20}).status_code == 401
