@@ -13,6 +13,7 @@ from traffic_models.curves import DAY_S, NAMED_CURVES, curve_points, curve_value
 from traffic_models.events import Event, events_factor
 from traffic_models.fields import Clock, Positive, PositiveClock, Strict
 from traffic_models.mixspec import MixSpec
+from traffic_models.sessions import SessionSpec
 
 CurvePoint = tuple[Clock, Annotated[float, Field(ge=0)]]
 
@@ -20,10 +21,12 @@ CurvePoint = tuple[Clock, Annotated[float, Field(ge=0)]]
 class ReplaySpec(Strict):
     """Arrivals taken from a real access log instead of the base curve and events."""
 
-    path: Path
-    format: Literal["azure-llm", "csv", "jsonl"] = "csv"
-    chars_per_token: Positive = 4.0
-    jitter: Clock = 1.0
+    path: Path = Field(description="the log file, relative to the model file")
+    format: Literal["azure-llm", "mooncake", "burstgpt", "csv", "jsonl"] = Field(
+        default="csv", description="azure-llm (Azure LLM inference traces 2023/2024), mooncake (JSON lines with "
+        "hash_ids), burstgpt (BurstGPT CSV), or a plain csv / jsonl log with a timestamp column")
+    chars_per_token: Positive = Field(default=4.0, description="characters sent per logged prompt token")
+    jitter: Clock = Field(default=1.0, description="model seconds copies of a row move by when rate_scale duplicates it")
 
 
 class TrafficModel(Strict):
@@ -41,6 +44,8 @@ class TrafficModel(Strict):
     events: list[Event] = Field(default_factory=list)
     mix: MixSpec = Field(default_factory=MixSpec)
     replay: ReplaySpec | None = None
+    sessions: SessionSpec | None = Field(
+        default=None, description="each arrival opens a multi-turn conversation; later turns follow its answers")
 
     @field_validator("curve")
     @classmethod
@@ -56,6 +61,8 @@ class TrafficModel(Strict):
     def _replay_alone(self) -> TrafficModel:
         if self.replay is not None and self.events:
             raise ValueError("a replayed model takes its shape from the log; remove events or replay")
+        if self.replay is not None and self.sessions is not None:
+            raise ValueError("a replayed model takes its conversations from the log's session_id; remove sessions")
         return self
 
     def base_rate(self, clock: np.ndarray) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 The Azure LLM inference trace (CC-BY 4.0, Patel et al., "Splitwise", ISCA 2024) is the
 reference format: TIMESTAMP, ContextTokens, GeneratedTokens. Plain CSV and JSONL logs need a
-timestamp column and may carry chars (or tokens) and priority.
+timestamp column and may carry chars (or tokens), max_tokens, priority and session_id (the turns
+of one conversation). Mooncake and BurstGPT traces are read by `traffic_models.traceformats`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from traffic_models.errors import TrafficModelError
+from traffic_models.traceformats import READERS
 
 TIME_COLUMNS = ("timestamp", "time", "ts", "offset_s", "TIMESTAMP")
 END_PADDING_S = 1e-3
@@ -29,6 +31,10 @@ class Trace:
     priority: np.ndarray | None
     generated: np.ndarray | None = None
     """Logged output tokens per request (GeneratedTokens, or a max_tokens column), if any."""
+    blocks: np.ndarray | None = None
+    """Each prompt's shared block ids ("3 17 42"; Mooncake's hash_ids), if the trace names them."""
+    session: np.ndarray | None = None
+    """Each request's conversation (codes of a session_id column), if the trace has one."""
 
     @property
     def span_s(self) -> float:
@@ -47,7 +53,10 @@ def load_trace(path: Path, fmt: str, chars_per_token: float) -> Trace:
 def _load_cached(path: str, _mtime_ns: int, fmt: str, chars_per_token: float) -> Trace:
     name = Path(path).name
     try:
-        frame = pd.read_json(path, lines=True) if fmt == "jsonl" else pd.read_csv(path)
+        if fmt in READERS:
+            frame = READERS[fmt](Path(path))
+        else:
+            frame = pd.read_json(path, lines=True) if fmt == "jsonl" else pd.read_csv(path)
     except (ValueError, OSError) as exc:
         raise TrafficModelError(f"{name}: the log could not be parsed as {fmt} ({exc}).") from exc
     if frame.empty:
@@ -65,11 +74,15 @@ def _trace_from(frame: pd.DataFrame, name: str, fmt: str, chars_per_token: float
     chars = _chars(frame, name, chars_per_token)
     priority = frame["priority"].astype(str).to_numpy(dtype=object) if "priority" in frame else None
     generated = _generated(frame, name)
+    blocks = frame["blocks"].astype(str).to_numpy(dtype=object) if "blocks" in frame else None
+    session = pd.factorize(frame["session_id"].astype(str))[0].astype(np.int64) if "session_id" in frame else None
     return Trace(
         clock_s=seconds[order] - seconds[order[0]],
         chars=None if chars is None else chars[order],
         priority=None if priority is None else priority[order],
         generated=None if generated is None else generated[order],
+        blocks=None if blocks is None else blocks[order],
+        session=None if session is None else session[order],
     )
 
 

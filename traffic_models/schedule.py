@@ -14,7 +14,10 @@ from traffic_models.errors import TrafficModelError
 from traffic_models.mix import draw_people, draw_texts, mix_frame, priority_codes, replayed_texts
 from traffic_models.model import ReplaySpec, TrafficModel
 from traffic_models.phases import phase_column, window_phases
-from traffic_models.replay import load_trace, replay_rate, replay_rows
+from traffic_models.replay import Trace, load_trace, replay_rate, replay_rows
+from traffic_models.sessions import first_turns, replayed_sessions, synthetic_sessions
+from traffic_models.text import RAW_PROMPT, block_prompt
+from traffic_models.traceformats import LLM_FORMATS, MOONCAKE_BLOCK_TOKENS
 from traffic_models.window import Window, check_rate_scale, resolve_window
 
 GRID_STEP_S = 1.0
@@ -41,16 +44,22 @@ def generate_schedule(
     window = resolve_window(model, time_scale=time_scale, start_clock_s=start_clock_s, duration_s=duration_s)
     check_rate_scale(rate_scale)
     rng = _rng(seed)
+    extra: dict[str, np.ndarray] = {}
     if model.replay is not None:
-        offsets, texts, logged = _replayed(model, model.replay, window, rate_scale, rng)
+        offsets, texts, logged, extra = _replayed(model, model.replay, window, rate_scale, rng, seed)
     else:
         offsets = poisson_offsets(model, window, rate_scale, rng)
+        if model.sessions is not None:
+            offsets, extra = synthetic_sessions(model.sessions, offsets, window.time_scale, rng)
         texts, logged = draw_texts(model.mix, offsets.size, rng), None
     people = draw_people(model.mix, offsets.size, rng, logged)
     frame = mix_frame(model.mix, texts, people)
     frame.insert(0, "offset_s", offsets.astype(np.float64))
     frame["phase"] = phase_column(window_phases(model, window), offsets)
-    return frame[COLUMNS]
+    for name, values in extra.items():
+        frame[name] = values
+    frame = frame[COLUMNS + list(extra)]
+    return frame.sort_values("offset_s", kind="stable").reset_index(drop=True) if extra else frame
 
 
 def poisson_offsets(
@@ -110,17 +119,23 @@ def _clock_grid(model: TrafficModel, window: Window, lo: int, hi: int) -> np.nda
 
 
 def _replayed(
-    model: TrafficModel, replay: ReplaySpec, window: Window, rate_scale: float, rng: np.random.Generator
-) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
+    model: TrafficModel, replay: ReplaySpec, window: Window, rate_scale: float, rng: np.random.Generator,
+    seed: int,
+) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None, dict[str, np.ndarray]]:
     trace = load_trace(replay.path, replay.format, replay.chars_per_token)
+    picked = trace if trace.session is None else _first_turns_only(trace)
     offsets, rows = replay_rows(
-        trace,
+        picked,
         window=(window.start_clock_s, window.end_clock_s),
         time_scale=window.time_scale,
         copies=rate_scale / window.time_scale,
         jitter_s=replay.jitter,
         rng=rng,
     )
+    extra: dict[str, np.ndarray] = {}
+    if trace.session is not None:
+        firsts = first_turns(trace.session)[rows]
+        offsets, rows, extra = replayed_sessions(trace.session, trace.clock_s, offsets, firsts, window.time_scale)
     if trace.chars is None:
         texts = draw_texts(model.mix, offsets.size, rng)
         if trace.generated is not None:
@@ -131,7 +146,24 @@ def _replayed(
     logged = None
     if trace.priority is not None:
         logged = priority_codes(model.mix, trace.priority[rows], replay.path.name)
-    return offsets, texts, logged
+    if replay.format in LLM_FORMATS:
+        extra["prompt"] = _prompts(trace, rows, replay.chars_per_token, seed)
+    return offsets, texts, logged, extra
+
+
+def _first_turns_only(trace: Trace) -> Trace:
+    """The trace's session openers alone: the replay picks conversations, then adds their turns."""
+    first = first_turns(trace.session) if trace.session is not None else np.arange(trace.clock_s.size)
+    return Trace(clock_s=trace.clock_s[first], chars=None, priority=None)
+
+
+def _prompts(trace: Trace, rows: np.ndarray, chars_per_token: float, seed: int) -> np.ndarray:
+    """Each row's `prompt`: its shared blocks when the trace names them, else its own raw text."""
+    if trace.blocks is None:
+        return np.full(rows.size, RAW_PROMPT, dtype=object)
+    block_chars = max(2, round(MOONCAKE_BLOCK_TOKENS * chars_per_token))
+    ids = pd.Series(trace.blocks[rows], dtype=object)
+    return ids.radd(block_prompt(seed, block_chars, "")).where(ids != "", RAW_PROMPT).to_numpy(dtype=object)
 
 
 def _rng(seed: int) -> np.random.Generator:

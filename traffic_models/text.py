@@ -41,3 +41,33 @@ def text_for(text_id: int, chars: int) -> str:
     if body.endswith((" ", ".")):
         body = body[:-1] + "a"
     return body + "."
+
+
+BLOCK_ID_BASE = 1 << 58
+"""Text ids of shared prompt blocks start here, away from the mix's and the replay's ids."""
+RAW_PROMPT = "raw"
+"""A schedule's `prompt` value for a trace prompt sent as it is, unique to its row."""
+
+
+def block_prompt(salt: int, block_chars: int, block_ids: str) -> str:
+    """The `prompt` value of a row whose text is made of shared blocks: "blocks:salt:chars:ids"."""
+    return f"blocks:{salt % 65536}:{block_chars}:{block_ids}"
+
+
+def prompt_text(prompt: str, text_id: int, chars: int) -> str:
+    """Exactly `chars` characters for a row: its own text, or its shared blocks laid end to end.
+
+    Two prompts naming the same block ids get the same text for those blocks (a prefix cache
+    sees the reuse); text past the named blocks is the row's own.
+    """
+    if not prompt.startswith("blocks:"):
+        return text_for(text_id, chars)
+    _, salt, size, ids = prompt.split(":", 3)
+    block_chars, parts, total = int(size), [], 0
+    for block in ids.split():
+        if total >= chars:
+            break
+        parts.append(text_for(BLOCK_ID_BASE + (int(salt) << 40) + int(block) % (1 << 40), block_chars - 1) + " ")
+        total += block_chars
+    body = "".join(parts)[:chars]
+    return body + text_for(text_id, chars - len(body)) if len(body) < chars else body
