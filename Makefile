@@ -17,7 +17,7 @@ ORT_OTHER := onnxruntime-gpu
 STAMP     := $(VENV)/.rushhour-installed
 endif
 
-.PHONY: install install-gpu drill test bench clean redis-server prometheus kserve
+.PHONY: install install-gpu drill test test-fast bench clean redis-server prometheus kserve
 
 INSTALL_LOG := $(VENV)/install.log
 
@@ -69,8 +69,18 @@ $(KSERVE_STAMP):
 
 kserve: $(KSERVE_STAMP)
 
+# The suite mostly waits (servers booting, drills running in real time), so it runs in parallel
+# (pytest-xdist) with more workers than cores; tests that must not share a worker's neighbours
+# name an xdist_group. PYTEST_ARGS passes more flags, e.g. PYTEST_ARGS="-x --durations=20".
+TEST_WORKERS ?= 6
+PYTEST_ARGS  ?=
+
 test: $(STAMP) redis-server prometheus kserve
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+# The edit loop: unit tests only (no server booted, no drill, no subprocess), in under two minutes.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.server

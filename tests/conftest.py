@@ -9,8 +9,39 @@ from typing import Any
 
 import pytest
 
-from tests.support.server import RunningServer, start_server
 from kernel.processes import stop_process
+from tests.support.server import RunningServer, start_server
+
+SERVER_FIXTURES = frozenset({"server_factory", "shared_server", "drill_process"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order and group the tests for a parallel run (make test: pytest-xdist, --dist loadgroup).
+
+    A test that boots a server is slow even if nobody marked it. The tests of a module that share
+    one server (shared_server) stay on one worker, so that server boots once, not once per worker.
+    Slow tests go first, so the long ones do not start last and finish alone.
+    """
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & SERVER_FIXTURES and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+        if "shared_server" in fixtures and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(f"shared-server-{item.nodeid.split('::')[0]}"))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture(autouse=True)
+def own_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test its own RUSHHOUR_STATE_DIR (admin token file, cached capacity figures).
+
+    Tests run side by side (pytest-xdist), and ~/.rushhour is the user's: no test reads a figure
+    another test, or the user, left there, and none writes into it.
+    """
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("RUSHHOUR_STATE_DIR", str(state))
+    return state
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ PACKAGES = ("scenarios", "reports", "experiments", "reference_server", "traffic_
 MAX_MODULE_LINES = 400
 
 
+@pytest.mark.slow
 def test_layers_contract_is_kept() -> None:
     lint_imports = Path(sys.executable).parent / "lint-imports"
     if not lint_imports.exists():
@@ -36,6 +37,7 @@ def _tool(name: str) -> Path:
     return tool
 
 
+@pytest.mark.slow
 def test_ruff_finds_nothing() -> None:
     done = subprocess.run([str(_tool("ruff")), "check", "--no-cache", "."], cwd=REPO, capture_output=True, text=True,
                           timeout=120)

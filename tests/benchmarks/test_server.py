@@ -33,6 +33,8 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, dict
     return done.stdout, out, json.loads(out.read_text())
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-a")
 def test_bench_quick_writes_json_with_positive_numbers(quick_run: tuple[str, Path, dict[str, Any]]) -> None:
     stdout, out, result = quick_run
     assert f"wrote {out}" in stdout
@@ -49,6 +51,8 @@ def test_bench_quick_writes_json_with_positive_numbers(quick_run: tuple[str, Pat
         assert hits[key] > 0, key
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-a")
 def test_bench_quick_reports_every_goal(quick_run: tuple[str, Path, dict[str, Any]]) -> None:
     stdout, _, result = quick_run
     goals = result["goals"]

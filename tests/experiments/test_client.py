@@ -20,6 +20,7 @@ def _proxy_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("no_proxy", raising=False)
 
 
+@pytest.mark.slow
 def test_client_ignores_proxy_variables_for_a_loopback_server(fake_cluster: Fake, monkeypatch: pytest.MonkeyPatch) -> None:
     cluster, config, secrets = fake_cluster
     _proxy_everything(monkeypatch)

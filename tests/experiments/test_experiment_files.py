@@ -61,6 +61,7 @@ def test_local_experiment_rolls_back_and_ends_with_reset(path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["all-gpu-down", "gpu-throttle"])
+@pytest.mark.slow
 def test_chaos_validate_command_accepts_an_experiment(name: str, tmp_path: Path) -> None:
     chaos = Path(sys.executable).parent / "chaos"
     result = subprocess.run(

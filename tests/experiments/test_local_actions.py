@@ -28,6 +28,7 @@ def test_actions_accept_secrets_nested_by_scope(fake_cluster: Fake) -> None:
     assert cluster.states["fast-0"] == "down"
 
 
+@pytest.mark.slow
 def test_fault_actions_send_the_contract_bodies(fake_cluster: Fake) -> None:
     cluster, config, secrets = fake_cluster
     kw = {"configuration": config, "secrets": secrets}
@@ -49,6 +50,7 @@ def test_fault_actions_send_the_contract_bodies(fake_cluster: Fake) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_pool_actions_touch_every_node_of_the_pool_in_order(fake_cluster: Fake) -> None:
     cluster, config, secrets = fake_cluster
     kw = {"configuration": config, "secrets": secrets}
@@ -101,6 +103,7 @@ def test_unreachable_server_fails_as_activity_failed() -> None:
         actions.reset(configuration={"rushhour_url": "http://127.0.0.1:9"}, secrets={})
 
 
+@pytest.mark.slow
 def test_capacity_and_readiness_probes(fake_cluster: Fake) -> None:
     cluster, config, secrets = fake_cluster
     kw = {"configuration": config, "secrets": secrets}
@@ -115,6 +118,7 @@ def test_capacity_and_readiness_probes(fake_cluster: Fake) -> None:
     assert probes.translation_served(allow_degraded=False, **kw) is False
 
 
+@pytest.mark.slow
 def test_slo_probes_from_metrics_deltas(fake_cluster: Fake) -> None:
     cluster, config, secrets = fake_cluster
     kw = {"configuration": config, "secrets": secrets}

@@ -65,6 +65,7 @@ def _faults(kw: Kw, node: str) -> list[dict[str, Any]]:
     return list(_node(kw, node)["faults"])
 
 
+@pytest.mark.slow
 def test_live_node_probes_see_the_booted_cluster(kw: Kw) -> None:
     states = probes.node_states(**kw)
     assert {"quality-0", "quality-1", "fast-0"} <= set(states)
@@ -79,6 +80,7 @@ def _node(kw: Kw, node: str) -> dict[str, Any]:
     return next(n for n in status["nodes"] if n["id"] == node)
 
 
+@pytest.mark.slow
 def test_live_kill_and_recover_a_node(kw: Kw) -> None:
     before = _node(kw, "quality-1")["pid"]
     assert actions.kill_node(node_id="quality-1", **kw)["node"] == "quality-1"
@@ -88,6 +90,7 @@ def test_live_kill_and_recover_a_node(kw: Kw) -> None:
     wait_until(lambda: probes.ready_nodes_at_least(pool="quality", n=2, **kw), "quality-1 back")
 
 
+@pytest.mark.slow
 def test_live_cold_restart_of_node_and_pool(kw: Kw) -> None:
     assert actions.restart_node(node_id="fast-0", warm=False, **kw)["warm"] is False
     wait_until(lambda: probes.all_nodes_ready(pool="fast", **kw), "fast-0 back")
@@ -96,6 +99,7 @@ def test_live_cold_restart_of_node_and_pool(kw: Kw) -> None:
     assert probes.translation_served(mode="quality", **kw)
 
 
+@pytest.mark.slow
 def test_live_network_faults_show_in_status_and_heal(kw: Kw) -> None:
     actions.partition_node(node_id="quality-0", mode="reset", ttl_s=30, **kw)
     assert [f["kind"] for f in _faults(kw, "quality-0")] in (["reset"], ["partition"])
@@ -110,12 +114,14 @@ def test_live_network_faults_show_in_status_and_heal(kw: Kw) -> None:
     assert _faults(kw, "quality-0") == [] and _faults(kw, "quality-1") == []
 
 
+@pytest.mark.slow
 def test_live_whole_pool_loss_still_serves_auto_requests(kw: Kw) -> None:
     assert actions.kill_pool(pool="quality", **kw)["nodes"] == ["quality-0", "quality-1"]
     assert probes.translation_served(mode="auto", allow_degraded=True, **kw)
     actions.recover_pool(pool="quality", **kw)
 
 
+@pytest.mark.slow
 def test_live_scale_flush_and_reset(kw: Kw) -> None:
     actions.scale_pool(pool="fast", nodes=2, **kw)
     wait_until(lambda: probes.ready_nodes_at_least(pool="fast", n=2, **kw), "fast-1 ready")
@@ -125,6 +131,7 @@ def test_live_scale_flush_and_reset(kw: Kw) -> None:
     assert "response" in actions.reset(**kw)
 
 
+@pytest.mark.slow
 def test_live_slo_probes_measure_traffic_in_the_window(kw: Kw) -> None:
     url = kw["configuration"]["rushhour_url"]
     done = threading.Event()
@@ -157,6 +164,7 @@ def _chaos_env(kw: Kw) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_live_chaos_run_of_gpu_node_loss(kw: Kw, tmp_path: Path) -> None:
     journal = tmp_path / "journal.json"
     command = [
@@ -171,6 +179,7 @@ def test_live_chaos_run_of_gpu_node_loss(kw: Kw, tmp_path: Path) -> None:
     assert [r["status"] for r in record["rollbacks"]] == ["succeeded", "succeeded"]
 
 
+@pytest.mark.slow
 def test_live_timeline_stop_rolls_back_a_running_experiment(kw: Kw, tmp_path: Path) -> None:
     events: list[dict[str, Any]] = []
     started = threading.Event()

@@ -28,6 +28,7 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     server.stop()
 
 
+@pytest.mark.slow
 def test_stop_then_start_redis_by_port(redis_server: RedisServer) -> None:
     assert redis_running(redis_server.port) is True
     stopped = stop_redis(port=redis_server.port)
@@ -45,6 +46,7 @@ def test_stop_then_start_redis_by_port(redis_server: RedisServer) -> None:
         psutil.Process(started["pid"]).wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_stopped_redis_comes_back_by_its_lease_without_a_rollback(redis_server: RedisServer,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RUSHHOUR_LEASE_MARGIN_S", "1")
@@ -82,6 +84,7 @@ def test_stop_redis_with_nothing_listening_fails() -> None:
         stop_redis(port=free_port())
 
 
+@pytest.mark.slow
 def test_chaos_run_of_redis_down_keeps_translations_served(redis_server: RedisServer, server_factory, tmp_path: Path) -> None:
     server = server_factory({"pools": {"fast": None, "quality": {"nodes": 1}}, "cache": {"redis_url": redis_server.url}})
     journal = tmp_path / "journal.json"

@@ -27,6 +27,7 @@ def test_slow_down_node_sends_the_contract_body(fake_cluster: Fake) -> None:
     json.dumps(result)
 
 
+@pytest.mark.slow
 def test_slow_down_pool_slows_every_node_of_the_pool_for_the_hold(fake_cluster: Fake) -> None:
     cluster, config, secrets = fake_cluster
     cluster.states["quality-1"] = "starting"  # not ready yet: slowed all the same

@@ -82,6 +82,7 @@ def _reversals(start: int, changes: list[tuple[float, int, str]]) -> int:
 
 
 @pytest.mark.parametrize("seed", range(10))
+@pytest.mark.slow
 def test_autoscaler_does_not_flap_on_a_noisy_signal(seed: int) -> None:
     rng = random.Random(seed)
     policy = POLICY.model_copy(update={"window_s": 5.0, "max_nodes": 6})
@@ -171,6 +172,7 @@ def _pool_size(status: dict[str, object], pool: str = "quality") -> int:
     return sum(1 for n in status["nodes"] if n["pool"] == pool)
 
 
+@pytest.mark.slow
 def test_autoscaler_live_pool_grows_under_load_and_shrinks_after(server_factory) -> None:
     server: RunningServer = server_factory(ELASTIC)
     assert _pool_size(server.status()) == 1
@@ -198,6 +200,7 @@ def test_autoscaler_live_pool_grows_under_load_and_shrinks_after(server_factory)
     assert 'rushhour_scale_events_total{direction="down",pool="quality"} 1.0' in scale_metric
 
 
+@pytest.mark.slow
 def test_autoscaler_live_schedule_scales_ahead_of_the_peak(server_factory) -> None:
     config = {
         "pools": {"fast": None, "quality": {"nodes": 1, "autoscale": {

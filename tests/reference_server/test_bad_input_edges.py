@@ -43,6 +43,7 @@ def _cjk_document(chars: int) -> str:
 
 
 # ---- events ----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_events_answer_with_numbered_events_after_a_fault(server: RunningServer) -> None:
     injected = server.admin("POST", "/admin/nodes/fast-0/faults", {"kind": "latency", "latency_ms": 1, "ttl_s": 5})
     assert injected.status_code == 200, injected.text
@@ -80,6 +81,7 @@ def test_body_over_limit_sent_chunked_is_413(server: RunningServer) -> None:
     assert server.translate("Still served after a refused chunked body.").status_code == 200
 
 
+@pytest.mark.slow
 def test_body_over_limit_written_whole_by_urllib_reads_the_413(server: RunningServer) -> None:
     """urllib writes the whole body before it reads the answer: the server must not reset it."""
     body = b'{"text": "' + b"a" * 2_000_000 + b'", "source_lang": "en", "target_lang": "de"}'
@@ -119,6 +121,7 @@ def test_body_limit_answers_at_once_whatever_the_pieces(pieces: list[bytes]) -> 
     assert sent[0]["status"] == 413 and b"1024 bytes" in sent[1]["body"]  # type: ignore[operator]
 
 
+@pytest.mark.slow
 def test_job_of_max_chars_in_cjk_fits_the_body_limit(server: RunningServer) -> None:
     """60,000 CJK characters take 180 kB in UTF-8 and 360 kB as ASCII-only JSON escapes."""
     body = {"text": _cjk_document(MAX_JOB_CHARS), "source_lang": "zh", "target_lang": "en", "tenant": "cjk-edge"}

@@ -66,6 +66,7 @@ def test_cache_bytes_cjk_text_weighs_more_than_latin() -> None:
     assert entry_bytes(_key(""), "") >= ENTRY_OVERHEAD_BYTES
 
 
+@pytest.mark.slow
 def test_cache_bytes_real_memory_stays_near_the_bound() -> None:
     """5,000-character texts, as many as the entry bound allows: the memory held follows max_bytes."""
     bound = 4 * MIB
@@ -93,6 +94,7 @@ def test_cache_bytes_config_rejects_a_negative_bound(tmp_path: pytest.TempPathFa
         _cache(max_bytes=-1)
 
 
+@pytest.mark.slow
 def test_cache_bytes_status_shows_the_bound_and_the_bytes_held(server_factory: Callable[..., RunningServer]) -> None:
     server = server_factory({"cache": {"max_bytes": 8_000}, "pools": {"quality": {"nodes": 1}}})
     for i in range(6):

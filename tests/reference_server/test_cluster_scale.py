@@ -76,6 +76,7 @@ async def _close(cluster: Cluster) -> None:
     await cluster.stop()
 
 
+@pytest.mark.slow
 def test_cluster_scale_concurrent_calls_are_serialised_and_track_every_process(spawner: FakeSpawner) -> None:
     async def scenario() -> tuple[list[object], int, set[int], set[int]]:
         cluster = _cluster(spawner)
@@ -127,6 +128,7 @@ def test_cluster_restart_of_a_draining_node_starts_no_process(spawner: FakeSpawn
     assert len(tracked) == 1 and alive == tracked
 
 
+@pytest.mark.slow
 def test_cluster_scale_down_keeps_serving_while_a_node_takes_its_time_to_exit() -> None:
     spawner = FakeSpawner(exit_delay_s=1.0)
     app = Starlette(routes=[Route("/ping", lambda request: PlainTextResponse("pong"))])

@@ -22,6 +22,8 @@ def server(server_factory) -> RunningServer:
     return server_factory(CONTINUOUS)
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-a")
 def test_continuous_live_same_output_alone_or_in_any_batch(server: RunningServer) -> None:
     texts = [sample_text(n, salt=n) for n in (12, 80, 400, 2500, 33, 150, 900, 5)]
     alone = [server.translate(t, mode="quality").json()["translation"] for t in texts]
@@ -33,6 +35,8 @@ def test_continuous_live_same_output_alone_or_in_any_batch(server: RunningServer
     assert nodes and all(n["state"] == "ready" for n in nodes)
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-a")
 def test_continuous_live_cold_start_deadline_and_slowdown(server: RunningServer) -> None:
     assert server.admin("POST", "/admin/nodes/quality-0/restart", json={"warm": False}).status_code == 200
     assert server.admin("POST", "/admin/nodes/quality-1/kill", json={"restart": False}).status_code == 200

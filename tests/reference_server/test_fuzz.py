@@ -76,12 +76,14 @@ def _json(value: Any) -> bytes:
 
 @FUZZ
 @given(body=json_values)
+@pytest.mark.slow
 def test_fuzz_translate_random_json(server: RunningServer, body: Any) -> None:
     _check(_post(server, "/v1/translate", _json(body)))
 
 
 @FUZZ
 @given(body=translate_bodies, mutation=mutations)
+@pytest.mark.slow
 def test_fuzz_translate_random_field_values(server: RunningServer, body: dict[str, Any], mutation: tuple[str, Any] | None) -> None:
     """A valid body, or one with a single field set to a random value (or removed)."""
     if mutation is not None:
@@ -95,12 +97,14 @@ def test_fuzz_translate_random_field_values(server: RunningServer, body: dict[st
 
 @FUZZ
 @given(content=st.binary(max_size=300), content_type=st.sampled_from(["application/json", "text/plain", "application/x-www-form-urlencoded", ""]))
+@pytest.mark.slow
 def test_fuzz_translate_random_bytes(server: RunningServer, content: bytes, content_type: str) -> None:
     _check(_post(server, "/v1/translate", content, content_type))
 
 
 @FUZZ_FEW
 @given(body=translate_bodies, mutation=mutations, path=st.sampled_from(["/v1/jobs", "/v1/translate/stream"]))
+@pytest.mark.slow
 def test_fuzz_jobs_random_field_values(server: RunningServer, body: dict[str, Any], mutation: tuple[str, Any] | None, path: str) -> None:
     if mutation is not None:
         name, value = mutation
@@ -113,12 +117,14 @@ def test_fuzz_jobs_random_field_values(server: RunningServer, body: dict[str, An
 
 @FUZZ_FEW
 @given(body=json_values | st.binary(max_size=300), path=st.sampled_from(["/v1/jobs", "/v1/translate/stream"]))
+@pytest.mark.slow
 def test_fuzz_jobs_random_bodies(server: RunningServer, body: Any, path: str) -> None:
     _check(_post(server, path, body if isinstance(body, bytes) else _json(body)))
 
 
 @FUZZ_FEW
 @given(job_id=st.text(min_size=1, max_size=80).filter(lambda s: s not in (".", "..")))  # dot segments: another path
+@pytest.mark.slow
 def test_fuzz_job_ids(server: RunningServer, job_id: str) -> None:
     response = server.client.get(f"/v1/jobs/{quote(job_id, safe='')}")
     _check(response)
@@ -127,6 +133,7 @@ def test_fuzz_job_ids(server: RunningServer, job_id: str) -> None:
 
 @FUZZ_FEW
 @given(params=st.dictionaries(st.sampled_from(["after", "limit", "other"]), st.text(max_size=30) | st.integers(-(2**70), 2**70).map(str), max_size=3))
+@pytest.mark.slow
 def test_fuzz_events_query(server: RunningServer, params: dict[str, str]) -> None:
     response = server.client.get("/v1/events", params=params)
     _check(response)
@@ -163,6 +170,7 @@ path_segments = st.text(min_size=1, max_size=12).filter(lambda s: "/" not in s a
     pool=st.sampled_from(["gpu", "missing"]) | path_segments,
     body=fault_bodies | json_values | st.fixed_dictionaries({"warm": json_scalars, "nodes": st.integers(-3, 100) | json_scalars}),
 )
+@pytest.mark.slow
 def test_fuzz_admin_endpoints(server: RunningServer, template: str, node: str, pool: str, body: Any) -> None:
     if template.endswith("/kill") and node in ("quality-0", "fast-0"):
         node = "quality-99"  # killing is covered by test_resilience; here it would only slow the fuzzing
@@ -191,6 +199,7 @@ admin_bodies = epoch_bodies | fault_bodies | json_values | st.binary(max_size=20
     body=admin_bodies,
     token=st.sampled_from([TOKEN, None, "", "wrong"]) | st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=20),
 )
+@pytest.mark.slow
 def test_fuzz_every_admin_endpoint(server: RunningServer, call: tuple[str, str], node: str, pool: str, body: Any, token: str | None) -> None:
     method, template = call
     if template.endswith("/kill") and node in ("quality-0", "fast-0"):
@@ -208,12 +217,14 @@ def test_fuzz_every_admin_endpoint(server: RunningServer, call: tuple[str, str],
         assert response.status_code == 401 or (response.status_code == 400 and isinstance(body, bytes)), response.text
 
 
+@pytest.mark.slow
 def test_fuzz_metrics_stay_bounded(server: RunningServer) -> None:
     text = server.client.get("/metrics").text
     assert unbounded_labels(text, {"quality", "fast"}) == []
     assert len(text) < MAX_METRICS_BYTES, f"/metrics has {len(text)} bytes after the fuzzing"
 
 
+@pytest.mark.slow
 def test_fuzz_server_still_healthy_afterwards(server: RunningServer) -> None:
     assert server.client.get("/healthz").status_code == 200
     assert server.admin("POST", "/admin/reset").status_code == 200

@@ -24,6 +24,7 @@ def _metric(server: RunningServer, name: str, **labels: str) -> float:
     return total
 
 
+@pytest.mark.slow
 def test_gateway_translates_and_reports_fields(shared_server: RunningServer) -> None:
     response = shared_server.translate("Good evening, the kitchen closes at ten.", target_lang="fr")
     assert response.status_code == 200, response.text
@@ -34,11 +35,13 @@ def test_gateway_translates_and_reports_fields(shared_server: RunningServer) -> 
     assert set(body["timing"]) == {"queue_ms", "infer_ms", "total_ms"}
 
 
+@pytest.mark.slow
 def test_gateway_fast_mode_goes_to_fast_pool(shared_server: RunningServer) -> None:
     body = shared_server.translate("A fast one, please.", mode="fast").json()
     assert body["model"] == "fast" and body["node"].startswith("fast-")
 
 
+@pytest.mark.slow
 def test_gateway_cache_hit_after_first_answer(shared_server: RunningServer) -> None:
     first = shared_server.translate("Cache me if you can.").json()
     second = shared_server.translate("  Cache me   if you can. ").json()  # same after normalisation
@@ -46,6 +49,7 @@ def test_gateway_cache_hit_after_first_answer(shared_server: RunningServer) -> N
     assert shared_server.status()["cache"]["hits"] >= 1
 
 
+@pytest.mark.slow
 def test_gateway_coalesces_identical_inflight_requests(shared_server: RunningServer) -> None:
     text = "Coalesce this long-ish sentence, several callers ask for it at once. " * 8
     before = shared_server.status()["cache"]["coalesced"]
@@ -58,6 +62,7 @@ def test_gateway_coalesces_identical_inflight_requests(shared_server: RunningSer
     assert after - before >= 1 or computed == 1
 
 
+@pytest.mark.slow
 def test_gateway_forms_batches_under_concurrency(shared_server: RunningServer) -> None:
     before_count = _metric(shared_server, "rushhour_batch_size_count", pool="quality")
     before_sum = _metric(shared_server, "rushhour_batch_size_sum", pool="quality")
@@ -71,6 +76,7 @@ def test_gateway_forms_batches_under_concurrency(shared_server: RunningServer) -
     assert total / count > 1.5, "requests arriving together should share batches"
 
 
+@pytest.mark.slow
 def test_gateway_drops_expired_requests_with_504(shared_server: RunningServer) -> None:
     """Short requests queued behind long documents on busy nodes expire there and are never computed."""
     long_text = "This document is long enough to keep the node busy for a while. " * 60
@@ -101,6 +107,7 @@ def test_gateway_drops_expired_requests_with_504(shared_server: RunningServer) -
         (b'{"text": "' + b"a" * 70_000 + b'", "source_lang": "en", "target_lang": "de"}', 413, "body_too_large"),
     ],
 )
+@pytest.mark.slow
 def test_gateway_bad_input_gets_json_error(shared_server: RunningServer, body: bytes, status: int, code: str) -> None:
     response = shared_server.client.post("/v1/translate", content=body, headers={"content-type": "application/json"})
     assert response.status_code == status, response.text
@@ -108,6 +115,8 @@ def test_gateway_bad_input_gets_json_error(shared_server: RunningServer, body: b
     assert response.json()["error"]["message"]
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-b")
 def test_gateway_status_and_probes(shared_server: RunningServer) -> None:
     assert shared_server.client.get("/healthz").status_code == 200
     assert shared_server.client.get("/readyz").status_code == 200
@@ -122,6 +131,7 @@ def test_gateway_status_and_probes(shared_server: RunningServer) -> None:
     assert 'rushhour_execution_provider{node="quality-0",pool="quality",provider="CPUExecutionProvider"} 1.0' in metrics
 
 
+@pytest.mark.slow
 def test_gateway_stops_every_node_on_sigterm(server_factory) -> None:
     server = server_factory({"pools": {"quality": {"nodes": 1}, "fast": {"nodes": 1}}})
     assert server.translate("one more").status_code == 200
@@ -131,6 +141,7 @@ def test_gateway_stops_every_node_on_sigterm(server_factory) -> None:
     assert server.proc.returncode in (0, -15)  # uvicorn re-raises SIGTERM after its graceful shutdown
 
 
+@pytest.mark.slow
 def test_gateway_nodes_die_with_a_killed_gateway(server_factory) -> None:
     server = server_factory({"pools": {"quality": {"nodes": 1}, "fast": {"nodes": 0, "required": False}}})
     pids = server.node_pids()
@@ -142,6 +153,7 @@ def test_gateway_nodes_die_with_a_killed_gateway(server_factory) -> None:
     assert pids_alive(pids) == []
 
 
+@pytest.mark.slow
 def test_gateway_cold_start_reports_first_request(shared_server: RunningServer) -> None:
     assert shared_server.admin("POST", "/admin/nodes/quality-1/restart", json={"warm": False}).status_code == 200
     shared_server.wait_for(lambda s: all(n["state"] == "ready" for n in s["nodes"]))

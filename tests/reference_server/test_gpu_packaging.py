@@ -110,18 +110,22 @@ def gpu_env(tmp_path_factory: pytest.TempPathFactory) -> GpuEnv:
     return GpuEnv(runtimes, json.loads(checked.stdout.strip().splitlines()[-1]))
 
 
+@pytest.mark.slow
 def test_gpu_extra_resolves_to_onnxruntime_gpu_only(gpu_env: GpuEnv) -> None:
     assert [name for name, _ in gpu_env.resolved] == ["onnxruntime-gpu"]
 
 
+@pytest.mark.slow
 def test_gpu_build_offers_cuda(gpu_env: GpuEnv) -> None:
     assert "CUDAExecutionProvider" in gpu_env.check["available"]
 
 
+@pytest.mark.slow
 def test_gpu_environment_holds_one_onnxruntime(gpu_env: GpuEnv) -> None:
     assert [n for n in gpu_env.check["distributions"] if n in RUNTIME_DISTRIBUTIONS] == ["onnxruntime-gpu"]
 
 
+@pytest.mark.slow
 def test_gpu_build_without_gpu_falls_back_to_cpu(gpu_env: GpuEnv) -> None:
     """Without a GPU the session quietly runs on the CPU; only checking the provider in use tells."""
     if Path("/dev/nvidia0").exists():

@@ -31,12 +31,14 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Comp
     return done, json.loads(out.read_text())
 
 
+@pytest.mark.slow
 def test_gpucheck_reports_cuda_absent_on_cpu_build(quick_run: tuple[subprocess.CompletedProcess[str], dict[str, Any]]) -> None:
     done, result = quick_run
     assert result["environment"]["cuda"] == "absent"
     assert "CUDA" in done.stdout and "absent" in done.stdout and "wrote " in done.stdout
 
 
+@pytest.mark.slow
 def test_gpucheck_reports_every_tier_in_agreement(quick_run: tuple[subprocess.CompletedProcess[str], dict[str, Any]]) -> None:
     tiers = quick_run[1]["tiers"]
     assert {t: (v["provider"], v["precision"], v["ok"]) for t, v in tiers.items()} == {
@@ -44,6 +46,7 @@ def test_gpucheck_reports_every_tier_in_agreement(quick_run: tuple[subprocess.Co
     assert all(v["identical_share"] == 1.0 and v["batch_independent_share"] == 1.0 for v in tiers.values())
 
 
+@pytest.mark.slow
 def test_gpucheck_measures_batching_served_and_cold_start(quick_run: tuple[subprocess.CompletedProcess[str], dict[str, Any]]) -> None:
     result = quick_run[1]
     assert result["batching"]["gain"] > 1.0
@@ -57,6 +60,7 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("models")
 
 
+@pytest.mark.slow
 def test_agreement_of_fp16_build_is_judged_by_tolerance(cache_dir: Path) -> None:
     spec = get_spec("quality")
     plan = SessionPlan(providers=(CPU,), provider_options=({},), precision="fp16", device="cpu", io_binding=True)

@@ -146,6 +146,7 @@ SENTENCES = [f"Sentence number {i} of the long terms and conditions, which nobod
 SLOW_BATCHES = {"pools": {"quality": {"max_queue_delay_ms": 50}}, "jobs": {"concurrency": 1}}
 
 
+@pytest.mark.slow
 def test_job_live_returns_first_segment_before_the_end_with_monotone_progress(server_factory) -> None:
     server: RunningServer = server_factory(SLOW_BATCHES)
     created = server.client.post("/v1/jobs", json={"text": " ".join(SENTENCES), "source_lang": "en", "target_lang": "de"})
@@ -171,6 +172,7 @@ def test_job_live_returns_first_segment_before_the_end_with_monotone_progress(se
     assert alone["cached"] is True and alone["translation"] == segments[3]["translation"]
 
 
+@pytest.mark.slow
 def test_stream_live_yields_segments_in_order_then_done(server_factory) -> None:
     server: RunningServer = server_factory()
     body = {"text": " ".join(SENTENCES[:6]), "source_lang": "en", "target_lang": "fr", "mode": "fast"}
@@ -190,6 +192,7 @@ def test_stream_live_yields_segments_in_order_then_done(server_factory) -> None:
     assert all(d["model"] == "fast" and d["translation"] for _, d in events[:-1])
 
 
+@pytest.mark.slow
 def test_job_live_unknown_id_is_404_and_bad_language_is_422(server_factory) -> None:
     server: RunningServer = server_factory()
     missing = server.client.get("/v1/jobs/nope")

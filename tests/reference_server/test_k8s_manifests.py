@@ -28,6 +28,7 @@ def _parse(command: click.Command, argv: list[str]) -> dict[str, Any]:
     return dict(command.make_context(argv[1], argv[2:]).params)
 
 
+@pytest.mark.slow
 def test_k8s_gateway_config_points_every_pool_at_a_headless_service(tmp_path: Path) -> None:
     config = _gateway_config(tmp_path)
     for name, pool in config.pools.items():
@@ -67,6 +68,7 @@ def test_k8s_gateway_may_watch_endpoints_and_nothing_more() -> None:
     assert role["rules"] == [{"apiGroups": [""], "resources": ["endpoints"], "verbs": ["get", "list", "watch"]}]
 
 
+@pytest.mark.slow
 def test_k8s_locust_workers_join_the_master_service() -> None:
     """The CLI of Locust across hosts: `rushhour run ... --workers N --master-bind HOST:PORT` and
     `rushhour worker --master HOST:PORT`, both parsed by the real commands."""

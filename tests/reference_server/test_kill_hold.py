@@ -67,6 +67,7 @@ async def _close(cluster: Cluster) -> None:
     await cluster.stop()
 
 
+@pytest.mark.slow
 def test_kill_hold_without_restart_stays_down_until_an_admin_restart(spawner: Spawner) -> None:
     async def scenario() -> tuple[str, str, int]:
         cluster = _cluster(spawner)
@@ -87,6 +88,7 @@ def test_kill_hold_without_restart_stays_down_until_an_admin_restart(spawner: Sp
     assert alive == 2
 
 
+@pytest.mark.slow
 def test_kill_hold_plain_kill_is_restarted_after_the_backoff(spawner: Spawner) -> None:
     async def scenario() -> tuple[str, int]:
         cluster = _cluster(spawner)

@@ -103,6 +103,7 @@ def _wait_for_keys(redis_server: RedisServer, count: int, timeout_s: float = 30.
     raise AssertionError(f"fewer than {count} L2 entries after {timeout_s} s")
 
 
+@pytest.mark.slow
 def test_l2_two_gateways_share_answers(redis_server: RedisServer, server_factory) -> None:
     first: RunningServer = server_factory(_config(redis_server.url))
     second: RunningServer = server_factory(_config(redis_server.url))
@@ -117,6 +118,7 @@ def test_l2_two_gateways_share_answers(redis_server: RedisServer, server_factory
     assert again["cached"] is True and second.status()["cache"]["hits"] >= 1  # now from L1
 
 
+@pytest.mark.slow
 def test_l2_redis_down_leaves_translate_working(redis_server: RedisServer, server_factory) -> None:
     server: RunningServer = server_factory(_config(redis_server.url))
     assert server.translate("Before the outage.").status_code == 200

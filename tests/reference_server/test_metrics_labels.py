@@ -48,6 +48,7 @@ def _bad_bodies(i: int) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.slow
 def test_metrics_labels_stay_bounded_under_huge_invalid_fields(server: RunningServer) -> None:
     assert server.translate("Warm the label sets up.").status_code == 200
     before = len(_metrics(server))
@@ -62,6 +63,7 @@ def test_metrics_labels_stay_bounded_under_huge_invalid_fields(server: RunningSe
     assert unbounded_labels(text, POOLS) == []
 
 
+@pytest.mark.slow
 def test_metrics_labels_stay_bounded_under_admin_calls_with_unknown_names(server: RunningServer) -> None:
     before = len(_metrics(server))
     for i in range(5):

@@ -37,15 +37,18 @@ def _inputs(target: str = "de") -> list[ModelInput]:
     return [ModelInput(sample_text(n, salt=n), "en", target) for n in LENGTHS]
 
 
+@pytest.mark.slow
 def test_model_satisfies_protocol_and_names_itself(model: OnnxSeq2SeqModel) -> None:
     assert isinstance(model, Seq2SeqModel)
     assert model.name == f"rushhour-{model.tier}-v1"
 
 
+@pytest.mark.slow
 def test_model_reports_cpu_provider_here(model: OnnxSeq2SeqModel) -> None:
     assert model.provider == "CPUExecutionProvider"
 
 
+@pytest.mark.slow
 def test_model_batch_matches_single_runs(model: OnnxSeq2SeqModel) -> None:
     inputs = _inputs()
     alone = [model.translate_batch([item])[0] for item in inputs]
@@ -53,6 +56,7 @@ def test_model_batch_matches_single_runs(model: OnnxSeq2SeqModel) -> None:
     assert model.translate_batch(inputs[::-1]) == alone[::-1]
 
 
+@pytest.mark.slow
 def test_model_padding_does_not_leak_next_to_long_document(model: OnnxSeq2SeqModel) -> None:
     short = ModelInput(sample_text(40), "en", "fr")
     long_doc = ModelInput(sample_text(3000, salt=3), "en", "fr")
@@ -60,11 +64,13 @@ def test_model_padding_does_not_leak_next_to_long_document(model: OnnxSeq2SeqMod
     assert mixed[::2] == model.translate_batch([short]) * 2
 
 
+@pytest.mark.slow
 def test_model_repeated_runs_are_identical(model: OnnxSeq2SeqModel) -> None:
     inputs = _inputs()
     assert model.translate_batch(inputs) == model.translate_batch(inputs)
 
 
+@pytest.mark.slow
 def test_model_output_length_grows_with_input(model: OnnxSeq2SeqModel) -> None:
     outputs = model.translate_batch(_inputs())
     sizes = [len(text) for text in outputs]

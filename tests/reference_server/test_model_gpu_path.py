@@ -63,6 +63,7 @@ def test_warmup_batch_sizes_cover_every_power_of_two_on_cuda(max_batch: int, dev
     assert warmup_batch_sizes(max_batch, device) == sizes
 
 
+@pytest.mark.slow
 def test_io_bound_decode_on_cpu_matches_host_loop(cache_dir: Path) -> None:
     spec = get_spec("quality")
     host = load_model("quality", cache_dir=cache_dir)
@@ -72,6 +73,7 @@ def test_io_bound_decode_on_cpu_matches_host_loop(cache_dir: Path) -> None:
     assert bound.translate_batch(inputs[2:3]) == host.translate_batch(inputs[2:3])
 
 
+@pytest.mark.slow
 def test_fp16_build_halves_weights_and_keeps_fp32_interface(cache_dir: Path) -> None:
     spec = get_spec("quality")
     directory = ensure_built(spec, cache_dir, fp16=True)
@@ -82,6 +84,7 @@ def test_fp16_build_halves_weights_and_keeps_fp32_interface(cache_dir: Path) -> 
     assert [i.type.tensor_type.elem_type for i in graph.input] == [TensorProto.INT64, TensorProto.FLOAT, TensorProto.FLOAT, TensorProto.INT64]
 
 
+@pytest.mark.slow
 def test_fp16_build_runs_through_io_binding(cache_dir: Path) -> None:
     """On the CPU provider ONNX Runtime computes fp16 nodes in fp32, so this checks the graphs
     and the bound loop, not fp16 precision (gpucheck measures that on a GPU)."""
@@ -97,6 +100,7 @@ def test_int8_tier_has_no_fp16_build(cache_dir: Path) -> None:
         ensure_built(get_spec("fast"), cache_dir, fp16=True)
 
 
+@pytest.mark.slow
 def test_model_reports_what_really_runs(cache_dir: Path) -> None:
     model = load_model("quality", cache_dir=cache_dir)
     assert (model.provider, model.device, model.precision) == (CPU, "cpu", "fp32")

@@ -63,6 +63,8 @@ def _rss(server: RunningServer) -> int:
     return sum(psutil.Process(pid).memory_info().rss for pid in pids)
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-a")
 def test_overload_sheds_keeps_deadlines_and_memory_then_recovers(server: RunningServer) -> None:
     capacity = _capacity(server, "warm")
     rss_before = _rss(server)
@@ -87,6 +89,8 @@ def test_overload_sheds_keeps_deadlines_and_memory_then_recovers(server: Running
     assert after_5s and all(o.ok for o in after_5s), [(round(o.sent_s, 1), o.status) for o in calm]
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-a")
 def test_overload_paid_keeps_its_slo_while_free_is_shed(server: RunningServer) -> None:
     capacity = _capacity(server, "warm-paid")
     shed_before = sum(server.status()["shed"].values())

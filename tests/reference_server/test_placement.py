@@ -47,6 +47,7 @@ def test_placement_short_chars_bound_is_inclusive() -> None:
     assert choose_tier(routing, _req(SHORT + "!"), "paid", has_fast_pool=True) == "quality"
 
 
+@pytest.mark.slow
 def test_placement_live_cost_aware_reports_the_serving_model(server_factory) -> None:
     server: RunningServer = server_factory({"routing": {"policy": "cost_aware", "short_chars": 50}, "cache": {"enabled": False}})
     short = server.translate(SHORT, priority="paid").json()

@@ -30,6 +30,7 @@ def test_requiring_cuda_on_cpu_build_fails_with_reason(cache_dir: Path) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:Specified provider 'CUDAExecutionProvider' is not in available provider names")
+@pytest.mark.slow
 def test_requiring_cuda_when_offered_but_unusable_fails_after_loading(cache_dir: Path) -> None:
     """A GPU build on a machine without a GPU offers CUDA, and ONNX Runtime silently falls back."""
     with pytest.raises(ProviderRequirementError, match="offers CUDA but could not use it"):
@@ -42,10 +43,12 @@ def test_requirement_names_mixed_installs(cache_dir: Path, monkeypatch: pytest.M
         load_model("quality", cache_dir=cache_dir, require="cuda")
 
 
+@pytest.mark.slow
 def test_requirement_does_not_apply_to_int8_tier(cache_dir: Path) -> None:
     assert load_model("fast", cache_dir=cache_dir, require="cuda").provider == CPU
 
 
+@pytest.mark.slow
 def test_default_serves_from_cpu_without_requirement(cache_dir: Path) -> None:
     assert load_model("quality", cache_dir=cache_dir).provider == CPU
 
@@ -64,6 +67,7 @@ def test_preflight_without_requirement_does_nothing() -> None:
     assert preflight(None) is None
 
 
+@pytest.mark.slow
 def test_preflight_refuses_here() -> None:
     with pytest.raises(ProviderRequirementError, match="runs it on CPUExecutionProvider"):
         preflight("cuda")
@@ -109,6 +113,7 @@ def test_warm_node_refuses_to_start_on_cpu(cache_dir: Path, capsys: pytest.Captu
 
 
 @pytest.mark.parametrize("command", [[sys.executable, "-m", "reference_server"], [str(BIN / "rushhour"), "serve"]])
+@pytest.mark.slow
 def test_serve_requiring_cuda_exits_2_before_listening(command: list[str], tmp_path: Path) -> None:
     done = subprocess.run([*command, "--require-provider", "cuda", "--port", "0"], capture_output=True, text=True, check=False,
                           timeout=120, env={"PATH": str(BIN), "RUSHHOUR_STATE_DIR": str(tmp_path), "HOME": str(tmp_path)})

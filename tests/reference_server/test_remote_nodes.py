@@ -104,6 +104,7 @@ def _served_by(server: RunningServer, count: int, tag: str) -> Counter[str]:
     return served
 
 
+@pytest.mark.slow
 def test_remote_nodes_serve_and_are_listed(server: RunningServer, nodes: list[NodeProcess]) -> None:
     status = server.wait_for(_all_ready)
     assert {(n["id"], n["url"], n["pid"]) for n in status["nodes"]} == {
@@ -111,6 +112,7 @@ def test_remote_nodes_serve_and_are_listed(server: RunningServer, nodes: list[No
     assert set(_served_by(server, 20, "listed")) == {"fast-0", "fast-1"}
 
 
+@pytest.mark.slow
 def test_remote_node_killed_by_pid_is_routed_around_and_rejoins(server: RunningServer, nodes: list[NodeProcess]) -> None:
     nodes[0].kill()
     assert _served_by(server, 20, "killed") == Counter({"fast-1": 20})
@@ -121,6 +123,7 @@ def test_remote_node_killed_by_pid_is_routed_around_and_rejoins(server: RunningS
     assert _node(status, "fast-0")["restarts"] == 1
 
 
+@pytest.mark.slow
 def test_remote_partition_is_routed_around_and_healed(server: RunningServer) -> None:
     fault = {"kind": "partition", "ttl_s": 60}
     assert server.admin("POST", "/admin/nodes/fast-0/faults", json=fault).status_code == 200
@@ -140,6 +143,7 @@ def test_remote_partition_is_routed_around_and_healed(server: RunningServer) -> 
     ("/admin/nodes/fast-0/restart", {"warm": False}),
     ("/admin/pools/fast/scale", {"nodes": 3}),
 ])
+@pytest.mark.slow
 def test_remote_supervision_requests_answer_409(server: RunningServer, path: str, body: dict[str, Any] | None) -> None:
     response = server.admin("POST", path, json=body)
     assert response.status_code == 409, response.text

@@ -55,6 +55,8 @@ def _body(tag: str, *, repeat: int = 1, **fields: Any) -> Callable[[int], dict[s
     return lambda i: {"text": f"{tag} request {i}:{sentence}", "source_lang": "en", "target_lang": "de", **fields}
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-b")
 def test_resilience_node_killed_under_load_is_restarted(server: RunningServer) -> None:
     restarts_before = _node(server.status(), "quality-0")["restarts"]
     # Long enough texts that requests are in flight at the node when it dies: they must be retried.
@@ -77,6 +79,7 @@ def test_resilience_node_killed_under_load_is_restarted(server: RunningServer) -
     assert served_by["quality-1"] > 0
 
 
+@pytest.mark.slow
 def test_resilience_blackholed_node_is_routed_around_within_deadline(server: RunningServer) -> None:
     opened_before = _metric(server, "rushhour_breaker_transitions_total", node="quality-0", to="open")
     fault = {"kind": "partition", "mode": "blackhole", "ttl_s": 30}
@@ -91,6 +94,7 @@ def test_resilience_blackholed_node_is_routed_around_within_deadline(server: Run
     assert _node(server.status(), "quality-0")["breaker"] in ("open", "half_open")
 
 
+@pytest.mark.slow
 def test_resilience_all_quality_nodes_down_degrades_to_fast(server: RunningServer) -> None:
     scaled = server.admin("POST", "/admin/pools/quality/scale", json={"nodes": 0})
     assert scaled.status_code == 200, scaled.text
@@ -107,6 +111,7 @@ def test_resilience_all_quality_nodes_down_degrades_to_fast(server: RunningServe
     assert body["model"] == "quality" and body["degraded"] is False
 
 
+@pytest.mark.slow
 def test_resilience_both_quality_nodes_killed_degrades_until_restarted(server: RunningServer) -> None:
     for node_id in ("quality-0", "quality-1"):
         assert server.admin("POST", f"/admin/nodes/{node_id}/kill").json()["state"] == "down"
@@ -118,6 +123,7 @@ def test_resilience_both_quality_nodes_killed_degrades_until_restarted(server: R
     assert body["model"] == "quality" and body["degraded"] is False
 
 
+@pytest.mark.slow
 def test_resilience_fault_ttl_heals_without_a_call(server: RunningServer) -> None:
     fault = {"kind": "partition", "mode": "reset", "ttl_s": 1}
     assert server.admin("POST", "/admin/nodes/quality-1/faults", json=fault).status_code == 200
@@ -128,6 +134,7 @@ def test_resilience_fault_ttl_heals_without_a_call(server: RunningServer) -> Non
     assert "quality-1" in nodes
 
 
+@pytest.mark.slow
 def test_resilience_latency_fault_shows_in_timing(server: RunningServer) -> None:
     fault = {"kind": "latency", "latency_ms": 400, "ttl_s": 30}
     assert server.admin("POST", "/admin/nodes/quality-0/faults", json=fault).status_code == 200
@@ -140,6 +147,7 @@ def test_resilience_latency_fault_shows_in_timing(server: RunningServer) -> None
     assert min(by_node.get("quality-1", [0.0])) < 400
 
 
+@pytest.mark.slow
 def test_resilience_error_fault_opens_breaker_and_other_node_serves(server: RunningServer) -> None:
     fault = {"kind": "errors", "error_rate": 1, "ttl_s": 30}
     assert server.admin("POST", "/admin/nodes/quality-0/faults", json=fault).status_code == 200
@@ -152,6 +160,7 @@ def test_resilience_error_fault_opens_breaker_and_other_node_serves(server: Runn
     assert sum(r.status_code == 200 for r in responses) >= 15
 
 
+@pytest.mark.slow
 def test_resilience_reset_heals_everything(server: RunningServer) -> None:
     assert server.admin("POST", "/admin/nodes/quality-0/faults", json={"kind": "errors", "ttl_s": 60}).status_code == 200
     assert server.admin("POST", "/admin/nodes/quality-1/faults", json={"kind": "latency", "latency_ms": 50, "ttl_s": 60}).status_code == 200
@@ -180,6 +189,7 @@ def test_resilience_reset_heals_everything(server: RunningServer) -> None:
         ("POST", "/admin/pools/quality/scale", {"nodes": -1}, "ok", 422, "invalid_field"),
     ],
 )
+@pytest.mark.slow
 def test_resilience_admin_errors(
     server: RunningServer, method: str, path: str, body: Any, token: str | None, status: int, code: str
 ) -> None:

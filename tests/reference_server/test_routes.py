@@ -55,6 +55,7 @@ def app() -> FastAPI:
     return create_app(ServerConfig.model_validate(SCHEDULED), admin_token=TOKEN)
 
 
+@pytest.mark.slow
 def test_routes_gateway_serves_exactly_the_module_routers(app: FastAPI) -> None:
     served = _served(app)
     assert served == _paths(public.router) | _paths(jobs_api.router) | _paths(chat.router) | _paths(admin.router)

@@ -48,6 +48,7 @@ def _decode(decoder: HostRowDecoder, items: list[ModelInput], join_every: int) -
     (1, 0), (3, 0), (7, 0), (3, 5),
     pytest.param(7, 64, marks=pytest.mark.slow), pytest.param(2, 1000, marks=pytest.mark.slow),
 ])
+@pytest.mark.slow
 def test_rows_joining_and_leaving_match_translate_batch(model: OnnxSeq2SeqModel, join_every: int, budget: int) -> None:
     items = _inputs()
     alone = [model.translate_batch([item])[0] for item in items]
@@ -60,6 +61,7 @@ def test_rows_joining_and_leaving_match_translate_batch(model: OnnxSeq2SeqModel,
             assert waited == 0
 
 
+@pytest.mark.slow
 def test_rows_max_tokens_caps_the_output_in_both_paths(model: OnnxSeq2SeqModel) -> None:
     full = ModelInput(sample_text(300), "en", "de")
     capped = ModelInput(full.text, "en", "de", max_tokens=5)
@@ -67,6 +69,7 @@ def test_rows_max_tokens_caps_the_output_in_both_paths(model: OnnxSeq2SeqModel) 
     assert model.translate_batch([capped])[0] == "".join(_decode(model.row_decoder(), [capped], 1)[0])
 
 
+@pytest.mark.slow
 def test_rows_retire_names_a_missing_row(model: OnnxSeq2SeqModel) -> None:
     decoder = model.row_decoder()
     decoder.admit([ModelInput("hello", "en", "de")])
@@ -74,12 +77,14 @@ def test_rows_retire_names_a_missing_row(model: OnnxSeq2SeqModel) -> None:
         decoder.retire([3])
 
 
+@pytest.mark.slow
 def test_rows_decoder_path_does_not_touch_a_fresh_batch(tmp_path: Path) -> None:
     model = load_model("fast", cache_dir=tmp_path)
     decoder = model.row_decoder()
     assert decoder.size == 0 and decoder.step() == []
 
 
+@pytest.mark.slow
 def test_rows_short_rows_decode_apart_from_a_document_with_the_same_output(model: OnnxSeq2SeqModel) -> None:
     shorts = [ModelInput(sample_text(90 + k, salt=k), "en", "de") for k in range(3)]
     doc = ModelInput(sample_text(2000, salt=5), "en", "fr")

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import psutil
+import pytest
 
 from tests.support.server import RunningServer
 
@@ -67,6 +68,7 @@ def _call(server: RunningServer, op: tuple[str, int]) -> httpx.Response:
     return server.admin("POST", "/admin/pools/fast/scale", {"nodes": nodes})
 
 
+@pytest.mark.slow
 def test_scale_live_racing_scales_and_resets_never_fail_and_leave_no_untracked_node(
     server_factory: Callable[..., RunningServer],
 ) -> None:

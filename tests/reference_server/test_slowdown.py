@@ -171,6 +171,7 @@ def test_slowdown_worker_sleeps_factor_minus_one_times_compute() -> None:
     assert worker.slowdown == 1.0
 
 
+@pytest.mark.slow
 def test_slowdown_factor_two_doubles_infer_time_and_halves_throughput() -> None:
     count = 10
     base_times, base_wall = asyncio.run(_serve(None, count))

@@ -36,6 +36,7 @@ def server(server_factory: Callable[..., RunningServer]) -> RunningServer:
     return server_factory(ONE_QUALITY_NODE)
 
 
+@pytest.mark.slow
 def test_slowdown_live_rejects_bad_factors_with_422(server: RunningServer) -> None:
     for body in ({"kind": "slowdown", "factor": 0.5}, {"kind": "slowdown", "factor": 21}, {"kind": "slowdown"}):
         response = server.admin("POST", "/admin/nodes/quality-0/faults", body)
@@ -45,6 +46,7 @@ def test_slowdown_live_rejects_bad_factors_with_422(server: RunningServer) -> No
     assert _faults(server) == []
 
 
+@pytest.mark.slow
 def test_slowdown_live_doubles_node_compute_and_heals(server: RunningServer) -> None:
     _median_infer_ms(server, "warm", count=3)
     base = _median_infer_ms(server, "before")
@@ -59,6 +61,7 @@ def test_slowdown_live_doubles_node_compute_and_heals(server: RunningServer) -> 
     assert healed / base < 1.5, (base, healed)
 
 
+@pytest.mark.slow
 def test_slowdown_live_heals_on_reset_and_at_its_ttl(server: RunningServer) -> None:
     server.admin("POST", "/admin/nodes/quality-0/faults", {"kind": "slowdown", "factor": 3})
     assert server.admin("POST", "/admin/reset").status_code == 200

@@ -46,6 +46,7 @@ def _stream(server: RunningServer, body: dict[str, object]) -> list[tuple[str, d
 
 
 @pytest.mark.parametrize("mode", ["quality", "fast"])
+@pytest.mark.slow
 def test_streaming_pieces_join_to_the_plain_answer(server: RunningServer, mode: str) -> None:
     texts = [sample_text(n, salt=n) for n in (7, 120, 900, 3000)]
     plain = [server.translate(t, mode=mode).json()["translation"] for t in texts]
@@ -61,16 +62,19 @@ def test_streaming_pieces_join_to_the_plain_answer(server: RunningServer, mode: 
         assert sum(kind == "piece" for kind, _ in streams[-1]) > 100
 
 
+@pytest.mark.slow
 def test_streaming_a_document_still_streams_segments(server: RunningServer) -> None:
     events = _stream(server, {"text": "One sentence. Another one!", "source_lang": "en", "target_lang": "fr"})
     assert [kind for kind, _ in events] == ["segment", "segment", "done"]
 
 
+@pytest.mark.slow
 def test_streaming_refusal_before_any_piece_keeps_its_status(server: RunningServer) -> None:
     response = server.client.post("/v1/translate/stream", json={"text": "hi", "source_lang": "en", "target_lang": "xx"})
     assert response.status_code == 422 and response.json()["error"]["code"] == "unsupported_language"
 
 
+@pytest.mark.slow
 def test_chat_completion_answers_the_last_user_message(server: RunningServer, client: openai.OpenAI) -> None:
     text = sample_text(300, salt=4)
     messages = [{"role": "system", "content": "translate"}, {"role": "user", "content": "not this"},
@@ -82,6 +86,7 @@ def test_chat_completion_answers_the_last_user_message(server: RunningServer, cl
     assert answer.usage.total_tokens == answer.usage.prompt_tokens + answer.usage.completion_tokens
 
 
+@pytest.mark.slow
 def test_chat_completion_stream_joins_to_the_plain_answer(server: RunningServer, client: openai.OpenAI) -> None:
     text = sample_text(800, salt=5)
     stream = client.chat.completions.create(model="quality", messages=[{"role": "user", "content": text}], stream=True,
@@ -94,6 +99,7 @@ def test_chat_completion_stream_joins_to_the_plain_answer(server: RunningServer,
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 800 // 4 + 1
 
 
+@pytest.mark.slow
 def test_chat_completion_honours_max_tokens(client: openai.OpenAI) -> None:
     text = sample_text(400, salt=6)
     plain = client.chat.completions.create(model="fast", messages=[{"role": "user", "content": text}], max_tokens=7)
@@ -103,6 +109,7 @@ def test_chat_completion_honours_max_tokens(client: openai.OpenAI) -> None:
     assert sum(1 for c in chunks if c.choices[0].delta.content) == 7 and chunks[-1].choices[0].finish_reason == "length"
 
 
+@pytest.mark.slow
 def test_chat_errors_keep_status_codes_in_openai_shape(server: RunningServer, client: openai.OpenAI) -> None:
     with pytest.raises(openai.UnprocessableEntityError) as unknown:
         client.chat.completions.create(model="gpt-9", messages=[{"role": "user", "content": "hi"}])
@@ -114,10 +121,12 @@ def test_chat_errors_keep_status_codes_in_openai_shape(server: RunningServer, cl
     assert bad.status_code == 400 and set(bad.json()["error"]) >= {"message", "type", "param", "code"}
 
 
+@pytest.mark.slow
 def test_models_lists_the_tiers(client: openai.OpenAI) -> None:
     assert {m.id for m in client.models.list()} == {"quality", "fast", "auto"}
 
 
+@pytest.mark.slow
 def test_streaming_metrics_have_ttft_gaps_and_decode_rows(server: RunningServer, client: openai.OpenAI) -> None:
     list(client.chat.completions.create(model="quality", messages=[{"role": "user", "content": sample_text(200)}], stream=True))
     server.wait_for(lambda s: True, timeout_s=1)
@@ -128,6 +137,7 @@ def test_streaming_metrics_have_ttft_gaps_and_decode_rows(server: RunningServer,
     assert 'rushhour_node_active_rows{node="quality-0",pool="quality"}' in text
 
 
+@pytest.mark.slow
 def test_rushhour_openai_chat_protocol_reaches_the_reference_server_with_its_priority(server: RunningServer) -> None:
     """A drill of the embedded server over openai-chat carries each row's priority (a header) and
     deadline (an extra field) by default: the gateway files the request under the row's class."""

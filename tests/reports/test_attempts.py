@@ -46,6 +46,7 @@ def chat(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     return root, build_reports(root)
 
 
+@pytest.mark.slow
 def test_failed_paid_requests_fail_the_paid_p99(chat: tuple[Path, dict]) -> None:
     _, summary = chat
     paid, availability = summary["slos"]

@@ -22,6 +22,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     return root, build_reports(root)
 
 
+@pytest.mark.slow
 def test_build_writes_every_file_and_summary_contract(built: tuple[Path, dict]) -> None:
     root, summary = built
     for name in ("summary.json", "report.html", "report.md", "junit.xml"):
@@ -51,6 +52,7 @@ def test_html_has_every_chart_and_is_self_contained(built: tuple[Path, dict]) ->
     assert "kill-gpu" in html and "per 1k characters" in html
 
 
+@pytest.mark.slow
 def test_junit_has_one_case_per_slo_and_fault(built: tuple[Path, dict]) -> None:
     suite = ET.parse(built[0] / "junit.xml").getroot()
     names = [(case.get("classname"), case.get("name")) for case in suite.iter("testcase")]
@@ -59,6 +61,7 @@ def test_junit_has_one_case_per_slo_and_fault(built: tuple[Path, dict]) -> None:
     assert suite.get("failures") == "0"
 
 
+@pytest.mark.slow
 def test_missed_slo_fails_with_junit_failure(tmp_path: Path) -> None:
     root = make_results(tmp_path / "run", n_requests=3000)
     scenario = yaml.safe_load((root / "scenario.yaml").read_text())
@@ -73,6 +76,7 @@ def test_missed_slo_fails_with_junit_failure(tmp_path: Path) -> None:
     assert "❌" in (root / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_saturated_generator_makes_run_invalid(tmp_path: Path) -> None:
     root = make_results(tmp_path / "run", n_requests=3000, lag_ms=200.0)
     summary = build_reports(root)
@@ -81,6 +85,7 @@ def test_saturated_generator_makes_run_invalid(tmp_path: Path) -> None:
     assert "load generator, not the server, was the bottleneck" in (root / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_report_renders_with_only_required_files(tmp_path: Path) -> None:
     root = make_results(tmp_path / "run", n_requests=2000)
     for name in ("server_metrics.parquet", "events.jsonl", "schedule.parquet"):
@@ -97,6 +102,7 @@ def test_report_renders_with_only_required_files(tmp_path: Path) -> None:
     assert html.count('<h3 id="chart-') == len(CHART_KEYS)
 
 
+@pytest.mark.slow
 def test_build_with_baseline_adds_comparison(tmp_path: Path) -> None:
     base = make_results(tmp_path / "base", n_requests=5000, seed=5)
     cur = make_results(tmp_path / "cur", n_requests=5000, seed=5, slowdown=1.3)
@@ -108,6 +114,7 @@ def test_build_with_baseline_adds_comparison(tmp_path: Path) -> None:
                for case in suite.iter("testcase"))
 
 
+@pytest.mark.slow
 def test_edge_runs_render_without_warnings(tmp_path: Path) -> None:
     import numpy as np
 
@@ -130,6 +137,7 @@ def test_edge_runs_render_without_warnings(tmp_path: Path) -> None:
     assert "No request was attempted" in (never / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_a_calibrated_peak_is_stated_in_the_summary_and_both_reports(tmp_path: Path) -> None:
     root = make_results(tmp_path / "run", n_requests=2000)
     scenario = yaml.safe_load((root / "scenario.yaml").read_text())

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reports.capacity import knee_chart, render_capacity_html, write_capacity_html
 
 
@@ -32,6 +34,7 @@ def _document() -> dict[str, Any]:
             "wall_s": 100.0, "environment": {"cpu_cores": 2}, "conditions": [healthy, degraded]}
 
 
+@pytest.mark.slow
 def test_capacity_report_shows_every_condition_its_capacity_point_and_steps(tmp_path: Path) -> None:
     path = write_capacity_html(_document(), tmp_path / "capacity.html")
     html = path.read_text()
@@ -48,6 +51,7 @@ def test_capacity_report_without_steps_says_there_is_no_curve() -> None:
     assert "No step ran" in html and "Aborted: interrupted" in html
 
 
+@pytest.mark.slow
 def test_capacity_knee_chart_draws_missing_percentiles_without_failing() -> None:
     chart = knee_chart(_document())
     assert chart.png_base64 and chart.key == "knee"

@@ -34,6 +34,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+@pytest.mark.slow
 def test_compare_paired_flags_planted_30_percent_regression(runs: dict[str, Path]) -> None:
     result = compare_runs(runs["base"], runs["slow"])
     assert result.regression and result.decision.paired
@@ -51,12 +52,14 @@ def test_compare_paired_flags_planted_30_percent_regression(runs: dict[str, Path
     assert p99["change"] == pytest.approx(0.3, abs=0.03)
 
 
+@pytest.mark.slow
 def test_compare_passes_identical_rerun(runs: dict[str, Path]) -> None:
     result = compare_runs(runs["base"], runs["same"])
     assert not result.regression and result.decision.paired
     assert all(g.ratio == 1.0 and g.ci == (1.0, 1.0) for g in result.decision.groups)
 
 
+@pytest.mark.slow
 def test_compare_different_schedules_fall_back_to_unpaired(runs: dict[str, Path]) -> None:
     result = compare_runs(runs["base"], runs["noisy"])
     assert not result.regression and not result.decision.paired
@@ -65,6 +68,7 @@ def test_compare_different_schedules_fall_back_to_unpaired(runs: dict[str, Path]
     assert all(g.pairs is None for g in result.decision.groups)
 
 
+@pytest.mark.slow
 def test_compare_paired_refuses_different_schedules(runs: dict[str, Path]) -> None:
     with pytest.raises(ScheduleMismatch, match="needs runs that replayed the same schedule") as caught:
         compare_runs(runs["base"], runs["noisy"], paired=True)
@@ -91,16 +95,19 @@ def _trial(root: Path, seed: int, slowdown: float) -> bool:
     return compare_runs(base, cur).regression
 
 
+@pytest.mark.slow
 def test_compare_power_30_percent_slowdown_flagged_in_9_of_10_seeds(tmp_path: Path) -> None:
     flagged = sum(_trial(tmp_path, seed, 1.3) for seed in range(10))
     assert flagged >= 9
 
 
+@pytest.mark.slow
 def test_compare_same_code_flagged_at_most_1_of_10_seeds(tmp_path: Path) -> None:
     flagged = sum(_trial(tmp_path, seed, 1.0) for seed in range(10))
     assert flagged <= 1
 
 
+@pytest.mark.slow
 def test_compare_directory_of_baseline_runs_models_run_to_run_noise(tmp_path: Path) -> None:
     # Two same-code baseline runs that differ by 25% as a whole (a noisy machine), and a current
     # run 20% slower than the first. Against the first run alone that is a regression. Against
@@ -121,6 +128,7 @@ def test_compare_directory_of_baseline_runs_models_run_to_run_noise(tmp_path: Pa
     assert compare_runs([baselines / "run-1", baselines / "run-2"], slow).regression
 
 
+@pytest.mark.slow
 def test_compare_failures_count_as_infinitely_slow(tmp_path: Path) -> None:
     # 2,000 requests at 100 ms. The current run answers 3% of them 504 after 3 s: the ok requests
     # are as fast as before, so only counting failures as slow reveals the regression.
@@ -144,6 +152,7 @@ def _instant_503(root: Path, share: float, seed: int) -> Path:
     return write_run(root, frame)
 
 
+@pytest.mark.slow
 def test_compare_instant_503s_are_a_regression_exit_1(tmp_path: Path) -> None:
     # The candidate sheds 10% of requests with an instant 503: counted at its end, that would
     # lower P99; counted as infinitely slow, and by its failure share, it is a regression.
@@ -157,6 +166,7 @@ def test_compare_instant_503s_are_a_regression_exit_1(tmp_path: Path) -> None:
     assert "rushhour ab" in done.output and "cannot separate the machine's load from the code" in done.output
 
 
+@pytest.mark.slow
 def test_compare_failure_share_is_judged_when_p99_fails_in_both(tmp_path: Path) -> None:
     # 2% of the baseline's requests fail, so its P99 is a failure, and 6% of the current's: the
     # ratio cannot say anything; the failure share does. 2% against 2.2% is no regression.
@@ -169,6 +179,7 @@ def test_compare_failure_share_is_judged_when_p99_fails_in_both(tmp_path: Path) 
     assert not similar.regression and not similar.decision.groups[0].failure_regression
 
 
+@pytest.mark.slow
 def test_compare_small_change_is_not_a_regression_even_if_significant(tmp_path: Path) -> None:
     latency = np.linspace(100.0, 200.0, 5000)
     base = write_run(tmp_path / "b", requests_frame(np.linspace(0, 10, 5000), latency))
@@ -195,6 +206,7 @@ def test_compare_population_leaves_documents_out_unless_asked(tmp_path: Path) ->
     assert result.regression and result.decision.groups[0].group == "all"
 
 
+@pytest.mark.slow
 def test_compare_explains_itself(runs: dict[str, Path]) -> None:
     result = compare_runs(runs["base"], runs["slow"])
     text = explain(result.decision)
@@ -243,6 +255,7 @@ def _spiky(root: Path, spike_seed: int, slowdown: float = 1.0) -> Path:
     return run
 
 
+@pytest.mark.slow
 def test_compare_several_baselines_do_not_shrink_the_baseline_tail(tmp_path: Path) -> None:
     """The baseline's P99 is the geometric mean of the runs' own P99s, not the P99 of per-request medians
     (which would miss every run's spikes and make a same-code night look ~4x slower)."""

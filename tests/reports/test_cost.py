@@ -113,6 +113,7 @@ def test_cost_over_the_schedule_window_served_and_computed(tmp_path: Path) -> No
     assert summary["throughput_rps"] == pytest.approx(10.0)  # not 600 / 66.5
 
 
+@pytest.mark.slow
 def test_cost_section_defines_served_and_computed(tmp_path: Path) -> None:
     frame = requests_frame(np.arange(10.0), np.full(10, 50.0), cached=[True] * 5 + [False] * 5)
     metrics = pd.DataFrame({"t_s": np.arange(10.0), "pool": "quality", "nodes_alive": 1})

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from reports import build_reports
 from reports.documents import documents_section
@@ -52,6 +53,7 @@ def test_documents_section_with_no_ok_job_has_empty_percentiles() -> None:
     assert section["first_segment_ms"] == {"p50": None, "p95": None, "samples": 0}
 
 
+@pytest.mark.slow
 def test_report_renders_the_documents_table_and_line(tmp_path: Path) -> None:
     root = write_run(tmp_path / "run", _frame())
     summary = build_reports(root)
@@ -65,6 +67,7 @@ def test_report_renders_the_documents_table_and_line(tmp_path: Path) -> None:
     assert "full document P50 4,000.0 ms, P95 8,000.0 ms" in markdown
 
 
+@pytest.mark.slow
 def test_older_results_without_job_columns_still_report(tmp_path: Path) -> None:
     root = write_run(tmp_path / "old", requests_frame(np.arange(5.0), [10.0, 20.0, 30.0, 40.0, 50.0]))
     run = load_run(root)

@@ -28,6 +28,7 @@ def _texts(summary: dict[str, Any], rule: str) -> list[str]:
     return [f["text"] for f in summary["findings"] if f["rule"] == rule]
 
 
+@pytest.mark.slow
 def test_findings_overlap_slos_in_order_of_budget_with_phase_and_numbers(overlap: dict[str, Any]) -> None:
     latency, availability = _texts(overlap, "slo")
     assert latency.startswith("p99-paid missed in peak (130–160 s): 72.7% of 450 attempts succeeded "
@@ -47,6 +48,7 @@ def test_findings_overlap_names_the_faults_and_what_the_pool_had_left(overlap: d
     assert (finding["start_s"], finding["end_s"]) == (147.0, 150.0)
 
 
+@pytest.mark.slow
 def test_findings_overlap_shedding_onset_and_service_limit(overlap: dict[str, Any]) -> None:
     [shed] = _texts(overlap, "shedding")
     assert shed.startswith("Shedding began at 147 s (in peak, during gpu-node-loss and network-partition)")
@@ -56,6 +58,7 @@ def test_findings_overlap_shedding_onset_and_service_limit(overlap: dict[str, An
     assert "52.0 req/s were answered ok (86.7%)" in limit
 
 
+@pytest.mark.slow
 def test_findings_overlap_recovery_against_expectation(overlap: dict[str, Any]) -> None:
     texts = _texts(overlap, "recovery")
     assert len(texts) == 3
@@ -71,6 +74,7 @@ def test_findings_anchors_exist_in_the_html(overlap: dict[str, Any]) -> None:
     assert html.index('id="findings"') < html.index('id="slos"')
 
 
+@pytest.mark.slow
 def test_findings_in_markdown_with_links(overlap: dict[str, Any]) -> None:
     markdown = (Path(overlap["scenario"]["results_dir"]) / "report.md").read_text()
     assert "**Findings**" in markdown
@@ -79,12 +83,14 @@ def test_findings_in_markdown_with_links(overlap: dict[str, Any]) -> None:
     assert "| gpu-node-loss | 101 ms · 0.0% · 35.1/s | 3,001 ms · 15.8% · 50.8/s | 101 ms · 10.0% · 53.3/s |" in markdown
 
 
+@pytest.mark.slow
 def test_headline_is_the_reason_and_the_worst_finding(overlap: dict[str, Any]) -> None:
     line = headline(overlap)
     assert line == overlap["headline"] and "\n" not in line
     assert line.startswith("SLO(s) missed: p99-paid, availability-paid. Worst: p99-paid missed in peak (130–160 s)")
 
 
+@pytest.mark.slow
 def test_findings_generator_bound_run_blames_the_generator(tmp_path: Path) -> None:
     summary = build_reports(make_drill_results(tmp_path / "run", "generator"))
     assert summary["verdict"] == "invalid"
@@ -94,6 +100,7 @@ def test_findings_generator_bound_run_blames_the_generator(tmp_path: Path) -> No
     assert not _texts(summary, "limit") and not _texts(summary, "slo")
 
 
+@pytest.mark.slow
 def test_findings_clean_pass_says_so_briefly(tmp_path: Path) -> None:
     summary = build_reports(make_drill_results(tmp_path / "run", "clean"))
     assert summary["verdict"] == "pass"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks.synth import make_results
 from reports.build import build_reports
 
@@ -19,6 +21,7 @@ def _append(root: Path, *events: dict[str, object]) -> None:
             handle.write(json.dumps(event) + "\n")
 
 
+@pytest.mark.slow
 def test_a_leak_shows_in_the_summary_report_and_junit(tmp_path: Path) -> None:
     root = make_results(tmp_path / "run", n_requests=1000)
     _append(root, LEFT_BEHIND,
@@ -35,6 +38,7 @@ def test_a_leak_shows_in_the_summary_report_and_junit(tmp_path: Path) -> None:
     assert 'name="nothing left behind"' in junit and "partition still active" in junit
 
 
+@pytest.mark.slow
 def test_a_clean_audit_is_a_passing_junit_case_and_no_banner(tmp_path: Path) -> None:
     root = make_results(tmp_path / "run", n_requests=1000)
     _append(root, dict(LEFT_BEHIND, clean=True, findings=[], actions=[]))

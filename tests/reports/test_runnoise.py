@@ -40,6 +40,7 @@ def test_run_noise_recovers_a_known_between_run_sd_unpaired(tau: float) -> None:
 
 
 @pytest.mark.parametrize("tau", [0.0, 0.15])
+@pytest.mark.slow
 def test_run_noise_recovers_a_known_between_run_sd_paired(tau: float) -> None:
     noise = run_noise(_paired_runs(tau, 12, seed=3), 99.0, paired=True, rng=np.random.default_rng(2))
     assert noise is not None and noise.tau == pytest.approx(tau, abs=0.06)
@@ -56,6 +57,7 @@ def _write(root: Path, latency: np.ndarray) -> Path:
     return write_run(root, requests_frame(np.linspace(0, 100, latency.size), latency))
 
 
+@pytest.mark.slow
 def test_compare_counts_noise_once_with_committed_baseline_like_noise(tmp_path: Path) -> None:
     # Five same-schedule baseline runs whose P99s spread as the committed nightly baseline's did
     # (x1 to x3.5), and a night x1.3 slower than their geometric mean. The documented rule: the

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.skipif(find_browser() is None,
                                        "so the report cannot be checked in a browser")
 
 
+@pytest.mark.slow
 def test_screenshot_report_draws_findings_and_charts(tmp_path: Path) -> None:
     run = make_drill_results(tmp_path / "crafted-overlap", "overlap")
     top, full = shoot(run, tmp_path / "shots")

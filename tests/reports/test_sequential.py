@@ -18,6 +18,7 @@ STEPS = 800
 
 
 @pytest.mark.parametrize("law, seed", [("independent", 11), ("ar1", 12), ("md1", 13)])
+@pytest.mark.slow
 def test_sequential_wrong_calls_stay_within_five_percent(law: str, seed: int) -> None:
     rates = wrong_calls(law, seed, STEPS)
     truly_met = [p for p in TRUTHS if p <= ALLOWED]

@@ -41,6 +41,7 @@ def _frame(n: int, *, slow: int = 0, failed: int = 0, pending: int = 0, rate: fl
     })
 
 
+@pytest.mark.slow
 def test_stepstats_samples_to_pass_is_the_zero_bad_sample_size_at_the_final_look() -> None:
     level = float(nominal_levels()[-1])
     assert 0.04 < level < 0.05  # spending leaves the final look nearly its full 5%

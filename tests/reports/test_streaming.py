@@ -37,6 +37,7 @@ def _streamed(ttft_scale: float = 1.0) -> pd.DataFrame:
                         output_tokens=40.0, max_tokens=40, phase=np.where(intended < 5.0, "base", "peak"))
 
 
+@pytest.mark.slow
 def test_stream_slos_goodput_tables_and_chart(tmp_path: Path) -> None:
     root = write_run(tmp_path / "run", _streamed(), scenario={"slos": SLOS}, events=EVENTS)
     summary = build_reports(root)

@@ -76,6 +76,7 @@ def test_variants_cost_tie_is_broken_by_cost_per_1k() -> None:
     assert cheapest_passing(rows) == "b"
 
 
+@pytest.mark.slow
 def test_variants_write_comparison_files(tmp_path: Path) -> None:
     variants = [("static-3", _variant(tmp_path / "static-3", 3, _summary("pass", 0.30, 0.03))),
                 ("reactive", _variant(tmp_path / "reactive", 1, _summary("fail", 0.10, 0.01, p99_met=False))),

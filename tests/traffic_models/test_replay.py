@@ -43,6 +43,7 @@ def test_azure_replay_compresses_time_and_keeps_burstiness(azure_model) -> None:
     assert original.max() / original.min() > 3
 
 
+@pytest.mark.slow
 def test_azure_replay_thins_and_duplicates_reproducibly(azure_model) -> None:
     thin = generate_schedule(azure_model, seed=2, rate_scale=0.25)
     assert abs(len(thin) - AZURE_ROWS / 4) < 5 * np.sqrt(AZURE_ROWS / 4)

@@ -68,6 +68,7 @@ def test_mix_fractions_match_the_model(promo, promo_frame: pd.DataFrame) -> None
             assert observed[name] == pytest.approx(fraction, abs=0.01), (column, name)
 
 
+@pytest.mark.slow
 def test_deadlines_and_tenants_follow_the_priority(promo, promo_frame: pd.DataFrame) -> None:
     for name, spec in promo.mix.priorities.items():
         rows = promo_frame[promo_frame["priority"] == name]
@@ -109,6 +110,7 @@ def test_no_repetition_gives_unique_texts() -> None:
     assert frame["text_id"].is_unique
 
 
+@pytest.mark.slow
 def test_same_seed_gives_an_identical_frame_and_another_seed_does_not(promo) -> None:
     a = generate_schedule(promo, seed=5, time_scale=20)
     b = generate_schedule(promo, seed=5, time_scale=20)

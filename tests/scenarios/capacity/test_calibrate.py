@@ -47,6 +47,7 @@ def _key(scenario: Scenario, path: Path, condition: str = "none") -> str:
     return calibration_key(scenario, condition, source=str(path), base_dir=path.parent)[0]
 
 
+@pytest.mark.slow
 def test_calibrate_key_changes_with_server_slos_and_condition(tmp_path: Path) -> None:
     scenario, path = _scenario(tmp_path)
     key = _key(scenario, path)
@@ -83,6 +84,7 @@ def test_calibrate_remember_caches_only_full_embedded_measurements(tmp_path: Pat
     assert remember(partial, _document(42.0)) == []
 
 
+@pytest.mark.slow
 def test_calibrate_a_cached_figure_resolves_the_peak_and_a_remeasure_starts_next_to_it(tmp_path: Path) -> None:
     scenario, path = _scenario(tmp_path)
     job = calibration_job(scenario, "none", source=str(path), base_dir=path.parent)

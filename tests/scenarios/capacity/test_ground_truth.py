@@ -35,6 +35,8 @@ def _truth() -> float:
     return true_capacity(THRESHOLD_MS, workers=WORKERS, service_ms=SERVICE_MS)
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-a")
 def test_ground_truth_simulation_matches_queueing_sanity() -> None:
     assert _p99(5.0) == pytest.approx(SERVICE_MS, abs=5.0)  # nearly never a queue
     assert _p99(30.0) < _p99(36.0) < _p99(39.0)
@@ -78,6 +80,8 @@ def _scenario(tmp_path: Path, url: str, **fields: object) -> Path:
     return path
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-a")
 def test_ground_truth_search_lands_within_ten_percent_of_the_mdc_capacity(tmp_path: Path, mdc_url: str) -> None:
     out = tmp_path / "out"
     result = CliRunner().invoke(capacity, [
@@ -98,6 +102,8 @@ def _ttft_truth() -> float:
     return true_ttft_capacity(TTFT_MS, workers=STREAM_WORKERS, stream=STREAM, percentile=95)
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-a")
 def test_ground_truth_streaming_simulation_is_sane() -> None:
     service = stream_service_ms(*STREAM)
     assert service == 190.0
@@ -105,6 +111,8 @@ def test_ground_truth_streaming_simulation_is_sane() -> None:
 
 
 @pytest.mark.timeout(420)
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-a")
 def test_ground_truth_search_on_ttft_lands_within_ten_percent_of_a_streaming_mdc(
         tmp_path: Path, streaming_mdc_url: str) -> None:
     slos = [{"name": "ttft-p95", "kind": "ttft", "percentile": 95, "threshold_ms": TTFT_MS},

@@ -15,12 +15,14 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_results(tmp_path_factory.mktemp("cli") / "run", n_requests=2000)
 
 
+@pytest.mark.slow
 def test_report_exit_0_on_pass(run_dir: Path) -> None:
     result = CliRunner().invoke(report, [str(run_dir)])
     assert result.exit_code == 0, result.output
     assert "PASS" in result.output and "report.html" in result.output
 
 
+@pytest.mark.slow
 def test_report_exit_1_on_missed_slo(tmp_path: Path) -> None:
     root = make_results(tmp_path / "run", n_requests=2000)
     scenario = yaml.safe_load((root / "scenario.yaml").read_text())
@@ -47,6 +49,7 @@ def test_report_exit_2_names_bad_slo_field(tmp_path: Path) -> None:
     assert result.exit_code == 2 and 'scenario.yaml: slos[0].percentile: must be < 100' in result.output
 
 
+@pytest.mark.slow
 def test_report_exit_3_on_invalid_run(tmp_path: Path) -> None:
     root = make_results(tmp_path / "run", n_requests=2000)
     with (root / "events.jsonl").open("a") as events:
@@ -55,6 +58,7 @@ def test_report_exit_3_on_invalid_run(tmp_path: Path) -> None:
     assert result.exit_code == 3 and "aborted" in result.output
 
 
+@pytest.mark.slow
 def test_compare_exit_codes(tmp_path: Path, run_dir: Path) -> None:
     slow = make_results(tmp_path / "slow", n_requests=2000, slowdown=1.3)
     regressed = CliRunner().invoke(compare, [str(run_dir), str(slow)])
@@ -65,6 +69,7 @@ def test_compare_exit_codes(tmp_path: Path, run_dir: Path) -> None:
     assert missing.exit_code == 2
 
 
+@pytest.mark.slow
 def test_compare_says_why_it_decided_and_refuses_a_paired_test_on_other_schedules(tmp_path: Path, run_dir: Path) -> None:
     slow = make_results(tmp_path / "slow", n_requests=2000, slowdown=1.3)
     result = CliRunner().invoke(compare, [str(run_dir), str(slow)])
@@ -77,6 +82,7 @@ def test_compare_says_why_it_decided_and_refuses_a_paired_test_on_other_schedule
     assert bad.exit_code == 2 and "nonsense" in bad.output
 
 
+@pytest.mark.slow
 def test_compare_accepts_a_baseline_of_several_runs(tmp_path: Path, run_dir: Path) -> None:
     second = make_results(tmp_path / "second", n_requests=2000, noise=0.05, noise_seed=3)
     result = CliRunner().invoke(compare, [str(run_dir), str(second), str(run_dir)])

@@ -87,6 +87,7 @@ def test_run_cli_overrides_show_in_plan(tmp_path: Path) -> None:
     assert "duration   30 s" in output
 
 
+@pytest.mark.slow
 def test_run_cli_refuses_a_results_folder_that_is_not_empty(tmp_path: Path) -> None:
     out = tmp_path / "earlier-run"
     (out / "load" / "control").mkdir(parents=True)

@@ -76,6 +76,8 @@ def _distributed(hosts: NetnsHosts, tmp_path: Path, out: Path) -> object:
                        tmp_path / "master.log")
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-b")
 def test_namespaces_two_host_drill_matches_a_single_host_run(hosts: NetnsHosts, tmp_path: Path) -> None:
     master = _distributed(hosts, tmp_path, tmp_path / "across")
     assert master.wait(timeout=240) == 0, (tmp_path / "master.log").read_text()
@@ -102,6 +104,8 @@ def test_namespaces_two_host_drill_matches_a_single_host_run(hosts: NetnsHosts, 
     assert all(abs(w["clock_offset_ms"]) < 50.0 for w in workers)
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-b")
 def test_namespaces_a_worker_lost_mid_run_invalidates_the_run_and_keeps_the_rest(
     hosts: NetnsHosts, tmp_path: Path,
 ) -> None:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from tests.scenarios.distributed.netns import MASTER_ADDRESS, NetnsHosts, rushhour
 from tests.scenarios.distributed.test_namespaces import MASTER_PORT, hosts  # noqa: F401 - the fixture
@@ -15,6 +16,8 @@ from tests.scenarios.distributed.test_namespaces import MASTER_PORT, hosts  # no
 SECRET = "namespaces-auth-secret-0123456789"
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-b")
 def test_namespaces_a_stranger_on_another_host_is_refused_and_the_rightful_worker_runs(
     hosts: NetnsHosts, tmp_path: Path,  # noqa: F811
 ) -> None:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kernel.processes import free_port, stop_process
 from scenarios.cli.worker import worker_argv
 from scenarios.load.locust import proxy_free_env
@@ -22,6 +24,7 @@ slos:
 """
 
 
+@pytest.mark.slow
 def test_refusal_of_another_version_stops_the_drill_with_the_reason(tmp_path: Path) -> None:
     master_port = free_port()
     (tmp_path / "scenario.yaml").write_text(SCENARIO.format(port=free_port()), encoding="utf-8")

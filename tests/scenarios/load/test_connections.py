@@ -33,6 +33,7 @@ def _summary(root: Path, requests: pd.DataFrame, *, max_lag_ms: float = 50.0) ->
     return summarise(load_run(root))
 
 
+@pytest.mark.slow
 def test_a_stalled_target_with_few_connections_makes_the_run_invalid(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -87,6 +88,7 @@ def test_a_queued_request_counts_as_sent_when_it_gets_a_connection(tmp_path: Pat
     np.testing.assert_allclose(parts["done_s"] - parts["sent_s"], 0.2, atol=0.05)
 
 
+@pytest.mark.xdist_group("cpu-a")
 def test_a_request_that_never_got_a_connection_ends_at_its_time_out(tmp_path: Path) -> None:
     semaphore, send = _pooled_sender(1, 0.0)
     semaphore.acquire()  # the only connection is stuck elsewhere for the whole test

@@ -36,6 +36,7 @@ def fate_by_row(row: int) -> Fate:
     return {1: Fate(504, after_s=2.0), 3: Fate(0), 5: Fate(302, location=ELSEWHERE)}.get(row % 6, Fate(200, 0.02))
 
 
+@pytest.mark.slow
 def test_failed_and_abandoned_requests_end_when_they_really_ended(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -68,6 +69,7 @@ def test_failed_and_abandoned_requests_end_when_they_really_ended(
     assert trapped == []  # no proxy variable diverted the load
 
 
+@pytest.mark.slow
 def test_requests_in_flight_when_the_load_stops_end_at_the_stop(tmp_path: Path) -> None:
     """Ctrl-C or the drill's deadline stops Locust: what is still in flight ends at that moment."""
     schedule = row_schedule(10, rate=10.0)

@@ -52,6 +52,7 @@ def fate(row: int) -> Fate:
     return [Fate(200), Fate(302, location=ELSEWHERE), Fate(307, location=ELSEWHERE_V6)][row]
 
 
+@pytest.mark.slow
 def test_locust_user_records_a_redirect_and_never_contacts_its_target_or_a_proxy() -> None:
     with connection_trap() as (trap_port, trapped), truth_server(fate) as (host, ledger):
         proxy = f"http://127.0.0.1:{trap_port}"

@@ -9,6 +9,7 @@ from pathlib import Path
 import gevent
 import numpy as np
 import pandas as pd
+import pytest
 
 from scenarios.load.openloop import FirePlan, OpenLoopFirer, worker_share
 from scenarios.load.parts import PartWriter, list_parts, merge_requests, read_parts
@@ -32,6 +33,7 @@ def _run_locust(host: str, schedule: pd.DataFrame, tmp_path: Path, processes: in
     return session.requests(schedule)
 
 
+@pytest.mark.slow
 def test_openloop_keeps_schedule_while_server_stalls(
     stall_server: tuple[str, object], make_schedule: Callable[..., pd.DataFrame],
     tmp_path: Path,
@@ -51,6 +53,7 @@ def test_openloop_keeps_schedule_while_server_stalls(
     assert int((requests["latency_ms"] > 500.0).sum()) >= 40
 
 
+@pytest.mark.slow
 def test_openloop_corrects_for_generator_stall(tmp_path: Path) -> None:
     """When the generator itself falls behind, corrected latency shows it and service time does not."""
     offsets = np.arange(0.0, 2.0, 0.01)
@@ -108,6 +111,7 @@ def test_outcome_from_reads_success_and_error_bodies() -> None:
     assert outcome_from(0, None, "ConnectionRefusedError").error == "ConnectionRefusedError"
 
 
+@pytest.mark.slow
 def test_openloop_two_processes_split_and_merge(
     stall_server: tuple[str, object], make_schedule: Callable[..., pd.DataFrame], tmp_path: Path,
 ) -> None:
@@ -122,6 +126,7 @@ def test_openloop_two_processes_split_and_merge(
     np.testing.assert_allclose(requests["intended_s"], schedule["offset_s"])
 
 
+@pytest.mark.slow
 def test_closed_loop_mode_keeps_one_row_per_scheduled_request(
     stall_server: tuple[str, object], make_schedule: Callable[..., pd.DataFrame], tmp_path: Path,
 ) -> None:

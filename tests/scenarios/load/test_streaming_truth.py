@@ -38,6 +38,7 @@ def _fire(url: str, schedule: pd.DataFrame, work: Path, target: dict[str, object
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.slow
 def test_streaming_metrics_match_the_server_s_known_token_times(
         tmp_path: Path, make_schedule: Callable[..., pd.DataFrame]) -> None:
     plan = StreamPlan(tokens=40, first_s=0.3, every_s=0.015, stall_at=20, stall_s=1.0)

@@ -34,6 +34,7 @@ def _drill(tmp_path: Path, url: str, target: dict[str, object], *extra: str,
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_run_drills_a_streaming_openai_service_with_ttft_tpot_and_goodput(tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OWN_SERVICE_KEY", "sk-own-service-secret-4242")
@@ -55,6 +56,7 @@ def test_run_drills_a_streaming_openai_service_with_ttft_tpot_and_goodput(tmp_pa
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_run_drills_a_kserve_v2_target_over_https_with_a_ca_bundle(tmp_path: Path) -> None:
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
@@ -73,6 +75,7 @@ def test_run_drills_a_kserve_v2_target_over_https_with_a_ca_bundle(tmp_path: Pat
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_run_drills_the_reference_server_through_its_openai_endpoint(tmp_path: Path) -> None:
     scenario = {"name": "ref-chat", "traffic": {"model": "constant:3", "duration": "3s"}, "slos": SLOS[:1],
                 "target": {"embedded": {"nodes": 1}, "protocol": "openai-chat", "model": "fast", "max_tokens": 16}}
@@ -88,6 +91,7 @@ def test_run_drills_the_reference_server_through_its_openai_endpoint(tmp_path: P
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_closed_loop_personas_speak_the_targets_protocol_and_time_its_tokens(tmp_path: Path) -> None:
     with serve_target() as (url, state):
         state.plan = StreamPlan(tokens=10, first_s=0.2, every_s=0.02, stall_at=None)

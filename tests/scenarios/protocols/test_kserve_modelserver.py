@@ -102,6 +102,7 @@ def _drill(tmp_path: Path, url: str, target: dict[str, object], slos: list[dict[
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_run_drills_a_kserve_v2_model(tmp_path: Path, kserve_url: str) -> None:
     code, output, out = _drill(tmp_path, kserve_url, {"protocol": "kserve-v2", "model": "mt"}, LATENCY_SLOS)
     requests = pd.read_parquet(out / "requests.parquet")
@@ -111,6 +112,7 @@ def test_run_drills_a_kserve_v2_model(tmp_path: Path, kserve_url: str) -> None:
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_run_drills_kserve_openai_chat_streaming_with_ttft_and_tpot(tmp_path: Path, chat_url: str) -> None:
     code, output, out = _drill(tmp_path, chat_url, {"protocol": "openai-chat", "model": "chat", "max_tokens": TOKENS},
                                SLOS)
@@ -126,6 +128,7 @@ def test_run_drills_kserve_openai_chat_streaming_with_ttft_and_tpot(tmp_path: Pa
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_run_drills_kserve_openai_chat_without_streaming(tmp_path: Path, chat_url: str) -> None:
     target = {"protocol": "openai-chat", "model": "chat", "max_tokens": TOKENS, "stream": False}
     code, output, out = _drill(tmp_path, chat_url, target, LATENCY_SLOS)
@@ -137,6 +140,7 @@ def test_run_drills_kserve_openai_chat_without_streaming(tmp_path: Path, chat_ur
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.slow
 def test_dry_run_against_a_model_kserve_does_not_have_exits_2_and_says_so(tmp_path: Path, kserve_url: str) -> None:
     target = {"protocol": "kserve-v2", "model": "nope"}
     code, output, _ = _drill(tmp_path, kserve_url, target, LATENCY_SLOS, "--dry-run")

@@ -13,6 +13,7 @@ def _target(**fields: object) -> TargetProtocol:
     return TargetProtocol.model_validate(fields)
 
 
+@pytest.mark.slow
 def test_probe_passes_each_protocol_against_a_server_that_speaks_it() -> None:
     with serve_target() as (url, state):
         state.plan = StreamPlan(tokens=5, first_s=0.05, every_s=0.01, stall_at=None)

@@ -81,6 +81,7 @@ def test_leak_scope_resolves_redis_ports_and_namespaces_from_the_experiments() -
     assert scope.redis_ports == (6379,) and scope.namespaces == ("drill",)
 
 
+@pytest.mark.slow
 def test_audit_target_heals_only_what_it_found_broken(monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 

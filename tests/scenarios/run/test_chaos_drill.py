@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[3]
@@ -41,6 +42,8 @@ def _events(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-a")
 def test_drill_with_node_loss_records_fault_and_recovery(tmp_path: Path, drill_process: list) -> None:
     scenario = _scenario(tmp_path, chaos=[{"at": "00:00:04", "experiment": "experiments/gpu-node-loss.json", "hold": "3s"}], duration="26s")
     out = tmp_path / "results"
@@ -66,6 +69,8 @@ def test_drill_with_node_loss_records_fault_and_recovery(tmp_path: Path, drill_p
     assert "gpu-node-loss" in (out / "report.html").read_text()
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-a")
 def test_drill_ctrl_c_during_partition_rolls_back_and_leaves_nothing(tmp_path: Path, drill_process: list) -> None:
     scenario = _scenario(tmp_path, chaos=[{"at": "00:00:03", "experiment": "experiments/network-partition.json", "hold": "60s"}], duration="60s")
     out = tmp_path / "results"

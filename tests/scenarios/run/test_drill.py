@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from reports.results import REQUIRED_COLUMNS
 from scenarios.load.parts import REQUEST_COLUMNS
@@ -28,6 +29,8 @@ def _events(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-b")
 def test_runner_short_drill_writes_every_result(tmp_path: Path, drill_process: list) -> None:
     out = tmp_path / "drill"
     proc = subprocess.Popen(_drill(out, "--duration", "10s"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -54,6 +57,8 @@ def test_runner_short_drill_writes_every_result(tmp_path: Path, drill_process: l
     assert f"<td>batching</td><td>{batching}</td>" in (out / "report.html").read_text()
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-b")
 def test_runner_ctrl_c_stops_cleanly_and_still_reports(tmp_path: Path, drill_process: list) -> None:
     out = tmp_path / "drill"
     proc = subprocess.Popen(_drill(out, "--duration", "60s"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

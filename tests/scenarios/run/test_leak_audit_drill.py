@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 
 from tests.support.server import REPO
@@ -32,6 +33,8 @@ def _leaky_experiment(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-b")
 def test_interrupted_drill_ignores_more_signals_in_teardown_and_audits_a_leftover_fault(
         tmp_path: Path, drill_process: list) -> None:
     spec = {

@@ -30,6 +30,7 @@ def _start(started: list[subprocess.Popen[bytes]], *extra: str) -> subprocess.Po
     return proc
 
 
+@pytest.mark.slow
 def test_ledger_records_children_and_their_descendants_but_not_a_chaos_runs_own(
         tmp_path: Path, started: list[subprocess.Popen[bytes]]) -> None:
     import time

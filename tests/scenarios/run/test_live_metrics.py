@@ -39,6 +39,7 @@ def _samples(text: str) -> dict[str, float]:
     return out
 
 
+@pytest.mark.slow
 def test_metrics_endpoint_serves_counters_faults_and_sd(state: LiveState, tmp_path: Path) -> None:
     (tmp_path / "events.jsonl").write_text(json.dumps({"type": "fault_start", "name": "x", "t_s": 1.0}) + "\n")
     state.faults["x"] = None

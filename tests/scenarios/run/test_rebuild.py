@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 
 from kernel.processes import stop_process
@@ -38,6 +39,7 @@ def _killed_run(root: Path, schedule: pd.DataFrame, answered: int) -> None:
     (root / "events.jsonl").write_text(json.dumps(start) + "\n" + '{"type": "fault_sta')
 
 
+@pytest.mark.slow
 def test_report_rebuilds_a_killed_run_and_calls_it_invalid(tmp_path: Path, make_schedule: Callable[..., pd.DataFrame]) -> None:
     schedule = make_schedule(3.0, 10.0)
     root = tmp_path / "killed"
@@ -62,6 +64,7 @@ def test_report_rebuilds_a_killed_run_and_calls_it_invalid(tmp_path: Path, make_
     assert len(pd.read_parquet(root / "requests.parquet")) == len(schedule)
 
 
+@pytest.mark.slow
 def test_rebuild_reports_processes_of_the_run_still_alive(tmp_path: Path, make_schedule: Callable[..., pd.DataFrame]) -> None:
     root = tmp_path / "killed"
     _killed_run(root, make_schedule(2.0, 5.0), answered=4)

@@ -133,6 +133,7 @@ def test_a_malformed_experiment_file_is_an_input_error(tmp_path: Path) -> None:
         _faults([ChaosEntry(at="20:00", experiment=str(bad))])
 
 
+@pytest.mark.slow
 def test_experiment_that_finishes_reports_start_and_end(tmp_path: Path) -> None:
     path = _stand_in(tmp_path, 0.1)
     timeline, events = _timeline(tmp_path, [ChaosEntry(at="20:00", experiment=str(path))])
@@ -149,6 +150,7 @@ def test_experiment_that_finishes_reports_start_and_end(tmp_path: Path) -> None:
     assert timeline.reset_sent is False
 
 
+@pytest.mark.slow
 def test_stop_interrupts_a_running_experiment_and_its_rollbacks_still_run(tmp_path: Path) -> None:
     path = _stand_in(tmp_path, 300)
     timeline, events = _timeline(tmp_path, [ChaosEntry(at="20:00", experiment=str(path))])
@@ -194,6 +196,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.slow
 def test_a_running_experiment_outlives_its_scheduler_but_not_the_drill(tmp_path: Path) -> None:
     import os
     import signal

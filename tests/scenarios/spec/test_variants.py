@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -94,6 +95,8 @@ def test_variants_dry_run_lists_them(tmp_path: Path) -> None:
     assert code == 0 and "variants   1" in output and "  two" in output and "  one" not in output
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-b")
 def test_variants_two_variant_drill_compares_both(tmp_path: Path, drill_process: list) -> None:
     out = tmp_path / "drill"
     argv = [sys.executable, "-m", "scenarios.cli.main", "run", str(_scenario(tmp_path, TWO)), "--out", str(out)]
