@@ -87,10 +87,17 @@ def test_partition_pool_starts_its_keeper_before_the_policy_and_holds_a_short_le
     order: list[str] = []
     created: list[dict[str, Any]] = []
     keepers: list[tuple[str, float, dict[str, Any]]] = []
-    monkeypatch.setattr(actions, "create_network_policy",
-                        lambda spec, ns, secrets: created.append(spec) or order.append("policy"))
-    monkeypatch.setattr(actions, "spawn_keeper",
-                        lambda undo, after, args: keepers.append((undo, after, args)) or order.append("keeper") or 4242)
+    def create_network_policy(spec: dict[str, Any], ns: str, secrets: object) -> None:
+        created.append(spec)
+        order.append("policy")
+
+    def spawn_keeper(undo: str, after: float, args: dict[str, Any]) -> int:
+        keepers.append((undo, after, args))
+        order.append("keeper")
+        return 4242
+
+    monkeypatch.setattr(actions, "create_network_policy", create_network_policy)
+    monkeypatch.setattr(actions, "spawn_keeper", spawn_keeper)
     monkeypatch.setattr(actions, "client", SimpleNamespace(NetworkingV1Api=lambda api: None))
     monkeypatch.setattr(actions, "create_k8s_api_client", lambda secrets: None)
     monkeypatch.setattr(actions.time, "time", lambda: 1000.0)

@@ -80,8 +80,16 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     fake_client = SimpleNamespace(CoreV1Api=lambda api: core, AppsV1Api=lambda api: apps)
     monkeypatch.setattr(actions, "client", fake_client)
     monkeypatch.setattr(actions, "create_k8s_api_client", lambda secrets: None)
-    monkeypatch.setattr(actions, "spawn_keeper", lambda undo, after, args: log.append(f"keeper {undo}") or 4242)
-    monkeypatch.setattr(actions, "drain_nodes", lambda name, timeout, secrets: log.append(f"drain {name}") or [name])
+    def spawn_keeper(undo: str, after: float, args: dict[str, Any]) -> int:
+        log.append(f"keeper {undo}")
+        return 4242
+
+    def drain_nodes(name: str, timeout: float, secrets: object) -> list[str]:
+        log.append(f"drain {name}")
+        return [name]
+
+    monkeypatch.setattr(actions, "spawn_keeper", spawn_keeper)
+    monkeypatch.setattr(actions, "drain_nodes", drain_nodes)
     return SimpleNamespace(core=core, apps=apps, log=log)
 
 

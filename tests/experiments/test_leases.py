@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -13,6 +14,13 @@ from chaoslib.exceptions import ActivityFailed
 
 from experiments import leasekeeper, leases
 
+
+def _renewer(log: list[float], *, held: bool = True) -> Callable[[float], bool]:
+    """A renew callback that records each renewal and says whether the target still holds the fault."""
+    def renew(seconds: float) -> bool:
+        log.append(seconds)
+        return held
+    return renew
 
 def test_held_lease_is_short_and_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(leases.LEASE_ENV, raising=False)
@@ -31,7 +39,7 @@ def test_held_lease_is_short_and_comes_from_the_environment(monkeypatch: pytest.
 
 def test_hold_lease_renews_until_released_and_stops_when_nothing_is_held() -> None:
     renewals: list[float] = []
-    leases.hold_lease("t|a", lambda s: renewals.append(s) is None, 0.4, hold_s=60, every_s=0.02)
+    leases.hold_lease("t|a", _renewer(renewals), 0.4, hold_s=60, every_s=0.02)
     time.sleep(0.2)
     assert len(renewals) >= 3 and set(renewals) == {0.4}
     assert leases.release("t|") == 1
@@ -40,7 +48,7 @@ def test_hold_lease_renews_until_released_and_stops_when_nothing_is_held() -> No
     time.sleep(0.1)
     assert len(renewals) == count, "renewed after the release"
     gone: list[float] = []
-    leases.hold_lease("t|b", lambda s: gone.append(s) and False, 0.4, hold_s=60, every_s=0.02)
+    leases.hold_lease("t|b", _renewer(gone, held=False), 0.4, hold_s=60, every_s=0.02)
     time.sleep(0.15)
     assert len(gone) == 1, "renewed a fault the target said was no longer held"
     leases.release("t|")
@@ -48,7 +56,7 @@ def test_hold_lease_renews_until_released_and_stops_when_nothing_is_held() -> No
 
 def test_hold_lease_stops_at_the_end_of_hold_plus_margin() -> None:
     renewals: list[float] = []
-    leases.hold_lease("t|c", lambda s: renewals.append(s) is None, 0.4, hold_s=0.05, every_s=0.02, margin_s=0.05)
+    leases.hold_lease("t|c", _renewer(renewals), 0.4, hold_s=0.05, every_s=0.02, margin_s=0.05)
     time.sleep(0.3)
     count = len(renewals)
     time.sleep(0.1)

@@ -23,7 +23,7 @@ class FakeClock:
 
 
 def _classes(**changes: dict[str, float]) -> dict[str, PriorityClass]:
-    base = {
+    base: dict[str, dict[str, float]] = {
         "paid": dict(rank=0, max_queue=2, max_wait_ms=5000, rate_per_tenant=10, burst_per_tenant=3),
         "free": dict(rank=1, max_queue=2, max_wait_ms=5000, rate_per_tenant=10, burst_per_tenant=3),
         "batch": dict(rank=2, max_queue=2, max_wait_ms=5000, rate_per_tenant=10, burst_per_tenant=3),

@@ -9,10 +9,13 @@ import os
 import queue
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from kubernetes import client
+
+if TYPE_CHECKING:
+    from kubernetes.client import V1EndpointsList
 
 from reference_server.config import KubernetesEndpoints
 from reference_server.gateway.discovery import (
@@ -58,10 +61,10 @@ class FakeCoreV1:
         self.calls: list[dict[str, Any]] = []
         self.fail_lists = 0
 
-    def list_namespaced_endpoints(self, namespace: str, **kwargs: Any) -> V1EndpointsList:  # noqa: F821
+    def list_namespaced_endpoints(self, namespace: str, **kwargs: Any) -> V1EndpointsList:  # the name Watch reads
         self.calls.append({"namespace": namespace, **kwargs})
         if kwargs.get("watch"):
-            return FakeResponse(self.events)
+            return FakeResponse(self.events)  # type: ignore[return-value]  # as the real API: a watch gets the raw stream
         if self.fail_lists:
             self.fail_lists -= 1
             raise client.ApiException(status=403, reason="Forbidden")

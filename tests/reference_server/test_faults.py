@@ -38,8 +38,8 @@ def _proxy(clock: FakeClock | None = None, *, timeout_s: float = 0.01) -> tuple[
     return proxy, node
 
 
-def _send(proxy: FaultTransport, n: int = 1) -> list[httpx.Response | Exception]:
-    async def main() -> list[httpx.Response | Exception]:
+def _send(proxy: FaultTransport, n: int = 1) -> list[httpx.Response | BaseException]:
+    async def main() -> list[httpx.Response | BaseException]:
         async with httpx.AsyncClient(transport=proxy, base_url="http://node") as client:
             return await asyncio.gather(*(client.post("/infer", json={}) for _ in range(n)), return_exceptions=True)
 

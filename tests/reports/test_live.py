@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from reports.live import live_section
 
 
 def test_live_section_records_port_and_window_for_grafana() -> None:
-    events = [{"type": "run_start", "wall": "2026-12-01T05:00:00.000Z"},
+    events: list[dict[str, Any]] = [{"type": "run_start", "wall": "2026-12-01T05:00:00.000Z"},
               {"type": "live_metrics", "port": 9464, "url": "http://127.0.0.1:9464/metrics"},
               {"type": "run_end", "wall": "2026-12-01T05:00:30.500Z"}]
     live = live_section(events)

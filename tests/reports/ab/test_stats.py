@@ -49,7 +49,7 @@ def test_ab_a_real_slowdown_is_never_called_no_regression() -> None:
     lambda t: np.log(3.0) * (np.floor(t * 48) % 2),  # a neighbour on every other trial
 ], ids=["ramp", "step", "alternating"])
 def test_ab_time_varying_noise_on_both_arms_creates_no_regression(drift: object) -> None:
-    verdicts = [_verdict(1.0, seed, extra=drift) for seed in range(200)]  # type: ignore[arg-type]
+    verdicts = [_verdict(1.0, seed, extra=drift) for seed in range(200)]
     assert _rate(verdicts, "regression") <= STATED_FALSE_ALARMS
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from scenarios.capacity.search import SearchSettings, StepVerdict, search
@@ -95,6 +97,6 @@ def test_search_without_confirmation_takes_no_extra_step() -> None:
     ({"min_rps": 0, "max_rps": 10}, "0 < min"), ({"min_rps": 20, "max_rps": 10}, "min (20) < max (10)"),
     ({"min_rps": 1, "max_rps": 10, "precision": 1.5}, "precision 1.5"),
 ])
-def test_search_settings_reject_bad_values_naming_them(fields: dict[str, float], text: str) -> None:
+def test_search_settings_reject_bad_values_naming_them(fields: dict[str, Any], text: str) -> None:
     with pytest.raises(ValueError, match=text.replace("(", r"\(").replace(")", r"\)")):
         SearchSettings(**fields)

@@ -50,7 +50,7 @@ def test_steps_live_frame_marks_unanswered_rows_and_ends_recorded_failures_now()
                           "via": "translate"})
     frame = live_frame(schedule, parts, 5.0)
     assert len(frame) == 3  # the row due at 9 s is not due yet
-    assert frame["done_s"].tolist()[:2] == [0.1, 5.0] and np.isnan(frame["done_s"].iat[2])
+    assert frame["done_s"].tolist()[:2] == [0.1, 5.0] and bool(frame["done_s"].isna().iat[2])
     assert not frame["ok"].iat[1]
 
 

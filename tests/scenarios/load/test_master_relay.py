@@ -183,8 +183,10 @@ def test_master_relay_refuses_a_second_worker_for_a_taken_index_without_invalida
 
 def test_master_relay_drops_every_message_of_a_node_it_never_welcomed(tmp_path: Path) -> None:
     _, runner, control = _relay(tmp_path)
-    for msg_type, data in ((MSG_READY, {"index": 0, "rows": 9, "offset_s": 0, "rtt_s": 0}),
-                           (MSG_CPU, {"index": 0, "cpu": 99.0}), (MSG_DONE, {"index": 0, "failed": "made up"})):
+    messages: list[tuple[str, dict[str, object]]] = [
+        (MSG_READY, {"index": 0, "rows": 9, "offset_s": 0, "rtt_s": 0}), (MSG_CPU, {"index": 0, "cpu": 99.0}),
+        (MSG_DONE, {"index": 0, "failed": "made up"})]
+    for msg_type, data in messages:
         runner.say(msg_type, clusterauth.signed(b"", msg_type, data, 1), "intruder")
     assert sorted(p.name for p in control.iterdir()) == [REJECTIONS_FILE]
     assert _rejections(control)["dropped"] == {MSG_READY: 1, MSG_CPU: 1, MSG_DONE: 1}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 
 import pytest
 
@@ -39,14 +40,14 @@ def test_status_rows_one_row_per_pool_with_shared_counters() -> None:
     for row in rows:
         assert (row["cache_hits_total"], row["cache_misses_total"]) == (5, 7)
         assert row["shed_total"] == 10 and row["requests_total"] == 100
-        assert math.isnan(float(row["batch_size_mean"]))  # no previous scrape, no interval
+        assert math.isnan(cast(float, row["batch_size_mean"]))  # no previous scrape, no interval
 
 
 def test_status_rows_batch_size_mean_from_counter_deltas() -> None:
     rows = status_rows(_status(15, 60, 130), _status(10, 40, 100), 4.0)
     by_pool = {row["pool"]: row for row in rows}
     assert by_pool["quality"]["batch_size_mean"] == 4.0  # 20 items over 5 batches
-    assert math.isnan(float(by_pool["fast"]["batch_size_mean"]))
+    assert math.isnan(cast(float, by_pool["fast"]["batch_size_mean"]))
 
 
 def test_metrics_frame_has_contract_columns_even_empty() -> None:
@@ -60,7 +61,7 @@ def test_scraper_copies_server_events_once_each() -> None:
 
     from scenarios.run.scraper import StatusScraper
 
-    served = [{"seq": 1, "wall": 100.0, "type": "node_down", "node": "quality-0"},
+    served: list[dict[str, Any]] = [{"seq": 1, "wall": 100.0, "type": "node_down", "node": "quality-0"},
               {"seq": 2, "wall": 101.0, "type": "scale", "pool": "quality", "nodes": 3, "reason": "queue"}]
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -147,13 +148,13 @@ def test_scraper_ignores_proxy_variables_for_a_loopback_target(monkeypatch: pyte
     import time
 
     from scenarios.run.scraper import StatusScraper
-    from tests.support.stub import stub_server
+    from tests.support.stub import Answer, stub_server
 
     for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    routes = {"/v1/status": (200, {}, _status(1, 1, 1)), "/v1/events": (200, {}, {"events": []})}
+    routes: dict[str, Answer] = {"/v1/status": (200, {}, _status(1, 1, 1)), "/v1/events": (200, {}, {"events": []})}
     errors: list[dict] = []
     with stub_server(routes) as (url, asked):
         scraper = StatusScraper(url, origin=0.0, interval_s=0.1, on_server_event=lambda e: None, on_error=errors.append)
@@ -167,9 +168,9 @@ def test_scraper_ignores_proxy_variables_for_a_loopback_target(monkeypatch: pyte
 
 def test_scraper_does_not_follow_a_redirect() -> None:
     from scenarios.run.scraper import StatusScraper
-    from tests.support.stub import stub_server
+    from tests.support.stub import Answer, stub_server
 
-    routes = {"/v1/status": (302, {"Location": "http://redirected.invalid/v1/status"}, {})}
+    routes: dict[str, Answer] = {"/v1/status": (302, {"Location": "http://redirected.invalid/v1/status"}, {})}
     errors: list[dict] = []
     with stub_server(routes) as (url, asked):
         scraper = StatusScraper(url, origin=0.0, on_error=errors.append)

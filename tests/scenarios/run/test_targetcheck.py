@@ -10,9 +10,9 @@ import pytest
 from scenarios.run.targetcheck import TargetMisfit, probe_plan
 from scenarios.spec.model import parse_scenario
 from scenarios.spec.plan import DrillPlan, build_plan
-from tests.support.stub import stub_server
+from tests.support.stub import Answer, stub_server
 
-TRANSLATED = (200, {}, {"translation": "hallo", "model": "m"})
+TRANSLATED: Answer = (200, {}, {"translation": "hallo", "model": "m"})
 
 
 def _plan(tmp_path: Path, url: str, **load: object) -> DrillPlan:

@@ -4,6 +4,8 @@ multicast or reserved address."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -24,7 +26,7 @@ def test_a_target_url_with_credentials_is_refused_without_echoing_them() -> None
     assert "hunter2" not in text and "alice" not in text
 
 
-def test_a_target_url_with_credentials_from_the_command_line_exits_2(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_target_url_with_credentials_from_the_command_line_exits_2(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text('name: g\ntraffic: {model: "constant:2", duration: 2s, seed: 1}\ntarget: {url: "http://127.0.0.1:9"}\n')
     result = CliRunner().invoke(run, [str(path), "--target", "http://bob:pw-0123@127.0.0.1:9", "--dry-run", "--no-probe"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -17,7 +18,7 @@ from scenarios.spec.model import (
 from scenarios.spec.peak import Calibration, RelativePeak, parse_relative_peak
 from scenarios.spec.plan import build_plan, describe, pin_rate_scale
 
-BASE = {"name": "x", "traffic": {"model": "promo-day", "time_scale": 360, "start_clock": "06:00", "duration": "180s"}}
+BASE: dict[str, Any] = {"name": "x", "traffic": {"model": "promo-day", "time_scale": 360, "start_clock": "06:00", "duration": "180s"}}
 
 
 @pytest.mark.parametrize("text, factor, condition", [
