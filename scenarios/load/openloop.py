@@ -26,6 +26,7 @@ from gevent.pool import Group
 
 from scenarios.load import handoff
 from scenarios.load.parts import PartWriter
+from scenarios.load.turns import Message, answer_text, conversation, prompt_text, sessions_of
 from scenarios.protocols.outcome import Outcome
 
 JOB_CAP_S = 120.0
@@ -48,10 +49,15 @@ def monotonic_anchor(t0: float) -> float:
 
 
 def worker_share(schedule: pd.DataFrame, index: int, count: int) -> pd.DataFrame:
-    """The rows this worker fires: schedule row numbers with `row % count == index`."""
+    """The rows this worker fires: schedule row numbers with `row % count == index`, or, for the
+    turns of a conversation, `session % count == index` (a session's turns follow each other)."""
     rows = np.arange(len(schedule))
-    share = schedule.iloc[rows % count == index].copy()
-    share.insert(0, "row", rows[rows % count == index])
+    key = rows
+    if "session" in schedule:
+        session = schedule["session"].to_numpy(dtype=np.int64)
+        key = np.where(session >= 0, session, rows)
+    share = schedule.iloc[key % count == index].copy()
+    share.insert(0, "row", rows[key % count == index])
     return share.reset_index(drop=True)
 
 
@@ -74,6 +80,11 @@ class FirePlan:
         and the firer reads one row per request."""
         return RowColumns.of(self.rows, self.languages)
 
+    @cached_property
+    def sessions(self) -> dict[int, list[int]]:
+        """Share indices of each conversation's turns, in order."""
+        return sessions_of(self.columns.session, self.columns.turn)
+
     def row_number(self, i: int) -> int:
         """Row `i`'s number in the whole schedule."""
         return self.columns.row[i]
@@ -84,13 +95,34 @@ class FirePlan:
         protocol (`scenarios.protocols`) turns into its own request."""
         c = self.columns
         source, target = c.pair[i]
-        return {
-            "text": self.text_for(c.text_id[i], c.chars[i]),
+        fields: dict[str, object] = {
+            "text": self._text(i),
             "source_lang": source, "target_lang": target, "mode": c.mode[i],
             "priority": c.priority[i], "tenant": c.tenant[i],
             "deadline_ms": c.deadline_ms[i], "kind": c.kind[i], "chars": c.chars[i],
             "max_tokens": c.max_tokens[i], "base_url": c.base_url[i],
         }
+        if c.session[i] >= 0 or c.prompt[i]:
+            messages = self._messages(i)
+            fields["messages"] = messages
+            fields["text"] = "\n".join(m["content"] for m in messages)
+        return fields
+
+    def _text(self, i: int) -> str:
+        c = self.columns
+        if c.prompt[i]:
+            return prompt_text(c.prompt[i], c.text_id[i], c.chars[i])
+        return self.text_for(c.text_id[i], c.chars[i])
+
+    def _messages(self, i: int) -> list[Message]:
+        """The chat messages of a trace row or turn (sent as they are, with no task wrapped around)."""
+        c = self.columns
+        if c.session[i] < 0:
+            return conversation([self._text(i)], [])
+        turns = self.sessions[c.session[i]]
+        upto = turns[: turns.index(i) + 1]
+        answers = [answer_text(c.text_id[j], c.max_tokens[j], c.chars[j], self.text_for) for j in upto[:-1]]
+        return conversation([self._text(j) for j in upto], answers)
 
     def timeout_s(self, i: int) -> float:
         """Give up on row `i` at its deadline plus a margin (or a fixed timeout if set)."""
@@ -119,6 +151,12 @@ class RowColumns:
     max_tokens: list[int]
     base_url: list[str]
     """Per-row target (`rushhour ab` sends each trial to its arm); "" for the session's host."""
+    prompt: list[str]
+    """"" for a generated text; "raw" or shared blocks for a trace's prompt (`traffic_models.text`)."""
+    session: list[int]
+    """The conversation a turn belongs to (-1: a lone request), its turn number, its think time."""
+    turn: list[int]
+    think_s: list[float]
 
     @classmethod
     def of(cls, rows: pd.DataFrame, languages: tuple[str, ...]) -> RowColumns:
@@ -133,7 +171,14 @@ class RowColumns:
             deadline_ms=rows["deadline_ms"].to_numpy(dtype=float).tolist(), kind=_strings(rows, "kind", n),
             max_tokens=(rows["max_tokens"].to_numpy(dtype=np.int64).tolist() if "max_tokens" in rows else [0] * n),
             base_url=_strings(rows, "base_url", n),
+            prompt=(rows["prompt"].fillna("").astype(str).tolist() if "prompt" in rows else [""] * n),
+            session=_numbers(rows, "session", n, -1), turn=_numbers(rows, "turn", n, 0),
+            think_s=rows["think_s"].to_numpy(dtype=float).tolist() if "think_s" in rows else [0.0] * n,
         )
+
+
+def _numbers(rows: pd.DataFrame, name: str, n: int, missing: int) -> list[int]:
+    return rows[name].to_numpy(dtype=np.int64).tolist() if name in rows else [missing] * n
 
 
 def _strings(rows: pd.DataFrame, name: str, n: int) -> list[str]:
@@ -155,25 +200,43 @@ class OpenLoopFirer:
         """Fire every row at `t0 + offset_s` (`t0` wall clock), then wait (bounded) for the last replies."""
         m0 = monotonic_anchor(t0)
         offsets = self._plan.rows["offset_s"].to_numpy(dtype=float)
+        session, turn = self._plan.columns.session, self._plan.columns.turn
         try:
             for i, offset in enumerate(offsets):
+                if turn[i] > 0:
+                    continue  # a later turn is sent by its conversation, after the answer before it
                 delay = m0 + offset - time.monotonic()
                 if delay > 0:
                     gevent.sleep(delay)
-                self._group.spawn(self.shoot, i, m0, float(offset))
+                self._group.spawn(self.converse if session[i] >= 0 else self.shoot, i, m0, float(offset))
                 self._writer.maybe_flush()
             self._group.join(timeout=drain_s if drain_s is not None else self._max_timeout())
         finally:
             self._group.kill(block=True, timeout=2.0)  # the rest end now, recorded as cancelled
             self._writer.flush()
 
+    def converse(self, i: int, m0: float, offset: float) -> None:
+        """Send a conversation's turns in order: the first at `offset`, each later one its think
+        time after the answer before it ended, which is the turn's intended send."""
+        think = self._plan.columns.think_s
+        for k, j in enumerate(self._plan.sessions[self._plan.columns.session[i]]):
+            if k:
+                offset = time.monotonic() - m0 + think[j]
+                gevent.sleep(think[j])
+            self.shoot(j, m0, offset)
+
     def _max_timeout(self) -> float:
         if self._plan.rows.empty:
             return 0.0
         if self._plan.request_timeout_s is not None:
-            return self._plan.request_timeout_s + 1.0
-        longest = float(self._plan.rows["deadline_ms"].max()) / 1000.0
-        return longest + self._plan.timeout_margin_s + 1.0
+            each = self._plan.request_timeout_s + 1.0
+        else:
+            each = float(self._plan.rows["deadline_ms"].max()) / 1000.0 + self._plan.timeout_margin_s + 1.0
+        if not self._plan.sessions:
+            return each
+        rows = self._plan.rows.assign(turns=1)
+        per_session = rows[rows["session"] >= 0].groupby("session").agg(think=("think_s", "sum"), turns=("turns", "sum"))
+        return float((per_session["think"] + per_session["turns"] * each).max())
 
     def shoot(self, i: int, m0: float, offset: float, send: Sender | None = None) -> None:
         """Send row `i` now and record it (intended at `m0 + offset`, monotonic); blocks until it ends.

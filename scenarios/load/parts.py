@@ -119,7 +119,9 @@ def merge_requests(schedule: pd.DataFrame, parts: pd.DataFrame, *,
     parts = parts.reindex(columns=[c for c in PART_COLUMNS if c != "row"])
     joined = schedule.reset_index(drop=True).join(parts, how="left")
     out = pd.DataFrame(index=joined.index)
-    out["intended_s"] = schedule["offset_s"].to_numpy(dtype=float)
+    # a conversation's later turn is intended when the answer before it ended plus its think time,
+    # known only to the generator: its recorded intended send counts, the schedule's when unsent
+    out["intended_s"] = joined["intended_s"].astype(float).fillna(schedule["offset_s"].astype(float)).to_numpy()
     out["sent_s"] = joined["sent_s"].astype(float)
     out["done_s"] = joined["done_s"].astype(float)
     out["latency_ms"] = (out["done_s"] - out["intended_s"]) * 1000.0

@@ -1,8 +1,9 @@
 """OpenAI chat completions (`POST /v1/chat/completions`): vLLM, TGI, llama.cpp, Triton's frontend.
 
 The row's text becomes one user message asking for a translation, `max_tokens` comes from the
-schedule. Streaming (the default) asks for server-sent events with usage in the last event, so
-time to first token, inter-token gaps and output tokens are measured; without streaming only the
+schedule; a trace's prompt and a conversation's turn (the row's `messages`) are sent as they are.
+Streaming (the default) asks for server-sent events with usage in the last event, so time to
+first token, inter-token gaps and output tokens are measured; without streaming only the
 output tokens (`usage.completion_tokens`) are. The tenant goes in OpenAI's own `user` field.
 Priority, mode and deadline have no field in this API: a gateway that reads them from a header
 or an extra body field gets them through `target.row_headers` / `target.extra_fields` (the
@@ -35,7 +36,7 @@ class OpenAIChatProtocol(WireProtocol):
         prompt = f"Translate from {fields.get('source_lang', 'en')} to {fields.get('target_lang', 'de')}:\n{fields['text']}"
         body: dict[str, object] = {
             "model": self.spec.model or DEFAULT_MODEL,
-            "messages": [{"role": "user", "content": prompt}],
+            "messages": fields.get("messages") or [{"role": "user", "content": prompt}],
             "max_tokens": self.max_tokens(fields), "stream": self.streaming, **self.extras(fields),
         }
         if fields.get("tenant"):

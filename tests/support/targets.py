@@ -15,7 +15,7 @@ import json
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -53,6 +53,8 @@ class TargetState:
     cut_every: int = 0
     streams: int = 0
     cut: int = 0
+    check: Callable[[dict], str | None] | None = None
+    """Judges each body (under the lock); a problem it names is answered 409 with that message."""
 
     def cuts_next(self) -> bool:
         """Count one streamed answer; whether it is one to cut short."""
@@ -95,6 +97,9 @@ def _handler(state: TargetState) -> type[BaseHTTPRequestHandler]:
                 return self._json(400, {"error": {"code": "bad_json"}})
             with state.lock:
                 state.bodies.append(body)
+                problem = state.check(body) if state.check is not None else None
+            if problem:
+                return self._json(409, {"error": {"code": "bad_turn", "message": problem}})
             if self.path == "/v1/chat/completions":
                 return self._chat(body, arrived)
             if self.path.startswith("/v2/models/") and self.path.endswith("/infer"):

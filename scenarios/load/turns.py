@@ -1,0 +1,50 @@
+"""The prompts of trace rows and conversation turns, built just before they are sent.
+
+A trace row's prompt is sent as it is (its logged length, its shared blocks); a conversation's
+turn carries every turn before it and their answers as chat messages, so the prefix grows from
+turn to turn as it does for a person chatting. The answers are stand-in texts of the length each
+turn asked for: the same for every run, and the same in every later turn of the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+ANSWER_ID_SALT = 1 << 57
+"""Text ids of stand-in answers: the turn's text id moved into a range of their own."""
+CHARS_PER_ANSWER_TOKEN = 4
+
+Message = dict[str, str]
+
+
+@lru_cache(maxsize=4096)
+def prompt_text(prompt: str, text_id: int, chars: int) -> str:
+    """The row's text for a `prompt` value of the schedule ("raw", or shared blocks); the text
+    generator is imported on first use, as the worker's own text function does."""
+    from traffic_models.text import prompt_text as build
+
+    return build(prompt, text_id, chars)
+
+
+def answer_text(text_id: int, max_tokens: int, chars: int, text_for: Callable[[int, int], str]) -> str:
+    """The stand-in answer to a turn: as long as it asked for (its own length when it asked for none)."""
+    size = max_tokens * CHARS_PER_ANSWER_TOKEN if max_tokens > 0 else chars
+    return text_for(ANSWER_ID_SALT + text_id, max(1, size))
+
+
+def conversation(turn_texts: list[str], answers: list[str]) -> list[Message]:
+    """Chat messages of a turn: each earlier turn and its answer, then the turn itself."""
+    messages: list[Message] = []
+    for question, answer in zip(turn_texts[:-1], answers):
+        messages += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+    return [*messages, {"role": "user", "content": turn_texts[-1]}]
+
+
+def sessions_of(session: list[int], turn: list[int]) -> dict[int, list[int]]:
+    """Share indices of every session's turns, in turn order."""
+    out: dict[int, list[int]] = {}
+    for i in sorted(range(len(session)), key=lambda k: (session[k], turn[k])):
+        if session[i] >= 0:
+            out.setdefault(session[i], []).append(i)
+    return out
