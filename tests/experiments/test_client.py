@@ -8,7 +8,7 @@ import pytest
 from chaoslib.exceptions import ActivityFailed
 
 from experiments.client import AdminClient, client_from
-from tests.support.stub import stub_server
+from tests.support.stub import Answer, stub_server
 
 Fake = tuple[Any, dict[str, Any], dict[str, Any]]
 
@@ -40,7 +40,7 @@ def test_client_keeps_proxy_variables_for_a_remote_server() -> None:
 
 
 def test_client_never_follows_a_redirect_with_the_token() -> None:
-    routes = {"/admin/reset": (307, {"Location": "http://redirected.invalid/admin/reset"}, {}),
+    routes: dict[str, Answer] = {"/admin/reset": (307, {"Location": "http://redirected.invalid/admin/reset"}, {}),
               "/v1/status": (302, {"Location": "http://redirected.invalid/v1/status"}, {})}
     with stub_server(routes) as (url, asked):
         client = AdminClient(url=url, token="secret")

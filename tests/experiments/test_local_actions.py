@@ -31,7 +31,7 @@ def test_actions_accept_secrets_nested_by_scope(fake_cluster: Fake) -> None:
 @pytest.mark.slow
 def test_fault_actions_send_the_contract_bodies(fake_cluster: Fake) -> None:
     cluster, config, secrets = fake_cluster
-    kw = {"configuration": config, "secrets": secrets}
+    kw: dict[str, Any] = {"configuration": config, "secrets": secrets}
     actions.partition_node(node_id="quality-1", mode="reset", ttl_s=5, **kw)
     actions.partition_node(node_id="quality-1", mode="blackhole", ttl_s=5, **kw)
     actions.add_latency(node_id="quality-0", latency_ms=300, jitter_ms=50, ttl_s=9, **kw)
@@ -53,7 +53,7 @@ def test_fault_actions_send_the_contract_bodies(fake_cluster: Fake) -> None:
 @pytest.mark.slow
 def test_pool_actions_touch_every_node_of_the_pool_in_order(fake_cluster: Fake) -> None:
     cluster, config, secrets = fake_cluster
-    kw = {"configuration": config, "secrets": secrets}
+    kw: dict[str, Any] = {"configuration": config, "secrets": secrets}
     restarted = actions.restart_pool(pool="quality", **kw)
     assert restarted["nodes"] == ["quality-0", "quality-1", "quality-10"]
     assert all(body == {"warm": False} for _, _, body in cluster.calls)
@@ -67,7 +67,7 @@ def test_pool_actions_touch_every_node_of_the_pool_in_order(fake_cluster: Fake) 
 
 def test_admin_actions_hit_their_endpoints(fake_cluster: Fake) -> None:
     cluster, config, secrets = fake_cluster
-    kw = {"configuration": config, "secrets": secrets}
+    kw: dict[str, Any] = {"configuration": config, "secrets": secrets}
     actions.scale_pool(pool="fast", nodes=3, **kw)
     actions.flush_cache(**kw)
     actions.reset(**kw)
@@ -87,7 +87,7 @@ def test_wrong_token_fails_with_a_sentence_naming_the_status(fake_cluster: Fake)
 
 def test_unknown_node_and_bad_arguments_fail(fake_cluster: Fake) -> None:
     _, config, secrets = fake_cluster
-    kw = {"configuration": config, "secrets": secrets}
+    kw: dict[str, Any] = {"configuration": config, "secrets": secrets}
     with pytest.raises(ActivityFailed, match="404"):
         actions.kill_node(node_id="quality-99", **kw)
     with pytest.raises(ActivityFailed, match='"sideways"'):
@@ -106,7 +106,7 @@ def test_unreachable_server_fails_as_activity_failed() -> None:
 @pytest.mark.slow
 def test_capacity_and_readiness_probes(fake_cluster: Fake) -> None:
     cluster, config, secrets = fake_cluster
-    kw = {"configuration": config, "secrets": secrets}
+    kw: dict[str, Any] = {"configuration": config, "secrets": secrets}
     cluster.states["quality-1"] = "warming"
     assert probes.ready_nodes(pool="quality", **kw) == ["quality-0", "quality-10"]
     assert probes.ready_nodes_at_least(pool="quality", n=2, **kw) is True
@@ -121,7 +121,7 @@ def test_capacity_and_readiness_probes(fake_cluster: Fake) -> None:
 @pytest.mark.slow
 def test_slo_probes_from_metrics_deltas(fake_cluster: Fake) -> None:
     cluster, config, secrets = fake_cluster
-    kw = {"configuration": config, "secrets": secrets}
+    kw: dict[str, Any] = {"configuration": config, "secrets": secrets}
     cluster.buckets = {0.1: 50.0, 0.5: 90.0, 1.0: 100.0, float("inf"): 100.0}
     cluster.by_status = {"200": 99.0, "503": 1.0}
     # the counters above are history before the window: with no traffic in it, nothing is judged

@@ -46,7 +46,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kw]:
     process = ServerProcess(log_path=state / "server.log", token=TOKEN, cwd=ROOT, env={"RUSHHOUR_STATE_DIR": str(state)})
     try:
         process.start(ready_wait_s=120)
-        kw = {"configuration": {"rushhour_url": process.url}, "secrets": {"admin_token": TOKEN}}
+        kw: dict[str, Any] = {"configuration": {"rushhour_url": process.url}, "secrets": {"admin_token": TOKEN}}
         wait_until(lambda: probes.all_nodes_ready(**kw), "every node to be ready", 120)
         yield kw
     finally:
@@ -63,6 +63,14 @@ def kw(server: Kw) -> Iterator[Kw]:
 
 def _faults(kw: Kw, node: str) -> list[dict[str, Any]]:
     return list(_node(kw, node)["faults"])
+
+
+def _recorder(events: list[dict[str, Any]], started: threading.Event) -> Callable[[dict[str, Any]], None]:
+    """An event callback that keeps each event and says the first one has come."""
+    def record(event: dict[str, Any]) -> None:
+        events.append(event)
+        started.set()
+    return record
 
 
 @pytest.mark.slow
@@ -187,7 +195,7 @@ def test_live_timeline_stop_rolls_back_a_running_experiment(kw: Kw, tmp_path: Pa
         plan_faults([ChaosEntry(at="00:00", experiment="network-partition.json")], start_clock_s=0.0, time_scale=1.0,
                     duration_s=600.0, search_dirs=(ROOT / "experiments",), source="test"),
         time_scale=1.0, start_clock_s=0.0, out_dir=tmp_path, url=kw["configuration"]["rushhour_url"],
-        token=TOKEN, on_event=lambda e: (events.append(e), started.set()), env={"RUSHHOUR_FAULT_HOLD_S": "300", "RUSHHOUR_SLO_WINDOW_S": "0.5"},
+        token=TOKEN, on_event=_recorder(events, started), env={"RUSHHOUR_FAULT_HOLD_S": "300", "RUSHHOUR_SLO_WINDOW_S": "0.5"},
     )
     timeline.start(time.monotonic())
     assert started.wait(30)

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -98,7 +99,7 @@ def test_chaos_run_of_redis_down_keeps_translations_served(redis_server: RedisSe
     ]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180, cwd=REPO, check=False)
     record = json.loads(journal.read_text())
-    restarted = next((r["output"] for r in record["rollbacks"] if r["activity"]["name"] == "start-redis"), {})
+    restarted: dict[str, Any] = next((r["output"] for r in record["rollbacks"] if r["activity"]["name"] == "start-redis"), {})
     try:
         assert result.returncode == 0, result.stdout + result.stderr
         assert record["status"] == "completed" and record["deviated"] is False

@@ -7,6 +7,7 @@ import itertools
 import random
 import threading
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -168,7 +169,7 @@ ELASTIC = {
 }
 
 
-def _pool_size(status: dict[str, object], pool: str = "quality") -> int:
+def _pool_size(status: dict[str, Any], pool: str = "quality") -> int:
     return sum(1 for n in status["nodes"] if n["pool"] == pool)
 
 

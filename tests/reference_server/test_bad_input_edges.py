@@ -9,6 +9,7 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from typing import Any, cast
 
 import pytest
 
@@ -64,7 +65,7 @@ def test_events_answer_with_numbered_events_after_a_fault(server: RunningServer)
 def test_error_quoting_a_lone_surrogate_still_renders() -> None:
     response = error_response(ApiError(422, "invalid_field", 'Field "priority": "\ud800" is not a class.'))
     assert response.status_code == 422
-    assert json.loads(response.body)["error"]["message"] == 'Field "priority": "\ud800" is not a class.'
+    assert json.loads(bytes(response.body))["error"]["message"] == 'Field "priority": "\ud800" is not a class.'
 
 
 # ---- bodies over the limit -------------------------------------------------------------------
@@ -160,7 +161,7 @@ def test_job_with_an_unexpected_error_ends_failed_with_the_error() -> None:
         view = job.view()
         assert view["state"] == "failed" and view["error"]["code"] == "internal_error"  # type: ignore[index]
         assert "KeyError" in view["error"]["message"] and "queue_ms" in view["error"]["message"]  # type: ignore[index]
-        assert [s["index"] for s in view["segments"]] == [0]
+        assert [s["index"] for s in cast(list[dict[str, Any]], view["segments"])] == [0]
         streamed = manager.submit(_req("The second, streamed."), keep=False)
         chunks = [chunk async for chunk in manager.stream(streamed)]
         assert chunks[-1].startswith("event: error") and "internal_error" in chunks[-1]

@@ -78,7 +78,7 @@ async def _close(cluster: Cluster) -> None:
 
 @pytest.mark.slow
 def test_cluster_scale_concurrent_calls_are_serialised_and_track_every_process(spawner: FakeSpawner) -> None:
-    async def scenario() -> tuple[list[object], int, set[int], set[int]]:
+    async def scenario() -> tuple[list[object] | tuple[object, ...], int, set[int], set[int]]:
         cluster = _cluster(spawner)
         await cluster.scale("quality", 3)
         for node in cluster.nodes.values():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import Any, cast
 
 import pytest
 
@@ -34,6 +35,11 @@ def _manager(translate, **config: int) -> JobManager:
     return JobManager(JobsConfig(**config), translate=translate, segment_chars=40, check=lambda req: None)
 
 
+def _segments(view: dict[str, object]) -> list[dict[str, Any]]:
+    """A job view's published segments (the view is JSON: its values are typed as objects)."""
+    return cast(list[dict[str, Any]], view["segments"])
+
+
 def test_split_segments_on_sentence_ends_followed_by_space() -> None:
     text = "It costs 3.50 today. Really? Yes!  Ends without a stop"
     assert split_segments(text, 100) == ["It costs 3.50 today.", "Really?", "Yes!", "Ends without a stop"]
@@ -61,13 +67,13 @@ def test_job_publishes_segments_in_order_as_they_finish() -> None:
         gates[0].set()
         await asyncio.sleep(0.01)
         view = job.view()
-        assert view["state"] == "running" and [s["index"] for s in view["segments"]] == [0]
+        assert view["state"] == "running" and [s["index"] for s in _segments(view)] == [0]
         assert view["eta_s"] is not None
         gates[1].set()
         await job.task  # type: ignore[misc]
         view = job.view()
         assert view["state"] == "done" and view["eta_s"] == 0.0
-        assert [s["translation"] for s in view["segments"]] == ["S0 ONE.", "S1 TWO.", "S2 THREE."]
+        assert [s["translation"] for s in _segments(view)] == ["S0 ONE.", "S1 TWO.", "S2 THREE."]
 
     asyncio.run(main())
 
@@ -91,7 +97,7 @@ def test_job_retries_shed_segments_and_fails_on_other_errors() -> None:
         failed = manager.submit(_req("Fine. bad one. Never reached."))
         await failed.task  # type: ignore[misc]
         assert failed.state == "failed" and failed.error == {"code": "unsupported_language", "message": "no such language"}
-        assert [s["index"] for s in failed.view()["segments"]] == [0]
+        assert [s["index"] for s in _segments(failed.view())] == [0]
 
     asyncio.run(main())
 

@@ -28,7 +28,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 @pytest.fixture(scope="module")
 def client(server: RunningServer) -> Iterator[openai.OpenAI]:
     http = httpx.Client(trust_env=False, timeout=30.0)
-    yield openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", http_client=http, max_retries=0)
+    # the openai stubs name their vendored httpx; at run time any httpx.Client is taken
+    yield openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", http_client=http,  # type: ignore[arg-type]
+                        max_retries=0)
     http.close()
 
 

@@ -76,8 +76,10 @@ def test_compare_counts_noise_once_with_committed_baseline_like_noise(tmp_path: 
     assert group.run_noise_sd == pytest.approx(float(np.std(np.log(factors), ddof=1)), rel=0.1)
     side = norm.ppf(1 - (1 - result.decision.confidence) / 2)
     boot = paired_draws(np.vstack([cost]), cost * 1.3, 99.0, np.random.default_rng(0))  # sampling part
+    assert group.run_noise_sd is not None
     half = side * np.sqrt(np.var(boot) + group.run_noise_sd ** 2 * (1 + 1 / 5))
-    assert group.ci is not None and np.log(group.ci[0]) == pytest.approx(np.log(group.ratio) - half, abs=0.1)
+    assert group.ci is not None and group.ratio is not None
+    assert np.log(group.ci[0]) == pytest.approx(np.log(group.ratio) - half, abs=0.1)
     assert group.regression is (group.ratio >= 1.1 and group.ci[0] > 1.0) and not group.regression
     assert "the interval includes no change" in result.reason
     # On a quiet machine (runs within 3% of each other) the same x1.3 is found.

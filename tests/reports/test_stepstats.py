@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -119,7 +120,7 @@ def test_stepstats_figures_rates_percentiles_and_shares() -> None:
     assert figures["offered_rps"] == pytest.approx(50.0)
     assert figures["achieved_rps"] == pytest.approx(47.5, abs=0.5)
     assert figures["error_rate"] == pytest.approx(0.05) and figures["shed_rate"] == pytest.approx(0.05)
-    assert figures["latency_ms"]["p50"]["value"] == pytest.approx(100.0)
+    assert cast(dict[str, Any], figures["latency_ms"])["p50"]["value"] == pytest.approx(100.0)
 
 
 TTFT = SloSpec(name="ttft", kind="ttft", percentile=99, threshold_ms=300)
@@ -156,7 +157,7 @@ def test_stepstats_goodput_counts_requests_meeting_every_per_request_objective()
     done = frame["done_s"].to_numpy()
     figures = step_figures(frame, window=(0.0, 10.0), completions=done, specs=[TTFT])
     assert figures["goodput_rps"] == pytest.approx(45.0)  # 450 good in 10 s
-    assert figures["ttft_ms"]["p50"]["value"] == pytest.approx(200.0)
+    assert cast(dict[str, Any], figures["ttft_ms"])["p50"]["value"] == pytest.approx(200.0)
     assert "ttft_ms" not in step_figures(_frame(100), window=(0.0, 2.0), completions=np.empty(0))
 
 

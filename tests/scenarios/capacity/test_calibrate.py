@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -16,6 +18,7 @@ from scenarios.capacity.calibrate import (
     calibration_key,
     remember,
 )
+from scenarios.capacity.job import CapacityJob
 from scenarios.spec.model import Scenario, load_scenario
 from scenarios.spec.peak import RelativePeak
 
@@ -45,6 +48,14 @@ def _scenario(tmp_path: Path, **changes: object) -> tuple[Scenario, Path]:
 
 def _key(scenario: Scenario, path: Path, condition: str = "none") -> str:
     return calibration_key(scenario, condition, source=str(path), base_dir=path.parent)[0]
+
+
+def _measurer(measured: list[str], figure: float) -> Callable[..., float]:
+    """A stand-in for a capacity measurement: records the condition asked for, answers `figure`."""
+    def measure(scenario: object, condition: str, **_: object) -> float:
+        measured.append(condition)
+        return figure
+    return measure
 
 
 @pytest.mark.slow
@@ -101,7 +112,7 @@ def test_calibrate_a_cached_figure_resolves_the_peak_and_a_remeasure_starts_next
 def test_calibrate_a_miss_measures_now_but_a_dry_run_never_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     scenario, path = _scenario(tmp_path)
     measured: list[str] = []
-    monkeypatch.setattr(calibrate, "measure", lambda s, c, **_: measured.append(c) or 30.0)
+    monkeypatch.setattr(calibrate, "measure", _measurer(measured, 30.0))
     peak = RelativePeak(0.5, "n-1")
     planned = calibrated_peak(scenario, peak, source=str(path), base_dir=path.parent, dry_run=True)
     assert measured == [] and "not measured" in planned.note
@@ -124,15 +135,15 @@ def _search_document(capacity: float, *, ceiling: bool = False) -> dict[str, obj
 
 def test_calibrate_a_search_at_its_ceiling_is_searched_again_above_it(tmp_path: Path) -> None:
     scenario, path = _scenario(tmp_path)
-    jobs: list[object] = []
+    jobs: list[CapacityJob] = []
 
-    def run(job):  # type: ignore[no-untyped-def]
+    def run(job: CapacityJob) -> dict[str, Any]:
         jobs.append(job)
         top = job.settings.max_rps
         return _search_document(top, ceiling=True) if len(jobs) == 1 else _search_document(top * 0.6)
 
     figure = calibrate.measure(scenario, "none", source=str(path), base_dir=path.parent, say=lambda _t: None, run=run)
-    first, second = jobs  # type: ignore[misc]
+    first, second = jobs
     assert second.settings.min_rps == first.settings.max_rps  # the ceiling is the new floor
     assert figure == pytest.approx(second.settings.max_rps * 0.6) and figure > first.settings.max_rps
 
@@ -150,8 +161,9 @@ def test_calibrate_a_cached_figure_the_machine_no_longer_carries_is_measured_aga
     remember(calibration_job(scenario, "none", source=str(path), base_dir=path.parent), _document(400.0))
     checks: list[float] = []
 
-    def run(job):  # type: ignore[no-untyped-def]
+    def run(job: CapacityJob) -> dict[str, Any]:
         if job.settings.max_steps == 1:  # the check step at the cached rate: shown missed
+            assert job.start_rps is not None
             checks.append(job.start_rps)
             return _check_document(job.start_rps, missed=True)
         return _search_document(36.0)
@@ -175,7 +187,8 @@ def test_calibrate_a_check_step_that_is_only_open_keeps_the_cached_figure(tmp_pa
 
 def test_calibrate_no_recalibrate_makes_a_stale_figure_an_invalid_run(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from scenarios.cli.calibration import StaleCalibration, calibrate as calibration_step
+    from scenarios.cli.calibration import StaleCalibration
+    from scenarios.cli.calibration import calibrate as calibration_step
 
     scenario, path = _scenario(tmp_path)
     remember(calibration_job(scenario, "none", source=str(path), base_dir=path.parent), _document(400.0))

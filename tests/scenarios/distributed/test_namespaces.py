@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -63,7 +65,7 @@ def _wait_reachable(hosts: NetnsHosts) -> None:
             pytest.fail(f"the target at {MASTER_ADDRESS}:{TARGET_PORT} is not reachable from {namespace}")
 
 
-def _distributed(hosts: NetnsHosts, tmp_path: Path, out: Path) -> object:
+def _distributed(hosts: NetnsHosts, tmp_path: Path, out: Path) -> subprocess.Popen[bytes]:
     secret = tmp_path / "cluster.secret"
     secret.write_text("namespaces-test-secret-0123456789\n", encoding="utf-8")
     for i, namespace in enumerate(hosts.workers):
@@ -130,7 +132,7 @@ def test_namespaces_a_worker_lost_mid_run_invalidates_the_run_and_keeps_the_rest
     assert (lost.loc[lost["fired"] == 0, "error"] == "not sent").all()
 
 
-def _events(folder: Path) -> list[dict[str, object]]:
+def _events(folder: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines() if line.strip()]
 
 

@@ -14,7 +14,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import httpx
@@ -90,7 +90,7 @@ def chat_url(kserve_url: str) -> str:
     return f"{kserve_url}/openai"
 
 
-def _drill(tmp_path: Path, url: str, target: dict[str, object], slos: list[dict[str, object]],
+def _drill(tmp_path: Path, url: str, target: Mapping[str, object], slos: list[dict[str, object]],
            *extra: str) -> tuple[int, str, Path]:
     scenario = {"name": "kserve", "traffic": {"model": "constant:4", "duration": "3s"}, "slos": slos,
                 "target": {"url": url, **target}, "load": {"request_timeout_s": 10}}

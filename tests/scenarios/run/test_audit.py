@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 from scenarios.run.audit import Finding, LeakAudit, process_findings, settle, status_findings, target_findings
 from scenarios.run.leakscope import leak_scope
 from scenarios.spec.chaos import PlannedFault
-from tests.support.stub import stub_server
+from tests.support.stub import Answer, stub_server
 
 EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments"
 
@@ -18,6 +19,14 @@ EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments"
 def _status(**node: object) -> dict:
     base = {"id": "quality-0", "pool": "quality", "state": "ready", "breaker": "closed", "faults": []}
     return {"nodes": [{**base, **node}, {**base, "id": "fast-0"}], "cache": {"hits": 0}}
+
+
+def _healer(healed: list[bool]) -> Callable[[], bool]:
+    """A heal callback that records each call and says it healed."""
+    def heal() -> bool:
+        healed.append(True)
+        return True
+    return heal
 
 
 def test_status_findings_name_active_faults_and_nodes_not_ready() -> None:
@@ -47,7 +56,7 @@ def test_settle_retries_until_clean_within_its_bound() -> None:
 
 
 def test_target_findings_from_the_server_or_why_not() -> None:
-    routes = {"/v1/status": (200, {}, _status(faults=[{"kind": "latency", "expires_in_s": 3}]))}
+    routes: dict[str, Answer] = {"/v1/status": (200, {}, _status(faults=[{"kind": "latency", "expires_in_s": 3}]))}
     with stub_server(routes) as (url, _):
         assert [f.kind for f in target_findings(url) or []] == ["fault"]
     with stub_server({}) as (url, _):
@@ -92,11 +101,11 @@ def test_audit_target_heals_only_what_it_found_broken(monkeypatch: pytest.Monkey
     healed: list[bool] = []
     with stub_server({"/v1/status": (200, {}, _status())}) as (url, _):
         clean = LeakAudit()
-        audit_target(clean, plan, url=url, heal=lambda: healed.append(True) or True)
+        audit_target(clean, plan, url=url, heal=_healer(healed))
     assert clean.result()["clean"] is True and healed == [] and clean.actions == []
     with stub_server({"/v1/status": (200, {}, _status(faults=[{"kind": "partition"}]))}) as (url, _):
         leaky = LeakAudit()
-        audit_target(leaky, plan, url=url, heal=lambda: healed.append(True) or True)
+        audit_target(leaky, plan, url=url, heal=_healer(healed))
     assert leaky.result()["clean"] is False and healed == [True]
     assert leaky.actions == [f"POST {url}/admin/reset after the audit: healed."]
     skipped = LeakAudit()

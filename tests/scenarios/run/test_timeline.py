@@ -155,7 +155,12 @@ def test_stop_interrupts_a_running_experiment_and_its_rollbacks_still_run(tmp_pa
     path = _stand_in(tmp_path, 300)
     timeline, events = _timeline(tmp_path, [ChaosEntry(at="20:00", experiment=str(path))])
     started = threading.Event()
-    timeline._on_event = lambda e: (events.append(e), started.set())
+
+    def on_event(event: dict[str, Any]) -> None:
+        events.append(event)
+        started.set()
+
+    timeline._on_event = on_event
     timeline.start(time.monotonic())
     assert started.wait(30)
     log = tmp_path / "chaos" / "stand-in.log"

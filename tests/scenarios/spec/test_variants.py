@@ -41,7 +41,7 @@ def _invoke(*args: str) -> tuple[int, str]:
 
 
 def test_variants_deep_merge_merges_maps_and_none_deletes() -> None:
-    base = {"pools": {"quality": {"nodes": 2, "max_batch_size": 8}, "fast": {"nodes": 1}}, "max_chars": 10}
+    base: dict[str, Any] = {"pools": {"quality": {"nodes": 2, "max_batch_size": 8}, "fast": {"nodes": 1}}, "max_chars": 10}
     patch = {"pools": {"quality": {"nodes": 3}, "fast": None}, "max_chars": 20}
     assert deep_merge(base, patch) == {"pools": {"quality": {"nodes": 3, "max_batch_size": 8}}, "max_chars": 20}
     assert base["pools"]["quality"]["nodes"] == 2  # the base is not modified
@@ -55,7 +55,8 @@ def test_variants_shorthands_fold_in_and_variant_wins(tmp_path: Path) -> None:
     runs = expand_variants(scenario, source="s", base_dir=tmp_path)
     assert [r.server.pools["quality"].nodes for r in runs] == [1, 2]
     assert all(r.server.pools["quality"].max_batch_size == 4 for r in runs)
-    assert all(r.scenario.variants == [] and r.scenario.target.embedded.nodes is None for r in runs)
+    assert all(r.scenario.variants == [] and r.scenario.target.embedded is not None and r.scenario.target.embedded.nodes is None
+               for r in runs)
 
 
 def test_variants_bad_field_exits_2_naming_file_and_field(tmp_path: Path) -> None:
