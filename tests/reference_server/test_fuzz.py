@@ -23,8 +23,11 @@ FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 FUZZ_FEW = settings(FUZZ, max_examples=60)
 
 json_scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=40)
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=12)
-field_values = json_scalars | st.sampled_from(["en", "de", "auto", "fast", "quality", "paid", "free", "batch", "reject", "cache", "", "\x00", "\ud800"])
+json_values = st.recursive(
+    json_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12)
+field_values = json_scalars | st.sampled_from(["en", "de", "auto", "fast", "quality", "paid", "free", "batch", "reject",
+                                               "cache", "", "\x00", "\ud800"])
 valid_fields = {
     "text": st.text(min_size=1, max_size=60),
     "source_lang": st.sampled_from(["en", "fr", "EN"]),
@@ -96,7 +99,8 @@ def test_fuzz_translate_random_field_values(server: RunningServer, body: dict[st
 
 
 @FUZZ
-@given(content=st.binary(max_size=300), content_type=st.sampled_from(["application/json", "text/plain", "application/x-www-form-urlencoded", ""]))
+@given(content=st.binary(max_size=300),
+       content_type=st.sampled_from(["application/json", "text/plain", "application/x-www-form-urlencoded", ""]))
 @pytest.mark.slow
 def test_fuzz_translate_random_bytes(server: RunningServer, content: bytes, content_type: str) -> None:
     _check(_post(server, "/v1/translate", content, content_type))
@@ -132,7 +136,8 @@ def test_fuzz_job_ids(server: RunningServer, job_id: str) -> None:
 
 
 @FUZZ_FEW
-@given(params=st.dictionaries(st.sampled_from(["after", "limit", "other"]), st.text(max_size=30) | st.integers(-(2**70), 2**70).map(str), max_size=3))
+@given(params=st.dictionaries(st.sampled_from(["after", "limit", "other"]),
+                              st.text(max_size=30) | st.integers(-(2**70), 2**70).map(str), max_size=3))
 @pytest.mark.slow
 def test_fuzz_events_query(server: RunningServer, params: dict[str, str]) -> None:
     response = server.client.get("/v1/events", params=params)
@@ -143,7 +148,8 @@ def test_fuzz_events_query(server: RunningServer, params: dict[str, str]) -> Non
 
 
 ADMIN_PATHS = st.sampled_from(
-    ["/admin/nodes/{node}/faults", "/admin/nodes/{node}/restart", "/admin/pools/{pool}/scale", "/admin/cache/flush", "/admin/nodes/{node}/kill"]
+    ["/admin/nodes/{node}/faults", "/admin/nodes/{node}/restart", "/admin/pools/{pool}/scale", "/admin/cache/flush",
+     "/admin/nodes/{node}/kill"]
 )
 fault_bodies = st.fixed_dictionaries(
     {},
@@ -187,7 +193,8 @@ EVERY_ADMIN_CALL = st.sampled_from(
         ("POST", "/admin/autoscale/epoch"), ("POST", "/admin/reset"),
     ]
 )
-epoch_bodies = st.fixed_dictionaries({"epoch": st.floats() | st.integers(-(2**70), 2**70) | json_scalars}) | st.fixed_dictionaries({}, optional={"epoch": json_values, "extra": json_scalars})
+epoch_bodies = (st.fixed_dictionaries({"epoch": st.floats() | st.integers(-(2**70), 2**70) | json_scalars})
+                | st.fixed_dictionaries({}, optional={"epoch": json_values, "extra": json_scalars}))
 admin_bodies = epoch_bodies | fault_bodies | json_values | st.binary(max_size=200)
 
 
@@ -200,7 +207,8 @@ admin_bodies = epoch_bodies | fault_bodies | json_values | st.binary(max_size=20
     token=st.sampled_from([TOKEN, None, "", "wrong"]) | st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=20),
 )
 @pytest.mark.slow
-def test_fuzz_every_admin_endpoint(server: RunningServer, call: tuple[str, str], node: str, pool: str, body: Any, token: str | None) -> None:
+def test_fuzz_every_admin_endpoint(server: RunningServer, call: tuple[str, str], node: str, pool: str, body: Any,
+                                   token: str | None) -> None:
     method, template = call
     if template.endswith("/kill") and node in ("quality-0", "fast-0"):
         node = "quality-99"  # killing is covered by test_resilience; here it would only slow the fuzzing

@@ -105,7 +105,8 @@ def gpu_env(tmp_path_factory: pytest.TempPathFactory) -> GpuEnv:
     pins = [f"{name}=={version}" for name, version in runtimes]
     installed = _pip("--python", str(python), "install", "--quiet", *pins)
     assert installed.returncode == 0, installed.stderr[-3000:]
-    checked = subprocess.run([str(python), "-c", _CHECK, str(_tiny_model(work / "tiny.onnx"))], capture_output=True, text=True, timeout=120, check=False)
+    checked = subprocess.run([str(python), "-c", _CHECK, str(_tiny_model(work / "tiny.onnx"))], capture_output=True,
+                             text=True, timeout=120, check=False)
     assert checked.returncode == 0, checked.stderr[-3000:]
     return GpuEnv(runtimes, json.loads(checked.stdout.strip().splitlines()[-1]))
 

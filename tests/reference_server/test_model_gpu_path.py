@@ -81,7 +81,8 @@ def test_fp16_build_halves_weights_and_keeps_fp32_interface(cache_dir: Path) -> 
     graph = onnx.load(str(directory / "decoder_step.onnx")).graph
     big = [i for i in graph.initializer if len(i.dims) == 2 and min(i.dims) >= 64]
     assert big and all(i.data_type == TensorProto.FLOAT16 for i in big)
-    assert [i.type.tensor_type.elem_type for i in graph.input] == [TensorProto.INT64, TensorProto.FLOAT, TensorProto.FLOAT, TensorProto.INT64]
+    inputs = [i.type.tensor_type.elem_type for i in graph.input]
+    assert inputs == [TensorProto.INT64, TensorProto.FLOAT, TensorProto.FLOAT, TensorProto.INT64]
 
 
 @pytest.mark.slow

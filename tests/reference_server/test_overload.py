@@ -81,7 +81,8 @@ def test_overload_sheds_keeps_deadlines_and_memory_then_recovers(server: Running
     assert max(o.latency_s for o in outcomes) < DEADLINE_MS / 1000.0 + 1.0
     assert {o.body["model"] for o in outcomes if o.ok} == {"quality"}, "overload alone must not open the breaker"
     rss_after = _rss(server)
-    print(f"capacity {capacity:.1f} rps, load {rate:.1f} rps, {dict(statuses)}, max latency {max(o.latency_s for o in outcomes):.2f} s, rss {rss_before >> 20} -> {rss_after >> 20} MiB")
+    print(f"capacity {capacity:.1f} rps, load {rate:.1f} rps, {dict(statuses)}, "
+          f"max latency {max(o.latency_s for o in outcomes):.2f} s, rss {rss_before >> 20} -> {rss_after >> 20} MiB")
     assert rss_after < 1.5 * rss_before + RSS_SLACK_BYTES
 
     calm = run_load(server.url, _body("calm", deadline_ms=DEADLINE_MS), rate_per_s=max(1.0, capacity / 3), duration_s=8)
@@ -108,7 +109,8 @@ def test_overload_paid_keeps_its_slo_while_free_is_shed(server: RunningServer) -
     assert len(paid_ok) >= 0.9 * len(paid), Counter(o.status for o in paid)
     assert percentile([o.latency_s for o in paid_ok], 95) < DEADLINE_MS / 1000.0
     free_shed = [o for o in free if o.status == 503]
-    print(f"capacity {capacity:.1f} rps, load {rate:.1f} rps, paid {dict(Counter(o.status for o in paid))} p95 {percentile([o.latency_s for o in paid_ok], 95):.2f} s, free {dict(Counter(o.status for o in free))}")
+    print(f"capacity {capacity:.1f} rps, load {rate:.1f} rps, paid {dict(Counter(o.status for o in paid))} "
+          f"p95 {percentile([o.latency_s for o in paid_ok], 95):.2f} s, free {dict(Counter(o.status for o in free))}")
     assert len(free_shed) > 0.3 * len(free), Counter(o.status for o in free)
     shed = server.status()["shed"]
     assert sum(shed.values()) - shed_before >= len(free_shed)

@@ -39,7 +39,8 @@ def test_requiring_cuda_when_offered_but_unusable_fails_after_loading(cache_dir:
 
 def test_requirement_names_mixed_installs(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(providers_module, "installed_runtimes", lambda: ["onnxruntime 1.32.0", "onnxruntime-gpu 1.31.1"])
-    with pytest.raises(ProviderRequirementError, match=r"several ONNX Runtime builds are installed together \(onnxruntime 1.32.0, onnxruntime-gpu"):
+    with pytest.raises(ProviderRequirementError,
+                       match=r"several ONNX Runtime builds are installed together \(onnxruntime 1.32.0, onnxruntime-gpu"):
         load_model("quality", cache_dir=cache_dir, require="cuda")
 
 

@@ -24,7 +24,8 @@ from reference_server.node.worker import ModelWorker, NodeSettings
 TOKEN = "route-test-token"
 SCHEDULED = {
     "pools": {
-        "quality": {"model": "quality", "nodes": 1, "autoscale": {"min_nodes": 1, "max_nodes": 3, "schedule": [{"at_s": 60, "nodes": 2}, {"at_clock": "10:00", "nodes": 3}]}},
+        "quality": {"model": "quality", "nodes": 1, "autoscale": {
+            "min_nodes": 1, "max_nodes": 3, "schedule": [{"at_s": 60, "nodes": 2}, {"at_clock": "10:00", "nodes": 3}]}},
     },
 }
 

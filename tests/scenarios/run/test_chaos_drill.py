@@ -72,7 +72,8 @@ def test_drill_with_node_loss_records_fault_and_recovery(tmp_path: Path, drill_p
 @pytest.mark.slow
 @pytest.mark.xdist_group("cpu-a")
 def test_drill_ctrl_c_during_partition_rolls_back_and_leaves_nothing(tmp_path: Path, drill_process: list) -> None:
-    scenario = _scenario(tmp_path, chaos=[{"at": "00:00:03", "experiment": "experiments/network-partition.json", "hold": "60s"}], duration="60s")
+    partition = {"at": "00:00:03", "experiment": "experiments/network-partition.json", "hold": "60s"}
+    scenario = _scenario(tmp_path, chaos=[partition], duration="60s")
     out = tmp_path / "results"
     proc = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", str(scenario), "--out", str(out)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -94,7 +95,8 @@ def test_drill_ctrl_c_during_partition_rolls_back_and_leaves_nothing(tmp_path: P
     healed = [r for r in journal["rollbacks"] if "heal" in r["activity"]["name"] or "reset" in r["activity"]["name"]]
     assert healed, "a rollback that heals the partition must have run"
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in family):
+    while time.monotonic() < deadline and any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                                              for pid in family):
         time.sleep(0.2)
     alive = [pid for pid in family if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
     assert alive == []
