@@ -137,16 +137,18 @@ def remember(job: CapacityJob, document: dict[str, Any]) -> list[Path]:
 
 
 def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir: Path,
-                    step_s: float = CALIBRATION_STEP_S) -> CapacityJob:
-    """The quick search a calibration runs: all SLOs, 60 s steps, 10% precision."""
+                    step_s: float = CALIBRATION_STEP_S, known_fail: float | None = None) -> CapacityJob:
+    """The quick search a calibration runs: all SLOs, 60 s steps, 10% precision. `known_fail` is a
+    rate just seen failing (a cached figure that missed its check): the search starts afresh below it."""
     mix = load_mix(scenario, source=source, base_dir=base_dir)
     floors = slo_floors(mix, list(scenario.slos), step_s)
     low = max(1.0, math.ceil(max((f.floor_rps for f in floors), default=1.0) * 10) / 10)
     # a re-measure starts next to the last figure; a first N-1 next to the healthy one (a node less
     # rarely carries more), so the search walks down from there in a few quick failures
     previous = _previous(scenario, condition) or (_previous(scenario, HEALTHY) if condition == N_MINUS_ONE else None)
-    previous = previous if previous is not None and previous > low else None
-    settings = SearchSettings(min_rps=low, max_rps=max(low * CALIBRATION_SPAN, (previous or 0) * 2),
+    previous = previous if previous is not None and previous > low and known_fail is None else None
+    top = known_fail if known_fail is not None and known_fail > low else max(low * CALIBRATION_SPAN, (previous or 0) * 2)
+    settings = SearchSettings(min_rps=low, max_rps=top,
                               precision=CALIBRATION_PRECISION,
                               growth=REMEASURE_GROWTH if previous else 2.0)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -169,7 +171,7 @@ def _run_capacity(job: CapacityJob, say: Say) -> dict[str, Any]:
 
 
 def measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path, say: Say,
-            run: RunFn | None = None) -> float:
+            run: RunFn | None = None, known_fail: float | None = None) -> float:
     """Search the capacity now and cache it; `run` runs one capacity job (default: for real).
 
     Steps grow longer on a machine too slow for the first length; a search that passed every
@@ -178,7 +180,8 @@ def measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path, 
     """
     runner: RunFn = run or (lambda job: _run_capacity(job, say))
     for step_s in CALIBRATION_STEPS_S:
-        job: CapacityJob | None = calibration_job(scenario, condition, source=source, base_dir=base_dir, step_s=step_s)
+        job: CapacityJob | None = calibration_job(scenario, condition, source=source, base_dir=base_dir, step_s=step_s,
+                                                  known_fail=known_fail)
         for _ in range(MAX_WIDENINGS + 1):
             assert job is not None
             say(f"measuring the capacity ({condition}) for this machine, server and version: "
@@ -242,7 +245,8 @@ def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, 
                                      f"holds on this machine ({reason}), and --no-recalibrate forbids measuring it "
                                      f"again; the drill would be mis-loaded, so it is invalid.")
         if not held:
-            figure = measure(scenario, relative.condition, source=source, base_dir=base_dir, say=say, run=run)
+            figure = measure(scenario, relative.condition, source=source, base_dir=base_dir, say=say, run=run,
+                             known_fail=figure)
             note = f"re-measured now at load average {_load(load_average())}: the cached figure failed its check ({reason})"
             facts |= {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "load_then": load_average()}
     elif dry_run:

@@ -160,16 +160,19 @@ def test_calibrate_a_cached_figure_the_machine_no_longer_carries_is_measured_aga
     scenario, path = _scenario(tmp_path)
     remember(calibration_job(scenario, "none", source=str(path), base_dir=path.parent), _document(400.0))
     checks: list[float] = []
+    searches: list[CapacityJob] = []
 
     def run(job: CapacityJob) -> dict[str, Any]:
         if job.settings.max_steps == 1:  # the check step at the cached rate: shown missed
             assert job.start_rps is not None
             checks.append(job.start_rps)
             return _check_document(job.start_rps, missed=True)
+        searches.append(job)
         return _search_document(36.0)
 
     calibration = calibrated_peak(scenario, RelativePeak(0.5, "none"), source=str(path), base_dir=path.parent, run=run)
     assert checks == [400.0] and calibration.capacity_rps == 36.0 and calibration.peak_rps == 18.0
+    assert searches and searches[0].settings.max_rps == 400.0 and searches[0].start_rps is None  # afresh, below
     assert "re-measured" in calibration.note and "missed p99" in calibration.note
     with pytest.raises(calibrate.CalibrationInvalid, match="no-recalibrate"):
         remember(calibration_job(scenario, "none", source=str(path), base_dir=path.parent), _document(400.0))
