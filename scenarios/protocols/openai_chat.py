@@ -39,6 +39,8 @@ class OpenAIChatProtocol(WireProtocol):
             "messages": fields.get("messages") or [{"role": "user", "content": prompt}],
             "max_tokens": self.max_tokens(fields), "stream": self.streaming, **self.extras(fields),
         }
+        if self.spec.ignore_eos:
+            body["ignore_eos"] = True
         if fields.get("tenant"):
             body["user"] = str(fields["tenant"])
         if self.streaming:

@@ -81,6 +81,8 @@ class TargetProtocol(_Strict):
     input_name: str = Field(default="text", description="kserve-v2: the name of the BYTES input tensor")
     stream: bool = Field(default=True, description="openai-chat: ask for server-sent events (TTFT, ITL, TPOT)")
     max_tokens: int | None = Field(default=None, ge=1, description="when the schedule gives none (0)")
+    ignore_eos: bool = Field(default=False, description="openai-chat: ask the server to generate every token of "
+                                                         "max_tokens (vLLM, SGLang), so answers have the trace's lengths")
     headers: dict[str, str] = {}
     row_headers: dict[str, RowField] | None = Field(
         default=None, description="headers whose value is a field of each row (e.g. X-Priority: priority), "
@@ -122,6 +124,8 @@ class TargetProtocol(_Strict):
             raise ValueError('protocol "http" needs an http section (method, path, body template)')
         if self.protocol == "kserve-v2" and not self.model:
             raise ValueError('protocol "kserve-v2" needs model (the name in /v2/models/{model}/infer)')
+        if self.ignore_eos and self.protocol != "openai-chat":
+            raise ValueError(f'ignore_eos is for openai-chat; protocol "{self.protocol}" has no such field')
         if self.extra_fields and self.protocol not in ("openai-chat", "kserve-v2"):
             raise ValueError(f'extra_fields is for openai-chat and kserve-v2; protocol "{self.protocol}" '
                              + ("sends every field already" if self.protocol == "rushhour"
