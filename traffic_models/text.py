@@ -6,6 +6,8 @@ before sending. Sentences end in "." so document pipelines can split them.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from traffic_models.catalog import splitmix64
@@ -45,6 +47,8 @@ def text_for(text_id: int, chars: int) -> str:
 
 BLOCK_ID_BASE = 1 << 58
 """Text ids of shared prompt blocks start here, away from the mix's and the replay's ids."""
+BLOCK_CACHE_SIZE = 8192
+"""Blocks kept ready (about 2 KB each at 4 characters per token)."""
 RAW_PROMPT = "raw"
 """A schedule's `prompt` value for a trace prompt sent as it is, unique to its row."""
 
@@ -67,7 +71,13 @@ def prompt_text(prompt: str, text_id: int, chars: int) -> str:
     for block in ids.split():
         if total >= chars:
             break
-        parts.append(text_for(BLOCK_ID_BASE + (int(salt) << 40) + int(block) % (1 << 40), block_chars - 1) + " ")
+        parts.append(_block_text(BLOCK_ID_BASE + (int(salt) << 40) + int(block) % (1 << 40), block_chars))
         total += block_chars
     body = "".join(parts)[:chars]
     return body + text_for(text_id, chars - len(body)) if len(body) < chars else body
+
+
+@lru_cache(maxsize=BLOCK_CACHE_SIZE)
+def _block_text(block_id: int, block_chars: int) -> str:
+    """One shared block, ending in a space; cached, since popular blocks open many prompts."""
+    return text_for(block_id, block_chars - 1) + " "
