@@ -127,4 +127,5 @@ def test_sessions_carry_each_turn_and_wait_for_the_answer_and_think_time(tmp_pat
     assert np.all(gap[later[1:]] >= 0.4 - 0.005), gap[later[1:]]
     assert np.all(gap[later[1:]] < 0.4 + 0.25), gap[later[1:]]
     truth_ms = (0.05 + 19 * 0.004) * 1000.0
-    assert np.allclose(frame["latency_ms"], truth_ms, rtol=0.5, atol=60.0), frame["latency_ms"].tolist()
+    latency = frame["latency_ms"].to_numpy()  # the answer's own time, never the think time before it
+    assert ((latency >= 0.9 * truth_ms) & (latency < truth_ms + 200.0)).all(), latency.tolist()
