@@ -34,7 +34,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, dict
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-a")
+@pytest.mark.xdist_group("cpu-c")
 def test_bench_quick_writes_json_with_positive_numbers(quick_run: tuple[str, Path, dict[str, Any]]) -> None:
     stdout, out, result = quick_run
     assert f"wrote {out}" in stdout
@@ -52,7 +52,7 @@ def test_bench_quick_writes_json_with_positive_numbers(quick_run: tuple[str, Pat
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-a")
+@pytest.mark.xdist_group("cpu-c")
 def test_bench_quick_reports_every_goal(quick_run: tuple[str, Path, dict[str, Any]]) -> None:
     stdout, _, result = quick_run
     goals = result["goals"]

@@ -56,7 +56,7 @@ def _scenario(tmp_path: Path, url: str) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-b")
+@pytest.mark.xdist_group("cpu-c")
 def test_n_minus_one_capacity_is_below_full_capacity(tmp_path: Path, slowed_server: RunningServer,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RUSHHOUR_ADMIN_TOKEN", TOKEN)

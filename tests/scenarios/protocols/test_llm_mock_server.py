@@ -59,7 +59,7 @@ def _drill(tmp_path: Path, url: str, **target: object) -> tuple[int, str, pd.Dat
 
 @pytest.mark.timeout(180)
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-a")
+@pytest.mark.xdist_group("cpu-b")
 def test_run_times_the_tokens_of_a_third_party_streaming_server(tmp_path: Path, mock_url: str) -> None:
     code, output, requests = _drill(tmp_path, mock_url)
     assert code == 0, output
@@ -73,7 +73,7 @@ def test_run_times_the_tokens_of_a_third_party_streaming_server(tmp_path: Path, 
 
 @pytest.mark.timeout(180)
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-a")
+@pytest.mark.xdist_group("cpu-b")
 def test_run_reads_a_third_party_servers_whole_answer_without_streaming(tmp_path: Path, mock_url: str) -> None:
     code, output, requests = _drill(tmp_path, mock_url, stream=False)
     assert code == 0, output

@@ -89,7 +89,7 @@ def prometheus(tmp_path: Path) -> Any:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-a")
+@pytest.mark.xdist_group("cpu-b")
 def test_live_drill_in_prometheus_matches_results_and_feeds_every_panel(
         tmp_path: Path, prometheus: tuple[PrometheusServer, int], drill_process: list) -> None:
     prom, port = prometheus

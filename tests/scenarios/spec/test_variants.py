@@ -97,7 +97,7 @@ def test_variants_dry_run_lists_them(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-b")
+@pytest.mark.xdist_group("cpu-c")
 def test_variants_two_variant_drill_compares_both(tmp_path: Path, drill_process: list) -> None:
     out = tmp_path / "drill"
     argv = [sys.executable, "-m", "scenarios.cli.main", "run", str(_scenario(tmp_path, TWO)), "--out", str(out)]
