@@ -89,10 +89,11 @@ class FirePlan:
         """Row `i`'s number in the whole schedule."""
         return self.columns.row[i]
 
-    def payload(self, i: int) -> dict[str, object]:
+    def payload(self, i: int, answers: dict[int, str] | None = None) -> dict[str, object]:
         """The request fields of row `i` (built just in time, to bound memory): the translate
         body's fields plus `kind`, `chars` and `max_tokens` (0: none scheduled), which a
-        protocol (`scenarios.protocols`) turns into its own request."""
+        protocol (`scenarios.protocols`) turns into its own request. A conversation's turn carries
+        the answers its earlier turns got (`answers`, by share index), stand-ins where none came."""
         c = self.columns
         source, target = c.pair[i]
         fields: dict[str, object] = {
@@ -103,7 +104,7 @@ class FirePlan:
             "max_tokens": c.max_tokens[i], "base_url": c.base_url[i],
         }
         if c.session[i] >= 0 or c.prompt[i]:
-            messages = self._messages(i)
+            messages = self._messages(i, answers or {})
             fields["messages"] = messages
             fields["text"] = "\n".join(m["content"] for m in messages)
         return fields
@@ -114,14 +115,15 @@ class FirePlan:
             return prompt_text(c.prompt[i], c.text_id[i], c.chars[i])
         return self.text_for(c.text_id[i], c.chars[i])
 
-    def _messages(self, i: int) -> list[Message]:
+    def _messages(self, i: int, got: dict[int, str]) -> list[Message]:
         """The chat messages of a trace row or turn (sent as they are, with no task wrapped around)."""
         c = self.columns
         if c.session[i] < 0:
             return conversation([self._text(i)], [])
         turns = self.sessions[c.session[i]]
         upto = turns[: turns.index(i) + 1]
-        answers = [answer_text(c.text_id[j], c.max_tokens[j], c.chars[j], self.text_for) for j in upto[:-1]]
+        answers = [got.get(j) or answer_text(c.text_id[j], c.max_tokens[j], c.chars[j], self.text_for)
+                   for j in upto[:-1]]
         return conversation([self._text(j) for j in upto], answers)
 
     def timeout_s(self, i: int) -> float:
@@ -219,11 +221,12 @@ class OpenLoopFirer:
         """Send a conversation's turns in order: the first at `offset`, each later one its think
         time after the answer before it ended, which is the turn's intended send."""
         think = self._plan.columns.think_s
+        answers: dict[int, str] = {}
         for k, j in enumerate(self._plan.sessions[self._plan.columns.session[i]]):
             if k:
                 offset = time.monotonic() - m0 + think[j]
                 gevent.sleep(think[j])
-            self.shoot(j, m0, offset)
+            answers[j] = self.shoot(j, m0, offset, answers=answers).text
 
     def _max_timeout(self) -> float:
         if self._plan.rows.empty:
@@ -238,7 +241,8 @@ class OpenLoopFirer:
         per_session = rows[rows["session"] >= 0].groupby("session").agg(think=("think_s", "sum"), turns=("turns", "sum"))
         return float((per_session["think"] + per_session["turns"] * each).max())
 
-    def shoot(self, i: int, m0: float, offset: float, send: Sender | None = None) -> None:
+    def shoot(self, i: int, m0: float, offset: float, send: Sender | None = None, *,
+              answers: dict[int, str] | None = None) -> Outcome:
         """Send row `i` now and record it (intended at `m0 + offset`, monotonic); blocks until it ends.
 
         A document goes through the jobs API when the plan says so and a job sender is given;
@@ -251,7 +255,7 @@ class OpenLoopFirer:
         handoff.begin()
         started = time.monotonic()
         try:
-            payload = self._plan.payload(i)
+            payload = self._plan.payload(i, answers)
             started = time.monotonic()  # the wait for a connection starts once the body is built
             outcome = self._timed_send(chosen, payload, limit, guard_s=limit + JOB_GUARD_S if job else limit)
         except GreenletExit:
@@ -275,6 +279,7 @@ class OpenLoopFirer:
             output_tokens=-1 if tokens.output_tokens is None else tokens.output_tokens,
             itl_p50_ms=tokens.itl_p50_ms, itl_p99_ms=tokens.itl_p99_ms, itl_max_ms=tokens.itl_max_ms,
         )
+        return outcome
 
     def flush(self) -> None:
         """Write out what is recorded so far (closed-loop users call this when done)."""

@@ -56,11 +56,11 @@ class OpenAIChatProtocol(WireProtocol):
             return Outcome(status=STATUS_BAD_ANSWER, error="answer is not a chat completion (no choices)")
         usage = data.get("usage")
         tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
-        return Outcome(status=status, model=str(data.get("model") or ""),
+        return Outcome(status=status, model=str(data.get("model") or ""), text=answer_text(data),
                        tokens=TokenTiming(output_tokens=int(tokens) if isinstance(tokens, int) else None))
 
     def stream_parser(self) -> StreamParser:
-        return SseParser(read_chunk_event, ends=chunk_finishes)
+        return SseParser(read_chunk_event, ends=chunk_finishes, read_text=chunk_text)
 
 
 STATUS_BAD_ANSWER = 502
@@ -80,6 +80,24 @@ def read_chunk_event(event: dict[str, object]) -> tuple[int, str, str, int | Non
         text = text or str(choices[0].get("text") or "")
     return (1 if text else 0, str(event.get("model") or ""), error_code(event),
             int(tokens) if isinstance(tokens, int) else None)
+
+
+def chunk_text(event: dict[str, object]) -> str:
+    """The answer text a chunk adds (its first choice's delta content)."""
+    choices = event.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        delta = choices[0].get("delta")
+        return str(delta.get("content") or "") if isinstance(delta, dict) else str(choices[0].get("text") or "")
+    return ""
+
+
+def answer_text(data: dict[str, object]) -> str:
+    """The text of a whole chat completion (its first choice's message)."""
+    choices = data.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        message = choices[0].get("message")
+        return str(message.get("content") or "") if isinstance(message, dict) else ""
+    return ""
 
 
 def chunk_finishes(event: dict[str, object]) -> bool:

@@ -41,6 +41,8 @@ class Outcome:
     """Monotonic time (time.monotonic()) the first finished segment was seen; jobs only."""
     tokens: TokenTiming = NO_TOKENS
     """Generative targets: output tokens and, when streamed, when they arrived."""
+    text: str = ""
+    """The answer's text where the protocol reads it (openai-chat), for the next turn of a conversation."""
 
 
 def outcome_from(status: int, body: bytes | str | None, error: str = "") -> Outcome:

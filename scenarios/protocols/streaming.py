@@ -59,6 +59,9 @@ class SseParser(StreamParser):
 
     read_event: Event
     ends: Ends | None = None
+    read_text: Callable[[dict[str, object]], str] | None = None
+    """The generated text an event carries, kept as the answer (conversations carry it forward)."""
+    texts: list[str] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     model: str = ""
     error: str = ""
@@ -88,6 +91,8 @@ class SseParser(StreamParser):
             return
         tokens, model, error, usage = self.read_event(event)
         self.times.extend([at] * min(tokens, 1))
+        if self.read_text is not None:
+            self.texts.append(self.read_text(event))
         self.model = self.model or model
         self.error = self.error or error
         self.usage = usage if usage is not None else self.usage
@@ -109,4 +114,4 @@ class SseParser(StreamParser):
                            model=self.model, tokens=tokens)
         if not self.times:
             return Outcome(status=0, error=f"{CUT}: the stream ended without a token", model=self.model, tokens=tokens)
-        return Outcome(status=status, model=self.model, tokens=tokens)
+        return Outcome(status=status, model=self.model, tokens=tokens, text="".join(self.texts))

@@ -2,8 +2,9 @@
 
 The replay test fires a Mooncake trace and reads the server's log (max_tokens as logged, prompt
 lengths, identical text for shared hash ids). The session test runs synthetic conversations
-against a server that refuses any turn not carrying the turns and answers before it, and checks
-that each later turn was intended its think time after the answer before it ended.
+against a server that refuses any turn not carrying the turns before it and the answers it
+streamed to them, and checks that each later turn was intended its think time after the answer
+before it ended.
 """
 
 from __future__ import annotations
@@ -58,10 +59,12 @@ def _fire(url: str, schedule: pd.DataFrame, work: Path) -> pd.DataFrame:
 
 class TurnChecker:
     """Refuses a turn unless it repeats, word for word, the last turn seen of its conversation
-    followed by an assistant answer, and is the next turn of it."""
+    followed by the answer this server streamed to it ("t0 t1 ..."), and is the next turn of it."""
 
-    def __init__(self) -> None:
+    def __init__(self, plan: StreamPlan) -> None:
+        self.plan = plan
         self.seen: dict[str, list[dict]] = {}
+        self.answered: dict[str, str] = {}
         self.turns = 0
 
     def __call__(self, body: dict) -> str | None:
@@ -72,7 +75,10 @@ class TurnChecker:
         earlier = self.seen.get(opener, [])
         if messages[:-2] != earlier or (len(messages) > 1 and messages[-2].get("role") != "assistant"):
             return f"turn {len(messages) // 2} does not carry the {len(earlier) // 2 + 1} turns before it"
+        if len(messages) > 1 and messages[-2]["content"] != self.answered[opener]:
+            return f"turn {len(messages) // 2} carries {messages[-2]['content'][:20]!r}, not the answer it got"
         self.seen[opener] = messages
+        self.answered[opener] = "".join(f"t{k} " for k in range(len(self.plan.offsets(body["max_tokens"]))))
         self.turns += 1
         return None
 
@@ -89,6 +95,8 @@ def test_a_plan_s_turns_carry_their_history_and_stay_on_one_worker(tmp_path: Pat
     assert [len(m) for m in turns] == [1, 3, 5]
     assert turns[2][:3] == turns[1] and turns[1][:1] == turns[0]
     assert turns[2][-1]["content"] == text_for(plan.columns.text_id[third], plan.columns.chars[third])
+    got = cast("list[dict[str, str]]", plan.payload(third, {first: "first answer", second: "second"})["messages"])
+    assert [m["content"] for m in got[1::2]] == ["first answer", "second"] and got[::2] == turns[2][::2]
 
 
 @pytest.mark.timeout(120)
@@ -115,7 +123,7 @@ def test_a_mooncake_replay_reaches_the_server_as_logged(tmp_path: Path) -> None:
 def test_sessions_carry_each_turn_and_wait_for_the_answer_and_think_time(tmp_path: Path) -> None:
     schedule = _schedule(tmp_path, SESSIONS + "mix: {kinds: {short: {fraction: 1, chars: {median: 80, max: 200}, "
                                               "max_tokens: {median: 20, sigma: 0, max: 20}}}}\n")
-    checker = TurnChecker()
+    checker = TurnChecker(FAST)
     with serve_target(TargetState(plan=FAST, check=checker)) as (url, _state):
         requests = _fire(url, schedule, tmp_path)
     assert requests["ok"].all(), requests["error"].value_counts()

@@ -3,6 +3,7 @@ streaming service: what the service received, and the latencies of the results f
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from click.testing import CliRunner
 from pydantic import ValidationError
 
 from scenarios.cli.run import run
+from scenarios.protocols import make_protocol
 from scenarios.spec.target import TargetProtocol
 from tests.support.targets import StreamPlan, serve_target
 
@@ -78,3 +80,18 @@ def test_run_sends_conversations_turn_after_answer(tmp_path: Path) -> None:
 def test_ignore_eos_is_refused_for_a_protocol_without_it() -> None:
     with pytest.raises(ValidationError, match='ignore_eos is for openai-chat; protocol "kserve-v2"'):
         TargetProtocol(protocol="kserve-v2", model="m", ignore_eos=True)
+
+
+def test_openai_chat_sends_a_row_s_messages_as_they_are_and_keeps_the_answer() -> None:
+    protocol = make_protocol({"protocol": "openai-chat", "model": "m", "ignore_eos": True})
+    messages = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"}, {"role": "user", "content": "q2"}]
+    body = json.loads(protocol.build({"text": "q1 a1 q2", "max_tokens": 5, "messages": messages}).body or b"")
+    assert body["messages"] == messages and body["ignore_eos"] is True and body["max_tokens"] == 5
+    parser = protocol.stream_parser()
+    for k in range(3):
+        parser.feed(b"data: " + json.dumps({"choices": [{"delta": {"content": f"w{k} "}}]}).encode() + b"\n\n", 1.0 + k)
+    parser.feed(b'data: {"choices": [{"delta": {}, "finish_reason": "length"}]}\n\ndata: [DONE]\n\n', 4.0)
+    assert parser.outcome(200).text == "w0 w1 w2 "
+    whole = make_protocol({"protocol": "openai-chat", "stream": False})
+    answer = whole.parse(200, b'{"choices": [{"message": {"role": "assistant", "content": "whole answer"}}]}')
+    assert answer.status == 200 and answer.text == "whole answer"
