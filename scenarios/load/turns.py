@@ -2,8 +2,9 @@
 
 A trace row's prompt is sent as it is (its logged length, its shared blocks); a conversation's
 turn carries every turn before it and their answers as chat messages, so the prefix grows from
-turn to turn as it does for a person chatting. The answers are stand-in texts of the length each
-turn asked for: the same for every run, and the same in every later turn of the session.
+turn to turn as it does for a person chatting. The answers are the ones the service gave; where
+none was read (a failed turn, a protocol that does not keep answers) a stand-in text of the
+length the turn asked for takes its place.
 """
 
 from __future__ import annotations
