@@ -90,12 +90,14 @@ def assign_rows(schedule: pd.DataFrame, design: TrialDesign, urls: dict[str, str
     """The schedule with each row's `trial`, `arm` and `base_url` (the arm's target) added.
 
     A row belongs to the trial whose slice holds its intended send time; rows are never moved
-    or dropped, so the two arms together replay exactly the scenario's schedule.
+    or dropped, so the two arms together replay exactly the scenario's schedule. A conversation's
+    turns all go where its first turn goes: one arm serves the whole conversation.
     """
-    offsets = schedule["offset_s"].to_numpy(dtype=float)
+    leader = _leaders(schedule)
+    offsets = schedule["offset_s"].to_numpy(dtype=float)[leader]
     if design.interleave == "requests":
         slot = np.clip(np.floor(offsets / design.trial_s).astype(np.int64), 0, design.trials // 2 - 1)
-        coin = np.random.default_rng([design.seed, 0xC0]).random(offsets.size) < 0.5
+        coin = (np.random.default_rng([design.seed, 0xC0]).random(offsets.size) < 0.5)[leader]
         trial = 2 * slot + coin
     else:
         trial = np.clip(np.floor(offsets / design.trial_s).astype(np.int64), 0, design.trials - 1)
@@ -105,3 +107,13 @@ def assign_rows(schedule: pd.DataFrame, design: TrialDesign, urls: dict[str, str
     out["arm"] = arm.astype(AB_COLUMNS["arm"])
     out["base_url"] = pd.Series(arm).map(urls).to_numpy(dtype=object)
     return out
+
+
+def _leaders(schedule: pd.DataFrame) -> np.ndarray:
+    """Each row's own position, or its conversation's first turn (the earliest row of a session)."""
+    rows = np.arange(len(schedule))
+    if "session" not in schedule:
+        return rows
+    session = schedule["session"].to_numpy(dtype=np.int64)
+    first = pd.Series(rows).groupby(session).transform("min").to_numpy()
+    return np.where(session >= 0, first, rows)
