@@ -101,6 +101,7 @@ def test_a_plan_s_turns_carry_their_history_and_stay_on_one_worker(tmp_path: Pat
 
 @pytest.mark.timeout(120)
 @pytest.mark.slow
+@pytest.mark.xdist_group("cpu-c")
 def test_a_mooncake_replay_reaches_the_server_as_logged(tmp_path: Path) -> None:
     schedule = _schedule(tmp_path, "replay: {path: t.jsonl, format: mooncake, chars_per_token: 1}\n", **{"t.jsonl": MOONCAKE})
     with serve_target() as (url, state):
@@ -120,6 +121,7 @@ def test_a_mooncake_replay_reaches_the_server_as_logged(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(120)
 @pytest.mark.slow
+@pytest.mark.xdist_group("cpu-c")
 def test_sessions_carry_each_turn_and_wait_for_the_answer_and_think_time(tmp_path: Path) -> None:
     schedule = _schedule(tmp_path, SESSIONS + "mix: {kinds: {short: {fraction: 1, chars: {median: 80, max: 200}, "
                                               "max_tokens: {median: 20, sigma: 0, max: 20}}}}\n")

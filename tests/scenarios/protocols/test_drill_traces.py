@@ -40,6 +40,7 @@ def _drill(tmp_path: Path, url: str, model: str, duration: str) -> tuple[int, st
 
 @pytest.mark.timeout(180)
 @pytest.mark.slow
+@pytest.mark.xdist_group("cpu-c")
 def test_run_replays_a_burstgpt_trace_with_logged_lengths(tmp_path: Path) -> None:
     (tmp_path / "b.csv").write_text(BURSTGPT, encoding="utf-8")
     with serve_target() as (url, state):
@@ -57,6 +58,7 @@ def test_run_replays_a_burstgpt_trace_with_logged_lengths(tmp_path: Path) -> Non
 
 @pytest.mark.timeout(180)
 @pytest.mark.slow
+@pytest.mark.xdist_group("cpu-c")
 def test_run_sends_conversations_turn_after_answer(tmp_path: Path) -> None:
     model = ("duration: 3\nbase_rps: 1\nsessions: {turns_min: 2, turns_max: 2, think: 0.3s, "
              "think_distribution: constant}\nmix: {kinds: {short: {fraction: 1, chars: {median: 60, max: 100}, "
