@@ -87,3 +87,14 @@ REQUIRED_REQUEST_COLUMNS: Final = ("intended_s", "sent_s", "done_s", "latency_ms
 
 AB_COLUMNS: Final[dict[str, str]] = {"arm": "object", "trial": "int64"}
 """What an A/B run (`rushhour ab`) adds to `requests.parquet`: the arm and the trial of each row."""
+
+# --- target_metrics.parquet: the target's own Prometheus samples -----------------------------
+TARGET_METRICS_COLUMNS: Final[dict[str, str]] = {
+    "t_s": "float64",
+    "metric": "object",
+    "labels": "object",
+    "value": "float64",
+}
+"""One row per sample scraped from `target.metrics_url`: when (seconds on the run's clock), the
+sample's name (`vllm:num_requests_running`, a counter's `_total`), its labels as sorted JSON
+(`{"model_name": "m"}`), and its value."""

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from kernel.atomic import write_json_atomic, write_parquet_atomic
-from kernel.contract import EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE, SERVER_METRICS_FILE, ExitCode
+from kernel.contract import (EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE, SERVER_METRICS_FILE,
+                             TARGET_METRICS_FILE, ExitCode)
 from reference_server.launch import LaunchError
 from scenarios.load.health import generator_figures
 from scenarios.load.locust import LoadError
@@ -41,6 +42,7 @@ from scenarios.run.resultsdir import ResultsDirError
 from scenarios.run.scraper import StatusScraper, metrics_frame
 from scenarios.run.signals import SignalGuard
 from scenarios.run.stopping import stop_reason
+from scenarios.run.targetmetrics import TargetMetricsScraper
 from scenarios.spec.model import dump_scenario
 from scenarios.spec.plan import DrillPlan
 
@@ -68,6 +70,7 @@ class Drill:
     server: EmbeddedServer | None = None
     session: LoadSession | None = None
     scraper: StatusScraper | None = None
+    target_scraper: TargetMetricsScraper | None = None
     chaos: Timeline | None = None
     events: EventLog | None = None
     stats: RunningTally = field(default_factory=RunningTally)
@@ -158,6 +161,9 @@ class Drill:
         self.scraper = StatusScraper(self.url, origin=self.t0, on_server_event=self._server_event,
                                      on_error=self._scraper_error)
         self.scraper.start()
+        if target.metrics_url:
+            self.target_scraper = TargetMetricsScraper(target.metrics_url, origin=self.t0, on_error=self._scraper_error)
+            self.target_scraper.start()
         self.chaos = start_chaos(self.plan, url=self.url, token=self.server.token if self.server else None,
                                  out_dir=self.results_dir / "chaos", events=self.events_log, t0=self.t0,
                                  live_dir=self.session.parts_dir)
@@ -297,8 +303,9 @@ class Drill:
             self._audit_s += time.monotonic() - began
 
     def _stop_scraper(self) -> None:
-        if self.scraper is not None:
-            self.scraper.stop()
+        for scraper in (self.scraper, self.target_scraper):
+            if scraper is not None:
+                scraper.stop()
 
     def _stop_server(self) -> None:
         if self.server is not None:
@@ -323,6 +330,9 @@ class Drill:
         log = self.events_log
         if self.scraper is not None:
             log.emit("scraper", source="harness", **self.scraper.summary())
+        if self.target_scraper is not None:
+            write_parquet_atomic(self.target_scraper.frame(), self.results_dir / TARGET_METRICS_FILE)
+            log.emit("target_metrics", source="harness", **self.target_scraper.summary())
         self._mark_phases(min(time.time() - self.t0, self.plan.duration_s) if self.t0 else -1.0)
         log.emit("generator", **self._generator(requests))
         if self.abort_reason or (self.interrupted and self.session is None):

@@ -19,7 +19,7 @@ from kernel.clock import parse_clock_s, parse_duration
 from kernel.validation import format_validation_errors
 from reports.schema import CostModel, SloSpec
 from scenarios.spec.peak import Calibration, RelativePeak, parse_relative_peak
-from scenarios.spec.target import TargetProtocol
+from scenarios.spec.target import TargetMetricsSource, TargetProtocol
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1]
 DEFAULT_LANGUAGES = ("en-de", "en-fr", "en-es")
@@ -139,7 +139,7 @@ def special_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> s
     return None
 
 
-class TargetSpec(TargetProtocol):
+class TargetSpec(TargetProtocol, TargetMetricsSource):
     """Exactly one of: the embedded reference server, or a running service at `url`, plus the
     protocol it speaks (`scenarios.spec.target`)."""
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Literal, get_args
+from urllib.parse import urlsplit
 
 from jinja2 import TemplateSyntaxError
 from jinja2.sandbox import SandboxedEnvironment
@@ -70,6 +71,28 @@ class HttpTemplate(_Strict):
             SandboxedEnvironment().parse(value)
         except TemplateSyntaxError as exc:
             raise ValueError(f"is not a valid Jinja2 template: {exc.message} (line {exc.lineno})") from exc
+        return value
+
+
+class TargetMetricsSource(_Strict):
+    """The target's own Prometheus endpoint, scraped every second beside the load
+    (`target_metrics.parquet`), and the sample names the report charts besides the ones it
+    recognises from vLLM, TGI, Triton and SGLang."""
+
+    metrics_url: str | None = Field(default=None, description="the target's Prometheus text endpoint, "
+                                                               "e.g. http://127.0.0.1:8000/metrics")
+    metrics: tuple[str, ...] = Field(default=(), description="sample names to chart (a counter as its _total name)")
+
+    @field_validator("metrics_url")
+    @classmethod
+    def _plain_http(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f'"{value}" is not an http:// or https:// URL')
+        if "@" in parts.netloc:
+            raise ValueError("carries credentials (user:password@); a metrics endpoint is scraped without them")
         return value
 
 
