@@ -22,8 +22,7 @@ import numpy as np
 import pandas as pd
 
 from kernel.atomic import write_json_atomic, write_parquet_atomic
-from kernel.contract import (EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE, SERVER_METRICS_FILE,
-                             TARGET_METRICS_FILE, ExitCode)
+from kernel.contract import EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE, SERVER_METRICS_FILE, ExitCode
 from reference_server.launch import LaunchError
 from scenarios.load.health import generator_figures
 from scenarios.load.locust import LoadError
@@ -162,7 +161,8 @@ class Drill:
                                      on_error=self._scraper_error)
         self.scraper.start()
         if target.metrics_url:
-            self.target_scraper = TargetMetricsScraper(target.metrics_url, origin=self.t0, on_error=self._scraper_error)
+            self.target_scraper = TargetMetricsScraper(target.metrics_url, origin=self.t0,
+                                                       on_error=self._target_metrics_error)
             self.target_scraper.start()
         self.chaos = start_chaos(self.plan, url=self.url, token=self.server.token if self.server else None,
                                  out_dir=self.results_dir / "chaos", events=self.events_log, t0=self.t0,
@@ -222,6 +222,9 @@ class Drill:
 
     def _scraper_error(self, error: dict[str, object]) -> None:
         self.events_log.emit("scraper_error", source="harness", **error)
+
+    def _target_metrics_error(self, error: dict[str, object]) -> None:
+        self.events_log.emit("target_metrics_error", source="harness", **error)
 
     def _observe(self) -> None:
         if self.ledger is not None:
@@ -331,7 +334,7 @@ class Drill:
         if self.scraper is not None:
             log.emit("scraper", source="harness", **self.scraper.summary())
         if self.target_scraper is not None:
-            write_parquet_atomic(self.target_scraper.frame(), self.results_dir / TARGET_METRICS_FILE)
+            self.target_scraper.write_into(self.results_dir)
             log.emit("target_metrics", source="harness", **self.target_scraper.summary())
         self._mark_phases(min(time.time() - self.t0, self.plan.duration_s) if self.t0 else -1.0)
         log.emit("generator", **self._generator(requests))

@@ -22,7 +22,8 @@ import httpx
 import pandas as pd
 from prometheus_client.parser import text_string_to_metric_families
 
-from kernel.contract import TARGET_METRICS_COLUMNS
+from kernel.atomic import write_parquet_atomic
+from kernel.contract import TARGET_METRICS_COLUMNS, TARGET_METRICS_FILE
 from kernel.loopback import is_loopback_url
 from scenarios.run.scraper import SCRAPE_INTERVAL_S, ErrorReporter
 
@@ -137,5 +138,6 @@ class TargetMetricsScraper:
         with self._lock:
             return target_metrics_frame(list(self._rows))
 
-    def write(self, path: Path) -> None:
-        self.frame().to_parquet(path, index=False)
+    def write_into(self, results_dir: Path) -> None:
+        """`target_metrics.parquet` in the run's folder, written whole or not at all."""
+        write_parquet_atomic(self.frame(), results_dir / TARGET_METRICS_FILE)

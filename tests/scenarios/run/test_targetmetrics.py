@@ -7,14 +7,16 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
+import pandas as pd
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from kernel.contract import TARGET_METRICS_FILE
 from kernel.processes import free_port
-from scenarios.run.targetmetrics import (MAX_SERIES_PER_METRIC, TargetMetricsScraper, sample_rows,
-                                         target_metrics_frame)
+from scenarios.run.targetmetrics import MAX_SERIES_PER_METRIC, TargetMetricsScraper, sample_rows, target_metrics_frame
 
 
 class TruthServer:
@@ -28,7 +30,7 @@ class TruthServer:
         registry = self.registry
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (the http.server name)
+            def do_GET(self) -> None:
                 body = generate_latest(registry)
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -132,3 +134,13 @@ def test_frame_has_the_contract_columns_even_when_empty() -> None:
     frame = target_metrics_frame([])
     assert list(frame.columns) == ["t_s", "metric", "labels", "value"]
     assert str(frame["t_s"].dtype) == "float64" and str(frame["value"].dtype) == "float64"
+
+
+def test_write_into_puts_the_samples_in_the_results_folder(truth: TruthServer, tmp_path: Path) -> None:
+    truth.running.labels(model_name="m").set(4)
+    scraper = TargetMetricsScraper(truth.url, origin=time.time())
+    with httpx.Client() as client:
+        scraper.scrape_once(client)
+    scraper.write_into(tmp_path)
+    frame = pd.read_parquet(tmp_path / TARGET_METRICS_FILE)
+    assert frame[frame["metric"] == "vllm:num_requests_running"]["value"].tolist() == [4.0]
