@@ -75,7 +75,7 @@ FILE_MEANINGS: dict[str, str] = {
     "REQUESTS_FILE": "one row per scheduled request (columns below)",
     "SERVER_METRICS_FILE": "per second and pool: nodes alive and ready, breakers open, queue depth, in flight, "
                            "batch size, execution provider, cache and shed counters",
-    "TARGET_METRICS_FILE": "the target's own Prometheus metrics, when the scenario names its metrics endpoint: time, metric, "
+    "TARGET_METRICS_FILE": "the target's own Prometheus metrics when `target.metrics_url` is set: time, metric, "
                            "labels, value",
     "EVENTS_FILE": "the timeline: run start with its environment, phases, faults, the server's own events, "
                    "generator health, scraper errors, the leak audit, run end",
