@@ -135,14 +135,15 @@ def _goals(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 ROWS = (("solo", "short_p50_ms"), ("solo", "short_ttft_p99_ms"), ("head_of_line", "alone_p50_ms"), ("head_of_line", "beside_p50_ms"),
-        ("head_of_line", "beside_p99_ms"), ("head_of_line", "doc_p50_ms"), ("mixed", "short_p99_ms"), ("mixed", "short_ttft_p99_ms"),
-        ("mixed", "doc_p99_ms"), ("mixed", "errors"), ("saturation", "chars_per_s"), ("saturation", "requests_per_s"))
+        ("head_of_line", "beside_p99_ms"), ("head_of_line", "doc_p50_ms"), ("head_of_line", "node_cpu_share_p50"),
+        ("mixed", "short_p99_ms"), ("mixed", "short_ttft_p99_ms"), ("mixed", "doc_p99_ms"), ("mixed", "errors"),
+        ("saturation", "chars_per_s"), ("saturation", "requests_per_s"))
 
 
 def _table(results: dict[str, dict[str, Any]], goals: list[dict[str, Any]]) -> str:
     lines = [f"{'':34}" + "".join(f"{mode:>12}" for mode in MODES)]
     for section, key in ROWS:
-        lines.append(f"{section + ' ' + key:34}" + "".join(f"{results[mode][section][key]:12.1f}" for mode in MODES))
+        lines.append(f"{section + ' ' + key:34}" + "".join(f"{results[mode][section][key]:12.2f}" for mode in MODES))
     lines.append(f"mixed rate (req/s) {results['dynamic']['mixed_rate']:.2f}")
     lines.append("")
     for goal in goals:

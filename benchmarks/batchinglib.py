@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import httpx
 import numpy as np
+import psutil
 
 from benchmarks.serverlib import BenchServer
 from kernel.quantiles import percentile_value
@@ -209,6 +210,7 @@ class HeadOfLine:
 
     alone: MixResult = field(default_factory=MixResult)
     beside: MixResult = field(default_factory=MixResult)
+    cpu_share: list[float] = field(default_factory=list)  # node CPU seconds / wall seconds, document in flight
 
     def summary(self) -> dict[str, float]:
         out = {}
@@ -216,7 +218,8 @@ class HeadOfLine:
             out.update({f"{name}_p50_ms": result.p("short_ms", 50), f"{name}_p99_ms": result.p("short_ms", 99),
                         f"{name}_ttft_p99_ms": result.p("short_ttft_ms", 99)})
         out.update(median_ratio=out["beside_p50_ms"] / out["alone_p50_ms"], p99_ratio=out["beside_p99_ms"] / out["alone_p99_ms"],
-                   doc_p50_ms=self.beside.p("doc_ms", 50), errors=self.alone.errors + self.beside.errors)
+                   doc_p50_ms=self.beside.p("doc_ms", 50), errors=self.alone.errors + self.beside.errors,
+                   node_cpu_share_p50=float(np.median(self.cpu_share)) if self.cpu_share else float("nan"))
         return out
 
 
@@ -227,12 +230,20 @@ async def _head_of_line(server: BenchServer, seed: int, into: HeadOfLine, mode: 
     async with _client(server.url, HOL_SHORTS + 1) as client:
         for req in shorts:
             await _one(client, req, time.perf_counter(), into.alone)
-        start = time.perf_counter()
+        node = psutil.Process(next(n["pid"] for n in (await client.get("/v1/status")).json()["nodes"]))
+        cpu, start = _cpu_s(node), time.perf_counter()
         tasks = [asyncio.create_task(_one(client, doc, start, into.beside))]
         for k, req in enumerate(shorts, start=1):
             await asyncio.sleep(max(0.0, start + k * HOL_GAP_S - time.perf_counter()))
             tasks.append(asyncio.create_task(_one(client, req, start + k * HOL_GAP_S, into.beside)))
+        await tasks[0]
+        into.cpu_share.append((_cpu_s(node) - cpu) / (time.perf_counter() - start))
         await asyncio.gather(*tasks)
+
+
+def _cpu_s(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
 
 
 def head_of_line(server: BenchServer, *, seed: int, into: HeadOfLine, mode: str = "quality") -> None:

@@ -136,12 +136,14 @@ class RawModel:
 
 
 def bench_config(*, max_batch_size: int, threads: int, cache: bool, warmup_lengths: list[int]) -> dict[str, Any]:
-    """One quality node, no fast pool, tenant limits out of the way; the cache only when asked."""
+    """One quality node, no fast pool, tenant limits out of the way; the cache only when asked.
+    The node batches dynamically, as `benchmarks.server` compares it with the raw model's batches
+    (`benchmarks.batching` sets each mode it measures)."""
     classes = {
         name: {**cls.model_dump(), "rate_per_tenant": UNLIMITED_RATE, "burst_per_tenant": UNLIMITED_RATE, "max_wait_ms": 60_000}
         for name, cls in ServerConfig().admission.classes.items()
     }
-    quality = {"model": "quality", "nodes": 1, "max_batch_size": max_batch_size, "intra_op_threads": threads,
+    quality = {"model": "quality", "nodes": 1, "batching": "dynamic", "max_batch_size": max_batch_size, "intra_op_threads": threads,
                "warmup_lengths": warmup_lengths}
     return {
         "pools": {"quality": quality, "fast": None},

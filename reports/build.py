@@ -38,7 +38,8 @@ def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None =
     facts = RunFacts.of(run)  # fault windows, phases, judged SLOs: derived once, read by every step
     summary = summarise_run(run, facts, baseline=baseline, paired=paired, population=population).as_dict()
     write_json_atomic(_json_safe(summary), root / SUMMARY_FILE)
-    write_reports(root, summary, all_charts(run, facts.windows))
+    steady = [(w.steady_start_s, w.end_s) for w in facts.steady if w.steady_start_s is not None]
+    write_reports(root, summary, all_charts(run, facts.windows, steady))
     return summary
 
 

@@ -19,19 +19,22 @@ from reports.pools import healthy_nodes
 from reports.results import RunData
 from reports.schema import SloSpec
 from reports.stream_charts import stream_charts
+from reports.target_charts import target_charts
 from reports.timeseries import cache_hit_ratio, latency_by_length, pool_series, request_series
 
 NO_METRICS = "server_metrics.parquet is missing or empty, so this chart cannot be drawn."
 
 
-def all_charts(run: RunData, faults: Sequence[FaultWindow]) -> list[Chart]:
-    """Every chart of the report, in reading order."""
+def all_charts(run: RunData, faults: Sequence[FaultWindow],
+               steady: Sequence[tuple[float, float]] = ()) -> list[Chart]:
+    """Every chart of the report, in reading order; `steady` windows are marked on latency over time."""
     series = request_series(run.requests, run.duration_s)
     return [
-        *request_charts(series, faults, run.scenario.slos),
+        *request_charts(series, faults, run.scenario.slos, steady),
         *latency_charts(run.requests),
         *stream_charts(run.requests, run.duration_s, faults, run.scenario.slos),
         *server_charts(run, faults),
+        *target_charts(run, faults, steady),
     ]
 
 
@@ -46,7 +49,7 @@ def latency_charts(requests: pd.DataFrame) -> list[Chart]:
 
 
 def request_charts(series: pd.DataFrame, faults: Sequence[FaultWindow],
-                   slos: list[SloSpec]) -> list[Chart]:
+                   slos: list[SloSpec], steady: Sequence[tuple[float, float]] = ()) -> list[Chart]:
     """Charts built from requests.parquet alone: rates, latency over time, errors, degrades."""
     x = series["t_s"].to_numpy()
     threshold = next((s for s in slos if s.kind == "latency" and s.priority is None
@@ -58,7 +61,7 @@ def request_charts(series: pd.DataFrame, faults: Sequence[FaultWindow],
                    faults),
         time_chart("latency_over_time", "P50 / P95 / P99 latency over time", "latency (ms)", x,
                    {p.upper(): series[f"{p}_ms"].to_numpy() for p in ("p50", "p95", "p99")},
-                   faults, hline=hline),
+                   faults, hline=hline, steady=steady),
         time_chart("errors_sheds", "Errors and sheds over time", "requests/s", x,
                    {"errors (not shed)": series["error_rps"].to_numpy(),
                     "shed (429/503)": series["shed_rps"].to_numpy()}, faults),

@@ -8,7 +8,7 @@ summary pipeline (`reports.build`) reads them from here instead of deriving them
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -17,6 +17,7 @@ from reports.faults import FaultWindow, RecoveryLimits, fault_windows
 from reports.results import RunData
 from reports.schema import SloSpec
 from reports.selection import phase_labels
+from reports.steady import SteadyWindow, steady_windows
 from reports.window import schedule_window
 
 __all__ = ["IMPLICIT_AVAILABILITY", "IMPLICIT_SLO", "RunFacts", "judged_slos"]
@@ -50,11 +51,15 @@ class RunFacts:
     limits: RecoveryLimits
     window: tuple[float, float]
     """The scheduled stretch of the run (start, end) in run seconds."""
+    steady: list[SteadyWindow] = field(default_factory=list)
+    """Each phase's steady window after its warm-up (reports.steady), for steady-only SLOs and the charts."""
 
     @classmethod
     def of(cls, run: RunData) -> RunFacts:
         phase_events = run.events_of("phase")
         slos, implicit = judged_slos(run.scenario.slos)
+        window = schedule_window(run)
         return cls(windows=fault_windows(run.events, run.duration_s), phase_events=phase_events,
                    phases=phase_labels(run.requests, phase_events), slos=slos, implicit_slo=implicit,
-                   limits=RecoveryLimits.from_slos(slos), window=schedule_window(run))
+                   limits=RecoveryLimits.from_slos(slos), window=window,
+                   steady=steady_windows(run.requests, phase_events, window))

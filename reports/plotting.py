@@ -47,9 +47,13 @@ def encode(figure: Figure) -> str:
 
 def time_chart(key: str, title: str, ylabel: str, x: np.ndarray, lines: dict[str, np.ndarray],
                faults: Sequence[FaultWindow], *, hline: tuple[float, str] | None = None,
-               step: bool = False, log_y: bool = False) -> Chart:
-    """A time chart of several lines sharing an x axis, fault windows shaded and named above."""
+               step: bool = False, log_y: bool = False, steady: Sequence[tuple[float, float]] = ()) -> Chart:
+    """A time chart of several lines sharing an x axis, fault windows shaded and named above,
+    steady windows (reports.steady) underlined by a green bar along the x axis."""
     figure, axes = fault_figure(FIGSIZE, faults, _span(x))
+    for index, (start, end) in enumerate(steady):
+        axes.axvspan(start, end, ymin=0.0, ymax=0.03, color="#2ca02c", alpha=0.6,
+                     label="steady window" if index == 0 else None)
     for label, y in lines.items():
         if step:
             axes.step(x, y, where="post", label=label, lw=1.2)

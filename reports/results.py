@@ -76,6 +76,15 @@ class LoadInfo(BaseModel):
     max_lag_p99_ms: float = Field(default=DEFAULT_MAX_LAG_P99_MS, gt=0)
 
 
+class TargetInfo(BaseModel):
+    """Where the target's own metrics were scraped from, and which sample names to chart."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    metrics_url: str | None = None
+    metrics: list[str] = Field(default_factory=list)
+
+
 class ReportScenario(BaseModel):
     """The resolved scenario as far as the report reads it; other keys are ignored."""
 
@@ -87,6 +96,7 @@ class ReportScenario(BaseModel):
     load: LoadInfo = Field(default_factory=LoadInfo)
     slos: list[SloSpec] = Field(default_factory=list)
     cost: CostModel | None = None
+    target: TargetInfo = Field(default_factory=TargetInfo)
     chaos: list[Any] = Field(default_factory=list)
     fail_on_deviation: bool = False
 
@@ -102,6 +112,8 @@ class RunData:
     events: list[dict[str, Any]]
     journals: dict[str, dict[str, Any]]
     missing: list[str] = field(default_factory=list)
+    target_metrics: pd.DataFrame | None = None
+    """The target's own Prometheus samples (t_s, metric, labels, value), when they were scraped."""
 
     def events_of(self, kind: str) -> list[dict[str, Any]]:
         """Events of one type, in file order."""
@@ -132,7 +144,10 @@ def load_run(root: Path) -> RunData:
     journals = _load_journals(root / "chaos", missing)
     if not (root / contract.SCHEDULE_FILE).exists():
         missing.append(contract.SCHEDULE_FILE)
-    return RunData(root, scenario, requests, metrics, events, journals, missing)
+    target_metrics = None
+    if scenario.target.metrics_url or (root / contract.TARGET_METRICS_FILE).exists():
+        target_metrics = _load_optional_parquet(root / contract.TARGET_METRICS_FILE, missing)
+    return RunData(root, scenario, requests, metrics, events, journals, missing, target_metrics)
 
 
 def _load_scenario(path: Path) -> ReportScenario:

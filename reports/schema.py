@@ -32,7 +32,9 @@ class SloSpec(BaseModel):
       worst gap); a request without a measured value (failed, no token) is bad.
     - goodput: requests per second that met every per-request objective above (and succeeded)
       >= `min_rps`, over the run and per phase.
-    `priority`, `mode`, `phase` and `request_kind` narrow the requests the objective applies to.
+    `priority`, `mode`, `phase` and `request_kind` narrow the requests the objective applies to;
+    `steady_only` judges it over the steady windows only (reports.steady: each phase after its
+    detected warm-up), the whole run's figure reported beside.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -49,6 +51,7 @@ class SloSpec(BaseModel):
     mode: str | None = None
     phase: str | None = None
     request_kind: str | None = None  # e.g. "short": a chat-line latency objective that documents do not count against
+    steady_only: bool = False
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> SloSpec:
@@ -63,6 +66,9 @@ class SloSpec(BaseModel):
             raise ValueError(
                 f'SLO "{self.name}" of kind "{self.kind}" needs {", ".join(missing)}.'
             )
+        if self.steady_only and self.kind == "goodput":
+            raise ValueError(f'SLO "{self.name}": steady_only is for per-request objectives; a goodput '
+                             "rate is measured over its phases.")
         return self
 
     @property
@@ -95,6 +101,7 @@ class SloSpec(BaseModel):
         else:
             text = f"<= {100 * float(self.max_share or 0):.1f}% degraded"
         scope = [v for v in (self.priority, self.mode, self.request_kind, self.phase) if v]
+        scope += ["steady state"] if self.steady_only else []
         return f"{text} ({', '.join(scope)})" if scope else text
 
 

@@ -18,7 +18,11 @@ from reports.harness import harness_checks
 from reports.results import RunData
 from reports.slos import evaluate_slos
 from reports.stats import summary_percentiles
+from reports.steady import steady_mask, steady_section
+from reports.steady_slos import judge_steady
 from reports.streaming import streaming_section
+from reports.targetmetrics import target_metrics_section
+from reports.tokencost import token_costs
 
 CPU_SATURATED = 0.95
 SCHEMA_VERSION = 2
@@ -38,8 +42,10 @@ def summarise(run: RunData, facts: RunFacts | None = None) -> dict[str, Any]:
         **throughput(requests, window),
         **latency_sections(requests),
         "slos": [slo | {"implicit": implicit is not None}
-                 for slo in evaluate_slos(requests, phases, phase_events, specs, duration,
-                                          run.scenario.traffic.time_scale, window=window)],
+                 for slo in judge_steady(evaluate_slos(requests, phases, phase_events, specs, duration,
+                                                       run.scenario.traffic.time_scale, window=window),
+                                         specs, requests, phases,
+                                         steady_mask(requests["intended_s"].to_numpy(float), facts.steady))],
         "implicit_slo": implicit,
         "cost": compute_cost(requests, run.metrics, run.scenario.cost,
                              [(w.start_s, w.end_s) for w in windows], window=window),
@@ -59,6 +65,10 @@ def summarise(run: RunData, facts: RunFacts | None = None) -> dict[str, Any]:
         summary["documents"] = documents
     summary["streaming"] = streaming_section(requests)
     summary["goodput"] = goodput_section(requests, phases, phase_events, run.scenario.slos, window)
+    summary["steady"] = steady_section(facts.steady)
+    if summary["cost"]["known"]:
+        summary["cost"]["tokens"] = token_costs(requests, phases, summary["cost"]["by_pool"], window)
+    summary["target_metrics"] = target_metrics_section(run)
     summary["deviations"] = deviations(summary["faults"])
     summary["fail_on_deviation"] = run.scenario.fail_on_deviation
     summary["verdict"], summary["verdict_reason"] = verdict(summary)

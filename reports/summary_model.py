@@ -50,6 +50,8 @@ class Summary(BaseModel):
     documents: Section | None = None
     streaming: Section | None
     goodput: Section | None
+    steady: Section | None = Field(default=None, description="each phase's steady window after its warm-up (MSER-5)")
+    target_metrics: Section | None = Field(default=None, description="the scrape of the target's own metrics")
     deviations: list[str]
     fail_on_deviation: bool
     verdict: Literal["pass", "fail", "invalid"]

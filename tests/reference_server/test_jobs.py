@@ -149,7 +149,7 @@ def test_stream_sends_segments_in_order_then_done() -> None:
 
 # ---- live ---------------------------------------------------------------------------------------
 SENTENCES = [f"Sentence number {i} of the long terms and conditions, which nobody reads to the end." for i in range(16)]
-SLOW_BATCHES = {"pools": {"quality": {"max_queue_delay_ms": 50}}, "jobs": {"concurrency": 1}}
+SLOW_BATCHES = {"pools": {"quality": {"batching": "dynamic", "max_queue_delay_ms": 50}}, "jobs": {"concurrency": 1}}  # batches wait 50 ms
 
 
 @pytest.mark.slow
