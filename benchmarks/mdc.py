@@ -47,18 +47,39 @@ def _sse(event: dict[str, object]) -> bytes:
     return _chunk(b"data: " + json.dumps(event).encode("utf-8") + b"\n\n")
 
 
-async def _stream(writer: asyncio.StreamWriter, stream: tuple[float, float, int]) -> None:
+async def _sleep_until(deadline: float) -> None:
+    await asyncio.sleep(max(0.0, deadline - time.monotonic()))
+
+
+async def _stream(writer: asyncio.StreamWriter, stream: tuple[float, float, int], began: float) -> None:
     """One streamed chat completion; each token written at its time counted from the worker's start."""
     first_s, every_s, tokens = stream
-    began = time.monotonic()
     writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
     for k in range(tokens):
-        await asyncio.sleep(max(0.0, began + first_s + k * every_s - time.monotonic()))
+        await _sleep_until(began + first_s + k * every_s)
         writer.write(_sse({"object": "chat.completion.chunk", "model": "mdc",
                            "choices": [{"index": 0, "delta": {"content": f"t{k} "}, "finish_reason": None}]}))
         await writer.drain()
     writer.write(_sse({"object": "chat.completion.chunk", "choices": [], "usage": {"completion_tokens": tokens}})
                  + _chunk(b"data: [DONE]\n\n") + _chunk(b""))
+
+
+class Workers:
+    """c identical workers served first come first served, kept on the clock rather than by the
+    event loop: a request arriving at a starts at max(a, the earliest moment a worker is free) and
+    holds that worker until exactly start + service. A loop that wakes late (a busy machine)
+    delays that one answer's bytes, never the next request's start, so the queue stays M/D/c."""
+
+    def __init__(self, count: int, service_s: float) -> None:
+        self.free_at = [0.0] * count
+        self.service_s = service_s
+
+    def take(self, arrived: float) -> float:
+        """The start of the request that arrived at `arrived` (monotonic seconds)."""
+        worker = min(range(len(self.free_at)), key=self.free_at.__getitem__)
+        start = max(arrived, self.free_at[worker])
+        self.free_at[worker] = start + self.service_s
+        return start
 
 
 def _response(status: int, body: bytes) -> bytes:
@@ -68,9 +89,7 @@ def _response(status: int, body: bytes) -> bytes:
 
 
 async def main(port: int, workers: int, service_s: float, stream: tuple[float, float, int] | None = None) -> None:
-    free: asyncio.Queue[int] = asyncio.Queue()
-    for worker in range(workers):
-        free.put_nowait(worker)
+    pool = Workers(workers, stream_service_ms(*stream) if stream else service_s)  # the same sum, in seconds
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -81,17 +100,11 @@ async def main(port: int, workers: int, service_s: float, stream: tuple[float, f
                 method, keep_alive = request
                 if method != "POST":
                     writer.write(_response(404, NOT_FOUND))
+                elif stream is not None:
+                    await _stream(writer, stream, pool.take(time.monotonic()))
                 else:
-                    worker = await free.get()  # waiters are woken in arrival order
-                    try:
-                        if stream is not None:
-                            await _stream(writer, stream)
-                        else:
-                            await asyncio.sleep(service_s)
-                    finally:
-                        free.put_nowait(worker)
-                    if stream is None:
-                        writer.write(_response(200, BODY))
+                    await _sleep_until(pool.take(time.monotonic()) + service_s)
+                    writer.write(_response(200, BODY))
                 await writer.drain()
                 if not keep_alive:
                     break

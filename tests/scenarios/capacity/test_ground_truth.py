@@ -13,11 +13,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
 
-from benchmarks.mdc import simulated_p99_ms, stream_service_ms, true_capacity, true_ttft_capacity
+from benchmarks.mdc import Workers, simulated_p99_ms, stream_service_ms, true_capacity, true_ttft_capacity
 from kernel.processes import free_port, stop_process
 from scenarios.cli.capacity import capacity
 from tests.support.waiting import wait_for_http
@@ -41,6 +42,19 @@ def test_ground_truth_simulation_matches_queueing_sanity() -> None:
     assert _p99(5.0) == pytest.approx(SERVICE_MS, abs=5.0)  # nearly never a queue
     assert _p99(30.0) < _p99(36.0) < _p99(39.0)
     assert 30.0 < _truth() < 38.0
+
+
+def test_ground_truth_server_queue_is_the_simulated_one() -> None:
+    """The server starts each request on the clock (max of arrival and the earliest free worker),
+    never when its event loop wakes: fed the simulation's arrivals it gives the simulation's P99."""
+    rate, arrivals = 34.0, 20_000
+    arrive = np.cumsum(np.random.default_rng(7).exponential(1.0 / rate, arrivals))
+    pool = Workers(WORKERS, SERVICE_MS / 1000.0)
+    response_ms = (np.array([pool.take(a) for a in arrive]) + SERVICE_MS / 1000.0 - arrive) * 1000.0
+    expected = simulated_p99_ms(rate, workers=WORKERS, service_ms=SERVICE_MS, arrivals=arrivals)
+    assert float(np.quantile(response_ms, 0.99)) == pytest.approx(expected, rel=1e-9)
+    two = Workers(2, 0.1)
+    assert [two.take(0.0), two.take(0.0), two.take(0.05), two.take(1.0)] == [0.0, 0.0, 0.1, 1.0]
 
 
 @pytest.fixture
