@@ -116,10 +116,10 @@ def test_load_model_rejects_unavailable_provider(cache_dir: Path) -> None:
         load_model("fast", cache_dir=cache_dir, providers=["NoSuchExecutionProvider"])
 
 
-def test_build_writes_both_graphs(cache_dir: Path) -> None:
+def test_build_writes_every_graph(cache_dir: Path) -> None:
     directory = build_model("quality", cache_dir=cache_dir)
     names = {p.name for p in directory.iterdir()}
-    assert names == {"encoder.onnx", "decoder_step.onnx", "spec.json"}
+    assert names == {"encoder.onnx", "decoder_step.onnx", "encoder_project.onnx", "encoder_attend.onnx", "spec.json"}
 
 
 def test_fast_tier_is_quantized_and_quality_is_not(cache_dir: Path) -> None:
