@@ -16,6 +16,7 @@ from reports.facts import RunFacts
 from reports.findings import find, headline
 from reports.gate import DEFAULT_POPULATION, GatePopulation
 from reports.live import live_section
+from reports.overhead import flag_tight_slos, overhead_section
 from reports.periods import fault_periods, period_length
 from reports.render import write_reports
 from reports.results import RunData, load_run
@@ -48,6 +49,9 @@ def summarise_run(run: RunData, facts: RunFacts, *, baseline: Path | Sequence[Pa
     """The one pipeline that makes a summary: sections, then the story told from them, then the
     live-metrics window and the comparison; validated as a whole (reports.summary_model)."""
     sections = summarise(run, facts)
+    overhead = overhead_section(run.events, sections["latency_ms"], sections["slos"])
+    if overhead is not None:
+        sections |= {"harness_overhead": overhead, "slos": flag_tight_slos(sections["slos"], overhead)}
     parts = {**sections, **story(run, sections, facts), "live": live_section(run.events)}
     if baseline is not None:
         parts["comparison"] = compare_loaded(load_baselines(baseline), run, paired=paired,

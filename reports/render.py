@@ -24,6 +24,8 @@ def _measured(slo: dict[str, Any]) -> str:
         return f"{_num(slo['measured'], 1)} ms"
     if slo["kind"] == "goodput":
         return f"{_num(slo['measured'], 2)} req/s"
+    if slo["kind"] == "drift":
+        return str(slo.get("measured_text") or DASH)
     return _pct(slo["measured"])
 
 
@@ -49,7 +51,7 @@ def _ok_only(slo: dict[str, Any]) -> str:
 
 def _ci(slo: dict[str, Any]) -> str:
     low, high = slo["ci"]
-    if slo["kind"] == "goodput":
+    if slo["kind"] in ("goodput", "drift"):
         return DASH
     if slo["kind"] in LATENCY_KINDS:
         return f"{_num(low, 1)}, {_num(high, 1)}"

@@ -13,7 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SloKind = Literal["latency", "availability", "degraded", "ttft", "tpot", "itl", "goodput"]
+SloKind = Literal["latency", "availability", "degraded", "ttft", "tpot", "itl", "goodput", "drift"]
+DriftMetric = Literal["latency_p99", "error_rate", "server_memory"]
 LATENCY_KINDS = ("latency", "ttft", "tpot", "itl")
 """Per-request time objectives, each a good-events ratio over the column `SloSpec.column` names."""
 KIND_LABEL = {"latency": "", "ttft": "TTFT ", "tpot": "TPOT ", "itl": "ITL "}
@@ -32,6 +33,9 @@ class SloSpec(BaseModel):
       worst gap); a request without a measured value (failed, no token) is bad.
     - goodput: requests per second that met every per-request objective above (and succeeded)
       >= `min_rps`, over the run and per phase.
+    - drift (soak runs): the trend of `metric` (latency_p99 in ms, error_rate as a share, or
+      server_memory in MB) per hour stays at or below `max_slope`; it fails when the slope's whole
+      95% interval lies above it (reports.drift).
     `priority`, `mode`, `phase` and `request_kind` narrow the requests the objective applies to;
     `steady_only` judges it over the steady windows only (reports.steady: each phase after its
     detected warm-up), the whole run's figure reported beside.
@@ -52,6 +56,8 @@ class SloSpec(BaseModel):
     phase: str | None = None
     request_kind: str | None = None  # e.g. "short": a chat-line latency objective that documents do not count against
     steady_only: bool = False
+    metric: DriftMetric | None = None
+    max_slope: float | None = None
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> SloSpec:
@@ -60,6 +66,7 @@ class SloSpec(BaseModel):
             "availability": ("objective",),
             "degraded": ("max_share",),
             "goodput": ("min_rps",),
+            "drift": ("metric", "max_slope"),
         }[self.kind]
         missing = [field for field in needed if getattr(self, field) is None]
         if missing:
@@ -96,6 +103,8 @@ class SloSpec(BaseModel):
             text = f"{KIND_LABEL[self.kind]}{stat}P{self.percentile:g} <= {self.threshold_ms:g} ms"
         elif self.kind == "goodput":
             text = f"goodput >= {self.min_rps:g} req/s"
+        elif self.kind == "drift":
+            text = f"{self.metric} slope <= {self.max_slope:g}/h"
         elif self.kind == "availability":
             text = f">= {100 * float(self.objective or 0):.2f}% ok"
         else:

@@ -18,6 +18,7 @@ import pandas as pd
 from scipy.stats import beta
 
 from reports.burn import burn_rates
+from reports.drift import drift_slo, soak_section
 from reports.goodput import goodput_slo
 from reports.schema import LATENCY_KINDS, SloSpec
 from reports.selection import phase_segments, slo_scope, valid_and_bad
@@ -28,12 +29,16 @@ Segment = tuple[str, float | None, float | None, np.ndarray]
 
 def evaluate_slos(requests: pd.DataFrame, phases: pd.Series, phase_events: list[dict[str, Any]],
                   specs: list[SloSpec], duration_s: float, time_scale: float,
-                  window: tuple[float, float] | None = None) -> list[dict[str, Any]]:
+                  window: tuple[float, float] | None = None,
+                  soak: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One result dict per SLO: whole-run verdict, burn rates and per-phase breakdown; a goodput
     SLO is measured over `window` (default the whole run), see reports.goodput."""
     segments = phase_segments(phases, phase_events, requests["intended_s"].to_numpy(dtype=float))
     span = window if window is not None else (0.0, duration_s)
+    if soak is None and any(spec.kind == "drift" for spec in specs):
+        soak = soak_section(requests, None, duration_s)
     return [goodput_slo(requests, phases, phase_events, spec, specs, span) if spec.kind == "goodput"
+            else drift_slo(spec, soak or {}) if spec.kind == "drift"
             else _evaluate_one(requests, phases, segments, spec, duration_s, time_scale) for spec in specs]
 
 

@@ -10,6 +10,7 @@ import pandas as pd
 from reports.attempts import attempt_values, attempted
 from reports.cost import compute_cost
 from reports.documents import documents_section
+from reports.drift import soak_and_drift
 from reports.environment import describe_environment
 from reports.facts import RunFacts
 from reports.faults import SHED_STATUSES, fault_impact, journal_for, limits_for
@@ -71,6 +72,7 @@ def summarise(run: RunData, facts: RunFacts | None = None) -> dict[str, Any]:
     summary["target_metrics"] = target_metrics_section(run)
     summary["deviations"] = deviations(summary["faults"])
     summary["fail_on_deviation"] = run.scenario.fail_on_deviation
+    summary |= soak_and_drift(requests, run.target_metrics, duration, specs, summary["slos"])
     summary["verdict"], summary["verdict_reason"] = verdict(summary)
     return summary
 

@@ -52,6 +52,9 @@ class Summary(BaseModel):
     goodput: Section | None
     steady: Section | None = Field(default=None, description="each phase's steady window after its warm-up (MSER-5)")
     target_metrics: Section | None = Field(default=None, description="the scrape of the target's own metrics")
+    harness_overhead: Section | None = Field(default=None, description="the latency the harness itself adds "
+                                             "at the run's peak rate (reports.overhead), when measured")
+    soak: Section | None = Field(default=None, description="per-window latency, errors, memory and their trends")
     deviations: list[str]
     fail_on_deviation: bool
     verdict: Literal["pass", "fail", "invalid"]

@@ -92,13 +92,13 @@ def select_slos(scenario: Scenario, names: tuple[str, ...], *, source: str) -> l
         raise ScenarioError(f'{source}: slos: no SLO named "{unknown[0]}"; the scenario has '
                             f"{', '.join(known) or 'none'}.")
     named = [known[name] for name in dict.fromkeys(names)]
-    rates = [spec.name for spec in named if spec.kind == "goodput"]
+    rates = [spec.name for spec in named if spec.kind in ("goodput", "drift")]
     if rates:
-        raise ScenarioError(f'{source}: slos: "{rates[0]}" is a goodput objective, a rate rather than a per-request '
+        raise ScenarioError(f'{source}: slos: "{rates[0]}" is a goodput or drift objective, a rate or a trend rather than a per-request '
                             "objective, so a step cannot be judged on it; every step reports its goodput over the "
                             "per-request SLOs (ttft, tpot, latency, ...), and the capacity they give is the "
                             "highest goodput-meeting rate.")
-    chosen = named or [spec for spec in scenario.slos if spec.kind != "goodput"]
+    chosen = named or [spec for spec in scenario.slos if spec.kind not in ("goodput", "drift")]
     if not chosen:
         raise ScenarioError(f"{source}: slos: the scenario has no per-request SLO (latency, availability, degraded, "
                             "ttft, tpot, itl), so no rate can be shown to meet one.")

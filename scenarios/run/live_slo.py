@@ -84,7 +84,7 @@ class SloBoard:
 
     @classmethod
     def for_specs(cls, specs: list[SloSpec], time_scale: float) -> SloBoard:
-        return cls([SloTally(spec) for spec in specs if spec.kind != "goodput"], burn_windows(time_scale))
+        return cls([SloTally(spec) for spec in specs if spec.kind not in ("goodput", "drift")], burn_windows(time_scale))
 
     def add(self, requests: pd.DataFrame) -> None:
         if requests.empty:

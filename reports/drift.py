@@ -1,0 +1,139 @@
+"""Soak runs: latency, error rate and the server's memory per window, a trend line through each, and
+the `drift` SLO that fails when a trend climbs significantly faster than it allows.
+
+A soak drill holds a steady rate for hours to find leaks and slow drifts, which a whole-run
+percentile hides: a P99 that doubles over six hours can still meet its objective on average. So
+the run is cut into windows (an hour each on a long run; a twelfth of the run on a short one, so
+a ten-minute rehearsal still gets a line), each window gives one point per metric, and an
+ordinary least-squares line through the points gives the slope per hour with its 95% interval
+(Student t on the slope's standard error, `scipy.stats.linregress`). A drift SLO fails only when
+the whole interval lies above `max_slope`: noise that merely might be a drift does not fail it,
+and a run too short for a line (fewer than `MIN_POINTS` windows with data) is not trusted.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from reports.schema import SloSpec
+
+__all__ = ["MIN_POINTS", "DRIFT_UNITS", "drift_slo", "metric_series", "soak_section", "trend", "window_width"]
+
+HOUR_S = 3600.0
+SHORT_RUN_WINDOWS = 12
+MIN_POINTS = 3
+CONFIDENCE = 0.95
+MEMORY_METRIC = "process_resident_memory_bytes"
+DRIFT_UNITS = {"latency_p99": "ms/h", "error_rate": "share/h", "server_memory": "MB/h"}
+MIN_WINDOW_REQUESTS = 1
+
+
+def window_width(duration_s: float) -> float:
+    """An hour on a run of twelve hours or more; a twelfth of the run on a shorter one."""
+    return HOUR_S if duration_s >= SHORT_RUN_WINDOWS * HOUR_S else max(duration_s / SHORT_RUN_WINDOWS, 1e-3)
+
+
+def trend(t_s: np.ndarray, values: np.ndarray) -> dict[str, Any]:
+    """The least-squares line through (time, value), its slope per hour and the slope's 95%
+    interval; `trusted` False (and no interval) with fewer than MIN_POINTS finite points."""
+    keep = np.isfinite(t_s) & np.isfinite(values)
+    x, y = t_s[keep] / HOUR_S, values[keep]
+    if len(x) < MIN_POINTS or np.ptp(x) == 0:
+        return {"slope_per_h": None, "ci": [None, None], "intercept": None, "points": int(len(x)), "trusted": False}
+    fit = stats.linregress(x, y)
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, len(x) - 2) * fit.stderr) if math.isfinite(fit.stderr) else 0.0
+    slope = float(fit.slope)
+    return {"slope_per_h": slope, "ci": [slope - half, slope + half], "intercept": float(fit.intercept),
+            "points": int(len(x)), "trusted": True}
+
+
+def _request_windows(requests: pd.DataFrame, width: float) -> pd.DataFrame:
+    """Per window of intended send time: its middle, P99 latency of the attempts, error rate."""
+    sent = np.isfinite(requests["sent_s"].to_numpy(dtype=float))
+    frame = pd.DataFrame({"w": np.floor(requests["intended_s"].to_numpy(dtype=float)[sent] / width),
+                          "latency": requests["latency_ms"].to_numpy(dtype=float)[sent],
+                          "bad": ~requests["ok"].to_numpy(dtype=bool)[sent]})
+    groups = frame.groupby("w")
+    out = pd.DataFrame({"latency_p99": groups["latency"].quantile(0.99), "error_rate": groups["bad"].mean(),
+                        "requests": groups.size()})
+    out = out[out["requests"] >= MIN_WINDOW_REQUESTS]
+    out.index = (out.index.to_numpy(dtype=float) + 0.5) * width
+    return out
+
+
+def memory_series(target_metrics: pd.DataFrame | None, width: float) -> pd.Series:
+    """The target's resident memory (MB, summed over its processes at each scrape), mean per
+    window; empty when the target exports no `process_resident_memory_bytes`."""
+    if target_metrics is None or not len(target_metrics) or "metric" not in target_metrics:
+        return pd.Series(dtype=float)
+    rows = target_metrics[target_metrics["metric"] == MEMORY_METRIC]
+    if not len(rows):
+        return pd.Series(dtype=float)
+    per_scrape = rows.groupby("t_s")["value"].sum() / 1e6
+    windows = per_scrape.groupby(np.floor(per_scrape.index.to_numpy(dtype=float) / width)).mean()
+    windows.index = (windows.index.to_numpy(dtype=float) + 0.5) * width
+    return windows
+
+
+def metric_series(requests: pd.DataFrame, target_metrics: pd.DataFrame | None,
+                  duration_s: float) -> dict[str, pd.Series]:
+    """Each drift metric as a series indexed by window middle (seconds on the run's clock)."""
+    width = window_width(duration_s)
+    windows = _request_windows(requests, width)
+    return {"latency_p99": windows["latency_p99"], "error_rate": windows["error_rate"],
+            "server_memory": memory_series(target_metrics, width)}
+
+
+def soak_section(requests: pd.DataFrame, target_metrics: pd.DataFrame | None,
+                 duration_s: float) -> dict[str, Any]:
+    """The report's soak section: the window width, each window's figures, each metric's trend."""
+    series = metric_series(requests, target_metrics, duration_s)
+    return {
+        "window_s": window_width(duration_s),
+        "windows": [{"t_s": float(t), **{name: _finite(s.get(t)) for name, s in series.items()}}
+                    for t in sorted(set().union(*(s.index for s in series.values())))],
+        "trends": {name: trend(s.index.to_numpy(dtype=float), s.to_numpy(dtype=float)) | {"unit": DRIFT_UNITS[name]}
+                   for name, s in series.items()},
+    }
+
+
+def drift_slo(spec: SloSpec, soak: dict[str, Any]) -> dict[str, Any]:
+    """A drift SLO's result in the shape of the others: met unless the slope's whole 95% interval
+    is above `max_slope`; an untrusted line (too few windows, no memory series) is met=False."""
+    metric = str(spec.metric)
+    line = soak["trends"][metric]
+    allowed = float(spec.max_slope if spec.max_slope is not None else 0.0)
+    low = line["ci"][0]
+    met = bool(line["trusted"] and low is not None and low <= allowed)
+    unit = DRIFT_UNITS[metric]
+    slope = line["slope_per_h"]
+    text = "not measured" if slope is None else f"{slope:+.4g} {unit} [{line['ci'][0]:+.3g}, {line['ci'][1]:+.3g}]"
+    return {"name": spec.name, "kind": "drift", "objective": allowed, "objective_text": spec.objective_text,
+            "metric": metric, "unit": unit, "measured": slope, "measured_text": text, "ci": line["ci"],
+            "met": met, "trusted": bool(line["trusted"]), "samples": line["points"], "bad": 0,
+            "budget_consumed": None, "burn_rates": [], "phases": [],
+            "drift_note": None if line["trusted"] else (
+                f"only {line['points']} window(s) with data; a trend needs {MIN_POINTS}, so drift is not judged")}
+
+
+def _finite(value: object) -> float | None:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+
+def soak_and_drift(requests: pd.DataFrame, target_metrics: pd.DataFrame | None, duration_s: float,
+                   specs: list[SloSpec], slos: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary's `soak` section, and its SLO rows with each drift SLO judged on the target's
+    memory too (evaluate_slos sees the requests only); rows and specs are in the same order."""
+    soak = soak_section(requests, target_metrics, duration_s)
+    rows = [slo | drift_slo(spec, soak) if spec.kind == "drift" else slo for spec, slo in zip(specs, slos)]
+    return {"soak": soak, "slos": rows + slos[len(specs):]}
