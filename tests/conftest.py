@@ -41,6 +41,8 @@ def own_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     """
     state = tmp_path_factory.mktemp("state")
     monkeypatch.setenv("RUSHHOUR_STATE_DIR", str(state))
+    # a drill's harness-overhead check would re-measure in every fresh state folder; its own tests turn it on
+    monkeypatch.setenv("RUSHHOUR_NO_OVERHEAD_CHECK", "1")
     return state
 
 

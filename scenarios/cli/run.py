@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from kernel.loopback import is_loopback_url, is_named_host
 from scenarios.cli.calibration import calibrate_scenario
 from scenarios.cli.errors import EXIT_ABORTED, BadInput
 from scenarios.cli.targetcheck import check_target, describe_target
+from scenarios.run.overhead import SKIP_ENV
 from scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
 from scenarios.spec.model import ScenarioError, load_scenario, resolve_path
 from scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_plan, describe, pin_rate_scale
@@ -143,6 +145,8 @@ def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path, metrics: Me
 @click.option("--no-probe", is_flag=True, help="Skip the capability probe (one request to the target before the load).")
 @click.option("--no-recalibrate", is_flag=True, help="When the cached capacity behind a relative peak fails its check "
               "step, stop as invalid (exit 3) instead of measuring it again.")
+@click.option("--no-overhead-check", is_flag=True, help="Skip measuring the harness's own overhead against a null "
+              "target first (cached per machine and version; the report then shows none).")
 @click.option("--variant", "only", help="Run only this one of the scenario's variants.")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), help="Serve the harness's own Prometheus metrics "
               "(latency from the intended send, faults, phase, SLO burn) on this port while the drill runs; 0 picks "
@@ -151,7 +155,8 @@ def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path, metrics: Me
 def run(scenario: str, out: Path | None, target_url: str | None, protocol: str | None, traffic: str | None, duration: str | None,
         seed: int | None, no_chaos: bool, dry_run: bool, processes: int | None, workers: int | None,
         master_bind: str, secret_file: Path | None, allow_remote: bool,
-        no_probe: bool, no_recalibrate: bool, only: str | None, metrics_port: int | None, metrics_host: str) -> None:
+        no_probe: bool, no_recalibrate: bool, only: str | None, metrics_port: int | None, metrics_host: str,
+        no_overhead_check: bool = False) -> None:
     """Run one drill of SCENARIO (a file or a bundled name) and report on it.
 
     With `variants:` in the scenario, the drill runs once per variant (same seed and schedule)
@@ -181,7 +186,7 @@ def run(scenario: str, out: Path | None, target_url: str | None, protocol: str |
         raise SystemExit(run_variants(plan, runs, results, (metrics_port, metrics_host)))
     try:
         result = Drill(plan, results, live=open_live_watch(plan, results, (metrics_port, metrics_host)),
-                       **scale_out).run()
+                       overhead_check=not no_overhead_check and not os.environ.get(SKIP_ENV), **scale_out).run()
     except ResultsDirError as exc:
         raise BadInput(str(exc)) from exc
     click.echo(f"verdict: {result.verdict} - {result.reason}".rstrip(" -"))

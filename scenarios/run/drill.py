@@ -36,6 +36,7 @@ from scenarios.run.events import EventLog
 from scenarios.run.leakcheck import audit_leftovers, audit_target
 from scenarios.run.ledger import LEDGER_FILE, ProcessLedger
 from scenarios.run.live import LiveWatch, Printer
+from scenarios.run.overhead import drill_overhead
 from scenarios.run.progress import ProgressPrinter, RunningTally, progress_line
 from scenarios.run.resultsdir import ResultsDirError
 from scenarios.run.scraper import StatusScraper, metrics_frame
@@ -82,6 +83,8 @@ class Drill:
     remote_workers: int = 0  # across hosts: a Locust master waiting for this many `rushhour worker`s
     master_bind: tuple[str, int] = DEFAULT_MASTER_BIND
     cluster_secret: str | None = field(default=None, repr=False)  # what remote workers must prove
+    overhead_check: bool = False  # first measure the harness's own overhead (scenarios.run.overhead)
+    overhead: dict[str, object] | None = None
     _phases_seen: int = 0
     _audit_s: float = 0.0  # time spent auditing: after the run, so not part of its duration
 
@@ -130,6 +133,8 @@ class Drill:
 
     def _boot_and_load(self) -> None:
         target = self.plan.scenario.target
+        if self.overhead_check:
+            self.overhead = drill_overhead(self.plan, self._say)
         if target.embedded is not None:
             self.server = EmbeddedServer(target.embedded, log_path=self.results_dir / "server.log",
                                          base_dir=self.plan.base_dir)
@@ -219,6 +224,8 @@ class Drill:
         )
         if s.traffic.calibration is not None:  # the calibration step ran before planning: say what it found
             self.events.emit("calibration", t_s=0.0, source="harness", **s.traffic.calibration.model_dump())
+        if self.overhead is not None:
+            self.events.emit("harness_overhead", t_s=0.0, source="harness", **self.overhead)
 
     def _scraper_error(self, error: dict[str, object]) -> None:
         self.events_log.emit("scraper_error", source="harness", **error)

@@ -1,0 +1,73 @@
+"""The harness-overhead check against the null target: positive figures, stable, cached and reused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from scenarios.run import overhead
+from scenarios.run.nullserver import answer
+from scenarios.spec.model import load_scenario
+from scenarios.spec.plan import build_plan
+
+SMOKE = Path(__file__).resolve().parents[3] / "scenarios" / "smoke.yaml"
+STABLE_FACTOR = 3.0
+"""Two checks on this shared machine agree on the lowest rung's P50 within this factor (or STABLE_MS)."""
+STABLE_MS = 10.0
+
+
+def test_the_null_target_answers_each_protocol_at_once() -> None:
+    plain = answer(b'{"text": "hi"}')
+    assert plain.startswith(b"HTTP/1.1 200 OK") and b'"choices"' in plain and b"event-stream" not in plain
+    streamed = answer(b'{"stream": true, "messages": []}')
+    assert b"text/event-stream" in streamed and streamed.endswith(b"data: [DONE]\n\n")
+
+
+def test_the_rung_for_a_peak_is_the_lowest_at_or_above_it() -> None:
+    steps = [{"rate_rps": r, "latency_ms": {"p99": r / 10}} for r in (50.0, 200.0, 500.0)]
+    assert overhead.at_peak({"steps": steps}, 120.0)["rate_rps"] == 200.0
+    assert overhead.at_peak({"steps": steps}, 900.0)["rate_rps"] == 500.0
+    assert overhead.at_peak({"steps": []}, 10.0) is None
+
+
+def _mix() -> tuple[pd.DataFrame, dict[str, object], float]:
+    plan = build_plan(load_scenario(SMOKE), source=str(SMOKE), base_dir=SMOKE.parent)
+    return plan.schedule, plan.scenario.target.wire_dict(), plan.scenario.load.max_lag_p99_ms
+
+
+@pytest.mark.slow
+def test_the_check_measures_positive_stable_figures_and_reuses_its_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    mix, target, limit = _mix()
+    said: list[str] = []
+    first = overhead.cached_or_measured(mix, target=target, lag_limit_ms=limit, languages=("en-de",), say=said.append)
+    assert first["cached"] is False and any("measuring" in line for line in said)
+    low = first["steps"][0]
+    assert low["valid"] and low["requests"] == overhead.LADDER_RPS[0] * overhead.STEP_S
+    assert 0 < low["latency_ms"]["p50"] <= low["latency_ms"]["p99"] <= low["latency_ms"]["p99_9"]
+    assert first["max_valid_rps_per_process"] >= overhead.LADDER_RPS[0]
+    written = json.loads(next(overhead.cache_dir().glob("*.json")).read_text())
+    assert written["measured_at"] == first["measured_at"] and written["key"] == first["key"]
+
+    monkeypatch.setattr(overhead, "measure_overhead", lambda *a, **k: pytest.fail("the cache was not reused"))
+    again = overhead.cached_or_measured(mix, target=target, lag_limit_ms=limit, languages=("en-de",), say=said.append)
+    assert again["cached"] is True and again["measured_at"] == first["measured_at"]
+    monkeypatch.undo()
+
+    second = overhead.measure_overhead(mix, target=target, lag_limit_ms=limit)["steps"][0]["latency_ms"]["p50"]
+    a, b = sorted((low["latency_ms"]["p50"], second))
+    assert b <= STABLE_FACTOR * a or b - a <= STABLE_MS
+
+
+def test_a_stale_or_foreign_cache_entry_is_measured_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    mix, target, limit = _mix()
+    key, _ = overhead.overhead_key("rushhour", False)
+    path = overhead.cache_dir() / f"{key}.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"steps": [], "measured_at": "2020-01-01T00:00:00+00:00", "lag_limit_ms": limit}))
+    fresh = {"steps": [{"rate_rps": 50.0, "latency_ms": {"p99": 1.0}}], "max_valid_rps_per_process": 50.0}
+    monkeypatch.setattr(overhead, "measure_overhead", lambda *a, **k: dict(fresh))
+    record = overhead.cached_or_measured(mix, target=target, lag_limit_ms=limit, languages=("en-de",), say=print)
+    assert record["cached"] is False and json.loads(path.read_text())["steps"] == fresh["steps"]
