@@ -31,6 +31,8 @@ CONFIDENCE = 0.95
 MEMORY_METRIC = "process_resident_memory_bytes"
 DRIFT_UNITS = {"latency_p99": "ms/h", "error_rate": "share/h", "server_memory": "MB/h"}
 MIN_WINDOW_REQUESTS = 1
+SHOW_FROM_S = 600.0
+"""Shorter runs keep the section in summary.json but the report shows it only with a drift SLO."""
 
 
 def window_width(duration_s: float) -> float:
@@ -94,6 +96,7 @@ def soak_section(requests: pd.DataFrame, target_metrics: pd.DataFrame | None,
     """The report's soak section: the window width, each window's figures, each metric's trend."""
     series = metric_series(requests, target_metrics, duration_s)
     return {
+        "shown": duration_s >= SHOW_FROM_S,
         "window_s": window_width(duration_s),
         "windows": [{"t_s": float(t), **{name: _finite(s.get(t)) for name, s in series.items()}}
                     for t in sorted(set().union(*(s.index for s in series.values())))],
@@ -136,4 +139,5 @@ def soak_and_drift(requests: pd.DataFrame, target_metrics: pd.DataFrame | None, 
     memory too (evaluate_slos sees the requests only); rows and specs are in the same order."""
     soak = soak_section(requests, target_metrics, duration_s)
     rows = [slo | drift_slo(spec, soak) if spec.kind == "drift" else slo for spec, slo in zip(specs, slos)]
+    soak["shown"] = soak["shown"] or any(spec.kind == "drift" for spec in specs)
     return {"soak": soak, "slos": rows + slos[len(specs):]}

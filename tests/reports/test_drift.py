@@ -109,3 +109,10 @@ def test_a_drifting_run_fails_its_drift_slo_in_the_report(tmp_path) -> None:
     html = (root / "report.html").read_text()
     assert "Soak: trends" in html and "ms/h" in html
     assert "latency_p99" in (root / "report.md").read_text()
+
+
+def test_a_short_run_without_a_drift_slo_keeps_the_soak_section_out_of_the_report(tmp_path) -> None:
+    root = write_run(tmp_path / "run", _climbing_requests(120.0, 0.5))
+    summary = build_reports(root)
+    assert summary["soak"]["shown"] is False and len(summary["soak"]["windows"]) == 12
+    assert "Soak: trends" not in (root / "report.html").read_text()
