@@ -130,6 +130,10 @@ class StepRunner:
         """Poll the session; judge at each planned look (`steps.look_times`), and at the end."""
         cpu: list[float] = []
         interim = look_times(self.rules, self.specs)
+        # a generator whose schedule is spent may end before the step does (its last request due
+        # a moment before the end, its clock started just before t0): only an end before the
+        # last request was due is a generator that stopped early
+        last_due = min(float(schedule["offset_s"].max()), self.rules.schedule_s) if len(schedule) else 0.0
         look = 1
         for _ in range(math.ceil(self.rules.deadline_s / POLL_S) + MAX_LATE_POLLS):
             time.sleep(POLL_S)
@@ -137,7 +141,7 @@ class StepRunner:
             parts.append(session.poll())
             cpu.append(session.cpu_percent() / 100.0)
             done = session.finished()
-            if done and now < self.rules.schedule_s:
+            if done and now < last_due:
                 return Assessment("invalid", GENERATOR, "the load generator stopped before the step's end; "
                                   "see its locust.log", now)
             due_interim = look < self.rules.looks and now >= interim[look - 1]
