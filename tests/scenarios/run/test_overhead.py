@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -71,3 +74,38 @@ def test_a_stale_or_foreign_cache_entry_is_measured_again(monkeypatch: pytest.Mo
     monkeypatch.setattr(overhead, "measure_overhead", lambda *a, **k: dict(fresh))
     record = overhead.cached_or_measured(mix, target=target, lag_limit_ms=limit, languages=("en-de",), say=print)
     assert record["cached"] is False and json.loads(path.read_text())["steps"] == fresh["steps"]
+
+
+def _seed_cache(limit: float) -> dict[str, object]:
+    """A fresh cached record with known figures, as a check on this machine would leave it."""
+    key, parts = overhead.overhead_key("rushhour", False)
+    steps = [{"rate_rps": rate, "valid": True, "latency_ms": {"p50": 1.5, "p99": 4.25, "p99_9": 6.0}, "ttft_ms": None}
+             for rate in overhead.LADDER_RPS]
+    record = {"key": key, "made_of": parts, "steps": steps, "max_valid_rps_per_process": 3000.0,
+              "lag_limit_ms": limit, "measured_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    overhead.cache_dir().mkdir(parents=True, exist_ok=True)
+    (overhead.cache_dir() / f"{key}.json").write_text(json.dumps(record))
+    return record
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("cpu-c")
+def test_a_drill_reports_the_cached_overhead_and_a_dry_run_never_checks(tmp_path: Path, drill_process: list,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(overhead.SKIP_ENV)
+    record = _seed_cache(_mix()[2])
+    dry = subprocess.run([sys.executable, "-m", "scenarios.cli.main", "run", "smoke", "--dry-run"],
+                         capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 0 and "overhead" not in dry.stdout + dry.stderr
+    out = tmp_path / "drill"
+    proc = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", "smoke", "--out", str(out),
+                             "--duration", "5s"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    drill_process.append(proc)
+    output = proc.communicate(timeout=240)[0].decode()
+    assert "harness overhead: P99 4.25 ms at 50.0 req/s" in output, output
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    event = next(e for e in events if e["type"] == "harness_overhead")
+    assert event["cached"] is True and event["measured_at"] == record["measured_at"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["harness_overhead"]["latency_ms"]["p99"] == 4.25
+    assert "P99 4.2 ms" in (out / "report.md").read_text() or "P99 4.3 ms" in (out / "report.md").read_text()
