@@ -92,10 +92,11 @@ def select_slos(scenario: Scenario, names: tuple[str, ...], *, source: str) -> l
         raise ScenarioError(f'{source}: slos: no SLO named "{unknown[0]}"; the scenario has '
                             f"{', '.join(known) or 'none'}.")
     named = [known[name] for name in dict.fromkeys(names)]
-    rates = [spec.name for spec in named if spec.kind in ("goodput", "drift")]
+    rates = [spec for spec in named if spec.kind in ("goodput", "drift")]
     if rates:
-        raise ScenarioError(f'{source}: slos: "{rates[0]}" is a goodput or drift objective, a rate or a trend rather than a per-request '
-                            "objective, so a step cannot be judged on it; every step reports its goodput over the "
+        what = "a rate" if rates[0].kind == "goodput" else "a trend over hours"
+        raise ScenarioError(f'{source}: slos: "{rates[0].name}" is a {rates[0].kind} objective, {what} rather than a '
+                            "per-request objective, so a step cannot be judged on it; every step reports its goodput over the "
                             "per-request SLOs (ttft, tpot, latency, ...), and the capacity they give is the "
                             "highest goodput-meeting rate.")
     chosen = named or [spec for spec in scenario.slos if spec.kind not in ("goodput", "drift")]
