@@ -29,6 +29,7 @@ from reference_server.model.providers import (
 from reference_server.node.protocol import EXIT_REFUSED, parse_slowdown
 
 WARMUP_TEXT = "The quick brown fox jumps over the lazy dog. "
+SLOWDOWN_QUANTUM_S = 0.005  # continuous batching sleeps its slowdown debt in slices at least this long
 
 
 def _required_provider() -> str | None:
@@ -86,6 +87,7 @@ class ModelWorker:
         self.slowdown = 1.0
         self._exit_process = exit_process
         self._rows: RowDecoder | None = None
+        self._owed_s = 0.0  # slowdown sleep owed by decode steps, paid in SLOWDOWN_QUANTUM_S slices
         if model is not None:
             self.provider, self.model_name = model.provider, model.name
 
@@ -135,12 +137,22 @@ class ModelWorker:
         except BaseException:
             self._rows = None
             raise
-        finished = time.perf_counter()
-        if self.slowdown > 1.0:
-            time.sleep((self.slowdown - 1.0) * (finished - computing))
+        self._pay_slowdown((self.slowdown - 1.0) * (time.perf_counter() - computing))
         if first and pieces:
             self.first_request_ms = (time.perf_counter() - started) * 1000.0
         return pieces
+
+    def _pay_slowdown(self, owed_s: float) -> None:
+        """Sleep the slowdown a step owes once the debt reaches a slice: one sleep per millisecond
+        step would overshoot by a wake-up's delay each time on a busy machine."""
+        if owed_s <= 0.0:
+            self._owed_s = 0.0
+            return
+        self._owed_s += owed_s
+        if self._owed_s >= SLOWDOWN_QUANTUM_S:
+            began = time.perf_counter()
+            time.sleep(self._owed_s)
+            self._owed_s -= time.perf_counter() - began
 
     def _row_decoder(self) -> RowDecoder:
         if self._rows is None:
