@@ -51,9 +51,11 @@ STREAM_COLUMNS: Final[dict[str, str]] = {
     "itl_max_ms": "float64",
     "output_tokens": "float64",
     "max_tokens": "int64",
+    "input_tokens": "float64",
 }
 """Generative targets: time to first token and per output token (from the intended send, like
-every latency here), the answer's own inter-token gaps, tokens received, tokens asked for."""
+every latency here), the answer's own inter-token gaps, tokens received, tokens asked for, and
+the prompt's tokens as the server counted them."""
 
 REQUEST_COLUMNS: Final[dict[str, str]] = {
     "intended_s": "float64",

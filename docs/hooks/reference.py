@@ -65,6 +65,7 @@ COLUMN_MEANINGS: dict[str, str] = {
     "itl_max_ms": "streaming: the longest gap between tokens within this answer",
     "output_tokens": "streaming: tokens received",
     "max_tokens": "tokens asked for",
+    "input_tokens": "the prompt's tokens as the server counted them (openai-chat's usage), empty when unsaid",
     "arm": "`rushhour ab` only: `baseline` or `candidate`",
     "trial": "`rushhour ab` only: the interleaved trial the row belongs to",
 }

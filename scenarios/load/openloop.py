@@ -277,6 +277,7 @@ class OpenLoopFirer:
             first_segment_s=first, via="job" if job else self._plan.via_name,
             first_token_s=_since(tokens.first_at, m0), last_token_s=_since(tokens.last_at, m0),
             output_tokens=-1 if tokens.output_tokens is None else tokens.output_tokens,
+            input_tokens=-1 if tokens.input_tokens is None else tokens.input_tokens,
             itl_p50_ms=tokens.itl_p50_ms, itl_p99_ms=tokens.itl_p99_ms, itl_max_ms=tokens.itl_max_ms,
         )
         return outcome

@@ -22,12 +22,12 @@ from kernel import contract
 PART_COLUMNS = (
     "row", "intended_s", "sent_s", "done_s", "pool_wait_ms", "status", "error",
     "model", "cached", "degraded", "node", "first_segment_s", "via",
-    "first_token_s", "last_token_s", "output_tokens", "itl_p50_ms", "itl_p99_ms", "itl_max_ms",
+    "first_token_s", "last_token_s", "output_tokens", "itl_p50_ms", "itl_p99_ms", "itl_max_ms", "input_tokens",
 )
 STREAM_COLUMNS = tuple(contract.STREAM_COLUMNS)
 REQUEST_COLUMNS = tuple(contract.REQUEST_COLUMNS)
 _PART_DEFAULTS: dict[str, object] = {
-    "first_token_s": float("nan"), "last_token_s": float("nan"), "output_tokens": -1,
+    "first_token_s": float("nan"), "last_token_s": float("nan"), "output_tokens": -1, "input_tokens": -1,
     "itl_p50_ms": float("nan"), "itl_p99_ms": float("nan"), "itl_max_ms": float("nan"),
 }
 DEFAULT_BATCH_ROWS = 2000
@@ -86,7 +86,7 @@ def read_parts(paths: list[Path]) -> pd.DataFrame:
 
 
 def _part_dtype(name: str) -> str:
-    if name in ("row", "status", "output_tokens"):
+    if name in ("row", "status", "output_tokens", "input_tokens"):
         return "int64"
     if name in ("cached", "degraded"):
         return "bool"
@@ -156,6 +156,8 @@ def _stream_columns(out: pd.DataFrame, joined: pd.DataFrame, schedule: pd.DataFr
     for name in ("itl_p50_ms", "itl_p99_ms", "itl_max_ms"):
         out[name] = joined[name].astype(float).to_numpy()
     out["output_tokens"] = tokens
+    prompt = joined["input_tokens"].astype(float).to_numpy()
+    out["input_tokens"] = np.where(prompt >= 0, prompt, np.nan)
     asked = schedule["max_tokens"] if "max_tokens" in schedule else pd.Series(0, index=schedule.index)
     out["max_tokens"] = asked.fillna(0).astype("int64").to_numpy()
     return out

@@ -57,10 +57,11 @@ class OpenAIChatProtocol(WireProtocol):
         usage = data.get("usage")
         tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
         return Outcome(status=status, model=str(data.get("model") or ""), text=answer_text(data),
-                       tokens=TokenTiming(output_tokens=int(tokens) if isinstance(tokens, int) else None))
+                       tokens=TokenTiming(output_tokens=int(tokens) if isinstance(tokens, int) else None,
+                                          input_tokens=prompt_tokens(data)))
 
     def stream_parser(self) -> StreamParser:
-        return SseParser(read_chunk_event, ends=chunk_finishes, read_text=chunk_text)
+        return SseParser(read_chunk_event, ends=chunk_finishes, read_text=chunk_text, read_input_tokens=prompt_tokens)
 
 
 STATUS_BAD_ANSWER = 502
@@ -80,6 +81,13 @@ def read_chunk_event(event: dict[str, object]) -> tuple[int, str, str, int | Non
         text = text or str(choices[0].get("text") or "")
     return (1 if text else 0, str(event.get("model") or ""), error_code(event),
             int(tokens) if isinstance(tokens, int) else None)
+
+
+def prompt_tokens(data: dict[str, object]) -> int | None:
+    """The prompt's token count from an answer's or a chunk's `usage`, None when it carries none."""
+    usage = data.get("usage")
+    tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    return tokens if isinstance(tokens, int) else None
 
 
 def chunk_text(event: dict[str, object]) -> str:

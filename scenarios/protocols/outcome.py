@@ -19,6 +19,8 @@ class TokenTiming:
     first_at: float | None = None
     last_at: float | None = None
     output_tokens: int | None = None
+    input_tokens: int | None = None
+    """The prompt's tokens as the server counted them (openai-chat's `usage.prompt_tokens`), None if unsaid."""
     itl_p50_ms: float = float("nan")
     itl_p99_ms: float = float("nan")
     itl_max_ms: float = float("nan")

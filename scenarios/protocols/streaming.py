@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -61,6 +61,9 @@ class SseParser(StreamParser):
     ends: Ends | None = None
     read_text: Callable[[dict[str, object]], str] | None = None
     """The generated text an event carries, kept as the answer (conversations carry it forward)."""
+    read_input_tokens: Callable[[dict[str, object]], int | None] | None = None
+    """The prompt tokens an event reports (the usage event), kept for the cost per input token."""
+    input_tokens: int | None = None
     texts: list[str] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     model: str = ""
@@ -96,13 +99,15 @@ class SseParser(StreamParser):
         self.model = self.model or model
         self.error = self.error or error
         self.usage = usage if usage is not None else self.usage
+        prompt = self.read_input_tokens(event) if self.read_input_tokens is not None else None
+        self.input_tokens = prompt if prompt is not None else self.input_tokens
         self.done = self.done or (self.ends is not None and self.ends(event))
 
     def outcome(self, status: int, error: str = "") -> Outcome:
         if self._buffer.strip():
             self._line(self._buffer.strip(), self.times[-1] if self.times else 0.0)
             self._buffer = b""
-        tokens = token_timing(self.times, self.usage)
+        tokens = replace(token_timing(self.times, self.usage), input_tokens=self.input_tokens)
         if not 200 <= status < 300:
             return Outcome(status=status, error=error or f"http {status}", tokens=tokens)
         if self.error:

@@ -45,6 +45,21 @@ def test_openai_chat_stream_parser_counts_tokens_and_reads_usage_and_errors() ->
     assert protocol.stream_parser().outcome(200, "ConnectionReset").status == 0
 
 
+def test_openai_chat_reads_the_prompt_tokens_the_server_counted() -> None:
+    protocol = make_protocol({"protocol": "openai-chat"})
+    parser = protocol.stream_parser()
+    parser.feed(b'data: {"model": "m", "choices": [{"delta": {"content": "a"}}]}\n\n', 1.0)
+    parser.feed(b'data: {"choices": [], "usage": {"prompt_tokens": 812, "completion_tokens": 1}}\n\n'
+                b'data: [DONE]\n\n', 1.1)
+    assert parser.outcome(200).tokens.input_tokens == 812
+    silent = protocol.stream_parser()
+    silent.feed(b'data: {"model": "m", "choices": [{"delta": {"content": "a"}}]}\n\ndata: [DONE]\n\n', 1.0)
+    assert silent.outcome(200).tokens.input_tokens is None
+    plain = make_protocol({"protocol": "openai-chat", "stream": False})
+    answer = plain.parse(200, b'{"model": "m", "choices": [], "usage": {"prompt_tokens": 40, "completion_tokens": 9}}')
+    assert answer.tokens.input_tokens == 40 and answer.tokens.output_tokens == 9
+
+
 def test_openai_chat_without_streaming_reads_usage_and_refuses_a_foreign_answer() -> None:
     protocol = make_protocol({"protocol": "openai-chat", "stream": False})
     ok = protocol.parse(200, b'{"model": "m", "choices": [], "usage": {"completion_tokens": 9}}')
