@@ -2,8 +2,8 @@
 priority and phase: the prices an LLM service is compared by, beside dollars per 1k characters.
 
 The dollars are the node-seconds of `reports.cost` (fixed by the run). Output tokens are the
-`output_tokens` the protocol reported for each successful answer (openai-chat's usage); input
-tokens are read from an `input_tokens` column when the requests carry one. A pool's dollars are
+`output_tokens` the protocol reported for each successful answer (openai-chat's usage), the
+input tokens its `input_tokens` (the server's `usage.prompt_tokens`). A pool's dollars are
 shared among the tokens it served (`model` column); a class (priority, phase) pays each pool's
 price for the tokens of its requests that pool served, so a class's price is a token-weighted
 mean of pool prices.
