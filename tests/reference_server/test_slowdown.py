@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from reference_server.gateway.faults import FaultSpec, FaultTransport
 from reference_server.model import ModelInput
+from reference_server.node import worker as worker_module
 from reference_server.node.app import create_node_app
 from reference_server.node.protocol import SLOWDOWN_HEADER, parse_slowdown
 from reference_server.node.worker import ModelWorker, NodeSettings
@@ -181,3 +182,17 @@ def test_slowdown_factor_two_doubles_infer_time_and_halves_throughput() -> None:
     assert 1.7 < slow_ms / base_ms < 2.6, (base_ms, slow_ms)
     base_rps, slow_rps = count / base_wall, count / slow_wall
     assert 0.38 < slow_rps / base_rps < 0.6, (base_rps, slow_rps)  # capacity halves, not only latency
+
+
+def test_slowdown_debt_of_decode_steps_is_slept_in_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(worker_module.time, "sleep", slept.append)
+    worker = _worker()
+    worker._pay_slowdown(0.002)
+    worker._pay_slowdown(0.002)
+    assert slept == []  # under a slice: owed, not slept
+    worker._pay_slowdown(0.002)
+    assert slept == [pytest.approx(0.006)]
+    worker._pay_slowdown(0.0)  # full speed again: nothing stays owed
+    worker._pay_slowdown(0.004)
+    assert len(slept) == 1

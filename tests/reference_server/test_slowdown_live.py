@@ -11,7 +11,9 @@ import pytest
 
 from tests.support.server import RunningServer
 
-ONE_QUALITY_NODE = {"pools": {"quality": {"nodes": 1}, "fast": {"nodes": 1}}}
+# Dynamic batching: one compute call per batch, so the factor shows in infer_ms; continuous batching
+# sleeps per step (tests/reference_server/test_continuous_live.py checks the fault there).
+ONE_QUALITY_NODE = {"pools": {"quality": {"nodes": 1, "batching": "dynamic"}, "fast": {"nodes": 1}}}
 TEXT = "The spring promotion starts at noon and every order ships free within the country. "
 
 
