@@ -289,7 +289,8 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| nights flagged at ×{cfg['small_factor']:g} | {rate('small')} | |")
     lines += [f"| minimum detectable effect (most sensitive group, per night) | median ×{mde['median']:.2f} "
               f"(×{mde['min']:.2f}–×{mde['max']:.2f}) | |",
-              f"| night wall time (candidate boot + `ci/nightly.sh`) | median {walls['median']:.0f} s, "
+              f"| night wall time ({'candidate boot + `ci/nightly.sh`' if cfg.get('fresh_servers') else '`rushhour ab` on kept servers'}) "
+              f"| median {walls['median']:.0f} s, "
               f"max {walls['max']:.0f} s | ≤ 600 s |",
               f"| noisy neighbour, mean cores taken | {s['neighbour_cores_mean']} of {cfg['cpu_count']} | |",
               "", "| night | kind | exit | wall s | load1 before | neighbour cores | P ratio [interval] per group |",
