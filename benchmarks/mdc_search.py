@@ -1,0 +1,208 @@
+"""What the capacity search finds on an ideal queue: the whole search, simulated, many times.
+
+The search (`scenarios.capacity.search.search`) and each step's sequential verdict
+(`reports.sequential.look_call`, with the step's planned looks, warm-up and pending requests as
+`rushhour capacity` has them) run unchanged; only the service is replaced by a simulated M/D/c
+queue (benchmarks/mdc.py), whose long-run capacity is known. Repeated over many seeds this gives
+the distribution of the capacity a search reports for a given step length and rate bracket: what
+the design promises, against which a real run on the real server is judged
+(tests/scenarios/capacity/test_ground_truth.py).
+
+Near the knee a queue's slow answers come in bursts (a design effect of tens), so a short step
+holds few independent-equivalent requests and can only show the objective met well below the
+long-run capacity; long steps close the gap. This module's command prints that as a table:
+
+    python -m benchmarks.mdc_search [--steps 20,300] [--searches 200] [--seed 1] [--out F]
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import click
+import numpy as np
+
+from benchmarks.mdc import true_capacity, true_ttft_capacity
+from reports.sequential import PILOT_FLOOR, look_call
+from scenarios.capacity.job import step_rules
+from scenarios.capacity.search import SearchSettings, StepVerdict, search
+from scenarios.capacity.steps import SETTLE_S, StepRules
+
+__all__ = ["MDC", "STREAMING", "Queue", "SearchFigures", "found_capacities", "search_figures", "simulate_step"]
+
+MAX_LAG_P99_MS = 250.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Queue:
+    """An M/D/c service and its objective: `percentile` of the response time (or, when `first_ms`
+    is set, of the time to first token of a stream that holds its worker `service_ms`) within
+    `threshold_ms`. `min_rps`/`max_rps` are the bracket the search is given."""
+
+    name: str
+    workers: int
+    service_ms: float
+    threshold_ms: float
+    percentile: float
+    min_rps: float
+    max_rps: float
+    first_ms: float | None = None
+    every_ms: float = 0.0
+
+    @property
+    def allowed(self) -> float:
+        return 1.0 - self.percentile / 100.0
+
+    @property
+    def offset_ms(self) -> float:
+        """How much shorter the judged time is than the response time (the stream after its first token)."""
+        return 0.0 if self.first_ms is None else self.service_ms - self.first_ms
+
+    def truth(self) -> float:
+        """The long-run capacity: the highest rate whose simulated percentile is within the threshold."""
+        return _long_run_capacity(self)
+
+
+@functools.lru_cache(maxsize=8)
+def _long_run_capacity(queue: Queue) -> float:
+    if queue.first_ms is None:
+        return true_capacity(queue.threshold_ms, workers=queue.workers, service_ms=queue.service_ms,
+                             percentile=queue.percentile)
+    tokens = round((queue.service_ms - queue.first_ms) / queue.every_ms) + 1
+    return true_ttft_capacity(queue.threshold_ms, workers=queue.workers,
+                              stream=(queue.first_ms, queue.every_ms, tokens), percentile=queue.percentile)
+
+
+MDC = Queue(name="M/D/c, P99 <= 500 ms", workers=4, service_ms=100.0, threshold_ms=500.0, percentile=99.0,
+            min_rps=20.0, max_rps=80.0)
+STREAMING = Queue(name="streaming M/D/c, TTFT P95 <= 300 ms", workers=8, service_ms=190.0, first_ms=100.0,
+                  every_ms=10.0, threshold_ms=300.0, percentile=95.0, min_rps=15.0, max_rps=60.0)
+
+
+def _starts(arrive: np.ndarray, workers: int, service_s: float) -> np.ndarray:
+    """First come first served with equal service times: request i starts at
+    max(arrival_i, start_{i-c} + D), a cumulative maximum per residue class mod c."""
+    start = np.empty_like(arrive)
+    for lane in range(workers):
+        times = arrive[lane::workers]
+        offset = np.arange(times.size) * service_s
+        start[lane::workers] = offset + np.maximum.accumulate(times - offset)
+    return start
+
+
+def simulate_step(queue: Queue, rate: float, rules: StepRules, rng: np.random.Generator) -> StepVerdict:
+    """One step against the simulated queue, judged as `rushhour capacity` judges it: a fixed count
+    of Poisson arrivals over warm-up plus window (the queue empty at the start), and at each
+    planned look the window's requests due so far, those still unanswered counted as unknown
+    (or, for a response time, bad once they have waited past the threshold)."""
+    count = round(rate * rules.schedule_s)
+    arrive = np.sort(rng.uniform(0.0, rules.schedule_s, count))
+    done = _starts(arrive, queue.workers, queue.service_ms / 1000.0) + queue.service_ms / 1000.0
+    judged_ms = (done - arrive) * 1000.0 - queue.offset_ms
+    threshold = queue.threshold_ms
+    settle = min(threshold / 1000.0, SETTLE_S) + rules.record_lag_s
+    for look in range(1, rules.looks + 1):
+        final = look == rules.looks
+        rows = (arrive >= rules.warmup_s) & (arrive < rules.look_end(look))
+        now = float(done.max()) if final else rules.look_end(look) + settle
+        pending = done[rows] > now
+        waited = (now - arrive[rows]) * 1000.0
+        latency = judged_ms[rows]
+        good = ~pending & (latency <= threshold)
+        unknown = pending & (waited <= threshold) if queue.first_ms is None else pending
+        score = np.where(~pending, latency, np.where(unknown, np.nan, np.inf))
+        call = look_call(~good & ~unknown, unknown, queue.allowed, look=look, looks=rules.looks, score=score,
+                         floor=PILOT_FLOOR * threshold)
+        if call.met[0]:
+            return StepVerdict(rate, "pass")
+        if call.missed[0] or final:
+            return StepVerdict(rate, "fail", "slo", "missed" if call.missed[0] else "not shown met")
+    raise AssertionError("the last look always decides")
+
+
+def found_capacities(queue: Queue, *, step_s: float, searches: int, seed: int, precision: float = 0.05
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The capacity each of `searches` simulated searches reports (0 where none passed), and the
+    number of steps each took."""
+    rules = step_rules(step_s, MAX_LAG_P99_MS)
+    settings = SearchSettings(min_rps=queue.min_rps, max_rps=queue.max_rps, precision=precision)
+    found, steps = np.zeros(searches), np.zeros(searches, dtype=int)
+    for k in range(searches):
+        step = functools.partial(simulate_step, queue, rules=rules, rng=np.random.default_rng([seed, k]))
+        result = search(step, settings)
+        found[k], steps[k] = result.capacity_rps or 0.0, len(result.steps)
+    return found, steps
+
+
+@dataclass(frozen=True)
+class SearchFigures:
+    """The distribution of the reported capacity, in req/s and relative to the long-run truth."""
+
+    queue: str
+    step_s: float
+    searches: int
+    truth_rps: float
+    median_rps: float
+    p2_5_rps: float
+    p10_rps: float
+    p90_rps: float
+    max_rps: float
+    above_truth_share: float
+    within_10pct_share: float
+    none_share: float
+    steps_median: float
+    seconds: float
+
+
+def search_figures(queue: Queue, *, step_s: float, searches: int, seed: int, truth: float | None = None
+                   ) -> SearchFigures:
+    """Run the simulated searches and sum them up."""
+    began = time.perf_counter()
+    found, steps = found_capacities(queue, step_s=step_s, searches=searches, seed=seed)
+    truth = queue.truth() if truth is None else truth
+    p2_5, p10, median, p90 = (float(v) for v in np.percentile(found, [2.5, 10, 50, 90]))
+    return SearchFigures(queue.name, step_s, searches, truth, median, p2_5, p10, p90, float(found.max()),
+                         float(np.mean(found > truth)), float(np.mean(np.abs(found - truth) <= 0.1 * truth)),
+                         float(np.mean(found == 0.0)), float(np.median(steps)), time.perf_counter() - began)
+
+
+def _row(f: SearchFigures) -> str:
+    rel = [100.0 * (v / f.truth_rps - 1.0) for v in (f.p2_5_rps, f.median_rps, f.p90_rps, f.max_rps)]
+    return (f"| {f.queue} | {f.step_s:g} s | {f.truth_rps:.1f} | {f.p2_5_rps:.1f} ({rel[0]:+.0f}%) | "
+            f"{f.median_rps:.1f} ({rel[1]:+.0f}%) | {f.p90_rps:.1f} ({rel[2]:+.0f}%) | {f.max_rps:.1f} ({rel[3]:+.0f}%) | "
+            f"{100 * f.above_truth_share:.1f}% | {100 * f.within_10pct_share:.0f}% | {f.searches} |")
+
+
+@click.command()
+@click.option("--steps", default="20,300", show_default=True, help="Step lengths in seconds, comma-separated.")
+@click.option("--searches", default=200, show_default=True, type=click.IntRange(min=10))
+@click.option("--seed", default=1, show_default=True, type=int)
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the figures as JSON here.")
+def main(steps: str, searches: int, seed: int, out: Path | None) -> None:
+    """Print the distribution of the simulated search's capacity for each queue and step length."""
+    try:
+        lengths = [float(v) for v in steps.split(",")]
+    except ValueError as exc:
+        raise click.BadParameter(f'"{steps}" is not a comma-separated list of seconds.', param_hint="--steps") from exc
+    if any(v < 2.0 for v in lengths):
+        raise click.BadParameter(f'"{steps}": every step length must be at least 2 s.', param_hint="--steps")
+    click.echo("| queue | step | truth | 2.5th pct | median | 90th pct | max | above truth | within 10% | searches |")
+    click.echo("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    rows = []
+    for queue in (MDC, STREAMING):
+        truth = queue.truth()
+        for length in lengths:
+            figures = search_figures(queue, step_s=length, searches=searches, seed=seed, truth=truth)
+            rows.append(asdict(figures))
+            click.echo(_row(figures))
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"searches": searches, "seed": seed, "rows": rows}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
