@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 import redis
 
@@ -45,8 +46,13 @@ class RedisServer:
         raise RuntimeError(f"redis-server on port {self.port} did not answer within {timeout_s} s.")
 
     def stop(self) -> None:
+        """Stop our server, and a redis-server that a fault's undo started again on our port."""
         stop_process(self.proc, grace_s=10)
         self.proc = None
+        for pid in _redis_listeners(self.port):
+            restarted = psutil.Process(pid)
+            restarted.terminate()
+            restarted.wait(timeout=10)
 
     def client(self) -> redis.Redis:
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=2.0)
@@ -59,3 +65,10 @@ def redis_or_skip(workdir: Path) -> RedisServer:
     server = RedisServer(free_port(), workdir)
     server.start()
     return server
+
+
+def _redis_listeners(port: int) -> list[int]:
+    """PIDs of redis-server processes listening on `port` (a restarted server is a test's to stop too)."""
+    pids = {c.pid for c in psutil.net_connections("tcp")
+            if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid}
+    return [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).name() == "redis-server"]
