@@ -31,8 +31,9 @@ def test_the_null_target_answers_each_protocol_at_once() -> None:
 
 def test_the_rung_for_a_peak_is_the_lowest_at_or_above_it() -> None:
     steps = [{"rate_rps": r, "latency_ms": {"p99": r / 10}} for r in (50.0, 200.0, 500.0)]
-    assert overhead.at_peak({"steps": steps}, 120.0)["rate_rps"] == 200.0
-    assert overhead.at_peak({"steps": steps}, 900.0)["rate_rps"] == 500.0
+    at_120, at_900 = overhead.at_peak({"steps": steps}, 120.0), overhead.at_peak({"steps": steps}, 900.0)
+    assert at_120 is not None and at_120["rate_rps"] == 200.0
+    assert at_900 is not None and at_900["rate_rps"] == 500.0
     assert overhead.at_peak({"steps": []}, 10.0) is None
 
 
