@@ -2,13 +2,13 @@
 
 On a two-core machine the bundled model's nodes compete for the same cores, so the node count
 barely moves a CPU-bound capacity; a GPU node is its own device. The test therefore makes each
-node the bottleneck the way an accelerator is: two slots per node and an added 100 ms on every
-gateway-to-node call (the latency fault), so each node serves about 2 / 0.1 s and the pool's
-capacity follows its node count. Small and short: a P95 (62 independent-equivalent requests make a
-verdict), a coarse precision, since the point is the ordering, not the figures. The steps last
-20 s and the search starts at 6 req/s: the N-1 capacity is about 12 req/s, so a search starting
-there finds none, and 10 s steps (120 requests at 12 req/s, whose slow answers cluster on a busy
-machine) are too few to show even the healthy pool met.
+node the bottleneck the way an accelerator is, and slow enough that a busy machine's CPU is not:
+one slot per node and an added 500 ms on every gateway-to-node call (the latency fault), so each
+node serves under 2 req/s, the healthy pool under 4 and the N-1 pool under 2, well below what the
+CPU allows even with a heavily loaded machine. At such rates a step holds a few dozen requests,
+so the objectives are ones a few dozen can show met: a P80 (about 15 independent-equivalent
+requests) and 80% availability. The precision is coarse: the point is the ordering, not the
+figures.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ MIX = {
             "priorities": {"paid": {"fraction": 1.0, "deadline_ms": 5000, "tenants": 4}},
             "modes": {"quality": 1.0}, "repetition": None},
 }
-SERVER = {"admission": {"slots_per_node": 2}, "cache": {"enabled": False}}
+SERVER = {"admission": {"slots_per_node": 1}, "cache": {"enabled": False}}
+NODE_LATENCY_MS = 500
 
 
 @pytest.fixture
@@ -40,7 +41,7 @@ def slowed_server(tmp_path: Path) -> Iterator[RunningServer]:
     try:
         for node in ("quality-0", "quality-1"):
             response = server.admin("POST", f"/admin/nodes/{node}/faults",
-                                    {"kind": "latency", "latency_ms": 100, "ttl_s": 900})
+                                    {"kind": "latency", "latency_ms": NODE_LATENCY_MS, "ttl_s": 900})
             assert response.status_code == 200, response.text
         yield server
     finally:
@@ -51,13 +52,14 @@ def _scenario(tmp_path: Path, url: str) -> Path:
     (tmp_path / "quality.yaml").write_text(yaml.safe_dump(MIX))
     data = {"name": "n1", "traffic": {"model": "quality.yaml", "duration": "60s", "seed": 5},
             "target": {"url": url}, "load": {"max_lag_p99_ms": 250, "languages": ["en-de"]},
-            "slos": [{"name": "p95", "kind": "latency", "percentile": 95, "threshold_ms": 1000},
-                     {"name": "availability", "kind": "availability", "objective": 0.95}]}
+            "slos": [{"name": "p80", "kind": "latency", "percentile": 80, "threshold_ms": 2000},
+                     {"name": "availability", "kind": "availability", "objective": 0.8}]}
     path = tmp_path / "n1.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
 
 
+@pytest.mark.timeout(420)
 @pytest.mark.slow
 @pytest.mark.xdist_group("cpu-c")
 def test_n_minus_one_capacity_is_below_full_capacity(tmp_path: Path, slowed_server: RunningServer,
@@ -65,7 +67,7 @@ def test_n_minus_one_capacity_is_below_full_capacity(tmp_path: Path, slowed_serv
     monkeypatch.setenv("RUSHHOUR_ADMIN_TOKEN", TOKEN)
     out = tmp_path / "out"
     result = CliRunner().invoke(capacity, [
-        str(_scenario(tmp_path, slowed_server.url)), "--faults", "none,n-1", "--min-rps", "6", "--max-rps", "48",
+        str(_scenario(tmp_path, slowed_server.url)), "--faults", "none,n-1", "--min-rps", "1", "--max-rps", "8",
         "--precision", "0.5", "--step-duration", "20s", "--out", str(out)])
     assert result.exit_code == 0, result.output
     document = json.loads((out / "capacity.json").read_text())
