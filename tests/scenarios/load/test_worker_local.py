@@ -29,8 +29,8 @@ def test_worker_local_fires_with_its_own_credential_never_the_masters() -> None:
 
 def test_worker_local_guard_refuses_a_remote_host_unless_allowed() -> None:
     assert WorkerLocal().refusal("http://127.0.0.1:8000") is None
-    assert "not on this worker's machine" in str(WorkerLocal().refusal("http://10.0.0.9:8000"))
-    assert WorkerLocal(allowed_hosts=("10.0.0.9",)).refusal("http://10.0.0.9:8000") is None
+    assert "not on this worker's machine" in str(WorkerLocal().refusal("http://[2001:db8::9]:8000"))
+    assert WorkerLocal(allowed_hosts=("2001:db8::9",)).refusal("http://[2001:db8::9]:8000") is None
     assert WorkerLocal(allow_remote=True).refusal("https://api.example.com") is None
     why = str(WorkerLocal(allow_remote=True).refusal("http://u:pw-123@127.0.0.1:8000"))
     assert "credentials" in why and "pw-123" not in why
@@ -57,7 +57,7 @@ def test_worker_relay_builds_its_config_from_the_masters_message_without_its_fil
 def test_worker_local_refuses_a_schedule_whose_rows_name_a_remote_target(tmp_path: Path) -> None:
     plain, rows = tmp_path / "plain.parquet", tmp_path / "rows.parquet"
     pd.DataFrame({"offset_s": [0.0]}).to_parquet(plain)
-    pd.DataFrame({"offset_s": [0.0, 1.0], "base_url": ["http://127.0.0.1:1", "http://10.0.0.9:1"]}).to_parquet(rows)
+    pd.DataFrame({"offset_s": [0.0, 1.0], "base_url": ["http://127.0.0.1:1", "http://[2001:db8::9]:1"]}).to_parquet(rows)
     assert WorkerLocal().schedule_refusal(str(plain)) is None
-    assert "10.0.0.9" in str(WorkerLocal().schedule_refusal(str(rows)))
-    assert WorkerLocal(allowed_hosts=("10.0.0.9",)).schedule_refusal(str(rows)) is None
+    assert "2001:db8::9" in str(WorkerLocal().schedule_refusal(str(rows)))
+    assert WorkerLocal(allowed_hosts=("2001:db8::9",)).schedule_refusal(str(rows)) is None
