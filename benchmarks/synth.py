@@ -142,3 +142,13 @@ def _write_events(path: Path, duration_s: float) -> None:
         {"type": "run_end", "t_s": duration_s, "duration_s": duration_s, "interrupted": False},
     ]
     path.write_text("".join(json.dumps(dict(e, wall="2026-11-30T00:00:00Z")) + "\n" for e in events))
+
+
+def make_answered_results(root: Path, **kwargs: Any) -> Path:
+    """`make_results` in which every request was answered (its fault window's 503s and the client
+    timeouts become slow answers), so a P99 is made of latencies, not failures."""
+    run = make_results(root, **kwargs)
+    requests = pd.read_parquet(run / "requests.parquet")
+    requests["ok"], requests["status"] = True, 200
+    requests.to_parquet(run / "requests.parquet")
+    return run

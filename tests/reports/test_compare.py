@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from benchmarks.synth import make_results
+from benchmarks.synth import make_answered_results, make_results
 from reports.baselines import ScheduleMismatch
 from reports.compare import compare_runs, explain_comparison
 from reports.decision import explain
@@ -79,13 +79,7 @@ def test_compare_paired_refuses_different_schedules(runs: dict[str, Path]) -> No
 
 
 def _answered(root: Path, **kwargs: Any) -> Path:
-    """A synthetic run in which every request was answered (its fault window's 503s and the
-    client timeouts become slow answers), so the P99 is made of latencies, not failures."""
-    run = make_results(root, **kwargs)
-    requests = pd.read_parquet(run / "requests.parquet")
-    requests["ok"], requests["status"] = True, 200
-    requests.to_parquet(run / "requests.parquet")
-    return run
+    return make_answered_results(root, **kwargs)
 
 
 def _trial(root: Path, seed: int, slowdown: float) -> bool:

@@ -6,13 +6,19 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from benchmarks.synth import make_results
+from benchmarks.synth import make_answered_results, make_results
 from scenarios.cli.report import compare, report
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_results(tmp_path_factory.mktemp("cli") / "run", n_requests=2000)
+
+
+@pytest.fixture(scope="module")
+def answered_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run whose P99 is made of latencies (no failures near it), for the compare verdicts."""
+    return make_answered_results(tmp_path_factory.mktemp("cli") / "answered", n_requests=2000)
 
 
 @pytest.mark.slow
@@ -59,26 +65,26 @@ def test_report_exit_3_on_invalid_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_compare_exit_codes(tmp_path: Path, run_dir: Path) -> None:
-    slow = make_results(tmp_path / "slow", n_requests=2000, slowdown=1.3)
-    regressed = CliRunner().invoke(compare, [str(run_dir), str(slow)])
+def test_compare_exit_codes(tmp_path: Path, answered_dir: Path) -> None:
+    slow = make_answered_results(tmp_path / "slow", n_requests=2000, slowdown=1.3)
+    regressed = CliRunner().invoke(compare, [str(answered_dir), str(slow)])
     assert regressed.exit_code == 1 and "REGRESSION" in regressed.output
-    same = CliRunner().invoke(compare, [str(run_dir), str(run_dir)])
+    same = CliRunner().invoke(compare, [str(answered_dir), str(answered_dir)])
     assert same.exit_code == 0 and "NO REGRESSION" in same.output and "P99" in same.output
-    missing = CliRunner().invoke(compare, [str(run_dir), str(tmp_path / "nope")])
+    missing = CliRunner().invoke(compare, [str(answered_dir), str(tmp_path / "nope")])
     assert missing.exit_code == 2
 
 
 @pytest.mark.slow
-def test_compare_says_why_it_decided_and_refuses_a_paired_test_on_other_schedules(tmp_path: Path, run_dir: Path) -> None:
-    slow = make_results(tmp_path / "slow", n_requests=2000, slowdown=1.3)
-    result = CliRunner().invoke(compare, [str(run_dir), str(slow)])
+def test_compare_says_why_it_decided_and_refuses_a_paired_test_on_other_schedules(tmp_path: Path, answered_dir: Path) -> None:
+    slow = make_answered_results(tmp_path / "slow", n_requests=2000, slowdown=1.3)
+    result = CliRunner().invoke(compare, [str(answered_dir), str(slow)])
     assert result.exit_code == 1
     assert "paired: yes" in result.output.lower() and "one group per priority" in result.output  # pairing, population
     other = make_results(tmp_path / "other", n_requests=1500, seed=99)
-    refused = CliRunner().invoke(compare, ["--paired", str(run_dir), str(other)])
+    refused = CliRunner().invoke(compare, ["--paired", str(answered_dir), str(other)])
     assert refused.exit_code == 2 and "schedule" in refused.output.lower()
-    bad = CliRunner().invoke(compare, ["--population", "nonsense", str(run_dir), str(run_dir)])
+    bad = CliRunner().invoke(compare, ["--population", "nonsense", str(answered_dir), str(answered_dir)])
     assert bad.exit_code == 2 and "nonsense" in bad.output
 
 
