@@ -113,6 +113,10 @@ def run_bench(s: Settings) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="rushhour-server-bench-") as tmp:
         work = Path(tmp)
         raw, raw_single, batched, unbatched = _throughput(s, work)
+        idle = [name for name, load in (("served", batched), ("served with batch 1", unbatched)) if load.completed == 0]
+        if idle:
+            raise SystemExit(f"bench: no request completed while {' and '.join(idle)} was measured "
+                             f"({s.duration_s / s.rounds:g} s windows); give a longer --duration.")
         hits = _cache(s, work)
     return {
         "settings": {**asdict(s), "cpu_count": os.cpu_count(), "loadavg_before": load_before[0], "loadavg_after": os.getloadavg()[0]},

@@ -27,7 +27,7 @@ GOAL_NAMES = [
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("bench") / "bench.json"
-    command = [sys.executable, "-m", "benchmarks.server", "--quick", "--duration", "1", "--out", str(out)]
+    command = [sys.executable, "-m", "benchmarks.server", "--quick", "--duration", "4", "--out", str(out)]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout, out, json.loads(out.read_text())
