@@ -73,8 +73,11 @@ def test_overload_sheds_keeps_deadlines_and_memory_then_recovers(server: Running
     statuses = Counter(o.status for o in outcomes)
     # Shed (429/503), never a server error and never a request left to time out: admission sheds
     # what cannot get a slot in time, and a node sheds (503 cannot_meet_deadline) what its batch
-    # could not finish before the deadline, instead of computing it for nothing.
-    assert set(statuses) <= {200, 429, 503}, statuses
+    # could not finish before the deadline, instead of computing it for nothing. Under continuous
+    # batching a row whose deadline passes while it decodes is retired then and answered 504: a
+    # few of those are the estimate's misses, not requests left to time out.
+    assert set(statuses) <= {200, 429, 503, 504}, statuses
+    assert statuses[504] <= 0.02 * len(outcomes), statuses
     assert statuses[503] > 0 and statuses[200] > 0, statuses
     for shed in (o for o in outcomes if o.status == 503):
         assert shed.body["error"]["code"] == "overloaded", shed.body
