@@ -8,11 +8,12 @@ target without `/v1/status` (not the reference server) simply has no samples and
 
 from __future__ import annotations
 
-import threading
 import time
 
 import httpx
 import pandas as pd
+
+from scenarios.run.poller import Poller
 
 __all__ = ["SAMPLE_COLUMNS", "StatusSampler", "fetch_status", "settle"]
 
@@ -54,43 +55,30 @@ def settle(url: str, *, limit_s: float = SETTLE_LIMIT_S) -> float:
     return time.monotonic() - began
 
 
-class StatusSampler:
-    """A background thread sampling the target's pools once a second, timed on the step clock."""
+class StatusSampler(Poller):
+    """A background thread sampling the target's pools once a second, timed on the step clock.
+    A target without /v1/status is asked once: with no first sample there is nothing to sample."""
 
     def __init__(self, url: str, *, origin: float, interval_s: float = 1.0) -> None:
-        self._url = url.rstrip("/")
-        self._origin = origin
-        self._interval = interval_s
-        self._rows: list[dict[str, object]] = []
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="capacity-sampler", daemon=True)
+        super().__init__(url.rstrip("/"), origin=origin, interval_s=interval_s, name="capacity-sampler",
+                         on_error=None)
 
-    def start(self) -> StatusSampler:
-        self._thread.start()
+    def start(self) -> StatusSampler:  # type: ignore[override]
+        super().start()
         return self
 
-    def _loop(self) -> None:
-        with httpx.Client(timeout=self._interval * 0.9, trust_env=False) as client:
-            while not self._stop.is_set():
-                status = fetch_status(client, self._url)
-                if status is None and not self._rows:
-                    return  # no /v1/status here: nothing to sample
-                if status is not None:
-                    self._add(status, time.time() - self._origin)
-                self._stop.wait(self._interval)
+    def tick(self, client: httpx.Client) -> None:
+        status = fetch_status(client, self._url)
+        if status is None and not self.samples:
+            self._stop.set()
+            return
+        if status is not None:
+            t_s = self.elapsed_s()
+            self.keep([{"t_s": t_s, "pool": str(name), **{k: int(pool.get(k, 0)) for k in SAMPLE_COLUMNS[2:]}}
+                       for name, pool in sorted((status.get("pools") or {}).items()) if isinstance(pool, dict)])
 
-    def _add(self, status: dict, t_s: float) -> None:
-        rows = [{"t_s": t_s, "pool": str(name), **{k: int(pool.get(k, 0)) for k in SAMPLE_COLUMNS[2:]}}
-                for name, pool in sorted((status.get("pools") or {}).items()) if isinstance(pool, dict)]
-        with self._lock:
-            self._rows.extend(rows)
-
-    def stop(self) -> pd.DataFrame:
+    def stop(self) -> pd.DataFrame:  # type: ignore[override]
         """Stop sampling and return every sample (typed, possibly empty)."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-        with self._lock:
-            frame = pd.DataFrame(self._rows, columns=list(SAMPLE_COLUMNS))
+        super().stop()
+        frame = pd.DataFrame(self.rows(), columns=list(SAMPLE_COLUMNS))
         return frame.astype({"t_s": float, "pool": str, **dict.fromkeys(SAMPLE_COLUMNS[2:], "int64")})

@@ -2,29 +2,25 @@
 
 Runs in a thread of the runner: it must keep its 1 s rhythm while the runner's loop is busy
 merging parts, and a slow or dead server must cost one missed sample, never the run. A failed
-scrape is never silent: `on_error` hears of it (rate-limited, see `ErrorReporter`), so the run's
+scrape is never silent: `on_error` hears of it (rate-limited, see `scenarios.run.poller.ErrorReporter`), so the run's
 timeline says which samples and server events are missing and why.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pandas as pd
 
-from kernel.loopback import is_loopback_url
+from scenarios.run.poller import SCRAPE_INTERVAL_S, Poller
 
 METRIC_COLUMNS = (
     "t_s", "pool", "nodes_alive", "nodes_ready", "breakers_open", "queue_depth", "inflight",
     "batch_size_mean", "provider", "cache_hits_total", "cache_misses_total", "shed_total",
     "requests_total", "batching",
 )
-SCRAPE_INTERVAL_S = 1.0
-ERROR_REPORT_EVERY_S = 10.0
 STATUS_PATH = "/v1/status"
 EVENTS_PATH = "/v1/events"
 
@@ -86,44 +82,9 @@ def metrics_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
     return frame
 
 
-class ErrorReporter:
-    """Failures of one scraper, reported without flooding: the first failure of an endpoint at
-    once, then at most one report per `every_s` carrying the count of failures since the last."""
-
-    def __init__(self, report: Callable[[dict[str, object]], None] | None, *,
-                 every_s: float = ERROR_REPORT_EVERY_S, clock: Callable[[], float] = time.monotonic) -> None:
-        self._report = report
-        self._every_s = every_s
-        self._clock = clock
-        self._last: dict[str, float] = {}
-        self._pending: dict[str, tuple[int, str]] = {}
-        self.totals: dict[str, int] = {}
-
-    def failed(self, endpoint: str, reason: str) -> None:
-        self.totals[endpoint] = self.totals.get(endpoint, 0) + 1
-        count = self._pending.get(endpoint, (0, ""))[0] + 1
-        self._pending[endpoint] = (count, reason)
-        now = self._clock()
-        if endpoint not in self._last or now - self._last[endpoint] >= self._every_s:
-            self._last[endpoint] = now
-            self._send(endpoint)
-
-    def flush(self) -> None:
-        """Report what the rate limit held back (called once when the scraper stops)."""
-        for endpoint in list(self._pending):
-            self._send(endpoint)
-
-    def _send(self, endpoint: str) -> None:
-        count, reason = self._pending.pop(endpoint)
-        if self._report is not None:
-            self._report({"endpoint": endpoint, "reason": reason, "errors": count, "total": self.totals[endpoint]})
-
-
-class StatusScraper:
-    """Background thread polling `<base>/v1/status`; `rows` grows by one scrape per second.
-
-    The client ignores proxy variables for a loopback target (the admin token and the samples
-    stay on this machine) and never follows redirects."""
+class StatusScraper(Poller):
+    """Polls `<base>/v1/status` once a second (one row per pool) and copies the server's own
+    events into the drill's log."""
 
     def __init__(
         self, base_url: str, *, origin: float, interval_s: float = SCRAPE_INTERVAL_S,
@@ -131,47 +92,26 @@ class StatusScraper:
         on_error: Callable[[dict[str, object]], None] | None = None,
     ) -> None:
         self._base = base_url.rstrip("/")
-        self._url = self._base + STATUS_PATH
+        super().__init__(self._base, origin=origin, interval_s=interval_s, name="status-scraper", on_error=on_error)
+        self._status_url = self._base + STATUS_PATH
         self._events_url = self._base + EVENTS_PATH
         self._on_server_event = on_server_event
-        self.errors = ErrorReporter(on_error)
         self._last_seq = 0
-        self._origin = origin
-        self._interval = interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="status-scraper", daemon=True)
-        self._lock = threading.Lock()
-        self._rows: list[dict[str, object]] = []
         self.last_status: dict | None = None
-        self.samples = 0
 
     @property
     def failures(self) -> int:
         return sum(self.errors.totals.values())
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def client(self) -> httpx.Client:
-        return httpx.Client(timeout=self._interval * 0.9, trust_env=not is_loopback_url(self._base),
-                            follow_redirects=False)
-
-    def _loop(self) -> None:
-        with self.client() as client:
-            while not self._stop.is_set():
-                began = time.monotonic()
-                self._scrape(client)
-                self._stop.wait(max(0.0, self._interval - (time.monotonic() - began)))
+    def tick(self, client: httpx.Client) -> None:
+        self._scrape(client)
 
     def _scrape(self, client: httpx.Client) -> None:
-        t_s = time.time() - self._origin
-        status = self._get_json(client, STATUS_PATH, self._url)
+        t_s = self.elapsed_s()
+        status = self._get_json(client, STATUS_PATH, self._status_url)
         if not isinstance(status, dict):
             return
-        rows = status_rows(status, self.last_status, t_s)
-        with self._lock:
-            self._rows.extend(rows)
-            self.samples += 1
+        self.keep(status_rows(status, self.last_status, t_s))
         self.last_status = status
         self._pull_events(client)
 
@@ -210,19 +150,12 @@ class StatusScraper:
             self._last_seq = max(self._last_seq, int(event.get("seq", 0)))
             self._on_server_event(event)
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-        self.errors.flush()
-
     def summary(self) -> dict[str, object]:
         """Samples taken and failures per endpoint, for the run's `scraper` event."""
         return {"samples": self.samples, "errors": dict(self.errors.totals), "failed": self.failures}
 
     def frame(self) -> pd.DataFrame:
-        with self._lock:
-            return metrics_frame(list(self._rows))
+        return metrics_frame(self.rows())
 
     def write(self, path: Path) -> None:
         self.frame().to_parquet(path, index=False)

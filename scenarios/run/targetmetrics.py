@@ -7,14 +7,12 @@ parser. The rows kept are bounded: histogram buckets and `_created` stamps are d
 report reads gauges, counters, sums and counts), each sample name keeps at most
 `MAX_SERIES_PER_METRIC` label sets and the scrape at most `MAX_SERIES` in all, so a target that
 labels by request id cannot fill the disk. A failed scrape costs one sample, is reported through
-`on_error` (rate-limited, see `scenarios.run.scraper.ErrorReporter`) and never stops the run.
+`on_error` (rate-limited, see `scenarios.run.poller.ErrorReporter`) and never stops the run.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -24,8 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kernel.atomic import write_parquet_atomic
 from kernel.contract import TARGET_METRICS_COLUMNS, TARGET_METRICS_FILE
-from kernel.loopback import is_loopback_url
-from scenarios.run.scraper import SCRAPE_INTERVAL_S, ErrorReporter
+from scenarios.run.poller import SCRAPE_INTERVAL_S, Poller
 
 MAX_SERIES_PER_METRIC = 64
 MAX_SERIES = 2000
@@ -65,39 +62,21 @@ def target_metrics_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
     return frame.astype(TARGET_METRICS_COLUMNS)
 
 
-class TargetMetricsScraper:
-    """Background thread polling the target's Prometheus endpoint; `frame()` holds every sample.
-
-    Proxy variables are ignored for a loopback endpoint; redirects are never followed."""
+class TargetMetricsScraper(Poller):
+    """Polls the target's Prometheus endpoint once a second; `frame()` holds every sample kept."""
 
     def __init__(self, url: str, *, origin: float, interval_s: float = SCRAPE_INTERVAL_S,
                  on_error: Callable[[dict[str, object]], None] | None = None) -> None:
-        self._url = url
-        self._origin = origin
-        self._interval = interval_s
-        self.errors = ErrorReporter(on_error)
+        super().__init__(url, origin=origin, interval_s=interval_s, name="target-metrics-scraper", on_error=on_error)
         self._known: dict[str, set[str]] = {}
-        self._rows: list[dict[str, object]] = []
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="target-metrics-scraper", daemon=True)
-        self.samples = 0
         self.dropped = 0
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def _loop(self) -> None:
-        with httpx.Client(timeout=self._interval * 0.9, trust_env=not is_loopback_url(self._url),
-                          follow_redirects=False) as client:
-            while not self._stop.is_set():
-                began = time.monotonic()
-                self.scrape_once(client)
-                self._stop.wait(max(0.0, self._interval - (time.monotonic() - began)))
+    def tick(self, client: httpx.Client) -> bool:
+        return self.scrape_once(client)
 
     def scrape_once(self, client: httpx.Client) -> bool:
         """One scrape, timed at the moment it was asked for; False when it failed (and was reported)."""
-        t_s = time.time() - self._origin
+        t_s = self.elapsed_s()
         text = self._get(client)
         if text is None:
             return False
@@ -106,10 +85,8 @@ class TargetMetricsScraper:
         except ValueError as exc:
             self.errors.failed(ENDPOINT, f"GET {self._url} answered text that is not Prometheus format: {exc}")
             return False
-        with self._lock:
-            self._rows.extend(rows)
-            self.samples += 1
-            self.dropped += dropped
+        self.dropped += dropped
+        self.keep(rows)
         return True
 
     def _get(self, client: httpx.Client) -> str | None:
@@ -123,20 +100,13 @@ class TargetMetricsScraper:
             return None
         return response.text
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-        self.errors.flush()
-
     def summary(self) -> dict[str, object]:
         """For the run's `target_metrics` event: scrapes that worked, failures, samples dropped by the bounds."""
         return {"url": self._url, "samples": self.samples, "failed": sum(self.errors.totals.values()),
                 "dropped_series_samples": self.dropped}
 
     def frame(self) -> pd.DataFrame:
-        with self._lock:
-            return target_metrics_frame(list(self._rows))
+        return target_metrics_frame(self.rows())
 
     def write_into(self, results_dir: Path) -> None:
         """`target_metrics.parquet` in the run's folder, written whole or not at all."""

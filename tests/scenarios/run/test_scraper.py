@@ -132,7 +132,7 @@ def test_scraper_reports_an_unreachable_status_endpoint() -> None:
 
 
 def test_error_reporter_reports_again_after_its_interval() -> None:
-    from scenarios.run.scraper import ErrorReporter
+    from scenarios.run.poller import ErrorReporter
 
     now = [0.0]
     sent: list[dict] = []
