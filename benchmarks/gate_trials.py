@@ -181,7 +181,8 @@ def _night_env(setup: Setup, args: argparse.Namespace, night_dir: Path, index: i
                NIGHTLY_SCENARIO=str(setup.scenario), NIGHTLY_PYTHON=sys.executable,
                NIGHTLY_SERVE_ARGS=" ".join(setup.serve_args), NIGHTLY_OUT=str(night_dir / "results"),
                NIGHTLY_ARTIFACTS=str(night_dir / "artifacts"), NIGHTLY_SEED=str(args.seed * 1000 + index))
-    for key, value in (("NIGHTLY_DURATION", args.duration), ("NIGHTLY_TRIALS", args.trials)):
+    for key, value in (("NIGHTLY_DURATION", args.duration), ("NIGHTLY_TRIALS", args.trials),
+                       ("NIGHTLY_INTERLEAVE", args.interleave)):
         if value:
             env[key] = str(value)
     return env
@@ -190,7 +191,8 @@ def _night_env(setup: Setup, args: argparse.Namespace, night_dir: Path, index: i
 def _ab_command(setup: Setup, env: dict[str, str], servers: Servers) -> list[str]:
     command = [setup.rushhour, "ab", str(setup.scenario), "--baseline", servers.baseline, "--candidate",
                servers.candidate, "--out", env["NIGHTLY_OUT"], "--seed", env["NIGHTLY_SEED"]]
-    for key, option in (("NIGHTLY_DURATION", "--duration"), ("NIGHTLY_TRIALS", "--trials")):
+    for key, option in (("NIGHTLY_DURATION", "--duration"), ("NIGHTLY_TRIALS", "--trials"),
+                        ("NIGHTLY_INTERLEAVE", "--interleave")):
         if key in env:
             command += [option, env[key]]
     return command
@@ -310,6 +312,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--small-nights", type=int, default=10, help="nights at --small-factor (0: none)")
     parser.add_argument("--duration", default=None, help="night length passed to rushhour ab (default: the scenario's)")
     parser.add_argument("--trials", type=int, default=None, help="trials per night (default: rushhour ab's)")
+    parser.add_argument("--interleave", choices=("trials", "requests"), default=None,
+                        help="rushhour ab's --interleave (default: its own)")
     parser.add_argument("--scenario", type=Path, default=Path("scenarios/nightly.yaml"), help="relative to the checkout")
     parser.add_argument("--rate-scale", type=float, default=1.0, help="multiply the scenario's rate (a lighter night)")
     parser.add_argument("--ref", default="HEAD", help="the commit both arms run (built once, shared dependencies)")

@@ -19,7 +19,7 @@
 #   NIGHTLY_CANDIDATE_URL     a candidate already running (nothing is started for it)
 #   NIGHTLY_SERVE_ARGS        `rushhour serve` options for both servers (default: the scenario's
 #                             embedded target: --nodes N --max-batch-size B)
-#   NIGHTLY_TRIALS, NIGHTLY_DURATION, NIGHTLY_SEED   passed to `rushhour ab`
+#   NIGHTLY_TRIALS, NIGHTLY_DURATION, NIGHTLY_SEED, NIGHTLY_INTERLEAVE   passed to `rushhour ab`
 #   NIGHTLY_BOOT_TIMEOUT      seconds a server may take to become ready (default 300)
 #   NIGHTLY_PYTHON            a Python with PyYAML for the small helpers (default python3)
 #   NIGHTLY_OUT               results dir; NIGHTLY_ARTIFACTS where report files and server logs are kept
@@ -133,7 +133,7 @@ main() {
     echo "nightly: $SCENARIO -> $OUT (baseline $baseline_url, candidate $candidate_url)"
     $RUSHHOUR ab "$SCENARIO" --baseline "$baseline_url" --candidate "$candidate_url" --out "$OUT" \
         ${NIGHTLY_TRIALS:+--trials "$NIGHTLY_TRIALS"} ${NIGHTLY_DURATION:+--duration "$NIGHTLY_DURATION"} \
-        ${NIGHTLY_SEED:+--seed "$NIGHTLY_SEED"}
+        ${NIGHTLY_SEED:+--seed "$NIGHTLY_SEED"} ${NIGHTLY_INTERLEAVE:+--interleave "$NIGHTLY_INTERLEAVE"}
     rc=$?
     keep_artifacts
     return "$rc"
