@@ -66,15 +66,21 @@ def poisson_offsets(
     model: TrafficModel, window: Window, rate_scale: float, rng: np.random.Generator
 ) -> np.ndarray:
     """Sorted compressed arrival offsets of the model's rate over the window."""
-    grid = _clock_grid(model, window, MIN_GRID, MAX_GRID)
-    per_model_s = model.rate(grid) * (rate_scale / window.time_scale)
-    cumulative = np.concatenate([[0.0], np.cumsum(np.diff(grid) * (per_model_s[1:] + per_model_s[:-1]) / 2)])
+    grid, cumulative = intensity(model, window, rate_scale)
     total = float(cumulative[-1])
     count = int(rng.poisson(total)) if total > 0 else 0
     spacings = np.cumsum(rng.exponential(size=count + 1))
     uniforms = spacings[:-1] / spacings[-1] * total
     clocks = np.interp(uniforms, cumulative, grid)
     return np.asarray(window.to_offset(clocks), dtype=np.float64)
+
+
+def intensity(model: TrafficModel, window: Window, rate_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """(clock grid, expected arrivals up to each grid point): the cumulative intensity Λ(t)."""
+    grid = _clock_grid(model, window, MIN_GRID, MAX_GRID)
+    per_model_s = model.rate(grid) * (rate_scale / window.time_scale)
+    cumulative = np.concatenate([[0.0], np.cumsum(np.diff(grid) * (per_model_s[1:] + per_model_s[:-1]) / 2)])
+    return grid, cumulative
 
 
 def rate_curve(
