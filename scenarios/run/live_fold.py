@@ -4,7 +4,9 @@ One fold per drill, in the runner: every worker process writes its parts into th
 so `--processes N` aggregates here with no extra plumbing. Rows are joined onto the schedule
 (`merge_requests`, the same columns as `requests.parquet`), counted once per scheduled row, and
 grouped by the bounded labels priority, kind, mode and phase. Everything is vectorised: a tick
-costs one groupby over the rows that arrived since the last one.
+costs one groupby over the rows that arrived since the last one. Nothing is kept per request
+beyond one flag per scheduled row: counters, histograms and a ring of time bins
+(`scenarios.run.live_hist`) hold the rest, so the fold's size does not grow with the run's length.
 
 A request counts when it ended (its answer, error or give-up time): failures count at their end
 time, like every latency here, and its latency runs from the intended send time.
@@ -17,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from kernel.quantiles import percentile_value
 from reports.faults import SHED_STATUSES
 from scenarios.load.parts import merge_requests
+from scenarios.run.live_hist import LogHistogram, TimeRing
 
 LABELS = ("priority", "kind", "mode", "phase")
 _RENARD = (1.0, 1.25, 1.6, 2.0, 2.5, 3.2, 4.0, 5.0, 6.4, 8.0)
@@ -30,6 +32,9 @@ LATENCY_BUCKETS_S: tuple[float, ...] = tuple(
 bucket is off by at most a quarter of its value anywhere in that range."""
 LAG_BUCKETS_S: tuple[float, ...] = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 COUNTERS = ("sent", "completed", "ok", "failed", "shed", "degraded", "cached", "ok_chars")
+RECENT_BIN_S = 1.0
+RECENT_SPAN_S = 60.0
+"""The terminal view's recent figures reach back a minute, resolved to a second."""
 
 
 @dataclass(frozen=True)
@@ -54,38 +59,41 @@ class HistogramState:
 
 
 class LiveFold:
-    """Running counters, histograms and per-request arrays for one drill's schedule."""
+    """Running counters and histograms for one drill's schedule."""
 
     def __init__(self, schedule: pd.DataFrame, *, documents_via_jobs: bool = False) -> None:
         self.schedule = schedule.reset_index(drop=True)
         keys = self.schedule[list(LABELS)].astype(str)
-        self._group = keys.groupby(list(LABELS), sort=True).ngroup().to_numpy(dtype=np.int64)
+        self._group = keys.groupby(list(LABELS), sort=True).ngroup().to_numpy(dtype=np.int32)
         self.groups: list[tuple[str, ...]] = [tuple(row) for row in
                                               keys.drop_duplicates().sort_values(list(LABELS)).to_numpy()]
+        self.priorities = sorted({group[0] for group in self.groups})
+        self._group_priority = np.array([self.priorities.index(g[0]) for g in self.groups], dtype=np.int64)
         n = len(self.groups)
         self._jobs = documents_via_jobs
         self._seen = np.zeros(len(self.schedule), dtype=bool)
         offsets = self.schedule["offset_s"].to_numpy(dtype=float)
-        self._order = np.argsort(offsets, kind="stable")
-        self._sorted_offsets = offsets[self._order]
+        in_order = offsets.size < 2 or bool((offsets[1:] >= offsets[:-1]).all())  # a schedule is, as generated
+        self._order: np.ndarray | None = None if in_order else np.argsort(offsets, kind="stable")
+        self._sorted_offsets = offsets if self._order is None else offsets[self._order]
         self._offered_cursor = 0
         self.offered = np.zeros(n, dtype=np.int64)
         self.counters = {name: np.zeros(n, dtype=np.int64) for name in COUNTERS}
         self.latency = HistogramState.empty(LATENCY_BUCKETS_S, n)
         self.service = HistogramState.empty(LATENCY_BUCKETS_S, n)
         self.lag = HistogramState.empty(LAG_BUCKETS_S, 1)
-        self._ends: list[np.ndarray] = []
-        self._lat: list[np.ndarray] = []
-        self._failed: list[np.ndarray] = []
-        self._shed: list[np.ndarray] = []
-        self._prio: list[np.ndarray] = []
-        self._lags: list[np.ndarray] = []
+        self._lags = LogHistogram(lo=1e-6, hi=1e4)
+        self._recent_latency = LogHistogram(lo=1e-4, hi=1e4)
+        shape = (len(self.priorities),)
+        self._recent = TimeRing(bin_s=RECENT_BIN_S, span_s=RECENT_SPAN_S, shape=(*shape, 3))  # done, failed, shed
+        self._recent_hist = TimeRing(bin_s=RECENT_BIN_S, span_s=RECENT_SPAN_S, shape=(*shape, self._recent_latency.size))
 
     def advance(self, elapsed_s: float) -> None:
         """Count the scheduled rows whose intended send time has come (offered load)."""
         stop = int(np.searchsorted(self._sorted_offsets, elapsed_s, side="right"))
         if stop > self._offered_cursor:
-            rows = self._order[self._offered_cursor:stop]
+            rows = (np.arange(self._offered_cursor, stop) if self._order is None
+                    else self._order[self._offered_cursor:stop])
             self.offered += np.bincount(self._group[rows], minlength=len(self.groups))
             self._offered_cursor = stop
 
@@ -132,34 +140,31 @@ class LiveFold:
         self.service.observe(group, merged["service_ms"].to_numpy(dtype=float) / 1000.0)
         lag = merged["sent_s"].to_numpy(dtype=float) - merged["intended_s"].to_numpy(dtype=float)
         self.lag.observe(np.zeros(len(lag), dtype=np.int64), np.clip(lag, 0.0, None))
-        self._lags.append(lag)
-        self._ends.append(end_times(merged))
-        self._lat.append(np.where(attempted, latency_s, np.nan))
-        self._failed.append(attempted & ~ok)
-        self._shed.append(flags["shed"])
-        self._prio.append(merged["priority"].astype(str).to_numpy())
+        self._lags.observe(lag)
+        self._remember(merged, group, np.where(attempted, latency_s, np.nan), flags["failed"], flags["shed"])
 
-    def _compact(self) -> None:
-        """One array per column again, so each second concatenates only what arrived."""
-        for chunks in (self._ends, self._lat, self._failed, self._shed, self._prio):
-            if len(chunks) > 1:
-                chunks[:] = [np.concatenate(chunks)]
+    def _remember(self, merged: pd.DataFrame, group: np.ndarray, latency_s: np.ndarray,
+                  failed: np.ndarray, shed: np.ndarray) -> None:
+        """Put each request into the time bin of its end, for `recent`."""
+        ends, prio = end_times(merged), self._group_priority[group]
+        for column, mask in enumerate((np.ones(ends.size, dtype=bool), failed, shed)):
+            self._recent.add(ends[mask], (prio[mask], np.full(int(mask.sum()), column)))
+        timed = ~np.isnan(latency_s)
+        bucket = self._recent_latency.index(np.maximum(latency_s[timed], 0.0))
+        self._recent_hist.add(ends[timed], (prio[timed], bucket))
 
     def recent(self, now_s: float, window_s: float) -> RecentFigures:
-        """Rate, error share and P99 per priority over requests that ended in the last `window_s`."""
-        if not self._ends:
-            return RecentFigures(window_s=window_s, done=0, failed=0, shed=0, by_priority={})
-        self._compact()
-        ends = self._ends[0]
-        inside = (ends > now_s - window_s) & (ends <= now_s)
-        lat, failed = self._lat[0][inside], self._failed[0][inside]
-        shed, prio = self._shed[0][inside], self._prio[0][inside]
-        by_priority = {str(p): (int((prio == p).sum()), percentile_value(lat[prio == p] * 1000.0, 99),
-                                float(failed[prio == p].mean()))
-                       for p in sorted(set(self.schedule["priority"].astype(str)))
-                       if (prio == p).any()}
-        return RecentFigures(window_s=window_s, done=int(inside.sum()), failed=int(failed.sum()),
-                             shed=int(shed.sum()), by_priority=by_priority)
+        """Rate, error share and P99 per priority over requests that ended in the last `window_s`.
+
+        The window's edges are resolved to RECENT_BIN_S and it reaches back RECENT_SPAN_S at most;
+        each P99 is within 1% of the exact one (`LogHistogram`)."""
+        counts = self._recent.window(now_s, window_s).astype(np.int64)
+        hists = self._recent_hist.window(now_s, window_s)
+        by_priority = {p: (int(counts[i, 0]), self._recent_latency.percentile(99, hists[i]) * 1000.0,
+                           float(counts[i, 1] / counts[i, 0]))
+                       for i, p in enumerate(self.priorities) if counts[i, 0] > 0}
+        done, failed, shed = (int(v) for v in counts.sum(axis=0))
+        return RecentFigures(window_s=window_s, done=done, failed=failed, shed=shed, by_priority=by_priority)
 
     def offered_between(self, start_s: float, end_s: float) -> int:
         """Scheduled rows with an intended send time in (start_s, end_s]."""
@@ -167,8 +172,8 @@ class LiveFold:
         return int(bounds[1] - bounds[0])
 
     def lag_p99_ms(self) -> float:
-        """The generator's schedule lag P99 so far (NaN before anything was sent)."""
-        return percentile_value(np.concatenate(self._lags) * 1000.0, 99) if self._lags else float("nan")
+        """The generator's schedule lag P99 so far (NaN before anything was sent), within 1%."""
+        return self._lags.percentile(99) * 1000.0
 
     def total(self, name: str) -> int:
         return int(self.offered.sum()) if name == "offered" else int(self.counters[name].sum())

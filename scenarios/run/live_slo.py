@@ -6,7 +6,9 @@ answers. Live, an event counts when the request ended, so a failure spends budge
 time. Burn rate = bad share in a trailing window / allowed bad share, for both windows of each
 page rule in `reports.burn` (scaled into run time by the scenario's time_scale); a window
 without events burns nothing (0). Goodput SLOs are a rate over the run, not good/bad events,
-and are left to the report.
+and are left to the report. Events are kept as counts per time bin (a ring as long as the longest
+window, bins a fiftieth of the shortest), never one per request, so a window's edges are resolved
+to a fiftieth of the shortest window.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from reports.burn import PAGE_RULES
 from reports.schema import LATENCY_KINDS, SloSpec
 from reports.selection import slo_scope, valid_and_bad
 from scenarios.run.live_fold import end_times
+from scenarios.run.live_hist import TimeRing
+
+BINS_PER_SHORT_WINDOW = 50
 
 
 def window_name(model_seconds: float) -> str:
@@ -41,13 +46,17 @@ def burn_windows(time_scale: float) -> list[tuple[str, float]]:
 
 @dataclass
 class SloTally:
-    """One SLO: cumulative good and bad events and when each valid event ended."""
+    """One SLO: cumulative good and bad events, and per time bin how many valid and bad ended."""
 
     spec: SloSpec
     good: int = 0
     bad: int = 0
-    _times: list[np.ndarray] = field(default_factory=list)
-    _bad: list[np.ndarray] = field(default_factory=list)
+    windows_s: tuple[float, ...] = (3600.0, 300.0)
+    _ring: TimeRing = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        shortest, longest = min(self.windows_s), max(self.windows_s)
+        self._ring = TimeRing(bin_s=shortest / BINS_PER_SHORT_WINDOW, span_s=longest, shape=(2,))  # valid, bad
 
     def add(self, requests: pd.DataFrame) -> None:
         scope = slo_scope(requests, requests["phase"], self.spec)
@@ -55,20 +64,16 @@ class SloTally:
         valid, bad = valid & scope, bad & scope
         self.bad += int(bad.sum())
         self.good += int(valid.sum() - bad.sum())
-        self._times.append(end_times(requests)[valid])
-        self._bad.append(bad[valid])
+        ends = end_times(requests)
+        self._ring.add(ends[valid], (np.zeros(int(valid.sum()), dtype=np.int64),))
+        self._ring.add(ends[bad], (np.ones(int(bad.sum()), dtype=np.int64),))
 
     def burn_rate(self, now_s: float, window_s: float) -> float:
         """Bad share of the events that ended in (now - window, now], over the allowed share."""
-        if not self._times:
+        valid, bad = self._ring.window(now_s, window_s)
+        if valid == 0:
             return 0.0
-        if len(self._times) > 1:  # one array again, so each call concatenates only what arrived
-            self._times[:], self._bad[:] = [np.concatenate(self._times)], [np.concatenate(self._bad)]
-        times, bad = self._times[0], self._bad[0]
-        inside = (times > now_s - window_s) & (times <= now_s)
-        if not inside.any():
-            return 0.0
-        return float(bad[inside].mean()) / self.spec.allowed_bad_share
+        return float(bad / valid) / self.spec.allowed_bad_share
 
     @property
     def threshold_s(self) -> float | None:
@@ -84,7 +89,10 @@ class SloBoard:
 
     @classmethod
     def for_specs(cls, specs: list[SloSpec], time_scale: float) -> SloBoard:
-        return cls([SloTally(spec) for spec in specs if spec.kind not in ("goodput", "drift")], burn_windows(time_scale))
+        windows = burn_windows(time_scale)
+        seconds = tuple(s for _, s in windows)
+        return cls([SloTally(spec, windows_s=seconds) for spec in specs if spec.kind not in ("goodput", "drift")],
+                   windows)
 
     def add(self, requests: pd.DataFrame) -> None:
         if requests.empty:

@@ -2,7 +2,9 @@
 
 The tally folds in the workers' part rows as they arrive, so the runner pays for one parquet
 read per second, and the stop conditions (`scenarios.run.stopping`) judge exactly what the
-operator sees on the progress line.
+operator sees on the progress line. It keeps counters, a log-bucket histogram and a ring of
+time bins (`scenarios.run.live_hist`), never one entry per request, so a soak's harness stays
+the same size however long it runs.
 """
 
 from __future__ import annotations
@@ -13,18 +15,22 @@ from typing import TextIO
 import numpy as np
 import pandas as pd
 
-from kernel.quantiles import percentile_value
+from scenarios.run.live_hist import LogHistogram, TimeRing
 
 MIN_WINDOW_SAMPLES = 5
+BIN_S = 0.1
+SPAN_S = 3600.0
+"""Windows of the rate and the stop conditions are resolved to 0.1 s and reach back an hour at most."""
 
 
 class RunningTally:
-    """Accumulates finished requests as they arrive from the workers."""
+    """Accumulates finished requests as they arrive from the workers, in bounded memory."""
 
-    def __init__(self) -> None:
-        self._times = np.empty(0)
-        self._failed = np.empty(0, dtype=bool)
-        self._latency = np.empty(0)
+    def __init__(self, *, span_s: float = SPAN_S) -> None:
+        self.count = 0
+        self.errors = 0
+        self._latency_ms = LogHistogram(lo=1e-3, hi=1e8)
+        self._ring = TimeRing(bin_s=BIN_S, span_s=span_s, shape=(2,))  # [ended, failed]
         self.cpu_samples: list[float] = []
 
     def add(self, parts: pd.DataFrame) -> None:
@@ -32,35 +38,30 @@ class RunningTally:
         if parts.empty:
             return
         done = parts["done_s"].to_numpy(dtype=float)
-        when = np.where(np.isnan(done), parts["intended_s"].to_numpy(dtype=float), done)
+        intended = parts["intended_s"].to_numpy(dtype=float)
+        when = np.where(np.isnan(done), intended, done)
         status = parts["status"].to_numpy()
-        self._times = np.concatenate([self._times, when])
-        self._failed = np.concatenate([self._failed, (status < 200) | (status >= 300)])
-        self._latency = np.concatenate([self._latency, (done - parts["intended_s"].to_numpy(dtype=float)) * 1000.0])
-
-    @property
-    def count(self) -> int:
-        return int(self._times.size)
-
-    @property
-    def errors(self) -> int:
-        return int(self._failed.sum())
+        failed = (status < 200) | (status >= 300)
+        self.count += int(when.size)
+        self.errors += int(failed.sum())
+        self._latency_ms.observe((done - intended) * 1000.0)
+        self._ring.add(when, (np.zeros(when.size, dtype=np.int64),))
+        self._ring.add(when[failed], (np.ones(int(failed.sum()), dtype=np.int64),))
 
     def p99_ms(self) -> float:
-        answered = self._latency[~np.isnan(self._latency)]
-        return percentile_value(answered, 99)
+        """P99 of the answered requests' latency, within 1% (`LogHistogram`)."""
+        return self._latency_ms.percentile(99)
 
     def rate(self, now_s: float, window_s: float = 5.0) -> float:
         """Finished requests per second over the last `window_s`."""
-        recent = (self._times > now_s - window_s) & (self._times <= now_s)
-        return float(recent.sum()) / window_s
+        return float(self._ring.window(now_s, window_s)[0]) / window_s
 
     def error_rate(self, now_s: float, window_s: float) -> float | None:
         """Share of failures finishing in the window (None with too few to judge)."""
-        inside = (self._times > now_s - window_s) & (self._times <= now_s)
-        if inside.sum() < MIN_WINDOW_SAMPLES:
+        ended, failed = self._ring.window(now_s, window_s)
+        if ended < MIN_WINDOW_SAMPLES:
             return None
-        return float(self._failed[inside].mean())
+        return float(failed / ended)
 
 
 def progress_line(stats: RunningTally, *, elapsed_s: float, total_s: float, scheduled: int) -> str:
