@@ -15,6 +15,7 @@ from reports.compare import compare_loaded
 from reports.facts import RunFacts
 from reports.findings import find, headline
 from reports.gate import DEFAULT_POPULATION, GatePopulation
+from reports.large import is_large, load_narrow, summarise_large
 from reports.live import live_section
 from reports.overhead import flag_tight_slos, overhead_section
 from reports.periods import fault_periods, period_length
@@ -31,10 +32,17 @@ def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None =
     """Read the results, write summary.json, report.html, report.md, junit.xml; return the summary.
 
     `baseline` is one run, a directory of runs, or several (reports.baselines); `paired` and
-    `population` are passed to the gate (reports.compare). Raises reports.results.ResultsError
-    when a required file is missing or malformed, or a paired comparison meets another schedule.
+    `population` are passed to the gate (reports.compare). A run over `reports.large.LARGE_ROWS`
+    requests (and no baseline) is summarised from a narrow projection of its columns. Raises
+    reports.results.ResultsError when a required file is missing or malformed, or a paired
+    comparison meets another schedule.
     """
     root = Path(results_dir)
+    if baseline is None and is_large(root):  # too many rows for pandas: the verdict's columns only
+        summary = summarise_large(load_narrow(root))
+        write_json_atomic(_json_safe(summary), root / SUMMARY_FILE)
+        write_reports(root, summary, [])
+        return summary
     run = load_run(root)
     facts = RunFacts.of(run)  # fault windows, phases, judged SLOs: derived once, read by every step
     summary = summarise_run(run, facts, baseline=baseline, paired=paired, population=population).as_dict()

@@ -130,14 +130,17 @@ class RunData:
         return latest if latest == latest else 0.0
 
 
-def load_run(root: Path) -> RunData:
-    """Load and validate a results directory; raise ResultsError naming the file and field."""
+def load_run(root: Path, *, requests: pd.DataFrame | None = None) -> RunData:
+    """Load and validate a results directory; raise ResultsError naming the file and field.
+
+    `requests`, when given, stands in for requests.parquet, which is then not read (a large run's
+    narrow projection, `reports.large`)."""
     root = Path(root)
     if not root.is_dir():
         raise ResultsError(f'Results directory "{root}" does not exist or is not a directory.')
     missing: list[str] = []
     scenario = _load_scenario(root / contract.SCENARIO_FILE)
-    requests = _load_requests(root / contract.REQUESTS_FILE)
+    requests = _load_requests(root / contract.REQUESTS_FILE) if requests is None else requests
     metrics = _load_optional_parquet(root / contract.SERVER_METRICS_FILE, missing)
     events = _load_events(root / contract.EVENTS_FILE, missing)
     requests = fill_missing_ends(requests, latest_end_s(requests, events))
