@@ -26,7 +26,8 @@ from scenarios.ab.trials import TrialDesign, assign_rows
 from scenarios.load.health import generator_figures
 from scenarios.load.locust import LoadError
 from scenarios.load.parts import merge_requests, read_parts
-from scenarios.load.session import LoadPlan, LoadSession
+from scenarios.load.session import LoadSession
+from scenarios.load.settings import LoadSettings
 from scenarios.run.envinfo import machine_facts
 from scenarios.run.events import EventLog
 from scenarios.run.progress import ProgressPrinter, RunningTally, progress_line
@@ -98,21 +99,17 @@ class AbRun:
                 self._say(probe_arm(target, urls[target.arm], self.plan.scenario.target))
         self._schedule = assign_rows(self.plan.schedule, self.design, urls)
         self._schedule.to_parquet(self.folder / SCHEDULE_FILE, index=False)
-        self._session = LoadSession(self._load_plan(urls["baseline"]))
+        self._session = LoadSession(self._load_settings(urls["baseline"]))
         self._t0 = self._session.start()
         self._open_events(urls)
         self._watch()
 
-    def _load_plan(self, host: str) -> LoadPlan:
-        load, sched = self.plan.scenario.load, self.plan.schedule
-        longest = float(sched["deadline_ms"].max()) / 1000.0 if len(sched) else 0.0
-        return LoadPlan(
-            host=host, schedule_path=self.folder / SCHEDULE_FILE, work_dir=self.folder / "load",
-            duration_s=self.plan.duration_s, processes=load.processes, languages=load.languages,
-            timeout_margin_s=load.timeout_margin_s, request_timeout_s=load.request_timeout_s, mode="open",
-            max_timeout_s=load.request_timeout_s or longest + load.timeout_margin_s,
+    def _load_settings(self, host: str) -> LoadSettings:
+        return LoadSettings.from_spec(
+            self.plan.scenario.load, self.plan.schedule, host=host, schedule_path=self.folder / SCHEDULE_FILE,
+            work_dir=self.folder / "load", duration_s=self.plan.duration_s, target=self.plan.scenario.target,
+            mode="open",
             documents_via_jobs=False,  # a job's polls go to one host; documents are sent whole to their arm
-            target=self.plan.scenario.target.wire_dict(),
         )
 
     def _open_events(self, urls: dict[str, str]) -> None:

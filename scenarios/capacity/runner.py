@@ -85,7 +85,7 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
     began = time.monotonic()
     label = Path(name).stem if name not in (HEALTHY, N_MINUS_ONE) else name
     runner = StepRunner(url=target.url, mix=job.mix, specs=job.slos, load=job.scenario.load, rules=job.rules,
-                        work_dir=job.out_dir / label, seed=job.seed, target=job.protocol.wire_dict())
+                        work_dir=job.out_dir / label, seed=job.seed, target=job.protocol)
     condition = _condition(name, job, target)
     entries: list[dict[str, Any]] = []
     result = SearchResult()

@@ -28,8 +28,10 @@ from scenarios.capacity.steps import (
     step_schedule,
 )
 from scenarios.load.locust import LoadError
-from scenarios.load.session import LoadPlan, LoadSession
+from scenarios.load.session import LoadSession
+from scenarios.load.settings import LoadSettings
 from scenarios.spec.model import LoadSpec
+from scenarios.spec.target import TargetProtocol
 from traffic_models.model import TrafficModel
 
 __all__ = ["StepRecord", "StepRunner"]
@@ -78,8 +80,8 @@ class StepRunner:
     work_dir: Path
     seed: int = 0
     index: int = 0
-    target: dict[str, object] | None = None
-    """The target's protocol fields (`TargetProtocol.wire_dict()`); None: the rushhour protocol."""
+    target: TargetProtocol | None = None
+    """The protocol the target speaks; None: the rushhour protocol."""
 
     def run(self, rate_rps: float) -> StepRecord:
         """One step at `rate_rps`: schedule, fire, judge as results come in, stop."""
@@ -90,7 +92,7 @@ class StepRunner:
         schedule = step_schedule(self.mix, rate_rps=rate_rps, duration_s=self.rules.schedule_s,
                                  seed=self.seed + self.index)
         schedule.to_parquet(step_dir / SCHEDULE_FILE, index=False)
-        session = StepSession(self._plan(step_dir, schedule))
+        session = StepSession(self._settings(step_dir, schedule))
         sampler: StatusSampler | None = None
         parts: list[pd.DataFrame] = []
         try:
@@ -104,26 +106,22 @@ class StepRunner:
             samples = sampler.stop() if sampler is not None else pd.DataFrame()
         parts.append(session.poll())
         frame = live_frame(schedule, pd.concat(parts, ignore_index=True), verdict.now_s,
-                           documents_via_jobs=session.plan.jobs_in_use)
+                           documents_via_jobs=session.settings.jobs_in_use)
         early = verdict.now_s < self.rules.schedule_s
         return StepRecord(self.index, rate_rps, verdict, frame, samples, time.monotonic() - began, early, step_dir)
 
-    def _plan(self, step_dir: Path, schedule: pd.DataFrame) -> LoadPlan:
-        load = self.load
-        longest = float(schedule["deadline_ms"].max()) / 1000.0 if len(schedule) else 0.0
-        return LoadPlan(
-            host=self.url, schedule_path=step_dir / SCHEDULE_FILE, work_dir=step_dir / "load",
-            duration_s=self.rules.schedule_s, processes=load.processes, languages=load.languages,
-            timeout_margin_s=load.timeout_margin_s, request_timeout_s=load.request_timeout_s, mode="open",
-            max_timeout_s=load.request_timeout_s or longest + load.timeout_margin_s,
-            documents_via_jobs=load.documents_via_jobs and self._serves_jobs, target=self.target,
+    def _settings(self, step_dir: Path, schedule: pd.DataFrame) -> LoadSettings:
+        return LoadSettings.from_spec(
+            self.load, schedule, host=self.url, schedule_path=step_dir / SCHEDULE_FILE, work_dir=step_dir / "load",
+            duration_s=self.rules.schedule_s, target=self.target, mode="open",
+            documents_via_jobs=self.load.documents_via_jobs and self._serves_jobs,
         )
 
     @property
     def _serves_jobs(self) -> bool:
         from scenarios.protocols.base import protocol_class
 
-        return "jobs" in protocol_class(str((self.target or {}).get("protocol") or "rushhour")).features
+        return "jobs" in protocol_class(self.target.protocol if self.target else "rushhour").features
 
     def _watch(self, session: LoadSession, schedule: pd.DataFrame, parts: list[pd.DataFrame],
                t0: float) -> Assessment:
@@ -148,7 +146,7 @@ class StepRunner:
             if not due_interim and now < self.rules.schedule_s:
                 continue
             frame = live_frame(schedule, pd.concat(parts, ignore_index=True), now,
-                               documents_via_jobs=session.plan.jobs_in_use)
+                               documents_via_jobs=session.settings.jobs_in_use)
             if not due_interim and now < self.rules.deadline_s and not done and _pending(frame, self.rules):
                 continue
             current = look if due_interim else self.rules.looks

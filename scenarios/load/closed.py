@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 import gevent
 import numpy as np
@@ -20,7 +19,8 @@ from gevent.lock import Semaphore
 
 from scenarios.load.openloop import OpenLoopFirer, Sender, monotonic_anchor
 from scenarios.load.parts import PartWriter
-from scenarios.load.worker import WorkerConfig, build_plan, wait_for_start, warm_up
+from scenarios.load.settings import LoadSettings
+from scenarios.load.worker import load_share, wait_for_start, warm_up
 
 PACING_S = 1.0
 BIN_S = 5.0
@@ -38,8 +38,8 @@ def users_curve(offsets: np.ndarray, duration_s: float, *, pacing_s: float = PAC
 class ClosedDrill:
     """One process's share of a closed-loop drill, shared by all its persona users."""
 
-    def __init__(self, config: WorkerConfig, index: int) -> None:
-        self._config = config
+    def __init__(self, settings: LoadSettings, index: int) -> None:
+        self._settings = settings
         self._index = index
         self._lock = Semaphore()
         self._firer: OpenLoopFirer | None = None
@@ -50,14 +50,14 @@ class ClosedDrill:
     def _ensure_started(self) -> OpenLoopFirer:
         with self._lock:  # the first user loads and waits for the start; the others wait on it
             if self._firer is None:
-                control = Path(self._config.control_dir)
-                plan = build_plan(self._config, self._index)
-                warm_up(plan)
-                writer = PartWriter(Path(self._config.parts_dir), self._index)
-                (control / f"ready-{self._index}").write_text(str(len(plan.rows)), encoding="utf-8")
+                control = self._settings.control_dir
+                share = load_share(self._settings, self._index)
+                warm_up(share)
+                writer = PartWriter(self._settings.parts_dir, self._index)
+                (control / f"ready-{self._index}").write_text(str(len(share.rows)), encoding="utf-8")
                 self.m0 = monotonic_anchor(wait_for_start(control))
-                self._offsets = plan.rows["offset_s"].to_numpy(dtype=float)
-                self._firer = OpenLoopFirer(plan, lambda _p, _t: None, writer)  # type: ignore[arg-type, return-value]
+                self._offsets = share.rows["offset_s"].to_numpy(dtype=float)
+                self._firer = OpenLoopFirer(share, lambda _p, _t: None, writer)  # type: ignore[arg-type, return-value]
             return self._firer
 
     def step(self, send: Sender) -> bool:
@@ -80,13 +80,13 @@ class ClosedDrill:
             self._firer.flush()
 
     def _finish(self, firer: OpenLoopFirer) -> None:
-        marker = Path(self._config.control_dir) / f"done-{self._index}"
+        marker = self._settings.control_dir / f"done-{self._index}"
         if not marker.exists():
             firer.flush()
             marker.write_text(str(time.time()), encoding="utf-8")
 
 
-def shape_users(config: WorkerConfig, duration_s: float) -> np.ndarray:
+def shape_users(settings: LoadSettings) -> np.ndarray:
     """The users curve of the whole schedule (the shape runs once, on the master)."""
-    schedule = pd.read_parquet(config.schedule, columns=["offset_s"])
-    return users_curve(schedule["offset_s"].to_numpy(dtype=float), duration_s, minimum=config.workers)
+    schedule = pd.read_parquet(settings.schedule_path, columns=["offset_s"])
+    return users_curve(schedule["offset_s"].to_numpy(dtype=float), settings.duration_s, minimum=settings.workers)

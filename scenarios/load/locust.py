@@ -18,7 +18,8 @@ from pathlib import Path
 import psutil
 
 from kernel.processes import die_with_parent
-from scenarios.load.worker import ENV_CONFIG, WorkerConfig, count_markers, publish_start
+from scenarios.load.settings import ENV_SETTINGS, LoadSettings
+from scenarios.load.worker import count_markers, publish_start
 
 HERE = Path(__file__).resolve().parent
 OPEN_LOCUSTFILE = HERE / "locustfile.py"
@@ -171,11 +172,11 @@ def _send(pid: int, sig: signal.Signals) -> None:
 PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy"})
 
 
-def worker_env(config: WorkerConfig) -> dict[str, str]:
+def worker_env(settings: LoadSettings) -> dict[str, str]:
     """The environment Locust runs in: ours without proxy variables (the load goes straight to the
-    target the loopback guard allowed, never through a proxy), plus the worker config."""
+    target the loopback guard allowed, never through a proxy), plus the load settings."""
     env = proxy_free_env()
-    env[ENV_CONFIG] = config.to_env()
+    env[ENV_SETTINGS] = settings.to_env()
     return env
 
 

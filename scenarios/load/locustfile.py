@@ -1,7 +1,8 @@
 """Locust entry point of an open-loop drill (`rushhour run` starts it; not meant by hand).
 
 Thin on purpose: the firing logic lives in `scenarios.load.openloop` and `scenarios.load.worker`,
-the request and answer formats in `scenarios.protocols`, the sending in `scenarios.load.wire`.
+the request and answer formats in `scenarios.protocols`, the sending in `scenarios.load.direct`
+(straight through the user's geventhttpclient pool, beneath Locust's session and statistics).
 Each Locust user is one worker of the drill; with `--processes N` there is one per process.
 Redirects are never followed (a 3xx is recorded as the answer: the loopback guard allowed only
 the target's host), and geventhttpclient reads no proxy variables, so traffic goes straight to
@@ -20,10 +21,12 @@ from gevent import GreenletExit
 from locust import FastHttpUser, events, task
 from locust.runners import STATE_CLEANUP, STATE_STOPPED
 
+from scenarios.load.direct import DirectSender
 from scenarios.load.handoff import stamp_connections
 from scenarios.load.jobs import JOB_POLL_NAME, JOBS_PATH, JobFollower, Reply
-from scenarios.load.wire import WireSender, no_response
-from scenarios.load.worker import ENV_CONFIG, WorkerConfig, run_worker
+from scenarios.load.settings import ENV_SETTINGS, LoadSettings
+from scenarios.load.wire import no_response
+from scenarios.load.worker import run_worker
 from scenarios.load.worker_relay import WorkerRelay, install_relay
 from scenarios.protocols.base import make_protocol
 from scenarios.protocols.outcome import Outcome
@@ -43,14 +46,14 @@ def _install_relay(environment: Any, **_kwargs: Any) -> None:
         RELAY.append(relay)
 
 
-def _settings() -> tuple[int | None, WorkerConfig | None, str | None]:
+def _settings() -> tuple[int | None, LoadSettings | None, str | None]:
     """This worker's index (None: Locust's own), settings and host: from the master when remote
     (the host as this worker's own guard let it through, not as Locust's spawn message says)."""
     relay = RELAY[0] if RELAY else None
     if isinstance(relay, WorkerRelay):
         joined = relay.joined()
-        return joined.index, joined.config, joined.host
-    return None, WorkerConfig.from_env() if os.environ.get(ENV_CONFIG) else None, None
+        return joined.index, joined.settings, joined.host
+    return None, LoadSettings.from_env() if os.environ.get(ENV_SETTINGS) else None, None
 
 
 class OpenLoopUser(FastHttpUser):
@@ -64,14 +67,14 @@ class OpenLoopUser(FastHttpUser):
     insecure = False
 
     def __init__(self, environment: Any) -> None:
-        self._index, self._config, host = _settings()
+        self._index, self._load, host = _settings()
         if host is not None:
             self.host = host
-        self.protocol = make_protocol((self._config.target if self._config else None) or {})
+        self.protocol = make_protocol((self._load.target if self._load else None) or {})
         self.ssl_context_factory = ssl_context_factory(self.protocol.spec.ca_bundle)
         super().__init__(environment)
         stamp_connections(self.client.client)
-        self._send = WireSender(self.client, self.protocol)
+        self._send = DirectSender(self.client, self.protocol)
 
     @task
     def replay(self) -> None:
@@ -91,7 +94,7 @@ class OpenLoopUser(FastHttpUser):
 
     def _fire(self, index: int) -> None:
         try:
-            run_worker(self._config or WorkerConfig.from_env(), index, self._send, send_job=self._send_job)
+            run_worker(self._load or LoadSettings.from_env(), index, self._send, send_job=self._send_job)
         except Exception:
             log.exception("Load worker %d failed mid-share; its remaining rows stay not sent.", index)
 

@@ -14,8 +14,8 @@ from locust import FastHttpUser, LoadTestShape, constant_pacing, events, task
 
 from scenarios.load.closed import PACING_S, ClosedDrill, shape_users
 from scenarios.load.handoff import stamp_connections
+from scenarios.load.settings import LoadSettings
 from scenarios.load.wire import WireSender
-from scenarios.load.worker import WorkerConfig
 from scenarios.protocols.base import make_protocol
 from scenarios.protocols.tls import ssl_context_factory
 
@@ -26,7 +26,7 @@ _drill: ClosedDrill | None = None
 def _shared(environment: Any) -> ClosedDrill:
     global _drill
     if _drill is None:
-        _drill = ClosedDrill(WorkerConfig.from_env(), environment.runner.worker_index)
+        _drill = ClosedDrill(LoadSettings.from_env(), environment.runner.worker_index)
     return _drill
 
 
@@ -47,7 +47,7 @@ class PersonaUser(FastHttpUser):
     insecure = False
 
     def __init__(self, environment: Any) -> None:
-        self.protocol = make_protocol(WorkerConfig.from_env().target or {})
+        self.protocol = make_protocol(LoadSettings.from_env().target or {})
         self.ssl_context_factory = ssl_context_factory(self.protocol.spec.ca_bundle)
         super().__init__(environment)
         stamp_connections(self.client.client)
@@ -64,8 +64,7 @@ class RateShape(LoadTestShape):
 
     def __init__(self) -> None:
         super().__init__()
-        config = WorkerConfig.from_env()
-        self._users = shape_users(config, config.duration_s)
+        self._users = shape_users(LoadSettings.from_env())
 
     def tick(self) -> tuple[int, float] | None:
         second = int(self.get_run_time())

@@ -27,14 +27,14 @@ import os
 import re
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import gevent
 
 from scenarios.load import clusterauth
 from scenarios.load.clocksync import software_version
-from scenarios.load.worker import START_FILE, WorkerConfig
+from scenarios.load.settings import LoadSettings
+from scenarios.load.worker import START_FILE
 from scenarios.load.worker_local import remote_target
 
 MSG_PING, MSG_PONG = "rh_ping", "rh_pong"
@@ -55,13 +55,13 @@ log = logging.getLogger(__name__)
 class MasterRelay:
     """Turns the workers' messages into control and part files, and the start file into a message."""
 
-    def __init__(self, runner: Any, config: WorkerConfig, secret: str | None = None) -> None:
+    def __init__(self, runner: Any, settings: LoadSettings, secret: str | None = None) -> None:
         self._runner = runner
-        self._config = config
+        self._settings = settings
         self._secret = secret
-        self._control = Path(config.control_dir)
-        self._parts = Path(config.parts_dir)
-        self._schedule = Path(config.schedule).read_bytes()
+        self._control = settings.control_dir
+        self._parts = settings.parts_dir
+        self._schedule = settings.schedule_path.read_bytes()
         self._nodes: dict[int, str] = {}
         self._hosts: dict[int, str] = {}
         self._closed: set[int] = set()
@@ -99,21 +99,22 @@ class MasterRelay:
             return
         host = str(data.get("host", "?"))
         reason = version_refusal(data, host)
-        index = next((i for i in range(self._config.workers) if i not in self._nodes), None)
+        index = next((i for i in range(self._settings.workers) if i not in self._nodes), None)
         if reason is not None:  # a rightful worker of another version: the drill cannot run as asked
             log.error("%s", reason)
             self._runner.send_message(MSG_REFUSED, {"reason": reason}, msg.node_id)
             self._mark(f"failed-{0 if index is None else index}", reason)
             return
         if index is None:
-            self._refuse(msg.node_id, f"the worker on {host} came when all {self._config.workers} worker "
+            self._refuse(msg.node_id, f"the worker on {host} came when all {self._settings.workers} worker "
                                       "index(es) were taken; start it again for the next drill")
             return
         self._welcome(msg.node_id, index, host, clusterauth.session_key(self._secret, nonce, msg.node_id))
 
     def _welcome(self, node_id: str, index: int, host: str, key: bytes) -> None:
         self._nodes[index], self._hosts[index], self._keys[index], self._seq[index] = node_id, host, key, 0
-        config = {**self._config.model_dump(), "target": remote_target(self._config.target)}
+        wire = self._settings.to_wire()
+        config = {**wire, "target": remote_target(wire["target"])}
         host = str(getattr(getattr(self._runner, "environment", None), "host", "") or "")
         self._runner.send_message(MSG_CONFIG, {"index": index, "config": config, "host": host,
                                                "schedule": self._schedule}, node_id)

@@ -26,6 +26,7 @@ from gevent.pool import Group
 
 from scenarios.load import handoff
 from scenarios.load.parts import PartWriter
+from scenarios.load.settings import LoadSettings, longest_wait_s
 from scenarios.load.turns import Message, answer_text, conversation, prompt_text, sessions_of
 from scenarios.protocols.outcome import Outcome
 
@@ -62,23 +63,28 @@ def worker_share(schedule: pd.DataFrame, index: int, count: int) -> pd.DataFrame
 
 
 @dataclass(frozen=True)
-class FirePlan:
-    """The share of the schedule one worker fires, ready to turn rows into payloads."""
+class Share:
+    """The rows of the schedule one worker fires and the run's settings it fires them by, ready to
+    turn rows into payloads."""
 
     rows: pd.DataFrame
-    languages: tuple[str, ...]
-    timeout_margin_s: float
-    request_timeout_s: float | None
+    settings: LoadSettings
     text_for: Callable[[int, int], str]
-    documents_via_jobs: bool = False
-    via_name: str = "translate"
-    """What `via` says for a row not sent as a job (the protocol's name for other protocols)."""
 
     @cached_property
     def columns(self) -> RowColumns:
         """The share as plain Python lists: reading a pandas row costs ~100 us, a list item ~50 ns,
         and the firer reads one row per request."""
-        return RowColumns.of(self.rows, self.languages)
+        return RowColumns.of(self.rows, self.settings.languages)
+
+    @cached_property
+    def via_name(self) -> str:
+        """What `via` says for a row not sent as a job (read once: the firer asks for every row)."""
+        return self.settings.via_name
+
+    @cached_property
+    def jobs_in_use(self) -> bool:
+        return self.settings.jobs_in_use
 
     @cached_property
     def sessions(self) -> dict[int, list[int]]:
@@ -128,13 +134,13 @@ class FirePlan:
 
     def timeout_s(self, i: int) -> float:
         """Give up on row `i` at its deadline plus a margin (or a fixed timeout if set)."""
-        if self.request_timeout_s is not None:
-            return self.request_timeout_s
-        return self.columns.deadline_ms[i] / 1000.0 + self.timeout_margin_s
+        if self.settings.request_timeout_s is not None:
+            return self.settings.request_timeout_s
+        return self.columns.deadline_ms[i] / 1000.0 + self.settings.timeout_margin_s
 
     def via_job(self, i: int) -> bool:
         """Whether row `i` is a document that goes through the jobs API."""
-        return self.documents_via_jobs and self.columns.kind[i] == "document"
+        return self.jobs_in_use and self.columns.kind[i] == "document"
 
 
 @dataclass(frozen=True)
@@ -188,11 +194,11 @@ def _strings(rows: pd.DataFrame, name: str, n: int) -> list[str]:
 
 
 class OpenLoopFirer:
-    """Fires a FirePlan against `send`, recording each outcome into a PartWriter."""
+    """Fires a Share against `send`, recording each outcome into a PartWriter."""
 
-    def __init__(self, plan: FirePlan, send: Sender, writer: PartWriter, *,
+    def __init__(self, share: Share, send: Sender, writer: PartWriter, *,
                  send_job: Sender | None = None) -> None:
-        self._plan = plan
+        self._share = share
         self._send = send
         self._send_job = send_job
         self._writer = writer
@@ -201,8 +207,8 @@ class OpenLoopFirer:
     def run(self, t0: float, *, drain_s: float | None = None) -> None:
         """Fire every row at `t0 + offset_s` (`t0` wall clock), then wait (bounded) for the last replies."""
         m0 = monotonic_anchor(t0)
-        offsets = self._plan.rows["offset_s"].to_numpy(dtype=float)
-        session, turn = self._plan.columns.session, self._plan.columns.turn
+        offsets = self._share.rows["offset_s"].to_numpy(dtype=float)
+        session, turn = self._share.columns.session, self._share.columns.turn
         try:
             for i, offset in enumerate(offsets):
                 if turn[i] > 0:
@@ -220,24 +226,22 @@ class OpenLoopFirer:
     def converse(self, i: int, m0: float, offset: float) -> None:
         """Send a conversation's turns in order: the first at `offset`, each later one its think
         time after the answer before it ended, which is the turn's intended send."""
-        think = self._plan.columns.think_s
+        think = self._share.columns.think_s
         answers: dict[int, str] = {}
-        for k, j in enumerate(self._plan.sessions[self._plan.columns.session[i]]):
+        for k, j in enumerate(self._share.sessions[self._share.columns.session[i]]):
             if k:
                 offset = time.monotonic() - m0 + think[j]
                 gevent.sleep(think[j])
             answers[j] = self.shoot(j, m0, offset, answers=answers).text
 
     def _max_timeout(self) -> float:
-        if self._plan.rows.empty:
+        if self._share.rows.empty:
             return 0.0
-        if self._plan.request_timeout_s is not None:
-            each = self._plan.request_timeout_s + 1.0
-        else:
-            each = float(self._plan.rows["deadline_ms"].max()) / 1000.0 + self._plan.timeout_margin_s + 1.0
-        if not self._plan.sessions:
+        settings = self._share.settings
+        each = longest_wait_s(self._share.rows, settings.request_timeout_s, settings.timeout_margin_s) + 1.0
+        if not self._share.sessions:
             return each
-        rows = self._plan.rows.assign(turns=1)
+        rows = self._share.rows.assign(turns=1)
         per_session = rows[rows["session"] >= 0].groupby("session").agg(think=("think_s", "sum"), turns=("turns", "sum"))
         return float((per_session["think"] + per_session["turns"] * each).max())
 
@@ -245,17 +249,17 @@ class OpenLoopFirer:
               answers: dict[int, str] | None = None) -> Outcome:
         """Send row `i` now and record it (intended at `m0 + offset`, monotonic); blocks until it ends.
 
-        A document goes through the jobs API when the plan says so and a job sender is given;
+        A document goes through the jobs API when the settings say so and a job sender is given;
         its follower bounds itself by the row's timeout (capped at JOB_CAP_S), so the outer
         guard only catches a follower that overruns.
         """
-        job = self._send_job if self._plan.via_job(i) else None
-        limit = min(self._plan.timeout_s(i), JOB_CAP_S) if job else self._plan.timeout_s(i)
+        job = self._send_job if self._share.via_job(i) else None
+        limit = min(self._share.timeout_s(i), JOB_CAP_S) if job else self._share.timeout_s(i)
         chosen: Sender = job or send or self._send
         handoff.begin()
         started = time.monotonic()
         try:
-            payload = self._plan.payload(i, answers)
+            payload = self._share.payload(i, answers)
             started = time.monotonic()  # the wait for a connection starts once the body is built
             outcome = self._timed_send(chosen, payload, limit, guard_s=limit + JOB_GUARD_S if job else limit)
         except GreenletExit:
@@ -269,12 +273,12 @@ class OpenLoopFirer:
         first = outcome.first_segment_at - m0 if outcome.first_segment_at is not None else float("nan")
         tokens = outcome.tokens
         self._writer.add(
-            row=self._plan.row_number(i), intended_s=offset,
+            row=self._share.row_number(i), intended_s=offset,
             sent_s=handed - m0 if handed is not None else float("nan"), done_s=ended - m0,
             pool_wait_ms=((handed if handed is not None else ended) - started) * 1000.0,
             status=outcome.status, error=_never_connected(outcome.error) if handed is None else outcome.error,
             model=outcome.model, cached=outcome.cached, degraded=outcome.degraded, node=outcome.node,
-            first_segment_s=first, via="job" if job else self._plan.via_name,
+            first_segment_s=first, via="job" if job else self._share.via_name,
             first_token_s=_since(tokens.first_at, m0), last_token_s=_since(tokens.last_at, m0),
             output_tokens=-1 if tokens.output_tokens is None else tokens.output_tokens,
             input_tokens=-1 if tokens.input_tokens is None else tokens.input_tokens,

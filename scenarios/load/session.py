@@ -28,57 +28,25 @@ from scenarios.load.locust import (
 from scenarios.load.master_relay import REJECTIONS_FILE
 from scenarios.load.openloop import monotonic_anchor
 from scenarios.load.parts import list_parts, merge_requests, read_parts
-from scenarios.load.worker import WorkerConfig, count_markers
+from scenarios.load.settings import LoadSettings
+from scenarios.load.worker import count_markers
 from scenarios.load.worker_relay import ENV_DISTRIBUTED
-from scenarios.spec.model import jobs_in_use
 
 DRAIN_SLACK_S = 5.0
-DEFAULT_MASTER_BIND = ("127.0.0.1", 5557)
 WORKERS_JOIN_S = 600.0
 """How long a master waits for its remote workers to join and load their shares."""
 CLOSED_STOP_TIMEOUT_S = 5.0
 """A persona mid-request may finish it when the load stops; open-loop requests end at the stop."""
 
 
-@dataclass(frozen=True)
-class LoadPlan:
-    """What to fire, at whom, with how many Locust processes."""
-
-    host: str
-    schedule_path: Path
-    work_dir: Path
-    duration_s: float
-    processes: int = 1
-    languages: tuple[str, ...] = ("en-de",)
-    timeout_margin_s: float = 2.0
-    request_timeout_s: float | None = None
-    mode: str = "open"
-    max_timeout_s: float = 30.0
-    documents_via_jobs: bool = False
-    target: dict[str, object] | None = None
-    """The target's protocol fields (scenarios.spec.target.TargetProtocol.wire_dict()); None: rushhour."""
-    remote_workers: int = 0
-    """Across hosts: a Locust master that waits for this many `rushhour worker`s (0: one machine)."""
-    master_bind: tuple[str, int] = DEFAULT_MASTER_BIND
-    cluster_secret: str | None = field(default=None, repr=False)
-    """Across hosts: the secret every remote worker must prove (None: the empty key, loopback only)."""
-
-    @property
-    def workers(self) -> int:
-        """How many shares the schedule is cut into: remote workers, else local processes."""
-        return self.remote_workers or self.processes
-
-    @property
-    def jobs_in_use(self) -> bool:
-        """Documents go through the jobs API (`scenarios.spec.model.jobs_in_use`)."""
-        return jobs_in_use(self.documents_via_jobs, self.mode)
-
-
 @dataclass
 class LoadSession:
-    """Drives one Locust subprocess through a LoadPlan."""
+    """Drives one Locust subprocess through a run of `settings`."""
 
-    plan: LoadPlan
+    settings: LoadSettings
+    cluster_secret: str | None = field(default=None, repr=False)
+    """Across hosts: the secret every remote worker must prove (None: the empty key, loopback only);
+    given to the Locust master in its own variable, never with the settings."""
     t0: float = 0.0
     _proc: LocustProcess | None = None
     _seen: set[Path] = field(default_factory=set)
@@ -86,55 +54,46 @@ class LoadSession:
 
     @property
     def control_dir(self) -> Path:
-        return self.plan.work_dir / "control"
+        return self.settings.control_dir
 
     @property
     def parts_dir(self) -> Path:
-        return self.plan.work_dir / "parts"
+        return self.settings.parts_dir
 
     def start(self) -> float:
         """Start Locust, wait for every worker to be ready, publish the common start time."""
         self.control_dir.mkdir(parents=True, exist_ok=True)
         self.parts_dir.mkdir(parents=True, exist_ok=True)
-        env = worker_env(self._config())
+        env = worker_env(self.settings)
         env.pop(SECRET_ENV, None)
-        if self.plan.remote_workers:
+        if self.settings.remote_workers:
             env[ENV_DISTRIBUTED] = "1"
-            if self.plan.cluster_secret:
-                env[SECRET_ENV] = self.plan.cluster_secret
-        self._proc = LocustProcess(self._command(), env=env, log_path=self.plan.work_dir / "locust.log")
+            if self.cluster_secret:
+                env[SECRET_ENV] = self.cluster_secret
+        self._proc = LocustProcess(self._command(), env=env, log_path=self.settings.work_dir / "locust.log")
         self._proc.start()
-        limit = WORKERS_JOIN_S if self.plan.remote_workers else READY_WAIT_S
-        wait_ready(self._proc, self.control_dir, self.plan.workers, limit_s=limit)
+        limit = WORKERS_JOIN_S if self.settings.remote_workers else READY_WAIT_S
+        wait_ready(self._proc, self.control_dir, self.settings.workers, limit_s=limit)
         self.t0 = start_load(self.control_dir)
         self._started = monotonic_anchor(self.t0)
         return self.t0
 
     def _command(self) -> LocustCommand:
-        closed = self.plan.mode == "closed"
-        run_time = self.plan.duration_s + self.plan.max_timeout_s + 60.0
-        return LocustCommand(host=self.plan.host, processes=self.plan.processes, run_time_s=run_time,
+        closed = self.settings.mode == "closed"
+        run_time = self.settings.duration_s + self.settings.max_timeout_s + 60.0
+        return LocustCommand(host=self.settings.host, processes=self.settings.processes, run_time_s=run_time,
                              locustfile=CLOSED_LOCUSTFILE if closed else OPEN_LOCUSTFILE,
                              stop_timeout_s=CLOSED_STOP_TIMEOUT_S if closed else 0.0,
-                             expect_workers=self.plan.remote_workers, master_bind=self.plan.master_bind)
-
-    def _config(self) -> WorkerConfig:
-        return WorkerConfig(
-            schedule=str(self.plan.schedule_path.resolve()), parts_dir=str(self.parts_dir.resolve()),
-            control_dir=str(self.control_dir.resolve()), workers=self.plan.workers,
-            languages=self.plan.languages, timeout_margin_s=self.plan.timeout_margin_s,
-            request_timeout_s=self.plan.request_timeout_s, duration_s=self.plan.duration_s,
-            documents_via_jobs=self.plan.jobs_in_use, target=self.plan.target,
-        )
+                             expect_workers=self.settings.remote_workers, master_bind=self.settings.master_bind)
 
     @property
     def deadline(self) -> float:
         """Monotonic time after which the session stops waiting for stragglers."""
-        return self._started + self.plan.duration_s + self.plan.max_timeout_s + DRAIN_SLACK_S
+        return self._started + self.settings.duration_s + self.settings.max_timeout_s + DRAIN_SLACK_S
 
     def finished(self) -> bool:
         """All workers done, Locust gone, or past the deadline."""
-        done = count_markers(self.control_dir, "done") >= self.plan.workers
+        done = count_markers(self.control_dir, "done") >= self.settings.workers
         gone = self._proc is None or not self._proc.alive()
         return done or gone or time.monotonic() > self.deadline
 
@@ -175,4 +134,4 @@ class LoadSession:
     def requests(self, schedule: pd.DataFrame) -> pd.DataFrame:
         """Every part merged onto the schedule: one row per scheduled request."""
         return merge_requests(schedule, read_parts(list_parts(self.parts_dir)),
-                              documents_via_jobs=self.plan.jobs_in_use)
+                              documents_via_jobs=self.settings.jobs_in_use)

@@ -52,7 +52,8 @@ from scenarios.load.master_relay import (
     MasterRelay,
 )
 from scenarios.load.parts import list_parts
-from scenarios.load.worker import WorkerConfig, publish_start
+from scenarios.load.settings import LoadSettings
+from scenarios.load.worker import publish_start
 from scenarios.load.worker_local import WorkerLocal
 
 ENV_DISTRIBUTED = "RUSHHOUR_DISTRIBUTED"
@@ -77,7 +78,7 @@ class Joined:
     """What joining gave this worker: its index, settings with local paths, the clock offset."""
 
     index: int
-    config: WorkerConfig
+    settings: LoadSettings
     clock: ClockSync
     host: str
     key: bytes
@@ -124,11 +125,11 @@ class WorkerRelay:
                                                   "version": software_version(), "host": self._name})
             data = self._config.get(timeout=CONFIG_WAIT_S)
             key = clusterauth.session_key(self._secret, nonce, node)
-            joined = Joined(int(data["index"]), self._local_config(data), clock, str(data.get("host", "")), key)
+            joined = Joined(int(data["index"]), self._local_settings(data), clock, str(data.get("host", "")), key)
         except Exception as exc:  # noqa: BLE001 - handed to whoever waits on joined()
             self._joined.set_exception(exc)
             return
-        reason = self._local.refusal(joined.host) or self._local.schedule_refusal(joined.config.schedule)
+        reason = self._local.refusal(joined.host) or self._local.schedule_refusal(str(joined.settings.schedule_path))
         if reason is not None:
             self._send(joined, MSG_DONE, {"index": joined.index, "failed": f"refused by the worker: {reason}"})
             self._quit(WorkerRefused(reason))
@@ -171,22 +172,24 @@ class WorkerRelay:
 
     def _on_start(self, environment: Any, msg: Any) -> None:
         joined: Joined = self._joined.get(timeout=REPLY_WAIT_S)
-        publish_start(Path(joined.config.control_dir), joined.clock.to_worker_clock(float(msg.data["t0"])))
+        publish_start(joined.settings.control_dir, joined.clock.to_worker_clock(float(msg.data["t0"])))
 
-    def _local_config(self, data: dict[str, Any]) -> WorkerConfig:
+    def _local_settings(self, data: dict[str, Any]) -> LoadSettings:
+        """The master's settings with this worker's own folder, credential and CA bundle,
+        validated on arrival (SettingsError names a malformed field)."""
         run = self._work / f"run-{int(time.time() * 1000)}"
-        for folder in ("control", "parts"):
-            (run / folder).mkdir(parents=True, exist_ok=True)
-        (run / SCHEDULE_FILE).write_bytes(data["schedule"])
-        fields = dict(data["config"])
-        fields["languages"] = tuple(fields["languages"])
-        fields["target"] = self._local.target(fields.get("target"))  # never the master's files or credentials
-        return WorkerConfig(**{**fields, "schedule": str(run / SCHEDULE_FILE), "parts_dir": str(run / "parts"),
-                               "control_dir": str(run / "control")})
+        sent = dict(data["config"])
+        local = {"schedule_path": str(run / SCHEDULE_FILE), "work_dir": str(run),
+                 "target": self._local.target(sent.get("target"))}  # never the master's files or credentials
+        settings = LoadSettings.arrive({**sent, **local}, source="the master's load settings")
+        for folder in (settings.control_dir, settings.parts_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+        settings.schedule_path.write_bytes(data["schedule"])
+        return settings
 
     def _ship(self, joined: Joined) -> None:
         """Relay ready, parts and done until the local worker has finished its share."""
-        control, index = Path(joined.config.control_dir), joined.index
+        control, index = joined.settings.control_dir, joined.index
         told_ready, me, last_cpu = False, psutil.Process(), time.monotonic()
         me.cpu_percent(interval=None)
         while True:
@@ -207,7 +210,7 @@ class WorkerRelay:
                 return
 
     def _ship_parts(self, joined: Joined) -> None:
-        for path in list_parts(Path(joined.config.parts_dir)):
+        for path in list_parts(joined.settings.parts_dir):
             self._send(joined, MSG_PART, {"index": joined.index, "name": path.name, "data": path.read_bytes()})
             path.unlink()
 
@@ -218,7 +221,7 @@ def install_relay(runner: Any) -> MasterRelay | WorkerRelay | None:
 
     secret = clusterauth.read_secret()
     if isinstance(runner, MasterRunner) and os.environ.get(ENV_DISTRIBUTED):
-        return MasterRelay(runner, WorkerConfig.from_env(), secret).install()
+        return MasterRelay(runner, LoadSettings.from_env(), secret).install()
     work = os.environ.get(ENV_REMOTE_WORK)
     if isinstance(runner, WorkerRunner) and work:
         name = os.environ.get(ENV_WORKER_NAME) or socket.gethostname()

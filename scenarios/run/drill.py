@@ -27,7 +27,8 @@ from reference_server.launch import LaunchError
 from scenarios.load.health import generator_figures
 from scenarios.load.locust import LoadError
 from scenarios.load.parts import merge_requests, read_parts
-from scenarios.load.session import DEFAULT_MASTER_BIND, LoadPlan, LoadSession
+from scenarios.load.session import LoadSession
+from scenarios.load.settings import DEFAULT_MASTER_BIND, LoadSettings
 from scenarios.run.audit import AUDIT_FILE, LeakAudit
 from scenarios.run.chaos import Timeline, start_chaos
 from scenarios.run.embedded import EmbeddedServer
@@ -147,7 +148,7 @@ class Drill:
             self._probe_target()
         if self.interrupted:
             return
-        self.session = LoadSession(self._load_plan())
+        self.session = LoadSession(self._load_settings(), cluster_secret=self.cluster_secret)
         if self.remote_workers:
             host, port = self.master_bind
             self._say(f"waiting for {self.remote_workers} worker(s): run `rushhour worker --master HOST:{port}` "
@@ -174,18 +175,12 @@ class Drill:
                                  live_dir=self.session.parts_dir)
         self._watch()
 
-    def _load_plan(self) -> LoadPlan:
-        load, sched = self.plan.scenario.load, self.plan.schedule
-        longest = float(sched["deadline_ms"].max()) / 1000.0 if len(sched) else 0.0
-        return LoadPlan(
-            host=self.url, schedule_path=self.results_dir / SCHEDULE_FILE,
-            work_dir=self.results_dir / "load", duration_s=self.plan.duration_s, processes=load.processes,
-            languages=load.languages, timeout_margin_s=load.timeout_margin_s,
-            request_timeout_s=load.request_timeout_s, mode=load.mode,
-            max_timeout_s=load.request_timeout_s or longest + load.timeout_margin_s,
-            documents_via_jobs=load.documents_via_jobs,
-            target=self.plan.scenario.target.wire_dict(),  # the target's protocol
-            remote_workers=self.remote_workers, master_bind=self.master_bind, cluster_secret=self.cluster_secret,
+    def _load_settings(self) -> LoadSettings:
+        return LoadSettings.from_spec(
+            self.plan.scenario.load, self.plan.schedule, host=self.url,
+            schedule_path=self.results_dir / SCHEDULE_FILE, work_dir=self.results_dir / "load",
+            duration_s=self.plan.duration_s, target=self.plan.scenario.target,
+            remote_workers=self.remote_workers, master_bind=self.master_bind,
         )
 
     def _report_workers(self) -> None:

@@ -37,7 +37,8 @@ import pandas as pd
 from kernel.processes import free_port, stop_process
 from kernel.quantiles import percentile_value
 from scenarios.load.health import generator_figures
-from scenarios.load.session import LoadPlan, LoadSession
+from scenarios.load.session import LoadSession
+from scenarios.load.settings import LoadSettings
 from scenarios.run.envinfo import machine_facts
 
 __all__ = ["LADDER_RPS", "SKIP_ENV", "drill_overhead", "at_peak", "cache_dir", "measure_overhead", "overhead_key", "run_overhead_check"]
@@ -158,10 +159,10 @@ def measure_overhead(mix: pd.DataFrame, *, target: dict[str, object] | None, lag
     with tempfile.TemporaryDirectory(prefix="rushhour-overhead-") as work:
         path = Path(work) / "schedule.parquet"
         schedule.drop(columns=["step"]).to_parquet(path, index=False)
-        session = LoadSession(LoadPlan(host=server.url, schedule_path=path, work_dir=Path(work) / "load",
-                                       duration_s=WARMUP_S + len(LADDER_RPS) * STEP_S, processes=1, languages=languages,
-                                       max_timeout_s=2.0, timeout_margin_s=1.0, request_timeout_s=2.0,
-                                       target=target))
+        session = LoadSession(LoadSettings(host=server.url, schedule_path=path, work_dir=Path(work) / "load",
+                                           duration_s=WARMUP_S + len(LADDER_RPS) * STEP_S, processes=1,
+                                           languages=languages, max_timeout_s=2.0, timeout_margin_s=1.0,
+                                           request_timeout_s=2.0, target=target))
         try:
             session.start()
             seen: list[pd.DataFrame] = []

@@ -27,7 +27,7 @@ from scenarios.spec.model import ScenarioError, load_scenario
 
 __all__ = ["Rebuilt", "needs_rebuild", "rebuild_results"]
 
-PARTS_DIR = Path("load") / "parts"  # LoadPlan.work_dir is <results>/load, its parts under parts/
+PARTS_DIR = Path("load") / "parts"  # LoadSettings.work_dir is <results>/load, its parts under parts/
 ABORT_REASON = ("the harness stopped before writing its results (killed?); `rushhour report` rebuilt them "
                 "from {parts} part file(s) written during the run")
 

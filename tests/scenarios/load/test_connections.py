@@ -17,10 +17,10 @@ from reports.results import load_run
 from reports.summary import summarise
 from scenarios.load import handoff
 from scenarios.load.health import generator_figures
-from scenarios.load.openloop import FirePlan, OpenLoopFirer
+from scenarios.load.openloop import OpenLoopFirer, Share
 from scenarios.load.parts import PartWriter, list_parts, read_parts
 from scenarios.protocols.outcome import Outcome
-from tests.scenarios.load.truth import Fate, row_schedule, run_session, truth_server
+from tests.scenarios.load.truth import Fate, row_schedule, run_session, share_of, truth_server
 
 CONNECTIONS = 2
 HOLD_S = 0.5
@@ -59,10 +59,9 @@ def test_a_stalled_target_with_few_connections_makes_the_run_invalid(
     assert any("waited for a free connection" in reason for reason in reasons), reasons
 
 
-def _plan(n: int, *, timeout_s: float = 5.0) -> FirePlan:
+def _plan(n: int, *, timeout_s: float = 5.0) -> Share:
     rows = row_schedule(n, rate=1000.0).assign(row=np.arange(n))
-    return FirePlan(rows=rows, languages=("en-de",), timeout_margin_s=1.0, request_timeout_s=timeout_s,
-                    text_for=lambda _id, size: "x" * size)
+    return share_of(rows, request_timeout_s=timeout_s)
 
 
 def _pooled_sender(slots: int, hold_s: float) -> tuple[handoff.StampingSemaphore, object]:

@@ -8,7 +8,6 @@ logs when each request arrived and was answered.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import gevent
@@ -16,15 +15,17 @@ import numpy as np
 import pytest
 
 from scenarios.load import handoff
-from scenarios.load.openloop import FirePlan, OpenLoopFirer
+from scenarios.load.openloop import OpenLoopFirer
 from scenarios.load.parts import PartWriter, list_parts, read_parts
-from scenarios.load.session import LoadPlan, LoadSession
+from scenarios.load.session import LoadSession
+from scenarios.load.settings import LoadSettings
 from scenarios.protocols.outcome import Outcome
 from tests.scenarios.load.truth import (
     Fate,
     connection_trap,
     row_schedule,
     run_session,
+    share_of,
     truth_server,
 )
 
@@ -74,10 +75,10 @@ def test_requests_in_flight_when_the_load_stops_end_at_the_stop(tmp_path: Path) 
     """Ctrl-C or the drill's deadline stops Locust: what is still in flight ends at that moment."""
     schedule = row_schedule(10, rate=10.0)
     schedule.to_parquet(tmp_path / "schedule.parquet", index=False)
-    plan = LoadPlan(host="", schedule_path=tmp_path / "schedule.parquet", work_dir=tmp_path / "load",
-                    duration_s=2.0, request_timeout_s=30.0, max_timeout_s=31.0)
     with truth_server(lambda _row: Fate(0)) as (host, ledger):
-        session = LoadSession(replace(plan, host=host))
+        session = LoadSession(LoadSettings(host=host, schedule_path=tmp_path / "schedule.parquet",
+                                           work_dir=tmp_path / "load", duration_s=2.0, request_timeout_s=30.0,
+                                           max_timeout_s=31.0))
         try:
             t0 = session.start()
             while len(ledger.frame()) < len(schedule) and time.time() - t0 < 10.0:
@@ -93,8 +94,7 @@ def test_requests_in_flight_when_the_load_stops_end_at_the_stop(tmp_path: Path) 
 
 def test_requests_cancelled_at_the_run_end_end_at_the_cancel(tmp_path: Path) -> None:
     rows = row_schedule(10, rate=20.0).assign(row=np.arange(10))
-    plan = FirePlan(rows=rows, languages=("en-de",), timeout_margin_s=1.0, request_timeout_s=30.0,
-                    text_for=lambda _id, n: "x" * n)
+    plan = share_of(rows, request_timeout_s=30.0)
 
     def never_answers(_payload: dict[str, object], _timeout: float) -> Outcome:
         handoff.mark_handed()  # on the wire at once, then no answer
@@ -113,8 +113,7 @@ def test_requests_cancelled_at_the_run_end_end_at_the_cancel(tmp_path: Path) -> 
 def test_durations_ignore_a_wall_clock_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An NTP step of the wall clock during a send must not change a measured duration."""
     rows = row_schedule(4, rate=10.0).assign(row=np.arange(4))
-    plan = FirePlan(rows=rows, languages=("en-de",), timeout_margin_s=1.0, request_timeout_s=5.0,
-                    text_for=lambda _id, n: "x" * n)
+    plan = share_of(rows, request_timeout_s=5.0)
     real_time = time.time
     step = [0.0]
 

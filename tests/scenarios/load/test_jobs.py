@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from scenarios.load.jobs import JOBS_PATH, JobFollower, Reply
-from scenarios.load.openloop import FirePlan, OpenLoopFirer
+from scenarios.load.openloop import OpenLoopFirer
 from scenarios.load.parts import (
     REQUEST_COLUMNS,
     PartWriter,
@@ -20,6 +20,7 @@ from scenarios.load.parts import (
     read_parts,
 )
 from scenarios.protocols.outcome import Outcome
+from tests.scenarios.load.truth import share_of
 
 
 class FakeClock:
@@ -121,8 +122,7 @@ def _rows(kinds: list[str], spacing_s: float) -> pd.DataFrame:
 def test_firer_sends_documents_as_jobs_without_holding_up_the_schedule(tmp_path: Path) -> None:
     kinds = ["document", "short"] * 20
     rows = _rows(kinds, 0.02)
-    plan = FirePlan(rows=rows, languages=("en-de",), timeout_margin_s=1.0, request_timeout_s=None,
-                    text_for=lambda _id, n: "x" * n, documents_via_jobs=True)
+    plan = share_of(rows, documents_via_jobs=True)
     sent_to: list[str] = []
 
     def send(_payload: dict[str, object], _timeout: float) -> Outcome:
@@ -148,8 +148,7 @@ def test_firer_sends_documents_as_jobs_without_holding_up_the_schedule(tmp_path:
 
 
 def test_firer_without_jobs_option_sends_documents_to_translate(tmp_path: Path) -> None:
-    plan = FirePlan(rows=_rows(["document", "short"], 0.01), languages=("en-de",), timeout_margin_s=1.0,
-                    request_timeout_s=None, text_for=lambda _id, n: "x" * n)
+    plan = share_of(_rows(["document", "short"], 0.01))
     job_calls: list[int] = []
 
     def send_job(_payload: dict[str, object], _timeout: float) -> Outcome:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from scenarios.load.locust import worker_env
-from scenarios.load.worker import WorkerConfig
+from scenarios.load.settings import LoadSettings
 from tests.scenarios.load.truth import Fate, connection_trap, truth_server
 
 ELSEWHERE = "http://[2001:db8::1]:9/v1/translate"  # a documentation address: never reachable, never contacted
@@ -71,8 +71,7 @@ def test_locust_user_records_a_redirect_and_never_contacts_its_target_or_a_proxy
 
 
 def test_worker_env_drops_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> None:
-    config = WorkerConfig(schedule="s", parts_dir="p", control_dir="c", workers=1, languages=("en-de",),
-                          timeout_margin_s=1.0)
+    config = LoadSettings(host="http://127.0.0.1:1", schedule_path=Path("s"), work_dir=Path("w"), duration_s=1.0)
     for name in ("HTTP_PROXY", "https_proxy", "ALL_PROXY"):
         monkeypatch.setenv(name, "http://proxy.example:3128")
     monkeypatch.setenv("KEEP_ME", "1")

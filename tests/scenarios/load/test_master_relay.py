@@ -28,7 +28,8 @@ from scenarios.load.master_relay import (
     STATE_MISSING,
     MasterRelay,
 )
-from scenarios.load.worker import WorkerConfig, publish_start
+from scenarios.load.settings import LoadSettings
+from scenarios.load.worker import publish_start
 
 
 @dataclass
@@ -68,9 +69,11 @@ def _relay(tmp_path: Path, secret: str | None = SECRET) -> tuple[MasterRelay, Fa
     pd.DataFrame({"offset_s": [0.0, 0.1, 0.2]}).to_parquet(tmp_path / "schedule.parquet")
     for folder in ("control", "parts"):
         (tmp_path / folder).mkdir()
-    config = WorkerConfig(schedule=str(tmp_path / "schedule.parquet"), parts_dir=str(tmp_path / "parts"),
-                          control_dir=str(tmp_path / "control"), workers=2, languages=("en-de",), timeout_margin_s=1.0,
-                          target={"protocol": "rushhour", "auth": {"file": "/etc/shadow"}, "ca_bundle": "/x.pem"})
+    (tmp_path / "ca.pem").write_text("the master's CA bundle", encoding="utf-8")
+    config = LoadSettings(host="http://127.0.0.1:1", schedule_path=tmp_path / "schedule.parquet", work_dir=tmp_path,
+                          duration_s=1.0, remote_workers=2, timeout_margin_s=1.0,
+                          target={"protocol": "rushhour", "auth": {"file": "/etc/shadow"},
+                                  "ca_bundle": str(tmp_path / "ca.pem")})
     runner = FakeRunner()
     return MasterRelay(runner, config, secret).install(), runner, tmp_path / "control"
 
@@ -118,9 +121,11 @@ def _rejections(control: Path) -> dict[str, Any]:
 def test_master_relay_hands_a_proven_worker_its_settings_and_writes_what_it_reports(tmp_path: Path) -> None:
     _, runner, control = _relay(tmp_path)
     name, data = Worker(runner, "node-a").join()
-    assert (name, data["index"], data["config"]["workers"]) == (MSG_CONFIG, 0, 2)
+    assert (name, data["index"], data["config"]["remote_workers"]) == (MSG_CONFIG, 0, 2)
     assert data["schedule"] == (tmp_path / "schedule.parquet").read_bytes()
-    assert data["config"]["target"] == {"protocol": "rushhour"}, "a local file or credential source was sent"
+    sent = data["config"]["target"]
+    assert sent["protocol"] == "rushhour" and not {"auth", "ca_bundle"} & set(sent), "a local file or credential was sent"
+    assert LoadSettings.arrive(data["config"], source="the master's message").workers == 2
     w = Worker(runner, "node-b")
     assert w.join()[1]["index"] == 1
     w.say(MSG_READY, {"index": 1, "rows": 1, "offset_s": 0.25, "rtt_s": 0.001})

@@ -11,18 +11,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scenarios.load.openloop import FirePlan, OpenLoopFirer, worker_share
+from scenarios.load.openloop import OpenLoopFirer, worker_share
 from scenarios.load.parts import PartWriter, list_parts, merge_requests, read_parts
-from scenarios.load.session import LoadPlan, LoadSession
+from scenarios.load.session import LoadSession
+from scenarios.load.settings import LoadSettings
 from scenarios.protocols.outcome import Outcome, outcome_from
+from tests.scenarios.load.truth import share_of
 
 
 def _run_locust(host: str, schedule: pd.DataFrame, tmp_path: Path, processes: int = 1) -> pd.DataFrame:
     path = tmp_path / "schedule.parquet"
     schedule.to_parquet(path, index=False)
     duration = float(schedule["offset_s"].max()) + 1.0
-    session = LoadSession(LoadPlan(host=host, schedule_path=path, work_dir=tmp_path / "load",
-                                   duration_s=duration, processes=processes, max_timeout_s=15.0))
+    session = LoadSession(LoadSettings(host=host, schedule_path=path, work_dir=tmp_path / "load",
+                                       duration_s=duration, processes=processes, max_timeout_s=15.0))
     try:
         session.start()
         give_up = time.monotonic() + duration + 30.0
@@ -60,8 +62,7 @@ def test_openloop_corrects_for_generator_stall(tmp_path: Path) -> None:
     rows = pd.DataFrame({"row": np.arange(len(offsets)), "offset_s": offsets,
                          "text_id": 1, "chars": 10, "mode": "auto", "priority": "paid",
                          "tenant": "a", "deadline_ms": 5000.0})
-    plan = FirePlan(rows=rows, languages=("en-de",), timeout_margin_s=1.0,
-                    request_timeout_s=None, text_for=lambda _id, n: "x" * n)
+    plan = share_of(rows)
 
     def send(_payload: dict[str, object], _timeout: float) -> Outcome:
         gevent.sleep(0.005)
@@ -134,8 +135,8 @@ def test_closed_loop_mode_keeps_one_row_per_scheduled_request(
     schedule = make_schedule(rate=10, duration_s=4.0)
     path = tmp_path / "schedule.parquet"
     schedule.to_parquet(path, index=False)
-    session = LoadSession(LoadPlan(host=host, schedule_path=path, work_dir=tmp_path / "load",
-                                   duration_s=4.0, mode="closed", max_timeout_s=10.0))
+    session = LoadSession(LoadSettings(host=host, schedule_path=path, work_dir=tmp_path / "load",
+                                       duration_s=4.0, mode="closed", max_timeout_s=10.0))
     try:
         session.start()
         give_up = time.monotonic() + 40.0

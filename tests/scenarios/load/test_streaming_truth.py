@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 from kernel.quantiles import percentile_value
-from scenarios.load.session import LoadPlan, LoadSession
+from scenarios.load.session import LoadSession
+from scenarios.load.settings import LoadSettings
 from tests.support.targets import StreamPlan, serve_target
 
 TOLERANCE = 0.10
@@ -25,8 +26,8 @@ def _fire(url: str, schedule: pd.DataFrame, work: Path, target: dict[str, object
     path = work / "schedule.parquet"
     schedule.to_parquet(path, index=False)
     duration = float(schedule["offset_s"].max()) + 1.0
-    session = LoadSession(LoadPlan(host=url, schedule_path=path, work_dir=work / "load", duration_s=duration,
-                                   request_timeout_s=10.0, max_timeout_s=11.0, target=target))
+    session = LoadSession(LoadSettings(host=url, schedule_path=path, work_dir=work / "load", duration_s=duration,
+                                       request_timeout_s=10.0, max_timeout_s=11.0, target=target))
     try:
         session.start()
         give_up = time.monotonic() + duration + 40.0

@@ -18,8 +18,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scenarios.load.openloop import FirePlan, worker_share
-from scenarios.load.session import LoadPlan, LoadSession
+from scenarios.load.openloop import worker_share
+from scenarios.load.session import LoadSession
+from scenarios.load.settings import LoadSettings
+from tests.scenarios.load.truth import share_of
 from tests.support.targets import StreamPlan, TargetState, serve_target
 from traffic_models import generate_schedule, load_traffic_model, text_for
 
@@ -44,9 +46,9 @@ def _fire(url: str, schedule: pd.DataFrame, work: Path) -> pd.DataFrame:
     path = work / "schedule.parquet"
     schedule.to_parquet(path, index=False)
     duration = float(schedule["offset_s"].max()) + 3.0
-    session = LoadSession(LoadPlan(host=url, schedule_path=path, work_dir=work / "load", duration_s=duration,
-                                   request_timeout_s=10.0, max_timeout_s=11.0,
-                                   target={"protocol": "openai-chat", "model": "truth"}))
+    session = LoadSession(LoadSettings(host=url, schedule_path=path, work_dir=work / "load", duration_s=duration,
+                                       request_timeout_s=10.0, max_timeout_s=11.0,
+                                       target={"protocol": "openai-chat", "model": "truth"}))
     try:
         session.start()
         give_up = time.monotonic() + duration + 40.0
@@ -88,8 +90,7 @@ def test_a_plan_s_turns_carry_their_history_and_stay_on_one_worker(tmp_path: Pat
     assert (schedule.groupby("session").size() == 3).all()
     shares = [worker_share(schedule, k, 2) for k in range(2)]
     assert all(share.groupby("session").size().eq(3).all() for share in shares)
-    plan = FirePlan(rows=shares[0], languages=("en-de",), timeout_margin_s=1.0, request_timeout_s=None,
-                    text_for=text_for)
+    plan = share_of(shares[0], text_for=text_for)
     first, second, third = plan.sessions[int(plan.columns.session[0])]
     turns = [cast("list[dict[str, str]]", plan.payload(i)["messages"]) for i in (first, second, third)]
     assert [len(m) for m in turns] == [1, 3, 5]

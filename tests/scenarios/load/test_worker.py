@@ -25,7 +25,8 @@ from scenarios.load.parts import (
     merge_requests,
     read_parts,
 )
-from scenarios.load.worker import WorkerConfig, publish_start, run_worker
+from scenarios.load.settings import LoadSettings
+from scenarios.load.worker import publish_start, run_worker
 from scenarios.protocols.outcome import Outcome
 from tests.scenarios.load.truth import row_schedule
 
@@ -33,11 +34,10 @@ ROWS = 30
 CRASH_AT_ROW = 10
 
 
-def _config(tmp_path: Path, schedule: pd.DataFrame) -> WorkerConfig:
+def _config(tmp_path: Path, schedule: pd.DataFrame) -> LoadSettings:
     schedule.to_parquet(tmp_path / "schedule.parquet", index=False)
     (tmp_path / "control").mkdir()
-    return WorkerConfig(schedule=str(tmp_path / "schedule.parquet"), parts_dir=str(tmp_path / "parts"),
-                        control_dir=str(tmp_path / "control"), workers=1, languages=("en-de",),
+    return LoadSettings(host="", schedule_path=tmp_path / "schedule.parquet", work_dir=tmp_path,
                         timeout_margin_s=1.0, request_timeout_s=2.0, duration_s=1.0)
 
 
@@ -63,18 +63,18 @@ def test_a_worker_that_raised_mid_share_never_fires_a_row_twice(
             return super().spawn(*args, **kwargs)
 
     monkeypatch.setattr(openloop, "Group", CrashingGroup)
-    publish_start(Path(config.control_dir), time.time() + 0.05)
+    publish_start(config.control_dir, time.time() + 0.05)
     with pytest.raises(MemoryError):
         run_worker(config, 0, send)
     refired = run_worker(config, 0, send)  # Locust runs a task that raised again
 
     assert len(sent) == CRASH_AT_ROW - 1 and max(Counter(sent).values()) == 1, sorted(sent)
     assert refired is False
-    requests = merge_requests(schedule, read_parts(list_parts(Path(config.parts_dir))))
+    requests = merge_requests(schedule, read_parts(list_parts(config.parts_dir)))
     assert duplicate_count(requests) == 0 and set(requests["fired"]) <= {0, 1}
     assert sorted(requests.index[requests["fired"] == 1]) == sorted(sent)
     assert (requests.loc[requests["fired"] == 0, "error"] == "not sent").all()
-    failed = (Path(config.control_dir) / "failed-0").read_text(encoding="utf-8")
+    failed = (config.control_dir / "failed-0").read_text(encoding="utf-8")
     assert "cannot start another greenlet" in failed
 
 

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 
+from scenarios.load.settings import SettingsError
 from scenarios.load.worker_local import WorkerLocal, remote_target
 from scenarios.load.worker_relay import WorkerRelay
 
@@ -42,16 +44,26 @@ def test_worker_local_round_trips_through_its_environment_variable() -> None:
     assert WorkerLocal.from_env({}) == WorkerLocal()
 
 
-def test_worker_relay_builds_its_config_from_the_masters_message_without_its_files(tmp_path: Path) -> None:
+MASTERS_SETTINGS: dict[str, Any] = {"host": "http://127.0.0.1:8000", "schedule_path": "/master/schedule.parquet",
+                                    "work_dir": "/master/load", "duration_s": 1.0, "remote_workers": 1,
+                                    "languages": ["en-de"], "timeout_margin_s": 1.0, "target": MASTERS_TARGET}
+
+
+def test_worker_relay_builds_its_settings_from_the_masters_message_without_its_files(tmp_path: Path) -> None:
     schedule = tmp_path / "s.parquet"
     pd.DataFrame({"offset_s": [0.0]}).to_parquet(schedule)
     relay = WorkerRelay(runner=None, work_dir=tmp_path, name="w", local=WorkerLocal())
-    config: dict[str, Any] = {"schedule": "/master/schedule.parquet", "parts_dir": "/master/parts",
-                              "control_dir": "/master/control", "workers": 1, "languages": ["en-de"],
-                              "timeout_margin_s": 1.0, "target": MASTERS_TARGET}
-    built = relay._local_config({"config": config, "schedule": schedule.read_bytes()})
-    assert built.target == {"protocol": "rushhour", "headers": {"X-Team": "a"}}
-    assert all(str(p).startswith(str(tmp_path)) for p in (built.schedule, built.parts_dir, built.control_dir))
+    built = relay._local_settings({"config": MASTERS_SETTINGS, "schedule": schedule.read_bytes()})
+    assert built.target is not None and built.target.headers == {"X-Team": "a"}
+    assert built.target.auth is None and built.target.ca_bundle is None
+    assert all(p.is_relative_to(tmp_path) for p in (built.schedule_path, built.parts_dir, built.control_dir))
+    assert built.schedule_path.read_bytes() == schedule.read_bytes() and built.control_dir.is_dir()
+
+
+def test_worker_relay_refuses_malformed_settings_naming_the_field(tmp_path: Path) -> None:
+    relay = WorkerRelay(runner=None, work_dir=tmp_path, name="w", local=WorkerLocal())
+    with pytest.raises(SettingsError, match=r"the master's load settings: timeout_margin_s: must be >= 0"):
+        relay._local_settings({"config": {**MASTERS_SETTINGS, "timeout_margin_s": -1.0}, "schedule": b""})
 
 
 def test_worker_local_refuses_a_schedule_whose_rows_name_a_remote_target(tmp_path: Path) -> None:

@@ -16,14 +16,29 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from scenarios.load.session import LoadPlan, LoadSession
+from scenarios.load.openloop import Share
+from scenarios.load.session import LoadSession
+from scenarios.load.settings import LoadSettings
 
 HOLD_LIMIT_S = 15.0
 """No handler ever holds a request longer than this, whatever a test asks."""
+
+
+def plain_text(_text_id: int, chars: int) -> str:
+    return "x" * chars
+
+
+def share_of(rows: pd.DataFrame, *, text_for: Callable[[int, int], str] = plain_text, **settings: Any) -> Share:
+    """`rows` as one worker's share, fired by settings of which a test names only what the firer
+    reads (the paths are never touched)."""
+    fields: dict[str, Any] = {"host": "", "schedule_path": Path("schedule.parquet"), "work_dir": Path("load"),
+                              "duration_s": 0.0, "timeout_margin_s": 1.0, **settings}
+    return Share(rows=rows, settings=LoadSettings(**fields), text_for=text_for)
 
 
 @dataclass(frozen=True)
@@ -176,8 +191,8 @@ def run_session(host: str, schedule: pd.DataFrame, work: Path, *, timeout_s: flo
     path = work / "schedule.parquet"
     schedule.to_parquet(path, index=False)
     duration = float(schedule["offset_s"].max()) + 1.0
-    session = LoadSession(LoadPlan(host=host, schedule_path=path, work_dir=work / "load", duration_s=duration,
-                                   request_timeout_s=timeout_s, max_timeout_s=timeout_s + 1.0))
+    session = LoadSession(LoadSettings(host=host, schedule_path=path, work_dir=work / "load", duration_s=duration,
+                                       request_timeout_s=timeout_s, max_timeout_s=timeout_s + 1.0))
     try:
         t0 = session.start()
         give_up = time.monotonic() + duration + timeout_s + 30.0
