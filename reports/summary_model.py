@@ -4,8 +4,10 @@ The summary is assembled once, in `reports.build.summarise_run`, from the sectio
 `reports.summary.summarise` computes, the story (before/during/after per fault, findings,
 headline), the live-metrics window and an optional comparison; the result is validated here, so a
 misspelled or unknown key, or a value of the wrong type, fails the build instead of reaching a
-renderer. Sections whose inner shape belongs to their own module (an SLO row, a fault row, the
-cost) stay plain JSON objects at this level.
+renderer. The sections with one fixed shape (what was run, the generator's health, the phases, the
+live-metrics window) are typed models of their own; those whose inner shape belongs to their own
+module (an SLO row, a fault row, the cost) or repeats what an event said (the leak audit, the
+scraper, the environment) stay plain JSON objects at this level.
 """
 
 from __future__ import annotations
@@ -14,10 +16,65 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Summary"]
+__all__ = ["GeneratorHealth", "LiveWindow", "PhaseMark", "ScenarioFacts", "Summary"]
 
 Section = dict[str, Any]
 Rows = list[dict[str, Any]]
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ScenarioFacts(_Part):
+    """What was run (`reports.summary._scenario`): the scenario, its traffic and where the results are."""
+
+    name: str
+    seed: int
+    duration_s: float
+    time_scale: float
+    rate_scale: float | None
+    traffic_model: str
+    results_dir: str
+    peak_rps: float | str | None
+    calibration: Section | None
+    """What a relative `peak_rps` resolved to, with a `text` line for the report header."""
+
+
+class GeneratorHealth(_Part):
+    """Whether the load generator kept up (`reports.summary.generator_health`); `valid` is False
+    with the `reasons` when it, not the target, was the bottleneck."""
+
+    schedule_lag_p99_ms: float | None
+    lag_samples: int
+    cpu_max: float | None
+    pool_wait_p99_ms: float | None
+    duplicates: int
+    max_lag_p99_ms: float
+    valid: bool
+    reasons: list[str]
+
+
+class PhaseMark(_Part):
+    """One phase of the traffic model as the run's events marked it (seconds from the start)."""
+
+    name: str | None
+    start_s: float | None
+    end_s: float | None
+
+
+class LiveWindow(_Part):
+    """Where the drill's live metrics were and when it ran (`reports.live.live_section`)."""
+
+    metrics_port: int | None
+    metrics_url: str | None
+    wall_start: str | None
+    wall_end: str | None
+    wall_start_ms: int | None
+    wall_end_ms: int | None
+    dashboard: str
+    grafana_query: str | None = None
+    """Present only when both ends of the run are known."""
 
 
 class Summary(BaseModel):
@@ -26,7 +83,7 @@ class Summary(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: int
-    scenario: Section
+    scenario: ScenarioFacts
     requests: dict[str, int]
     """How the scheduled requests split: scheduled = not_sent + ok + failed."""
     throughput_rps: float | None
@@ -40,8 +97,8 @@ class Summary(BaseModel):
     cost: Section | None
     faults: Rows
     """One row per injected fault, each with its before/during/after `periods`."""
-    generator: Section
-    phases: Rows
+    generator: GeneratorHealth
+    phases: list[PhaseMark]
     environment: Section
     missing: list[str]
     aborted: list[str]
@@ -62,7 +119,7 @@ class Summary(BaseModel):
     fault_period_s: float
     findings: Rows
     headline: str
-    live: Section
+    live: LiveWindow
     comparison: Section | None = Field(default=None, description="the gate against baseline runs, when given")
 
     def as_dict(self) -> dict[str, Any]:

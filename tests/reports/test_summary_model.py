@@ -11,7 +11,9 @@ from pydantic import ValidationError
 
 from reports.build import build_reports, summarise_run
 from reports.facts import RunFacts
+from reports.live import live_section
 from reports.results import load_run
+from reports.summary import summarise
 from reports.summary_model import Summary
 from tests.reports.helpers import requests_frame, write_run
 
@@ -38,3 +40,24 @@ def test_summary_refuses_an_unknown_key_or_a_wrong_verdict(tmp_path: Path) -> No
         Summary.model_validate({**parts, "verdikt": "pass"})
     with pytest.raises(ValidationError, match="verdict"):
         Summary.model_validate({**parts, "verdict": "passed"})
+
+
+def test_summary_typed_sections_write_what_their_producers_said(tmp_path: Path) -> None:
+    phases = [{"type": "phase", "t_s": 0.0, "name": "calm", "start_s": 0.0, "end_s": 5.0},
+              {"type": "phase", "t_s": 5.0, "name": "peak", "start_s": 5.0, "end_s": 10.0}]
+    run = load_run(write_run(tmp_path / "run", requests_frame(np.arange(4.0), np.full(4, 50.0)),
+                             events=phases + EVENTS))
+    assert len(summarise_run(run, RunFacts.of(run)).phases) == 2
+    said = {**summarise(run, RunFacts.of(run)), "live": live_section(run.events)}
+    parts = summarise_run(run, RunFacts.of(run)).as_dict()
+    for name in ("scenario", "generator", "phases", "live"):  # same keys, same order, same values
+        assert json.dumps(parts[name], default=str) == json.dumps(said[name], default=str), name
+
+
+def test_summary_refuses_a_misspelt_field_inside_a_section_naming_its_path(tmp_path: Path) -> None:
+    run = load_run(write_run(tmp_path / "run", requests_frame(np.arange(4.0), np.full(4, 50.0)), events=EVENTS))
+    parts = summarise_run(run, RunFacts.of(run)).as_dict()
+    with pytest.raises(ValidationError, match=r"generator\.lag_sampels"):
+        Summary.model_validate({**parts, "generator": {**parts["generator"], "lag_sampels": 3}})
+    with pytest.raises(ValidationError, match=r"scenario\.seed"):
+        Summary.model_validate({**parts, "scenario": {**parts["scenario"], "seed": "forty-two"}})
