@@ -1,17 +1,18 @@
 """Decode row by row for continuous batching: rows join and leave the running batch between steps.
 
-The active set lives in host arrays: the encoder's memory [B, S, D] and its mask [B, S], the
-decoder state [B, D] and the previous tokens [B]. A joining row's memory is padded with zeros
-(exactly what the encoder writes for padding, and masked out of attention), so a row's tokens
-never depend on its batch-mates; a leaving row is gathered out and the memory trimmed to the
-longest row still running. With a prefill budget (`ChunkedPrefill`), a joining row's encoder
-runs a chunk at a time at the start of each step, shortest remaining work first, for at most the
-budget's token-passes per step (`IDLE_PREFILL_FACTOR` times that in a step where no row decodes:
-it stalls nobody, and a request arriving meanwhile still joins within a few milliseconds); the
-row joins the decode in the step its memory is complete, and until then its piece is empty.
-Each step yields each row's next piece of text such that the pieces of a row joined equal
-`detokenize` of its tokens: the first piece loses its leading space and gains a capital, the
-last gains the full stop.
+The active set lives in host arrays: the decoder state [B, D], the previous tokens [B], and each
+row's own encoder memory [S_i, D], unpadded. A step's decoder run takes the memory of its rows
+padded with zeros to their longest source (exactly what the encoder writes for padding, and
+masked out of attention), so a row's tokens never depend on its batch-mates; that padded batch
+is built when the run's rows change and reused while they do not, so a row joining or leaving
+copies the memory of its own run only, not that of every running document. With a prefill
+budget (`ChunkedPrefill`), a joining row's encoder runs a chunk at a time at the start of each
+step, shortest remaining work first, for at most the budget's token-passes per step
+(`IDLE_PREFILL_FACTOR` times that in a step where no row decodes: it stalls nobody, and a
+request arriving meanwhile still joins within a few milliseconds); the row joins the decode in
+the step its memory is complete, and until then its piece is empty. Each step yields each row's
+next piece of text such that the pieces of a row joined equal `detokenize` of its tokens: the
+first piece loses its leading space and gains a capital, the last gains the full stop.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ class HostRowDecoder:
         self._next_id = 0
         self._waiting: dict[int, Prefill] = {}
         self._ids = np.zeros(0, dtype=np.int64)  # row id of each decoding row, in array order
-        self._memory = np.zeros((0, 1, d_model), dtype=np.float32)
-        self._mask = np.zeros((0, 1), dtype=np.int64)
+        self._memory: list[npt.NDArray[np.float32]] = []  # each decoding row's memory [S_i, D]
+        self._widths = np.zeros(0, dtype=np.int64)  # S_i: each decoding row's source tokens
+        self._runs: dict[tuple[int, ...], tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]] = {}
         self._state = np.zeros((0, d_model), dtype=np.float32)
         self._prev = np.zeros(0, dtype=np.int64)
         self._done = np.zeros(0, dtype=np.int64)  # steps taken per row
@@ -101,18 +103,23 @@ class HostRowDecoder:
 
     def _append(self, ids: Sequence[int], memory: npt.NDArray[np.float32], mask: npt.NDArray[np.int64],
                 inputs: Sequence[ModelInput]) -> None:
-        width = max(self._mask.shape[1] if len(self._ids) else 1, mask.shape[1])
-        self._memory = np.concatenate([_pad(self._memory, width), _pad(memory, width)])
-        self._mask = np.concatenate([_pad(self._mask, width), _pad(mask, width)])
+        widths = mask.sum(axis=1).astype(np.int64)
+        self._memory += [np.ascontiguousarray(memory[j, :w]) for j, w in enumerate(widths.tolist())]
+        self._widths = np.concatenate([self._widths, widths])
         self._state = np.concatenate([self._state, np.zeros((len(inputs), self._d_model), dtype=np.float32)])
         self._prev = np.concatenate([self._prev, [lang_token(i.target_lang) for i in inputs]]).astype(np.int64)
         self._done = np.concatenate([self._done, np.zeros(len(inputs), dtype=np.int64)])
         self._steps = np.concatenate([self._steps, [row_steps(i) for i in inputs]]).astype(np.int64)
         self._ids = np.concatenate([self._ids, np.asarray(ids, dtype=np.int64)])
-        order = np.argsort(self._mask.sum(axis=1), kind="stable")  # shortest sources first: see _groups
+        order = np.argsort(self._widths, kind="stable")  # shortest sources first: see _groups
         if (order != np.arange(len(order))).any():
-            self._memory, self._mask, self._state = self._memory[order], self._mask[order], self._state[order]
-            self._prev, self._done, self._steps, self._ids = self._prev[order], self._done[order], self._steps[order], self._ids[order]
+            self._keep(order)
+
+    def _keep(self, index: npt.NDArray[np.int64]) -> None:
+        """Keep the decoding rows at `index` (array positions), in that order."""
+        self._memory = [self._memory[i] for i in index.tolist()]
+        self._widths, self._state, self._prev = self._widths[index], self._state[index], self._prev[index]
+        self._done, self._steps, self._ids = self._done[index], self._steps[index], self._ids[index]
 
     def retire(self, rows: Sequence[int]) -> None:
         """Remove rows by their index in the active set; the rest keep their order."""
@@ -126,14 +133,8 @@ class HostRowDecoder:
         for row in gone:
             self._waiting.pop(row, None)
         keep = ~np.isin(self._ids, list(gone))
-        if keep.all():
-            return
-        mask = self._mask[keep]
-        width = max(1, int(mask.sum(axis=1).max())) if len(mask) else 1
-        self._memory = np.ascontiguousarray(self._memory[keep, :width])
-        self._mask = np.ascontiguousarray(mask[:, :width])
-        self._state, self._prev = self._state[keep], self._prev[keep]
-        self._done, self._steps, self._ids = self._done[keep], self._steps[keep], self._ids[keep]
+        if not keep.all():
+            self._keep(np.flatnonzero(keep))
 
     def step(self) -> list[RowPiece]:
         """Prefill within the budget, then one decoder step for every encoded row; a row still
@@ -158,8 +159,8 @@ class HostRowDecoder:
         source, when that saves more padded memory positions than a second run costs: seven
         short texts beside a 4,000-character document then stop attending over 1,001 positions
         each (padding they would only mask out)."""
-        widths = self._mask.sum(axis=1)
-        full, rows = self._mask.shape[1], len(widths)
+        widths = self._widths
+        full, rows = int(widths[-1]), len(widths)
         saved = [(k * (full - int(widths[k - 1])), k) for k in range(1, rows)]
         best, split = max(saved, default=(0, 0))
         if best < SPLIT_MIN_POSITIONS:
@@ -168,16 +169,25 @@ class HostRowDecoder:
 
     def _decode(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """One decoder step over every encoded row, in one or two runs (`_groups`)."""
-        tokens, states = [], []
+        tokens, states, runs = [], [], {}
         for first, end, width in self._groups():
-            memory, mask = self._memory[first:end], self._mask[first:end]
-            if width < self._mask.shape[1]:
-                memory, mask = np.ascontiguousarray(memory[:, :width]), np.ascontiguousarray(mask[:, :width])
+            key = (width, *self._ids[first:end].tolist())
+            memory, mask = runs[key] = self._runs.get(key) or self._batch(first, end, width)
             feeds = {"prev_token": self._prev[first:end], "state": self._state[first:end], "memory": memory, "memory_mask": mask}
             token, state = self._decoder.run(None, feeds)
             tokens.append(token)
             states.append(state)
+        self._runs = runs  # a run whose rows changed is built again; the others are kept
         return np.concatenate(tokens), np.concatenate(states)
+
+    def _batch(self, first: int, end: int, width: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """The memory [n, width, D] and mask [n, width] of rows first..end-1, zero-padded."""
+        memory = np.zeros((end - first, width, self._d_model), dtype=np.float32)
+        mask = np.zeros((end - first, width), dtype=np.int64)
+        for row, (source, tokens) in enumerate(zip(self._memory[first:end], self._widths[first:end].tolist(), strict=True)):
+            memory[row, :tokens] = source
+            mask[row, :tokens] = 1
+        return memory, mask
 
     def _advance_prefills(self) -> None:
         """Spend the step's budget on the rows still encoding, the least work left first."""
@@ -202,11 +212,3 @@ class HostRowDecoder:
             return RowPiece(text + ".", True)
         return RowPiece(text, False)
 
-
-def _pad(array: npt.NDArray[np.generic], width: int) -> npt.NDArray[np.generic]:
-    """Zero-pad axis 1 of `array` to `width` (memory rows and masks)."""
-    extra = width - array.shape[1]
-    if extra <= 0:
-        return array
-    pad = [(0, 0), (0, extra)] + [(0, 0)] * (array.ndim - 2)
-    return np.pad(array, pad)
