@@ -6,9 +6,12 @@ finished (already answered), were cancelled or passed their deadline (answered
 while the set has fewer than `max_batch_size` rows and their source tokens fit `max_tokens`
 (a burst of documents cannot take every row from short texts); one request larger than the
 whole budget runs when nothing else does. A request that cannot finish before its deadline at
-the recent step time is shed before compute (`CannotMeetDeadline`). Each step runs on one
-worker thread, off the event loop; its pieces reach each caller at once (`stream`), and a
-finished row is answered the moment its last piece is out.
+the recent step time is shed before compute (`CannotMeetDeadline`). The decode loop (plan,
+step, plan, ...) runs on its own thread, so steps follow one another without waiting for the
+event loop between them (on a busy machine that wait, once per output token, cost more than
+the step); the event loop only queues requests and hands out what each step produced: the
+pieces reach each caller at once (`stream`), and a finished row is answered the moment its
+last piece is out. Requests queued in one turn of the event loop are admitted together.
 
 `run_step(retire, admit)` is the model's side: remove the rows at those indexes, append the
 admitted items as new rows, run one decode step over every row, and return one `(piece, done)`
@@ -23,14 +26,13 @@ import asyncio
 import heapq
 import itertools
 import statistics
+import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from reference_server.aio import cancel_and_wait
 from reference_server.batcher import (
     BatcherStats,
     BatchInfo,
@@ -45,6 +47,7 @@ StepFn = Callable[[Sequence[int], Sequence[In]], list[tuple[str, bool]]]
 MIN_STEPS_FOR_ESTIMATE = 20
 RECENT_STEPS = 64
 SWEEP_INTERVAL_S = 0.02
+Stepped = list[tuple[str, bool]]
 
 
 @dataclass(eq=False)
@@ -64,6 +67,7 @@ class _Row(Generic[In]):
 
     @property
     def gone(self) -> bool:
+        """Answered, failed or dropped; the decode thread reads it too (one state read)."""
         return self.future.done()
 
     def drop(self) -> None:
@@ -114,9 +118,10 @@ class ContinuousBatcher(Generic[In]):
         self._heap: list[_Waiting[In]] = []
         self._rows: list[_Row[In]] = []
         self._seq = itertools.count()
-        self._wake = asyncio.Event()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decoder")
-        self._task: asyncio.Task[None] | None = None
+        self._lock = threading.Lock()  # the waiting heap: pushed on the event loop, popped by the decode thread
+        self._work = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._recent: deque[float] = deque(maxlen=RECENT_STEPS)
         self._swept = 0.0
@@ -135,18 +140,20 @@ class ContinuousBatcher(Generic[In]):
         return sum(row.cost for row in self._rows)
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._loop(), name="continuous-batcher")
+        if self._thread is None:
+            self._loop = asyncio.get_running_loop()
+            self._thread = threading.Thread(target=self._run, name="continuous-batcher", daemon=True)
+            self._thread.start()
 
     async def close(self) -> None:
-        self._closed = True
-        await cancel_and_wait(self._task)
-        self._task = None
-        for row in [w.row for w in self._heap] + self._rows:
+        """Stop the decode thread after its step in flight and fail every request not answered."""
+        with self._lock:
+            self._closed = True
+            rows = [w.row for w in self._heap] + self._rows
+            self._heap.clear()
+        self._work.set()
+        for row in rows:
             row.fail(RuntimeError("The batcher was closed before this request finished."))
-        self._heap.clear()
-        self._rows.clear()
-        self._executor.shutdown(wait=False, cancel_futures=True)
 
     def enqueue(self, item: In, *, rank: int = 0, deadline: float = float("inf")) -> _Row[In]:
         """Queue one request; its row carries the pieces and the final answer."""
@@ -155,8 +162,9 @@ class ContinuousBatcher(Generic[In]):
         if len(self._heap) >= self._max_queue:
             raise QueueFull(f"The node queue holds {len(self._heap)} requests, its limit.")
         row = _Row(item, rank, deadline, self._clock(), self._cost(item))
-        heapq.heappush(self._heap, _Waiting(rank, deadline, next(self._seq), row))
-        self._wake.set()
+        with self._lock:
+            heapq.heappush(self._heap, _Waiting(rank, deadline, next(self._seq), row))
+        asyncio.get_running_loop().call_soon(self._work.set)  # after the rest of this turn's requests
         return row
 
     async def submit(self, item: In, *, rank: int = 0, deadline: float = float("inf")) -> tuple[str, BatchInfo]:
@@ -185,14 +193,21 @@ class ContinuousBatcher(Generic[In]):
             return None
         return statistics.median(self._recent) * max(self._steps(item), 1)
 
-    async def _loop(self) -> None:
+    def _run(self) -> None:
+        """The decode thread: wait for work, then plan and step until nothing runs or waits."""
         while True:
-            if not self._rows and not self._heap:
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            retire, admit = self._plan()
-            await self._step(retire, admit)
+            with self._lock:
+                if self._closed:
+                    return
+                idle = not self._rows and not self._heap
+                if idle:
+                    self._work.clear()
+                else:
+                    retire, admit = self._plan()
+            if idle:
+                self._work.wait()
+            elif not self._step(retire, admit):
+                return
 
     def _plan(self) -> tuple[list[int], list[_Row[In]]]:
         """At a step boundary: which rows leave (by index), which waiting requests join."""
@@ -204,8 +219,8 @@ class ContinuousBatcher(Generic[In]):
             elif row.deadline <= now:
                 self.stats.expired += 1
                 retire.append(index)
-                row.fail(DeadlineExceeded(f"The deadline passed after {row.steps} of the request's "
-                                          f"{self._steps(row.item)} decode steps; it was dropped mid-decode."))
+                self._post(row.fail, DeadlineExceeded(f"The deadline passed after {row.steps} of the request's "
+                                                      f"{self._steps(row.item)} decode steps; it was dropped mid-decode."))
         leaving = set(retire)
         self._rows = [row for index, row in enumerate(self._rows) if index not in leaving]
         self._sweep(now)
@@ -234,13 +249,13 @@ class ContinuousBatcher(Generic[In]):
     def _admissible(self, row: _Row[In], now: float) -> bool:
         if row.deadline <= now:
             self.stats.expired += 1
-            row.fail(DeadlineExceeded("The deadline passed while the request was queued."))
+            self._post(row.fail, DeadlineExceeded("The deadline passed while the request was queued."))
             return False
         needed = self.expected_s(row.item)
         if needed is not None and row.deadline - now < needed:
             self.stats.cannot_meet += 1
-            row.fail(CannotMeetDeadline(f"{(row.deadline - now) * 1000:.0f} ms are left and its decode takes "
-                                        f"about {needed * 1000:.0f} ms."))
+            self._post(row.fail, CannotMeetDeadline(f"{(row.deadline - now) * 1000:.0f} ms are left and its decode "
+                                                    f"takes about {needed * 1000:.0f} ms."))
             return False
         return True
 
@@ -255,38 +270,37 @@ class ContinuousBatcher(Generic[In]):
         for waiting in self._heap:
             if not waiting.row.gone and waiting.row.deadline <= now:
                 self.stats.expired += 1
-                waiting.row.fail(DeadlineExceeded("The deadline passed while the request was queued."))
+                self._post(waiting.row.fail, DeadlineExceeded("The deadline passed while the request was queued."))
         heapq.heapify(kept)
         self._heap = kept
 
-    async def _step(self, retire: list[int], admit: list[_Row[In]]) -> None:
-        started = self._clock()
-        loop = asyncio.get_running_loop()
+    def _step(self, retire: list[int], admit: list[_Row[In]]) -> bool:
+        """One step on the decode thread; what it produced goes to the event loop. False once
+        the batcher is closed (or its event loop is gone): the thread then ends."""
+        rows, started = list(self._rows), self._clock()
         try:
-            pieces = await loop.run_in_executor(self._executor, self._run_step, retire, [r.item for r in admit])
-            if len(pieces) != len(self._rows):
-                raise RuntimeError(f"The model returned {len(pieces)} pieces for {len(self._rows)} rows.")
-        except asyncio.CancelledError:
-            self._fail_all(RuntimeError("The batcher was closed while this request ran."))
-            raise
+            pieces = self._run_step(retire, [r.item for r in admit])
+            if len(pieces) != len(rows):
+                raise RuntimeError(f"The model returned {len(pieces)} pieces for {len(rows)} rows.")
         except Exception as exc:  # noqa: BLE001 (every row in the step learns of the failure; the model kept none)
-            self._fail_all(exc)
-            return
+            with self._lock:
+                self._rows = []
+            return self._post(_fail_rows, rows, exc)
         finished = self._clock()
         self._record(len(pieces), finished - started)
-        for row, (piece, done) in zip(self._rows, pieces, strict=True):
-            row.steps += 1
-            row.rows_seen += len(pieces)
-            if piece:
-                row.text.append(piece)
-                row.pieces.put_nowait(piece)
-            if done:
-                row.finish(finished)
+        for row, (_, done) in zip(rows, pieces, strict=True):
+            row.finished = row.finished or done  # retired at the next plan, before the loop answers it
+        return self._post(_deliver, rows, pieces, finished)
 
-    def _fail_all(self, exc: BaseException) -> None:
-        for row in self._rows:
-            row.fail(exc)
-        self._rows = []
+    def _post(self, callback: Callable[..., None], *args: object) -> bool:
+        """Run `callback(*args)` on the event loop (futures and queues live there)."""
+        if self._closed or self._loop is None:
+            return False
+        try:
+            self._loop.call_soon_threadsafe(callback, *args)
+        except RuntimeError:  # the event loop is closed: nobody is left to answer
+            return False
+        return True
 
     def _record(self, rows: int, busy_s: float) -> None:
         if not rows:
@@ -296,3 +310,20 @@ class ContinuousBatcher(Generic[In]):
         self.stats.last_batch_size = rows
         self.stats.busy_s += busy_s
         self._recent.append(busy_s)
+
+
+def _deliver(rows: list[_Row[In]], pieces: Stepped, finished: float) -> None:
+    """On the event loop: each row's piece of one step to its caller; finished rows answered."""
+    for row, (piece, done) in zip(rows, pieces, strict=True):
+        row.steps += 1
+        row.rows_seen += len(pieces)
+        if piece:
+            row.text.append(piece)
+            row.pieces.put_nowait(piece)
+        if done:
+            row.finish(finished)
+
+
+def _fail_rows(rows: list[_Row[In]], exc: BaseException) -> None:
+    for row in rows:
+        row.fail(exc)

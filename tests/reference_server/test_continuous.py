@@ -157,6 +157,7 @@ def test_continuous_token_budget_keeps_rows_free_for_short_texts() -> None:
         docs = [asyncio.create_task(batcher.submit((f"doc{i}", 3))) for i in range(3)]
         await _until(lambda: len(steps.calls) == 1)
         shorts = [asyncio.create_task(batcher.submit((f"s{i}", 1))) for i in range(2)]
+        await _until(lambda: batcher.queue_depth == 4)
         steps.release()
         await _until(lambda: len(steps.calls) == 2)
         assert steps.calls[0].rows == ["doc0"]  # a second document would pass the budget
@@ -255,6 +256,7 @@ def test_continuous_a_caller_that_goes_away_leaves_at_the_next_step() -> None:
         gone = asyncio.create_task(batcher.submit(("gone", 50)))
         await _until(lambda: len(steps.calls) == 1)
         gone.cancel()
+        await asyncio.gather(gone, return_exceptions=True)  # the caller has gone
         steps.release(3)
         await _until(lambda: len(steps.calls) >= 2)
         assert steps.calls[1].retire == [0] and steps.calls[1].rows == []

@@ -12,7 +12,7 @@ import pytest
 from reference_server.batcher import DeadlineExceeded
 from reference_server.continuous import ContinuousBatcher
 from reference_server.model import ModelInput, load_model
-from reference_server.model.rows import IDLE_PREFILL_FACTOR, row_steps
+from reference_server.model.rows import IDLE_PREFILL_FACTOR, HostRowDecoder, row_steps
 from reference_server.model.runtime import OnnxSeq2SeqModel
 from reference_server.model.samples import sample_text
 from reference_server.node.worker import ModelWorker, NodeSettings
@@ -28,13 +28,15 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> OnnxSeq2SeqModel:
 
 
 class Recorder:
-    """The worker's step, counted; `at_step` runs a callback after a given step (on the worker thread)."""
+    """The worker's step, counted; `hooks` run a callback after a given step, `when` once a condition
+    on the row decoder holds (both on the decode thread, so the next plan already sees its effect)."""
 
     def __init__(self, worker: ModelWorker) -> None:
         self.worker = worker
         self.prefill: list[int] = []
         self.idle: list[bool] = []  # whether no row decoded during the step's prefill
         self.hooks: dict[int, Callable[[], None]] = {}
+        self.when: tuple[Callable[[HostRowDecoder], bool], Callable[[], None]] | None = None
 
     def within_budget(self) -> bool:
         """Every step spent at most the budget, or IDLE_PREFILL_FACTOR times it when no row decoded."""
@@ -47,6 +49,9 @@ class Recorder:
         self.idle.append(rows is None or rows.prefill_idle)  # type: ignore[attr-defined]
         if (hook := self.hooks.pop(len(self.prefill), None)) is not None:
             hook()
+        if self.when is not None and rows is not None and self.when[0](rows):  # type: ignore[arg-type]
+            self.when[1]()
+            self.when = None
         return pieces
 
 
@@ -78,20 +83,25 @@ def test_continuous_prefill_deadline_retires_a_document(model: OnnxSeq2SeqModel,
         batcher, recorder, clock = _setup(model)
         batcher.start()
         doc_pieces: list[str] = []
+        decoded = [0]  # steps in which the document decoded, alone once the short text is done
+
+        def third_piece(rows: HostRowDecoder) -> bool:
+            decoded[0] += rows.size == rows.decoding == 1
+            return decoded[0] == 3
 
         async def read_doc() -> None:
             async for piece in batcher.stream(DOC, deadline=1.0):
                 doc_pieces.append(piece)
-                if len(doc_pieces) == 3:
-                    clock.now = 2.0
         short = asyncio.create_task(batcher.submit(SHORT))
         reader = asyncio.create_task(read_doc())
         if when == "mid-encoder":
             recorder.hooks[10] = lambda: setattr(clock, "now", 2.0)
+        else:
+            recorder.when = (third_piece, lambda: setattr(clock, "now", 2.0))
         with pytest.raises(DeadlineExceeded):
             await reader
         assert (await short)[0] == model.translate_batch([SHORT])[0]
-        assert (doc_pieces == []) == (when == "mid-encoder") and len(doc_pieces) <= 4
+        assert len(doc_pieces) == (0 if when == "mid-encoder" else 3)  # retired at the next step boundary
         assert recorder.within_budget()
         assert batcher.stats.expired == 1
         await batcher.close()
