@@ -8,6 +8,7 @@ goes only to the loopback server the bench started.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from dataclasses import dataclass, field
@@ -21,8 +22,8 @@ from kernel.quantiles import percentile_value
 from reference_server.model import ModelInput, load_model
 from reference_server.model.samples import sample_text
 
-__all__ = ["step_profile", "HOL_GAP_S", "HOL_SHORTS", "HeadOfLine", "MixResult", "Request", "closed_mix", "head_of_line", "mix", "open_mix",
-           "solo_model_times", "solo_shorts"]
+__all__ = ["HOL_GAP_S", "HOL_SHORTS", "HeadOfLine", "MixResult", "Request", "closed_mix", "head_of_line", "mix", "open_mix",
+           "prefill_profile", "solo_model_times", "solo_shorts", "step_profile", "window_share"]
 
 SHORT_CHARS = (20, 200)
 DOC_CHARS = (1000, 5000)
@@ -42,12 +43,14 @@ class Request:
 
 @dataclass
 class MixResult:
-    """Latencies (ms, from the intended send time) by kind; characters finished; errors."""
+    """Latencies (ms, from the intended send time) by kind; characters done (`chars`) and those of
+    the requests that finished (`completed_chars`, the same outside the saturation windows); errors."""
 
     short_ms: list[float] = field(default_factory=list)
     short_ttft_ms: list[float] = field(default_factory=list)
     doc_ms: list[float] = field(default_factory=list)
-    chars: int = 0
+    chars: float = 0.0
+    completed_chars: int = 0
     errors: int = 0
     seconds: float = 0.0
 
@@ -60,6 +63,7 @@ class MixResult:
             "short_ttft_p50_ms": self.p("short_ttft_ms", 50), "short_ttft_p99_ms": self.p("short_ttft_ms", 99),
             "doc_p50_ms": self.p("doc_ms", 50), "doc_p99_ms": self.p("doc_ms", 99),
             "chars_per_s": self.chars / self.seconds if self.seconds else 0.0,
+            "completed_chars_per_s": self.completed_chars / self.seconds if self.seconds else 0.0,
             "requests": len(self.short_ms) + len(self.doc_ms), "errors": self.errors,
         }
 
@@ -95,6 +99,7 @@ async def _one(client: httpx.AsyncClient, req: Request, intended: float, result:
         ok = False
     if ok:
         result.chars += len(req.text)
+        result.completed_chars += len(req.text)
     else:
         result.errors += 1
 
@@ -146,26 +151,47 @@ async def _closed(server: BenchServer, concurrency: int, warmup_s: float, durati
     counted = MixResult(seconds=duration_s)
     start = time.perf_counter()
     window = (start + warmup_s, start + warmup_s + duration_s)
+    running: set[int] = set()  # requests sent before the window's end and not answered yet
 
-    async def worker(client: httpx.AsyncClient) -> None:
-        while time.perf_counter() < window[1]:
-            req = next(requests)
-            scratch = MixResult()
-            await _one(client, req, time.perf_counter(), scratch)
-            if window[0] <= time.perf_counter() < window[1]:
+    async def worker(client: httpx.AsyncClient, slot: int) -> None:
+        for key in itertools.count(slot, concurrency):
+            req, scratch, sent = next(requests), MixResult(), time.perf_counter()
+            if sent < window[1]:
+                running.add(key)
+            await _one(client, req, sent, scratch)
+            running.discard(key)
+            done = time.perf_counter()
+            counted.chars += window_share(len(req.text) if scratch.chars else 0, sent, done, window)
+            if window[0] <= done < window[1]:
                 for name in ("short_ms", "short_ttft_ms", "doc_ms"):
                     getattr(counted, name).extend(getattr(scratch, name))
-                counted.chars += scratch.chars
+                counted.completed_chars += scratch.completed_chars
                 counted.errors += scratch.errors
 
     async with _client(server.url, concurrency) as client:
-        await asyncio.gather(*(worker(client) for _ in range(concurrency)))
+        workers = [asyncio.create_task(worker(client, slot)) for slot in range(concurrency)]
+        while time.perf_counter() < window[1] or running:  # the load goes on until the window's requests end
+            await asyncio.sleep(0.05)
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
     return counted
+
+
+def window_share(chars: int, sent: float, done: float, window: tuple[float, float]) -> float:
+    """The part of a request's characters done inside the window, its time spread evenly over it."""
+    overlap = min(done, window[1]) - max(sent, window[0])
+    return chars * overlap / (done - sent) if overlap > 0 and done > sent else 0.0
 
 
 def closed_mix(server: BenchServer, *, concurrency: int, warmup_s: float, duration_s: float, seed: int,
                mode: str = "quality") -> MixResult:
-    """Saturation: `concurrency` back-to-back clients sending the mix; what finishes in the window."""
+    """Saturation: `concurrency` back-to-back clients sending the mix. Latencies and errors of what
+    finishes in the window; its characters per second count every request's share of the window
+    (its characters spread over its time), so a document still running at the window's end
+    counts for the part done, and a few documents that happen to finish inside or just after a
+    short window do not swing the figure. The clients keep sending until every request sent
+    before the window's end is answered, so the load is the same to the end of each."""
     return asyncio.run(_closed(server, concurrency, warmup_s, duration_s, seed, mode))
 
 
@@ -283,6 +309,29 @@ def step_profile(*, threads: int, repeats: int = 30) -> dict[str, float]:
     return {"step_1_short_ms": step_ms(shorts[:1]), "step_short_and_doc_ms": step_ms([shorts[0], doc]),
             "step_8_short_ms": step_ms(shorts), "step_7_short_and_doc_ms": step_ms(shorts[:7] + [doc]),
             "step_short_with_32_prefill_ms": float(np.median(chunks) * 1000.0), "prefill_steps": len(chunks)}
+
+
+def prefill_profile(*, threads: int, budgets: tuple[int, ...] = (32, 64, 128, 256, 512)) -> dict[str, float]:
+    """In-process, quality tier: the 4,000-character document's encoder whole, and chunked at each
+    budget: total ms, and the longest chunk (what one step of the running rows waits for it)."""
+    model = load_model("quality", intra_op_threads=threads)
+    doc = ModelInput(sample_text(HOL_DOC_CHARS, salt=97), "en", "de")
+    out: dict[str, float] = {}
+    for _ in range(3):  # the last of three runs, warm
+        began = time.perf_counter()
+        model.row_decoder().admit([doc])
+        out["encoder_whole_ms"] = (time.perf_counter() - began) * 1000.0
+    stages = model._prefill_stages()  # the two encoder stages chunked prefill runs
+    for budget in budgets:
+        chunks = []
+        prefill = stages.start(doc)
+        while not prefill.done:
+            began = time.perf_counter()
+            stages.advance(prefill, budget)
+            chunks.append(time.perf_counter() - began)
+        out[f"prefill_{budget}_total_ms"] = sum(chunks) * 1000.0
+        out[f"prefill_{budget}_max_chunk_ms"] = max(chunks) * 1000.0
+    return out
 
 
 def dumps(data: object) -> str:
