@@ -22,7 +22,7 @@ RULES = StepRules(measure_s=1.0, warmup_s=0.5, tail_s=1.0, record_lag_s=0.0)
 class _SpentSession:
     """A generator that has already fired its whole schedule and recorded every answer."""
 
-    plan = SimpleNamespace(jobs_in_use=False)
+    settings = SimpleNamespace(jobs_in_use=False)
 
     def __init__(self, offsets: np.ndarray) -> None:
         self._parts = pd.DataFrame({
