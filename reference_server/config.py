@@ -23,7 +23,9 @@ Batching = Literal["dynamic", "continuous"]
 # Continuous batching with chunked prefill serves the quality tier best (docs/benchmarks.md,
 # "Reference server batching"); the fast tier keeps dynamic batching unless a pool says otherwise.
 DEFAULT_BATCHING: dict[str, Batching] = {"quality": "continuous", "fast": "dynamic"}
-DEFAULT_PREFILL_TOKENS = 32
+# A 128-pass chunk costs about one decode step of eight rows, and the chunked encoder stays within
+# 1.2x of the whole one (smaller chunks pay ONNX Runtime's per-run cost more often): docs/streaming.md.
+DEFAULT_PREFILL_TOKENS = 128
 MIN_PREFILL_TOKENS = 4
 
 

@@ -29,7 +29,7 @@ from .tokenizer import encode_batch, lang_token, output_tokens
 
 __all__ = ["IDLE_PREFILL_FACTOR", "HostRowDecoder", "row_steps"]
 
-IDLE_PREFILL_FACTOR = 4
+IDLE_PREFILL_FACTOR = 2
 SPLIT_MIN_POSITIONS = 1024  # padded memory positions worth a second decoder run (about its fixed cost here)
 
 

@@ -173,7 +173,7 @@ def test_load_config_redis_url_from_the_environment(tmp_path: Path, monkeypatch:
 def test_load_config_default_quality_pool_batches_continuously_with_chunked_prefill(tmp_path: Path) -> None:
     config = load_config()
     quality, fast = config.pools["quality"], config.pools["fast"]
-    assert (quality.batching, quality.max_prefill_tokens) == ("continuous", 32)
+    assert (quality.batching, quality.max_prefill_tokens) == ("continuous", 128)
     assert fast.batching == "dynamic"
     custom = load_config(_write(tmp_path, "pools:\n  quality: {batching: dynamic}\n  extra: {model: quality}\n"))
     assert custom.pools["quality"].batching == "dynamic" and custom.pools["extra"].batching == "continuous"
