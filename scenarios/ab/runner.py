@@ -32,6 +32,7 @@ from scenarios.run.envinfo import machine_facts
 from scenarios.run.events import EventLog
 from scenarios.run.progress import ProgressPrinter, RunningTally, progress_line
 from scenarios.run.resultsdir import ResultsDirError
+from scenarios.run.teardown import run_every_step
 from scenarios.spec.model import dump_scenario
 from scenarios.spec.plan import DrillPlan
 
@@ -140,11 +141,7 @@ class AbRun:
 
     def _teardown(self) -> None:
         """Stop the load, then the servers, then write what was measured; each step always runs."""
-        for step in (self._stop_load, self._stop_servers, self._write_results):
-            try:
-                step()
-            except Exception as exc:  # noqa: BLE001 - teardown must reach every step
-                self._say(f"warning: {step.__name__.strip('_')} failed: {exc}")
+        run_every_step((self._stop_load, self._stop_servers, self._write_results), self._say)
 
     def _stop_load(self) -> None:
         if self._session is not None:

@@ -44,6 +44,7 @@ from scenarios.run.scraper import StatusScraper, metrics_frame
 from scenarios.run.signals import SignalGuard
 from scenarios.run.stopping import stop_reason
 from scenarios.run.targetmetrics import TargetMetricsScraper
+from scenarios.run.teardown import run_every_step
 from scenarios.spec.model import dump_scenario
 from scenarios.spec.plan import DrillPlan
 
@@ -273,13 +274,8 @@ class Drill:
     def _teardown(self) -> None:
         """Stop everything in a safe order; each step runs even if an earlier one failed."""
         self._observe()
-        steps = (self._stop_load, self._stop_chaos, self._audit_target, self._stop_scraper, self._stop_server,
-                 self._audit_leftovers, self._write_results)
-        for step in steps:
-            try:
-                step()
-            except Exception as exc:  # noqa: BLE001 - teardown must reach every step
-                self._say(f"warning: {step.__name__.strip('_')} failed: {exc}")
+        run_every_step((self._stop_load, self._stop_chaos, self._audit_target, self._stop_scraper,
+                        self._stop_server, self._audit_leftovers, self._write_results), self._say)
 
     def _stop_load(self) -> None:
         if self.session is not None:
