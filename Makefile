@@ -69,20 +69,22 @@ $(KSERVE_STAMP):
 
 kserve: $(KSERVE_STAMP)
 
-# The suite mostly waits (servers booting, drills running in real time), so it runs in parallel
-# (pytest-xdist) with more workers than cores: four ran as fast as eight on two cores, with fewer
-# lost races. The drills, capacity searches and timing-sensitive server tests load the CPU and judge latency: they run in three lanes (xdist_group "cpu-a",
-# "cpu-b", "cpu-c", one worker each), so no more than three of them share the machine at once.
-# Tests that judge latency against a real clock (drills' generator validity, capacity steps) can
-# still lose a race with the rest of the suite on two cores: a failed test is run again, up to
-# TEST_RERUNS times, and every rerun is listed in the summary (R), so a flaky test stays visible.
+# The suite runs in parallel (pytest-xdist): four workers on two cores, since many tests wait
+# (servers booting, drills running in real time). Tests of one xdist_group run on one worker: a
+# module's shared server boots once, and the drills, capacity searches and timing-sensitive server
+# tests run in three lanes ("cpu-a", "cpu-b", "cpu-c"), so no more than three of them share the
+# machine at once. tests/conftest.py hands the lanes out first (hence --no-loadscope-reorder).
+# Tests that judge time compare with a reference measured in the same test, so they hold on a
+# loaded machine; a failed test still gets up to TEST_RERUNS more tries as a safety net, and every
+# rerun is listed in the summary (R) so that a flaky test stays visible.
 # PYTEST_ARGS passes more flags, e.g. PYTEST_ARGS="-x --durations=20".
 TEST_WORKERS ?= 4
 TEST_RERUNS  ?= 2
 PYTEST_ARGS  ?=
 
 test: $(STAMP) redis-server prometheus kserve
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --reruns $(TEST_RERUNS) --reruns-delay 5 $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder -rR \
+		--reruns $(TEST_RERUNS) --reruns-delay 5 $(PYTEST_ARGS)
 
 # The edit loop: unit tests only (no server booted, no drill, no subprocess), in under two minutes.
 test-fast: $(STAMP)

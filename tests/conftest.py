@@ -11,8 +11,15 @@ import pytest
 
 from kernel.processes import stop_process
 from tests.support.server import RunningServer, start_server
+from tests.support.xdist_groups import pytest_collection_finish as pytest_collection_finish
 
 SERVER_FIXTURES = frozenset({"server_factory", "shared_server", "drill_process"})
+LANES = ("cpu-a", "cpu-b", "cpu-c")  # make test's CPU lanes, each one worker's work from the start
+# Outside the lanes, the tests that take half a minute or more (measured with --durations) start
+# first, so that none of them starts near the end and finishes alone; order only, never a result.
+LONG_FIRST = ("tests/scenarios/run/", "tests/scenarios/cli/test_ab.py", "tests/scenarios/spec/test_variants.py",
+              "tests/experiments/test_local_live.py", "tests/reference_server/test_gpu_packaging.py",
+              "tests/docs/test_site.py", "tests/scenarios/capacity/test_interrupt.py", "tests/test_architecture.py")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
@@ -20,16 +27,38 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Order and group the tests for a parallel run (make test: pytest-xdist, --dist loadgroup).
 
     A test that boots a server is slow even if nobody marked it. The tests of a module that share
-    one server (shared_server) stay on one worker, so that server boots once, not once per worker.
-    Slow tests go first, so the long ones do not start last and finish alone.
+    a module-scoped fixture (shared_server, a module's own server, a run read by several tests)
+    stay on one worker, so that fixture is built once, not once per worker.
+    The CPU lanes go first (pytest-xdist hands out work in this order, with
+    --no-loadscope-reorder), so each starts at once on a worker of its own; then the long tests
+    (LONG_FIRST), the other slow ones, and the rest.
     """
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if fixtures & SERVER_FIXTURES and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
-        if "shared_server" in fixtures and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(f"shared-server-{item.nodeid.split('::')[0]}"))
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+        if _uses_a_module_fixture(item) and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(f"module-{item.nodeid.split('::')[0]}"))
+    items.sort(key=_order)
+
+
+def _order(item: pytest.Item) -> tuple[int, int]:
+    group = item.get_closest_marker("xdist_group")
+    lane = str(group.args[0]) if group is not None and group.args else ""
+    if lane in LANES:
+        return 0, LANES.index(lane)
+    if item.get_closest_marker("slow") is None:
+        return 3, 0
+    path = item.nodeid.split("::")[0]
+    long = [i for i, prefix in enumerate(LONG_FIRST) if path.startswith(prefix)]
+    return (1, long[0]) if long else (2, 0)
+
+
+def _uses_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
 
 
 @pytest.fixture(autouse=True)
