@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from benchmarks.noisy_neighbour import NoisyNeighbour, busy_cores
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+from tests.support.processes import pid_alive
 
 
 @pytest.mark.slow
@@ -37,8 +29,8 @@ def test_neighbour_bursts_within_bounds_and_ends_by_itself(tmp_path: Path) -> No
 def test_neighbour_stop_ends_every_worker_by_pid(tmp_path: Path) -> None:
     with NoisyNeighbour(cores=2, duration_s=600.0, seed=1) as neighbour:
         pids = neighbour.pids
-        assert len(pids) == 2 and all(_alive(pid) for pid in pids)
-    assert not any(_alive(pid) for pid in pids)
+        assert len(pids) == 2 and all(pid_alive(pid) for pid in pids)
+    assert not any(pid_alive(pid) for pid in pids)
 
 
 def test_busy_cores_counts_overlap_with_the_window(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.synth import make_results
+from tests.support.processes import pid_alive
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE = """#!{python}
@@ -78,14 +79,6 @@ def _nightly(tmp_path: Path, ab_exit: int = 0, **extra: str) -> tuple[subprocess
     return done, entries
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("ab_exit", [0, 1, 3])
 def test_nightly_serves_both_arms_runs_ab_and_returns_its_exit_code(tmp_path: Path, ab_exit: int) -> None:
@@ -102,7 +95,7 @@ def test_nightly_serves_both_arms_runs_ab_and_returns_its_exit_code(tmp_path: Pa
     assert urls["candidate"].endswith(f":{served['candidate']['port']}")
     assert (tmp_path / "artifacts" / "junit.xml").exists()
     assert (tmp_path / "artifacts" / "baseline-server.log").exists()
-    assert not any(_alive(e["pid"]) for e in served.values())  # both servers stopped by the script
+    assert not any(pid_alive(e["pid"]) for e in served.values())  # both servers stopped by the script
 
 
 @pytest.mark.slow
@@ -121,7 +114,7 @@ def test_nightly_exits_3_when_a_server_never_comes_up(tmp_path: Path) -> None:
     assert done.returncode == 3
     assert "the baseline server did not become ready" in done.stderr
     assert not [e for e in entries if e["command"] == "ab"]
-    assert not any(_alive(e["pid"]) for e in entries if e["command"] == "serve")
+    assert not any(pid_alive(e["pid"]) for e in entries if e["command"] == "serve")
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
-"""Fixtures for the scenarios tests: a tiny stalling HTTP server on 127.0.0.1 and schedules."""
+"""Fixtures for the scenarios tests: a tiny stalling HTTP server on 127.0.0.1, schedules, and a
+reference server without its cache."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pandas as pd
 import pytest
+
+from tests.support.server import RunningServer, start_server
 
 
 class StallState:
@@ -73,6 +76,17 @@ def stall_server() -> Iterator[tuple[str, StallState]]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def uncached_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """A small reference server without its cache (every request reaches a node), one per test
+    module; the tests that share it leave every node ready."""
+    running = start_server(tmp_path_factory.mktemp("uncached-server"), {"cache": {"enabled": False}})
+    try:
+        yield running
+    finally:
+        running.stop()
 
 
 @pytest.fixture

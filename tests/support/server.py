@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 import yaml
 
 from kernel.processes import free_port
 from reference_server.launch import LaunchError, ServerProcess
+from tests.support.processes import pids_alive
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "test-admin-token"
@@ -113,14 +113,3 @@ def start_server(workdir: Path, config: dict[str, Any] | None = None, *, extra_a
     except LaunchError as exc:
         raise RuntimeError(str(exc)) from exc
     return RunningServer(process)
-
-
-def pids_alive(pids: list[int]) -> list[int]:
-    alive = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                alive.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return alive

@@ -16,19 +16,19 @@ from pathlib import Path
 import pytest
 
 from tests.scenarios.capacity.test_n_minus_one import _scenario
-from tests.support.server import REPO, TOKEN, RunningServer, start_server
+from tests.support.processes import kill_tree
+from tests.support.server import REPO, TOKEN, RunningServer
 
 pytestmark = pytest.mark.slow
 LEASE_S = "3"
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[RunningServer]:
-    running = start_server(tmp_path / "server", {"cache": {"enabled": False}})
-    try:
-        yield running
-    finally:
-        running.stop()
+def server(uncached_server: RunningServer) -> Iterator[RunningServer]:
+    """One server for both tests (a boot each would double their time): each leaves it with every
+    node ready again."""
+    yield uncached_server
+    uncached_server.wait_for(lambda s: all(n["state"] == "ready" for n in s["nodes"]), timeout_s=60)
 
 
 def _state(server: RunningServer, node: str) -> str:
@@ -62,8 +62,7 @@ def test_sigterm_of_capacity_during_n_minus_one_brings_the_node_back_and_exits_3
         proc.send_signal(signal.SIGTERM)
         output, _ = proc.communicate(timeout=180)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        kill_tree(proc)
     assert proc.returncode == 3, output
     assert "SIGTERM: stopping the search" in output
     document = json.loads((tmp_path / "out" / "capacity.json").read_text())
@@ -81,8 +80,7 @@ def test_sigkill_of_capacity_during_n_minus_one_leaves_the_node_down_no_longer_t
         proc.kill()
         proc.wait(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        kill_tree(proc)
     killed_at = time.monotonic()
     while _state(server, "quality-0") == "down" and time.monotonic() - killed_at < 30:
         time.sleep(0.2)

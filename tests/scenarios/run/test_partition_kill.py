@@ -12,13 +12,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.support.server import REPO, TOKEN, RunningServer, start_server
+from tests.support.processes import kill_tree
+from tests.support.server import REPO, TOKEN, RunningServer
 
 pytestmark = pytest.mark.slow
 HEAL_WITHIN_S = 30.0
@@ -28,17 +28,8 @@ name: partition-kill
 traffic: {{model: "constant:2", duration: 15m, seed: 1}}
 target: {{url: "{url}"}}
 chaos:
-  - {{at: "00:02", experiment: "{experiments}/network-partition.json", hold: 10m}}
+  - {{at: "00:00:02", experiment: "{experiments}/network-partition.json", hold: 10m}}
 """
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[RunningServer]:
-    running = start_server(tmp_path / "server", {"cache": {"enabled": False}})
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 def _partitioned(server: RunningServer) -> list[str]:
@@ -49,7 +40,8 @@ def _chaos_runs(pid: int) -> list[psutil.Process]:
     return [p for p in psutil.Process(pid).children(recursive=True) if "chaos" in " ".join(p.cmdline())]
 
 
-def test_sigkill_of_run_mid_partition_heals_within_the_lease(server: RunningServer, tmp_path: Path) -> None:
+def test_sigkill_of_run_mid_partition_heals_within_the_lease(uncached_server: RunningServer, tmp_path: Path) -> None:
+    server = uncached_server
     (tmp_path / "scenario.yaml").write_text(SCENARIO.format(url=server.url, experiments=REPO / "experiments"), encoding="utf-8")
     env = {**os.environ, "RUSHHOUR_ADMIN_TOKEN": TOKEN}
     env.pop("RUSHHOUR_LEASE_S", None)
@@ -73,6 +65,4 @@ def test_sigkill_of_run_mid_partition_heals_within_the_lease(server: RunningServ
         assert not _partitioned(server), (
             f"still partitioned {HEAL_WITHIN_S:g} s after the drill was killed; log:\n" + (tmp_path / "run.log").read_text())
     finally:
-        if drill.poll() is None:
-            drill.kill()
-            drill.wait()
+        kill_tree(drill)
