@@ -4,12 +4,13 @@ cold starts, deadlines and the slowdown fault keep working."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from reference_server.model.samples import sample_text
-from tests.support.server import RunningServer
+from tests.support.server import RunningServer, start_server
 
 CONTINUOUS = {
     "pools": {"quality": {"batching": "continuous", "max_batch_tokens": 600}},
@@ -17,9 +18,20 @@ CONTINUOUS = {
 }
 
 
-@pytest.fixture()
-def server(server_factory) -> RunningServer:
-    return server_factory(CONTINUOUS)
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """One server for the module (a boot costs more than both tests); each test leaves it healed,
+    every node running and ready."""
+    running = start_server(tmp_path_factory.mktemp("continuous"), CONTINUOUS)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(autouse=True)
+def healed(server: RunningServer) -> Iterator[None]:
+    yield
+    assert server.admin("POST", "/admin/reset").status_code == 200  # heals faults, restarts dead nodes
+    server.wait_for(lambda s: all(n["state"] == "ready" for n in s["nodes"]), timeout_s=120)
 
 
 @pytest.mark.slow

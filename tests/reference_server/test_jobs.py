@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Iterator
 from typing import Any, cast
 
 import pytest
@@ -17,7 +18,7 @@ from reference_server.gateway.api import (
     TranslateResponse,
 )
 from reference_server.gateway.jobs import JobManager, split_segments
-from tests.support.server import RunningServer
+from tests.support.server import RunningServer, start_server
 
 
 def _answer(req: TranslateRequest) -> TranslateResponse:
@@ -152,9 +153,17 @@ SENTENCES = [f"Sentence number {i} of the long terms and conditions, which nobod
 SLOW_BATCHES = {"pools": {"quality": {"batching": "dynamic", "max_queue_delay_ms": 50}}, "jobs": {"concurrency": 1}}  # batches wait 50 ms
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """One server for the live tests: each leaves no job running, and their texts do not meet in
+    the cache (the stream goes to French, the jobs to German)."""
+    running = start_server(tmp_path_factory.mktemp("jobs"), SLOW_BATCHES)
+    yield running
+    running.stop()
+
+
 @pytest.mark.slow
-def test_job_live_returns_first_segment_before_the_end_with_monotone_progress(server_factory) -> None:
-    server: RunningServer = server_factory(SLOW_BATCHES)
+def test_job_live_returns_first_segment_before_the_end_with_monotone_progress(server: RunningServer) -> None:
     created = server.client.post("/v1/jobs", json={"text": " ".join(SENTENCES), "source_lang": "en", "target_lang": "de"})
     assert created.status_code == 202, created.text
     assert created.headers["X-Queue-Position"] == "0" and "X-Estimated-Wait-Ms" in created.headers
@@ -179,8 +188,7 @@ def test_job_live_returns_first_segment_before_the_end_with_monotone_progress(se
 
 
 @pytest.mark.slow
-def test_stream_live_yields_segments_in_order_then_done(server_factory) -> None:
-    server: RunningServer = server_factory()
+def test_stream_live_yields_segments_in_order_then_done(server: RunningServer) -> None:
     body = {"text": " ".join(SENTENCES[:6]), "source_lang": "en", "target_lang": "fr", "mode": "fast"}
     events: list[tuple[str, dict]] = []
     with server.client.stream("POST", "/v1/translate/stream", json=body) as response:
@@ -199,8 +207,7 @@ def test_stream_live_yields_segments_in_order_then_done(server_factory) -> None:
 
 
 @pytest.mark.slow
-def test_job_live_unknown_id_is_404_and_bad_language_is_422(server_factory) -> None:
-    server: RunningServer = server_factory()
+def test_job_live_unknown_id_is_404_and_bad_language_is_422(server: RunningServer) -> None:
     missing = server.client.get("/v1/jobs/nope")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "unknown_job"
     bad = server.client.post("/v1/jobs", json={"text": "Hi.", "source_lang": "en", "target_lang": "xx"})

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -37,8 +39,8 @@ def _invoke(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-@pytest.fixture
-def timed_target() -> Iterator[Callable[..., str]]:
+@contextmanager
+def _timed_targets() -> Iterator[Callable[..., str]]:
     """Start ground-truth targets (`tests/support/timed_target.py`); each is stopped by PID."""
     started: list[subprocess.Popen[bytes]] = []
 
@@ -51,9 +53,17 @@ def timed_target() -> Iterator[Callable[..., str]]:
         assert wait_for_http(url, proc=proc), "the timed target did not start"
         return url
 
-    yield start
-    for proc in started:
-        stop_process(proc, grace_s=2.0)
+    try:
+        yield start
+    finally:
+        for proc in started:
+            stop_process(proc, grace_s=2.0)
+
+
+@pytest.fixture
+def timed_target() -> Iterator[Callable[..., str]]:
+    with _timed_targets() as start:
+        yield start
 
 
 def _run(tmp_path: Path, baseline: str, candidate: str, *extra: str, slos: list[dict] | None = None,
@@ -78,18 +88,34 @@ def test_ab_same_timing_is_no_regression(tmp_path: Path, timed_target: Callable[
         assert (tmp_path / "out" / name).stat().st_size > 0
 
 
+@pytest.fixture(scope="module")
+def slower_candidate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str, dict]:
+    """One run of a 300 ms baseline against a 390 ms candidate (18 s of load), read by the two
+    tests below: the verdict, and the same verdict rebuilt from a copy of its folder.
+
+    30% slower, on delays long beside what a busy machine adds to both arms: a late send or
+    answer of x ms shows the ratio as (390 + x) / (300 + x), still above 1.2 with x = 150 ms
+    (at 100/130 ms, x = 50 ms already brings it down to 1.2)."""
+    root = tmp_path_factory.mktemp("ab-slower")
+    with pytest.MonkeyPatch.context() as env, _timed_targets() as start:
+        env.setenv("RUSHHOUR_STATE_DIR", str(root / "state"))  # the run is made before each test's own state dir
+        env.setenv("RUSHHOUR_NO_OVERHEAD_CHECK", "1")
+        code, output, doc = _run(root, start(300), start(390))
+    return root / "out", code, output, doc
+
+
 @pytest.mark.slow
-def test_ab_thirty_percent_slower_candidate_is_a_regression(tmp_path: Path, timed_target: Callable[..., str]) -> None:
-    code, output, doc = _run(tmp_path, timed_target(100), timed_target(130))
+def test_ab_thirty_percent_slower_candidate_is_a_regression(slower_candidate: tuple[Path, int, str, dict]) -> None:
+    out, code, output, doc = slower_candidate
     assert code == 1, output
     assert doc["verdict"] == "regression"
     assert all(1.2 < g["ratio"] < 1.4 and g["ci_low"] > 1.0 for g in doc["groups"])
     last = output.strip().splitlines()[-1]
     assert last.startswith("Regression:") and "x1.1 threshold" in last
-    requests = pd.read_parquet(tmp_path / "out" / REQUESTS_FILE)
+    requests = pd.read_parquet(out / REQUESTS_FILE)
     sent = requests[requests["ok"]]
     means = sent.groupby("arm")["latency_ms"].median()
-    assert 125 < means["candidate"] < 160 and 95 < means["baseline"] < 130  # the targets' own times, seen
+    assert 385 < means["candidate"] < 420 and 295 < means["baseline"] < 330  # the targets' own times, seen
 
 
 @pytest.mark.slow
@@ -104,10 +130,11 @@ def test_ab_candidate_shedding_a_tenth_instantly_is_a_regression(tmp_path: Path,
 
 
 @pytest.mark.slow
-def test_ab_report_rebuilds_the_same_verdict(tmp_path: Path, timed_target: Callable[..., str]) -> None:
+def test_ab_report_rebuilds_the_same_verdict(tmp_path: Path, slower_candidate: tuple[Path, int, str, dict]) -> None:
     from scenarios.cli.report import report
 
-    code, _, doc = _run(tmp_path, timed_target(100), timed_target(130))
+    made, code, _, doc = slower_candidate
+    shutil.copytree(made, tmp_path / "out")
     (tmp_path / "out" / AB_JSON_FILE).unlink()
     rebuilt = CliRunner().invoke(report, [str(tmp_path / "out")])
     assert rebuilt.exit_code == code == 1
