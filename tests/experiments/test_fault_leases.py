@@ -24,6 +24,7 @@ from experiments.local import actions
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 FILES = sorted(EXPERIMENTS.glob("*.json"))
 HOLD_S = 300.0
+RENEWAL_WAIT_S = 30.0
 RUNNABLE = "experiments.local.actions"  # the only module safe to run against the fake (no Redis, no cluster)
 Fake = tuple[Any, dict[str, Any], dict[str, Any]]
 
@@ -37,6 +38,11 @@ def _resolved_method(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[
     for activity in method:
         activity["provider"]["arguments"] = substitute(activity["provider"].get("arguments", {}), configuration, {})
     return method, configuration
+
+
+def _renewed(calls: list[tuple[str, str, Any]]) -> set[str]:
+    """The nodes whose fault lease was renewed with the short lease."""
+    return {p.split("/")[3] for m, p, b in list(calls) if p.endswith("/lease") and b == {"ttl_s": 0.4}}
 
 
 def _fault_ttls(calls: list[tuple[str, str, Any]]) -> list[float]:
@@ -55,12 +61,16 @@ def test_fault_lease_is_short_and_renewed_through_a_300_s_hold(path: Path, fake_
         if provider["module"] == RUNNABLE:
             func = getattr(importlib.import_module(provider["module"]), provider["func"])
             func(**provider["arguments"], configuration=config, secrets=secrets)
-    time.sleep(0.3)
+    faulted = {p.split("/")[3] for m, p, _ in cluster.calls if m == "POST" and p.endswith("/faults")}
+    # The renewal threads wake every 0.1 s, later on a busy machine: wait (bounded) for each held
+    # fault's first renewal instead of a fixed time that a loaded machine can overrun.
+    give_up = time.monotonic() + RENEWAL_WAIT_S
+    while not faulted <= _renewed(cluster.calls) and time.monotonic() < give_up:
+        time.sleep(0.05)
     leases.release("http")
     ttls = _fault_ttls(cluster.calls)
     assert all(ttl == 0.4 for ttl in ttls), f"{path.name} injects faults with TTLs {ttls}, not the short lease"
-    faulted = {p.split("/")[3] for m, p, _ in cluster.calls if m == "POST" and p.endswith("/faults")}
-    renewed = {p.split("/")[3] for m, p, b in cluster.calls if p.endswith("/lease") and b == {"ttl_s": 0.4}}
+    renewed = _renewed(cluster.calls)
     assert faulted <= renewed, f"{path.name}: faults on {sorted(faulted - renewed)} were never renewed"
     if path.stem in {"network-partition", "slow-gpu", "gpu-throttle"}:
         assert ttls, f"{path.name} injected no fault"

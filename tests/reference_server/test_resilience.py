@@ -16,6 +16,7 @@ from tests.support.load import run_load, start_load
 from tests.support.server import RunningServer, start_server
 
 DEADLINE_MS = 2000
+RESTART_S = 9.0  # a node's restart on an idle machine; a loaded one gets 3x its own measured start
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,11 @@ def _body(tag: str, *, repeat: int = 1, **fields: Any) -> Callable[[int], dict[s
 @pytest.mark.slow
 @pytest.mark.xdist_group("cpu-b")
 def test_resilience_node_killed_under_load_is_restarted(server: RunningServer) -> None:
-    restarts_before = _node(server.status(), "quality-0")["restarts"]
+    before = _node(server.status(), "quality-0")
+    restarts_before = before["restarts"]
+    # The node's own start (load and warm-up) measured on this machine sets the budget of its
+    # restart, so two busy cores beside the test slow both alike instead of failing it.
+    restart_budget_s = max(RESTART_S, 3.0 * float(before["cold_start_s"] or 0.0))
     # Long enough texts that requests are in flight at the node when it dies: they must be retried.
     load = start_load(server.url, _body("kill", repeat=8, deadline_ms=5000), rate_per_s=20, duration_s=11)
     time.sleep(1.0)
@@ -66,7 +71,8 @@ def test_resilience_node_killed_under_load_is_restarted(server: RunningServer) -
     assert killed.status_code == 200, killed.text
     assert killed.json()["state"] == "down"
     recovered = server.wait_for(
-        lambda s: _node(s, "quality-0")["state"] == "ready" and _node(s, "quality-0")["breaker"] == "closed", timeout_s=9
+        lambda s: _node(s, "quality-0")["state"] == "ready" and _node(s, "quality-0")["breaker"] == "closed",
+        timeout_s=restart_budget_s,
     )
     outcomes = load.result(timeout=60)
     assert _node(recovered, "quality-0")["restarts"] >= restarts_before + 1
