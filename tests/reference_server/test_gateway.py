@@ -119,7 +119,6 @@ def test_gateway_bad_input_gets_json_error(shared_server: RunningServer, body: b
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-b")
 def test_gateway_status_and_probes(shared_server: RunningServer) -> None:
     assert shared_server.client.get("/healthz").status_code == 200
     assert shared_server.client.get("/readyz").status_code == 200

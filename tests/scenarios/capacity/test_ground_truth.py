@@ -173,7 +173,7 @@ def test_ground_truth_streaming_simulation_is_sane() -> None:
 
 @pytest.mark.timeout(420)
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-a")
+@pytest.mark.xdist_group("cpu-b")  # beside the M/D/c search (cpu-a), not after it: each takes minutes
 def test_ground_truth_search_on_ttft_behaves_like_the_simulated_design_on_a_streaming_mdc(
         tmp_path: Path, streaming_mdc_url: str) -> None:
     slos = [{"name": "ttft-p95", "kind": "ttft", "percentile": 95, "threshold_ms": TTFT_MS},

@@ -17,7 +17,6 @@ SECRET = "namespaces-auth-secret-0123456789"
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-b")
 def test_namespaces_a_stranger_on_another_host_is_refused_and_the_rightful_worker_runs(
     hosts: NetnsHosts, tmp_path: Path,  # noqa: F811
 ) -> None:

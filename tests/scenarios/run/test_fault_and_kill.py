@@ -145,7 +145,6 @@ def _partitioned(server: RunningServer) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-b")
 def test_sigkill_of_harness_and_chaos_run_fault_healed_by_its_lease(tmp_path: Path, drill_process: list,
                                                                    server_factory: Callable[..., RunningServer]) -> None:
     server = server_factory()

@@ -45,7 +45,6 @@ def drill_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-c")
 def test_drill_sends_documents_as_jobs_and_reports_first_segment(drill_dir: Path) -> None:
     out = drill_dir / "out"
     argv = [sys.executable, "-m", "scenarios.cli.main", "run", str(drill_dir / "scenario.yaml"), "--out", str(out)]

@@ -34,7 +34,6 @@ def _leaky_experiment(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-c")
 def test_interrupted_drill_ignores_more_signals_in_teardown_and_audits_a_leftover_fault(
         tmp_path: Path, drill_process: list) -> None:
     spec = {

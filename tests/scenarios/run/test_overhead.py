@@ -90,7 +90,6 @@ def _seed_cache(limit: float) -> dict[str, object]:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-c")
 def test_a_drill_reports_the_cached_overhead_and_a_dry_run_never_checks(tmp_path: Path, drill_process: list,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(overhead.SKIP_ENV)

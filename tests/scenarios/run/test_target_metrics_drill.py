@@ -18,7 +18,6 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-c")
 def test_drill_scrapes_target_metrics_and_survives_their_loss(tmp_path: Path, drill_process: list) -> None:
     truth = TruthServer()
     truth.running.labels(model_name="m").set(6)
