@@ -4,8 +4,9 @@ The summary is assembled once, in `reports.build.summarise_run`, from the sectio
 `reports.summary.summarise` computes, the story (before/during/after per fault, findings,
 headline), the live-metrics window and an optional comparison; the result is validated here, so a
 misspelled or unknown key, or a value of the wrong type, fails the build instead of reaching a
-renderer. The sections with one fixed shape (what was run, the generator's health, the phases, the
-live-metrics window) are typed models of their own; those whose inner shape belongs to their own
+renderer. The sections with one fixed shape (what was run, the generator's health, the phases,
+documents through the jobs API, the steady windows, the live-metrics window) are typed models of
+their own; those whose inner shape belongs to their own
 module (an SLO row, a fault row, the cost) or repeats what an event said (the leak audit, the
 scraper, the environment) stay plain JSON objects at this level.
 """
@@ -16,7 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["GeneratorHealth", "LiveWindow", "PhaseMark", "ScenarioFacts", "Summary"]
+__all__ = ["DocumentsSection", "GeneratorHealth", "LiveWindow", "PhaseMark", "ScenarioFacts", "SteadySection",
+           "SteadyWindowRow", "Summary"]
 
 Section = dict[str, Any]
 Rows = list[dict[str, Any]]
@@ -63,6 +65,38 @@ class PhaseMark(_Part):
     end_s: float | None
 
 
+class DocumentsSection(_Part):
+    """Documents sent through the jobs API (`reports.documents.documents_section`): counts, and the
+    percentiles (with their sample count) of the time to the first segment and to the whole document."""
+
+    count: int
+    ok: int
+    failed: int
+    timeouts: int
+    chars_p50: float | None
+    first_segment_ms: dict[str, float | int | None]
+    full_document_ms: dict[str, float | int | None]
+
+
+class SteadyWindowRow(_Part):
+    """One phase's steady stretch, or why none was found (`reports.steady.SteadyWindow`)."""
+
+    phase: str
+    start_s: float
+    end_s: float
+    steady_start_s: float | None
+    warmup_s: float | None
+    reason: str | None
+
+
+class SteadySection(_Part):
+    """How the steady windows were found, whether any was, and each phase's (`reports.steady.steady_section`)."""
+
+    method: str
+    found: bool
+    windows: list[SteadyWindowRow]
+
+
 class LiveWindow(_Part):
     """Where the drill's live metrics were and when it ran (`reports.live.live_section`)."""
 
@@ -104,10 +138,11 @@ class Summary(BaseModel):
     aborted: list[str]
     leak_audit: Section | None
     scraper: Section | None
-    documents: Section | None = None
+    documents: DocumentsSection | None = None
     streaming: Section | None
     goodput: Section | None
-    steady: Section | None = Field(default=None, description="each phase's steady window after its warm-up (MSER-5)")
+    steady: SteadySection | None = Field(default=None, description="each phase's steady window after its warm-up "
+                                                                    "(MSER-5)")
     target_metrics: Section | None = Field(default=None, description="the scrape of the target's own metrics")
     harness_overhead: Section | None = Field(default=None, description="the latency the harness itself adds "
                                              "at the run's peak rate (reports.overhead), when measured")

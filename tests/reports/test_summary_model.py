@@ -45,12 +45,14 @@ def test_summary_refuses_an_unknown_key_or_a_wrong_verdict(tmp_path: Path) -> No
 def test_summary_typed_sections_write_what_their_producers_said(tmp_path: Path) -> None:
     phases = [{"type": "phase", "t_s": 0.0, "name": "calm", "start_s": 0.0, "end_s": 5.0},
               {"type": "phase", "t_s": 5.0, "name": "peak", "start_s": 5.0, "end_s": 10.0}]
-    run = load_run(write_run(tmp_path / "run", requests_frame(np.arange(4.0), np.full(4, 50.0)),
-                             events=phases + EVENTS))
-    assert len(summarise_run(run, RunFacts.of(run)).phases) == 2
+    frame = requests_frame(np.arange(4.0), np.full(4, 50.0), via=["job", "translate", "job", "translate"],
+                           first_segment_ms=[20.0, np.nan, 30.0, np.nan], error="")
+    run = load_run(write_run(tmp_path / "run", frame, events=phases + EVENTS))
+    typed = summarise_run(run, RunFacts.of(run))
+    assert len(typed.phases) == 2 and typed.documents is not None and typed.steady is not None
     said = {**summarise(run, RunFacts.of(run)), "live": live_section(run.events)}
-    parts = summarise_run(run, RunFacts.of(run)).as_dict()
-    for name in ("scenario", "generator", "phases", "live"):  # same keys, same order, same values
+    parts = typed.as_dict()
+    for name in ("scenario", "generator", "phases", "documents", "steady", "live"):  # same keys, order, values
         assert json.dumps(parts[name], default=str) == json.dumps(said[name], default=str), name
 
 
