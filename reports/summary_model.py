@@ -32,11 +32,11 @@ class ScenarioFacts(_Part):
     """What was run (`reports.summary._scenario`): the scenario, its traffic and where the results are."""
 
     name: str
-    seed: int
+    seed: int | None
     duration_s: float
     time_scale: float
     rate_scale: float | None
-    traffic_model: str
+    traffic_model: str | None
     results_dir: str
     peak_rps: float | str | None
     calibration: Section | None
