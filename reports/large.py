@@ -18,7 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from kernel import contract
@@ -45,6 +48,7 @@ LARGE_ROWS = 2_000_000
 NARROW_COLUMNS = ("intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "pool_wait_ms", "fired",
                   "status", "ok", "degraded", "cached", "chars", "priority", "phase", "kind", "mode", "model")
 LABELS = ("priority", "phase", "kind", "mode", "model")
+BATCH_ROWS = 65_536
 COST_COLUMNS = ["ok", "chars", "cached", "model", "priority", "mode", "intended_s", "done_s"]
 LEFT_OUT = ("faults", "cost per token", "documents", "streaming", "goodput", "findings", "charts")
 
@@ -72,15 +76,50 @@ def load_narrow(root: Path) -> RunData:
     shell = load_run_without_requests(root)
     judged = {spec.column for spec in shell.scenario.slos}  # an SLO on time to first token reads ttft_ms
     columns = [c for c in dict.fromkeys([*NARROW_COLUMNS, *sorted(judged)]) if c in present]
-    table = pq.read_table(path, columns=columns, read_dictionary=[c for c in LABELS if c in present])
-    requests = table.to_pandas()
-    del table
+    requests = read_columns(path, columns, [c for c in LABELS if c in present])
     for name, default in (("pool_wait_ms", float("nan")), ("fired", 1), ("degraded", False), ("cached", False)):
         if name not in requests:
             requests[name] = default
     requests = fill_missing_ends(requests, latest_end_s(requests, shell.events))
     shell.requests = requests
     return shell
+
+
+def read_columns(path: Path, columns: list[str], labels: list[str]) -> pd.DataFrame:
+    """Columns of a parquet file read a batch at a time into arrays allocated once, so no second
+    copy of the table is ever held; `labels` become categoricals. Missing numbers read as the
+    results loader reads them (NaN, 0, False)."""
+    file = pq.ParquetFile(path, read_dictionary=labels)
+    rows, schema = file.metadata.num_rows, file.schema_arrow
+    plain = {c: np.empty(rows, dtype=schema.field(c).type.to_pandas_dtype()) for c in columns if c not in labels}
+    codes = {c: np.empty(rows, dtype=np.int32) for c in labels}
+    categories: dict[str, dict[str, int]] = {c: {} for c in labels}
+    start = 0
+    for batch in file.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+        stop = start + batch.num_rows
+        for name, array in plain.items():
+            array[start:stop] = _filled(batch.column(name), array.dtype).to_numpy(zero_copy_only=False)
+        for name, array in codes.items():
+            array[start:stop] = _codes(batch.column(name), categories[name])
+        start = stop
+    pa.default_memory_pool().release_unused()  # what the batches held, back to the system
+    made = {name: pd.Categorical.from_codes(codes.pop(name), categories=pd.Index(list(categories[name])))
+            for name in labels}
+    return pd.DataFrame({name: made[name] if name in made else plain.pop(name) for name in columns}, copy=False)
+
+
+def _filled(column: pa.Array, dtype: np.dtype) -> pa.Array:
+    if column.null_count == 0 or dtype.kind == "f":
+        return column
+    return pc.fill_null(column, False if dtype.kind == "b" else 0)
+
+
+def _codes(column: pa.Array, known: dict[str, int]) -> np.ndarray:
+    """Codes of a dictionary column against the categories seen so far (extended in place)."""
+    if not pa.types.is_dictionary(column.type) or column.null_count:
+        column = pc.fill_null(column.cast(pa.string()), "").dictionary_encode()
+    mapping = np.array([known.setdefault(str(v), len(known)) for v in column.dictionary.to_pylist()], dtype=np.int32)
+    return mapping[column.indices.to_numpy(zero_copy_only=False)]
 
 
 def load_run_without_requests(root: Path) -> RunData:

@@ -78,3 +78,24 @@ def test_large_run_counts_scale_and_every_slo_and_verdict_agree(runs: tuple[dict
 def test_large_run_writes_every_report_file(runs: tuple[dict, dict], folder: Path) -> None:
     for name in ("summary.json", "report.html", "report.md", "junit.xml"):
         assert (folder / "large" / name).stat().st_size > 0
+
+
+@pytest.mark.parametrize("batch_rows", [3, 1000])
+def test_read_columns_unifies_labels_across_batches_and_fills_gaps_as_the_loader_does(
+        tmp_path: Path, batch_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    path = tmp_path / "requests.parquet"
+    table = pa.table({"latency_ms": [1.0, None, 3.0, 4.0, 5.0, 6.0, 7.0],
+                      "status": pa.array([200, None, 503, 200, 200, 0, 200], pa.int64()),
+                      "ok": [True, None, False, True, True, False, True],
+                      "priority": ["paid", "free", None, "batch", "paid", "free", "batch"]})
+    pq.write_table(table, path, row_group_size=2)
+    monkeypatch.setattr(large, "BATCH_ROWS", batch_rows)
+    frame = large.read_columns(path, ["latency_ms", "status", "ok", "priority"], ["priority"])
+    assert frame["latency_ms"].isna().tolist() == [False, True, False, False, False, False, False]
+    assert frame["status"].tolist() == [200, 0, 503, 200, 200, 0, 200]
+    assert frame["ok"].tolist() == [True, False, False, True, True, False, True]
+    assert frame["priority"].astype(str).tolist() == ["paid", "free", "", "batch", "paid", "free", "batch"]
+    assert isinstance(frame["priority"].dtype, pd.CategoricalDtype)
