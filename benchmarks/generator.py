@@ -27,7 +27,8 @@ import pandas as pd
 from kernel.processes import free_port, stop_process
 from kernel.quantiles import percentile_value
 from scenarios.load.locust import LocustCommand
-from scenarios.load.session import LoadPlan, LoadSession
+from scenarios.load.session import LoadSession
+from scenarios.load.settings import LoadSettings
 
 LAG_LIMIT_MS = 5.0
 HERE = Path(__file__).resolve().parent
@@ -62,8 +63,8 @@ def open_loop(url: str, rate: float, seconds: float, work: Path, processes: int 
     sched = _schedule(rate, seconds)
     path = work / f"schedule-{rate:g}.parquet"
     sched.to_parquet(path, index=False)
-    session = LoadSession(LoadPlan(host=url, schedule_path=path, work_dir=work / f"open-{rate:g}-p{processes}",
-                                   duration_s=seconds, max_timeout_s=10.0, processes=processes))
+    session = LoadSession(LoadSettings(host=url, schedule_path=path, work_dir=work / f"open-{rate:g}-p{processes}",
+                                       duration_s=seconds, max_timeout_s=10.0, processes=processes))
     cpu: list[float] = []
     cpu_s = 0.0
     try:
