@@ -20,11 +20,11 @@ PRIORITIES = ("paid", "free", "batch")
 DEFAULT_CACHE_MAX_BYTES = 64 * 1024 * 1024
 REDIS_ENV = "RUSHHOUR_REDIS_URL"
 Batching = Literal["dynamic", "continuous"]
-# Continuous batching with chunked prefill serves the quality tier best (docs/benchmarks.md,
-# "Reference server batching"); the fast tier keeps dynamic batching unless a pool says otherwise.
-DEFAULT_BATCHING: dict[str, Batching] = {"quality": "continuous", "fast": "dynamic"}
-# A 128-pass chunk costs about one decode step of eight rows, and the chunked encoder stays within
-# 1.2x of the whole one (smaller chunks pay ONNX Runtime's per-run cost more often): docs/streaming.md.
+# Continuous batching with chunked prefill serves both bundled tiers best (docs/benchmarks.md,
+# "Reference server batching"); dynamic batching stays a pool's choice.
+DEFAULT_BATCHING: dict[str, Batching] = {"quality": "continuous", "fast": "continuous"}
+# A 128-pass chunk costs about one decode step of eight rows, and the chunked encoder stays close to
+# the whole one (smaller chunks pay ONNX Runtime's per-run cost more often): docs/benchmarks.md.
 DEFAULT_PREFILL_TOKENS = 128
 MIN_PREFILL_TOKENS = 4
 
@@ -107,7 +107,7 @@ class PoolConfig(_Strict):
     max_node_queue: int = Field(256, ge=1)
     batching: Batching | None = Field(
         None, description="dynamic: batches decoded to their longest row; continuous: rows join and leave at every "
-                          "decode step; unset: continuous for the quality model, dynamic for the fast one")
+                          "decode step; unset: continuous for both bundled models")
     max_batch_tokens: int = Field(
         4096, ge=1, le=1_000_000, description="continuous: source tokens (about 4 characters each) the active rows may hold together")
     max_prefill_tokens: int = Field(

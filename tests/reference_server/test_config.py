@@ -174,7 +174,7 @@ def test_load_config_default_quality_pool_batches_continuously_with_chunked_pref
     config = load_config()
     quality, fast = config.pools["quality"], config.pools["fast"]
     assert (quality.batching, quality.max_prefill_tokens) == ("continuous", 128)
-    assert fast.batching == "dynamic"
+    assert (fast.batching, fast.max_prefill_tokens) == ("continuous", 128)
     custom = load_config(_write(tmp_path, "pools:\n  quality: {batching: dynamic}\n  extra: {model: quality}\n"))
     assert custom.pools["quality"].batching == "dynamic" and custom.pools["extra"].batching == "continuous"
 

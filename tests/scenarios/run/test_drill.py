@@ -71,7 +71,8 @@ def test_runner_short_drill_writes_every_result(tmp_path: Path, drill_process: l
     summary = json.loads((out / "summary.json").read_text())
     assert summary["verdict"] in ("pass", "fail") and summary["requests"]["scheduled"] == len(schedule)
     batching = summary["environment"]["batching"]  # the embedded server's defaults, as each pool ran them
-    assert "quality: continuous, chunked prefill 32 tokens/step" in batching and "fast: dynamic" in batching
+    assert "quality: continuous, chunked prefill 128 tokens/step" in batching
+    assert "fast: continuous, chunked prefill 128 tokens/step" in batching
     assert f"<td>batching</td><td>{batching}</td>" in (out / "report.html").read_text()
 
 
