@@ -6,9 +6,9 @@ headline), the live-metrics window and an optional comparison; the result is val
 misspelled or unknown key, or a value of the wrong type, fails the build instead of reaching a
 renderer. The sections with one fixed shape (what was run, the generator's health, the phases,
 documents through the jobs API, the steady windows, the live-metrics window) are typed models of
-their own; those whose inner shape belongs to their own
-module (an SLO row, a fault row, the cost) or repeats what an event said (the leak audit, the
-scraper, the environment) stay plain JSON objects at this level.
+their own, and so are the SLO and fault rows (`reports.summary_rows`) and the cost
+(`reports.summary_cost`); those that repeat what an event said (the leak audit, the scraper, the
+environment) stay plain JSON objects at this level.
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from reports.summary_cost import CostSection
+from reports.summary_rows import FaultRow, SloRow
 
 __all__ = ["DocumentsSection", "GeneratorHealth", "LiveWindow", "PhaseMark", "ScenarioFacts", "SteadySection",
            "SteadyWindowRow", "Summary"]
@@ -126,10 +129,10 @@ class Summary(BaseModel):
     latency_uncorrected_ms: dict[str, float | None]
     latency_ok_only_ms: dict[str, float | None]
     latency_detail: Section
-    slos: Rows
+    slos: list[SloRow]
     implicit_slo: str | None
-    cost: Section | None
-    faults: Rows
+    cost: CostSection | None
+    faults: list[FaultRow]
     """One row per injected fault, each with its before/during/after `periods`."""
     generator: GeneratorHealth
     phases: list[PhaseMark]

@@ -6,13 +6,14 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from reports.build import build_reports, summarise_run
+from reports.build import build_reports, story, summarise_run
 from reports.facts import RunFacts
 from reports.live import live_section
-from reports.results import load_run
+from reports.results import RunData, load_run
 from reports.summary import summarise
 from reports.summary_model import Summary
 from tests.reports.helpers import requests_frame, write_run
@@ -63,3 +64,89 @@ def test_summary_refuses_a_misspelt_field_inside_a_section_naming_its_path(tmp_p
         Summary.model_validate({**parts, "generator": {**parts["generator"], "lag_sampels": 3}})
     with pytest.raises(ValidationError, match=r"scenario\.seed"):
         Summary.model_validate({**parts, "scenario": {**parts["scenario"], "seed": "forty-two"}})
+
+
+EVERY_KIND = [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 80, "steady_only": True},
+              {"name": "up", "kind": "availability", "objective": 0.9},
+              {"name": "lite", "kind": "degraded", "max_share": 0.5},
+              {"name": "good", "kind": "goodput", "min_rps": 0.5},
+              {"name": "creep", "kind": "drift", "metric": "latency_p99", "max_slope": 100.0}]
+JOURNAL = {"status": "completed", "deviated": False, "steady_states": {"before": {"steady_state_met": True},
+                                                                        "after": {"steady_state_met": False}}}
+
+
+def _every_kind_run(tmp_path: Path) -> RunData:
+    """A run judged on one SLO of each row shape, with a fault whose chaos journal is on disk."""
+    frame = requests_frame(np.arange(40.0) / 4, 40.0 + np.arange(40.0), ok=np.arange(40) % 9 != 0)
+    root = write_run(tmp_path / "run", frame, scenario={"slos": EVERY_KIND}, events=EVENTS)
+    (root / "chaos").mkdir()
+    (root / "chaos" / "kill.journal.json").write_text(json.dumps(JOURNAL))
+    return load_run(root)
+
+
+def test_summary_slo_and_fault_rows_write_what_their_producers_said(tmp_path: Path) -> None:
+    run = _every_kind_run(tmp_path)
+    typed = summarise_run(run, RunFacts.of(run))
+    assert [type(row).__name__ for row in typed.slos] == ["LatencySloRow", "ShareSloRow", "ShareSloRow",
+                                                          "GoodputSloRow", "DriftSloRow"]
+    assert typed.faults[0].steady_state is not None and typed.faults[0].steady_state.after_met is False
+    sections = summarise(run, RunFacts.of(run))
+    said = {"slos": sections["slos"], "faults": story(run, sections, RunFacts.of(run))["faults"]}
+    assert said["slos"][0]["judged_over"] and len(said["faults"][0]["periods"]) == 3
+    parts = typed.as_dict()
+    for name in ("slos", "faults"):  # same keys, order, values
+        assert json.dumps(parts[name], default=str) == json.dumps(said[name], default=str), name
+
+
+def test_summary_refuses_a_misspelt_slo_or_fault_field_naming_its_path(tmp_path: Path) -> None:
+    parts = summarise_run(run := _every_kind_run(tmp_path), RunFacts.of(run)).as_dict()
+    slos, faults = parts["slos"], parts["faults"]
+    with pytest.raises(ValidationError, match=r"slos\.1\.availability\.mett"):
+        Summary.model_validate({**parts, "slos": [slos[0], {**slos[1], "mett": True}, *slos[2:]]})
+    with pytest.raises(ValidationError, match=r"slos\.0\.latency\.samples"):
+        Summary.model_validate({**parts, "slos": [{**slos[0], "samples": "many"}, *slos[1:]]})
+    with pytest.raises(ValidationError, match=r"faults\.0\.periods\.2\.overlap"):
+        periods = faults[0]["periods"]
+        Summary.model_validate({**parts, "faults": [{**faults[0], "periods": [*periods[:2], {**periods[2], "overlap": []}]}]})
+    with pytest.raises(ValidationError, match=r"faults\.0\.recoverd"):
+        Summary.model_validate({**parts, "faults": [{**faults[0], "recoverd": True}]})
+
+
+PRICES = {"source": "fixture prices", "date": "2026-11", "managed_api_usd_per_1k_chars": 0.02,
+          "pools": {"quality": {"usd_per_node_hour": 3.6, "kind": "gpu"}, "fast": {"usd_per_node_hour": 0.36}}}
+
+
+def _priced_run(tmp_path: Path, *, prices: bool, scrapes: bool) -> RunData:
+    """A run with or without a price list and node counts; output tokens known, input tokens not."""
+    t = np.arange(-1.0, 12.0)
+    metrics = pd.concat([pd.DataFrame({"t_s": t, "pool": "quality", "nodes_alive": 2}),
+                         pd.DataFrame({"t_s": t, "pool": "fast", "nodes_alive": 1})])
+    frame = requests_frame(np.arange(20.0) / 2, np.full(20, 50.0), model=np.where(np.arange(20) % 3, "quality", "fast"),
+                           priority=np.where(np.arange(20) % 2, "paid", "free"), cached=np.arange(20) % 4 == 0,
+                           output_tokens=10.0 + np.arange(20.0), input_tokens=-1.0)
+    scenario = {"cost": PRICES} if prices else {}
+    return load_run(write_run(tmp_path / "run", frame, scenario=scenario, events=EVENTS,
+                              metrics=metrics if scrapes else None))
+
+
+@pytest.mark.parametrize(("prices", "scrapes"), [(True, True), (True, False), (False, True)])
+def test_summary_cost_writes_what_its_producers_said(tmp_path: Path, prices: bool, scrapes: bool) -> None:
+    run = _priced_run(tmp_path, prices=prices, scrapes=scrapes)
+    typed = summarise_run(run, RunFacts.of(run))
+    said = summarise(run, RunFacts.of(run))["cost"]
+    assert typed.cost is not None and typed.cost.known is (prices and scrapes)
+    if typed.cost.known:  # every part of the known shape is there: pools, classes, faults, both token directions
+        assert said["by_pool"] and said["by_priority"] and said["during_faults"]["chars"] > 0
+        assert said["tokens"]["output"]["by_phase"] and said["tokens"]["input"]["known"] is False
+    assert json.dumps(typed.as_dict()["cost"], default=str) == json.dumps(said, default=str)
+
+
+def test_summary_refuses_a_misspelt_cost_field_naming_its_path(tmp_path: Path) -> None:
+    parts = summarise_run(run := _priced_run(tmp_path, prices=True, scrapes=True), RunFacts.of(run)).as_dict()
+    cost = parts["cost"]
+    with pytest.raises(ValidationError, match=r"cost\.by_pool\.0\.usdd"):
+        Summary.model_validate({**parts, "cost": {**cost, "by_pool": [{**cost["by_pool"][0], "usdd": 1.0}]}})
+    output = cost["tokens"]["output"]
+    with pytest.raises(ValidationError, match=r"cost\.tokens\.output\.by_phase\.0\.class"):
+        wrong = {**output, "by_phase": [{**output["by_phase"][0], "class": 3}]}
+        Summary.model_validate({**parts, "cost": {**cost, "tokens": {**cost["tokens"], "output": wrong}}})

@@ -1,0 +1,208 @@
+"""The rows of summary.json's `slos` and `faults` lists as typed models.
+
+An SLO row's keys depend on its kind, and each producer writes them in its own order (latency
+kinds in `reports.slos.measure`, shares in the same module, goodput in `reports.goodput`, drift in
+`reports.drift`); a model writes its fields in the order they are declared, so each kind has a row
+model of its own, told apart by `kind`. Keys added on the way (the steady-only verdict from
+`reports.steady_slos`, `implicit` from `reports.summary`, `too_tight` from `reports.overhead`)
+come last, in the order they are added. The per-phase rows and the whole-run figures beside a
+steady-only verdict repeat a row's measure and stay plain JSON objects.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["BurnRateRow", "DriftSloRow", "FaultPeriodRow", "FaultRow", "GoodputSloRow", "LatencySloRow",
+           "RecoveryRule", "ShareSloRow", "SloRow", "SteadyStateOutcome"]
+
+Bound = list[float | None]
+"""A confidence interval, [low, high]; either end None when not measured."""
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BurnRateRow(_Row):
+    """One long/short window pair of the multi-window burn-rate alert (`reports.burn.BurnRule`)."""
+
+    long_window_s: float
+    short_window_s: float
+    threshold: float
+    worst_long: float | None
+    worst_short: float | None
+    worst_both: float | None
+    pages: bool
+    first_page_s: float | None
+
+
+class _Tail(BaseModel):
+    """What is added to every row after its kind's producer: the steady-only verdict, whether the
+    SLO is the implicit one, and the sentence of a threshold too tight for the harness."""
+
+    steady_only: bool | None = None
+    judged_over: str | None = None
+    whole_run: dict[str, Any] | None = None
+    steady_note: str | None = None
+    implicit: bool
+    too_tight: str | None = None
+
+
+class _Head(_Row):
+    """The fields every latency and share row opens with (`reports.slos.measure`)."""
+
+    name: str
+    kind: str
+    objective: float
+    objective_text: str
+    samples: int
+    bad: int
+    budget_consumed: float | None
+
+
+class _LatencyCore(_Head):
+    """The fields `reports.slos` writes for a latency kind, in its order."""
+
+    kind: Literal["latency", "ttft", "tpot", "itl"]
+    measured: float | None
+    measured_ms: float | None
+    ci: Bound
+    trusted: bool
+    met: bool
+    good_share: float | None
+    good_share_ci: Bound
+    good_objective: float
+    measured_ok_only_ms: float | None
+    samples_ok: int
+    burn_rates: list[BurnRateRow]
+    phases: list[dict[str, Any]]
+
+
+class _ShareCore(_Head):
+    """The fields `reports.slos` writes for a share kind, in its order."""
+
+    kind: Literal["availability", "degraded"]
+    measured: float | None
+    met: bool
+    ci: Bound
+    trusted: bool
+    burn_rates: list[BurnRateRow]
+    phases: list[dict[str, Any]]
+
+
+class _GoodputCore(_Row):
+    """The fields `reports.goodput.goodput_slo` writes, in its order."""
+
+    name: str
+    objective: float
+    objective_text: str
+    burn_rates: list[BurnRateRow]
+    kind: Literal["goodput"]
+    budget_consumed: float | None
+    measured: float | None
+    met: bool
+    ci: Bound
+    trusted: bool
+    samples: int
+    bad: int
+    good_share: float | None
+    phases: list[dict[str, Any]]
+
+
+class _DriftCore(_Row):
+    """The fields `reports.drift.drift_slo` writes, in its order."""
+
+    name: str
+    kind: Literal["drift"]
+    objective: float
+    objective_text: str
+    metric: str
+    unit: str
+    measured: float | None
+    measured_text: str
+    ci: Bound
+    met: bool
+    trusted: bool
+    samples: int
+    bad: int
+    budget_consumed: float | None
+    burn_rates: list[BurnRateRow]
+    phases: list[dict[str, Any]]
+    drift_note: str | None
+
+
+class LatencySloRow(_Tail, _LatencyCore):
+    """A latency, TTFT, TPOT or ITL objective: a good-events verdict with the percentile beside it."""
+
+
+class ShareSloRow(_Tail, _ShareCore):
+    """An availability or degraded-share objective, with its Clopper-Pearson interval."""
+
+
+class GoodputSloRow(_Tail, _GoodputCore):
+    """A goodput objective in req/s (`reports.goodput.goodput_slo`)."""
+
+
+class DriftSloRow(_Tail, _DriftCore):
+    """A drift objective: the slope of a soak trend per hour (`reports.drift.drift_slo`)."""
+
+
+SloRow = Annotated[LatencySloRow | ShareSloRow | GoodputSloRow | DriftSloRow, Field(discriminator="kind")]
+"""One judged SLO, its model chosen by `kind`."""
+
+
+class SteadyStateOutcome(_Row):
+    """The chaos journal's status and steady-state hypothesis before and after (`reports.faults.steady_state`)."""
+
+    status: str | None
+    deviated: bool
+    before_met: bool | None
+    after_met: bool | None
+
+
+class RecoveryRule(_Row):
+    """What recovery had to hold: a healthy stretch this long with this many requests (`RecoveryLimits.rule`)."""
+
+    window_s: float
+    min_requests: int
+
+
+class FaultPeriodRow(_Row):
+    """Before, during or after one fault (`reports.periods.fault_periods`)."""
+
+    period: Literal["before", "during", "after"]
+    start_s: float
+    end_s: float
+    requests: int
+    p99_ms: float | None
+    p99_samples: int
+    error_rate: float | None
+    offered_rps: float | None
+    achieved_rps: float | None
+    overlaps: list[str]
+
+
+class FaultRow(_Row):
+    """One injected fault's row (`reports.faults.fault_impact`) with its periods (`reports.build.story`)."""
+
+    name: str
+    experiment: str
+    start_s: float
+    end_s: float
+    ended: bool
+    requests: int
+    failed_requests: int
+    shed_requests: int
+    p99_during_ms: float | None
+    p99_during_samples: int
+    p99_during_trusted: bool
+    p99_during_ok_only_ms: float | None
+    recovery_s: float | None
+    recovered: bool
+    recovery_rule: RecoveryRule
+    recovery_unclear: str | None
+    steady_state: SteadyStateOutcome | None
+    periods: list[FaultPeriodRow]
