@@ -40,8 +40,9 @@ from scenarios.capacity.record import condition_entry, step_entry, verdict_of
 from scenarios.capacity.search import SearchResult, StepVerdict, search
 from scenarios.capacity.stepper import StepRunner
 from scenarios.capacity.target import Target, open_target
+from scenarios.capacity.targetprobe import probe_capacity_target
 from scenarios.load.locust import LoadError
-from scenarios.protocols.probe import ProbeError, probe_target
+from scenarios.protocols.probe import ProbeError
 from scenarios.run.envinfo import machine_facts
 
 __all__ = ["CapacityOutcome", "run_capacity"]
@@ -81,11 +82,11 @@ def _flush_cache(target: Target) -> None:
 
 
 def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable[[str], None], *,
-                      start_rps: float | None) -> dict[str, Any]:
+                      start_rps: float | None, serves_jobs: bool) -> dict[str, Any]:
     began = time.monotonic()
     label = Path(name).stem if name not in (HEALTHY, N_MINUS_ONE) else name
     runner = StepRunner(url=target.url, mix=job.mix, specs=job.slos, load=job.scenario.load, rules=job.rules,
-                        work_dir=job.out_dir / label, seed=job.seed, target=job.protocol)
+                        work_dir=job.out_dir / label, seed=job.seed, target=job.protocol, serves_jobs=serves_jobs)
     condition = _condition(name, job, target)
     entries: list[dict[str, Any]] = []
     result = SearchResult()
@@ -181,12 +182,12 @@ def _run_conditions(job: CapacityJob, say: Callable[[str], None]
     misfit = False
     try:
         target = open_target(job, say=say)
-        say(probe_target(target.url, job.protocol).line())
+        serves_jobs = probe_capacity_target(job, target.url, say=say)
         for name in job.conditions:
             # a later condition starts where the first one ended: a fault rarely adds capacity, and
             # walking down from there takes fewer steps than bracketing up from the minimum again
             start = job.start_rps if not conditions else conditions[0]["capacity_rps"] or job.start_rps
-            conditions.append(_search_condition(job, target, name, say, start_rps=start))
+            conditions.append(_search_condition(job, target, name, say, start_rps=start, serves_jobs=serves_jobs))
             if conditions[-1]["interrupted"]:
                 aborted = "interrupted by the operator (Ctrl-C)"
                 break

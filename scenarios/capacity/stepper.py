@@ -82,6 +82,8 @@ class StepRunner:
     index: int = 0
     target: TargetProtocol | None = None
     """The protocol the target speaks; None: the rushhour protocol."""
+    serves_jobs: bool = False
+    """Whether the target's probe found the jobs API (`scenarios.capacity.targetprobe`)."""
 
     def run(self, rate_rps: float) -> StepRecord:
         """One step at `rate_rps`: schedule, fire, judge as results come in, stop."""
@@ -114,14 +116,8 @@ class StepRunner:
         return LoadSettings.from_spec(
             self.load, schedule, host=self.url, schedule_path=step_dir / SCHEDULE_FILE, work_dir=step_dir / "load",
             duration_s=self.rules.schedule_s, target=self.target, mode="open",
-            documents_via_jobs=self.load.documents_via_jobs and self._serves_jobs,
+            documents_via_jobs=self.load.documents_via_jobs and self.serves_jobs,
         )
-
-    @property
-    def _serves_jobs(self) -> bool:
-        from scenarios.protocols.base import protocol_class
-
-        return "jobs" in protocol_class(self.target.protocol if self.target else "rushhour").features
 
     def _watch(self, session: LoadSession, schedule: pd.DataFrame, parts: list[pd.DataFrame],
                t0: float) -> Assessment:

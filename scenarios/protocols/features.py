@@ -14,7 +14,8 @@ import dataclasses
 from scenarios.spec.model import ScenarioError
 from scenarios.spec.plan import DrillPlan
 
-__all__ = ["FEATURE_TEXT", "UnsupportedFeature", "apply_missing", "protocol_notes", "unserved_features"]
+__all__ = ["FEATURE_TEXT", "UnsupportedFeature", "apply_missing", "protocol_notes", "refusal", "switched_off",
+           "unserved_features"]
 
 FEATURE_TEXT = {
     "jobs": "load.documents_via_jobs sends documents through the jobs API (POST /v1/jobs)",
@@ -53,16 +54,25 @@ def apply_missing(plan: DrillPlan, missing: list[str], *, why: str) -> tuple[Dri
         return plan, []
     target = plan.scenario.target
     if target.unsupported == "refuse":
-        listed = "; ".join(FEATURE_TEXT[f] for f in missing)
-        raise UnsupportedFeature(f"{plan.source}: target: {why}, but {listed}. Set target.unsupported: warn to "
-                                 "run without it, or change the scenario.")
+        raise UnsupportedFeature(refusal(plan.source, missing, why=why))
     scenario = plan.scenario
     if "jobs" in missing:
         scenario = scenario.model_copy(update={"load": scenario.load.model_copy(update={"documents_via_jobs": False})})
     if "admin" in missing:
         scenario = scenario.model_copy(update={"chaos": []})
-    warnings = [f"warning: {why}: {FEATURE_TEXT[f]}; switched off, {OFF_TEXT[f]}." for f in missing]
+    warnings = [switched_off(f, why=why) for f in missing]
     return dataclasses.replace(plan, scenario=scenario, chaos=[] if "admin" in missing else plan.chaos), warnings
+
+
+def refusal(source: str, missing: list[str], *, why: str) -> str:
+    """The sentence that refuses a scenario whose target cannot serve `missing` (`unsupported: refuse`)."""
+    listed = "; ".join(FEATURE_TEXT[f] for f in missing)
+    return f"{source}: target: {why}, but {listed}. Set target.unsupported: warn to run without it, or change the scenario."
+
+
+def switched_off(feature: str, *, why: str) -> str:
+    """The warning said when `feature` is switched off because the target cannot serve it (`unsupported: warn`)."""
+    return f"warning: {why}: {FEATURE_TEXT[feature]}; switched off, {OFF_TEXT[feature]}."
 
 
 def protocol_notes(plan: DrillPlan) -> tuple[DrillPlan, list[str]]:
