@@ -77,7 +77,6 @@ def test_runner_short_drill_writes_every_result(tmp_path: Path, drill_process: l
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cpu-c")
 def test_runner_ctrl_c_stops_cleanly_and_still_reports(tmp_path: Path, drill_process: list) -> None:
     out = tmp_path / "drill"
     proc = subprocess.Popen(_drill(out, "--duration", "60s"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
