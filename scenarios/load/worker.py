@@ -9,6 +9,7 @@ protocol of ours and make a crashed worker visible afterwards.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from functools import lru_cache
@@ -42,9 +43,13 @@ def load_share(settings: LoadSettings, index: int) -> Share:
 
 def warm_up(share: Share) -> None:
     """Build one payload before the clock starts: the first import of the text generator
-    costs ~100 ms, which would otherwise show up as schedule lag on the first requests."""
+    costs ~100 ms, which would otherwise show up as schedule lag on the first requests. Then
+    move every object loaded so far (Locust, pandas, the share) out of the cyclic collector's
+    reach: a full collection walks them all and pauses the event loop for tens of milliseconds."""
     if len(share.rows):
         share.payload(0)
+    gc.collect()
+    gc.freeze()
 
 
 def wait_for_start(control: Path, *, limit_s: float = START_WAIT_S) -> float:
