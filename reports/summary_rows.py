@@ -5,18 +5,19 @@ kinds in `reports.slos.measure`, shares in the same module, goodput in `reports.
 `reports.drift`); a model writes its fields in the order they are declared, so each kind has a row
 model of its own, told apart by `kind`. Keys added on the way (the steady-only verdict from
 `reports.steady_slos`, `implicit` from `reports.summary`, `too_tight` from `reports.overhead`)
-come last, in the order they are added. The per-phase rows and the whole-run figures beside a
-steady-only verdict repeat a row's measure and stay plain JSON objects.
+come last, in the order they are added. A per-phase row is its kind's verdict after the phase's
+name and span.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["BurnRateRow", "DriftSloRow", "FaultPeriodRow", "FaultRow", "GoodputSloRow", "LatencySloRow",
-           "RecoveryRule", "ShareSloRow", "SloRow", "SteadyStateOutcome"]
+__all__ = ["BurnRateRow", "DriftSloRow", "FaultPeriodRow", "FaultRow", "GoodputPhaseRow", "GoodputSloRow",
+           "LatencyPhaseRow", "LatencySloRow", "RecoveryRule", "SharePhaseRow", "ShareSloRow", "SloRow",
+           "SteadyStateOutcome", "WholeRunVerdict"]
 
 Bound = list[float | None]
 """A confidence interval, [low, high]; either end None when not measured."""
@@ -39,13 +40,35 @@ class BurnRateRow(_Row):
     first_page_s: float | None
 
 
+class WholeRunVerdict(_Row):
+    """A steady-only SLO's verdict over the whole run, shown beside it (`reports.steady_slos`)."""
+
+    kind: str
+    measured: float | None
+    met: bool
+    samples: int
+    bad: int
+    budget_consumed: float | None
+    ci: Bound
+    good_share: float | None = None
+    """Latency and goodput kinds only."""
+
+
+class _PhaseSpan(BaseModel):
+    """Where a per-phase verdict was taken (`reports.selection.phase_segments`)."""
+
+    phase: str
+    start_s: float | None
+    end_s: float | None
+
+
 class _Tail(BaseModel):
     """What is added to every row after its kind's producer: the steady-only verdict, whether the
     SLO is the implicit one, and the sentence of a threshold too tight for the harness."""
 
     steady_only: bool | None = None
     judged_over: str | None = None
-    whole_run: dict[str, Any] | None = None
+    whole_run: WholeRunVerdict | None = None
     steady_note: str | None = None
     implicit: bool
     too_tight: str | None = None
@@ -63,8 +86,8 @@ class _Head(_Row):
     budget_consumed: float | None
 
 
-class _LatencyCore(_Head):
-    """The fields `reports.slos` writes for a latency kind, in its order."""
+class _LatencyMeasure(_Head):
+    """The verdict `reports.slos.measure` writes for a latency kind, in its order."""
 
     kind: Literal["latency", "ttft", "tpot", "itl"]
     measured: float | None
@@ -77,29 +100,48 @@ class _LatencyCore(_Head):
     good_objective: float
     measured_ok_only_ms: float | None
     samples_ok: int
+
+
+class LatencyPhaseRow(_LatencyMeasure, _PhaseSpan):
+    """A latency kind's verdict over one phase."""
+
+
+class _LatencyCore(_LatencyMeasure):
     burn_rates: list[BurnRateRow]
-    phases: list[dict[str, Any]]
+    phases: list[LatencyPhaseRow]
 
 
-class _ShareCore(_Head):
-    """The fields `reports.slos` writes for a share kind, in its order."""
+class _ShareMeasure(_Head):
+    """The verdict `reports.slos.measure` writes for a share kind, in its order."""
 
     kind: Literal["availability", "degraded"]
     measured: float | None
     met: bool
     ci: Bound
     trusted: bool
+
+
+class SharePhaseRow(_ShareMeasure, _PhaseSpan):
+    """A share kind's verdict over one phase."""
+
+
+class _ShareCore(_ShareMeasure):
     burn_rates: list[BurnRateRow]
-    phases: list[dict[str, Any]]
+    phases: list[SharePhaseRow]
 
 
-class _GoodputCore(_Row):
-    """The fields `reports.goodput.goodput_slo` writes, in its order."""
+class _GoodputLead(_Row):
+    """The fields `reports.goodput.goodput_slo` opens with."""
 
     name: str
     objective: float
     objective_text: str
     burn_rates: list[BurnRateRow]
+
+
+class _GoodputVerdict(_Row):
+    """The goodput verdict over the run or one phase, in `reports.goodput.goodput_slo`'s order."""
+
     kind: Literal["goodput"]
     budget_consumed: float | None
     measured: float | None
@@ -109,7 +151,14 @@ class _GoodputCore(_Row):
     samples: int
     bad: int
     good_share: float | None
-    phases: list[dict[str, Any]]
+
+
+class GoodputPhaseRow(_GoodputVerdict, _PhaseSpan):
+    """Goodput over one phase."""
+
+
+class _GoodputCore(_GoodputVerdict, _GoodputLead):
+    phases: list[GoodputPhaseRow]
 
 
 class _DriftCore(_Row):
@@ -130,7 +179,8 @@ class _DriftCore(_Row):
     bad: int
     budget_consumed: float | None
     burn_rates: list[BurnRateRow]
-    phases: list[dict[str, Any]]
+    phases: Annotated[list[object], Field(max_length=0)]
+    """Always empty: a drift is judged over the whole run."""
     drift_note: str | None
 
 

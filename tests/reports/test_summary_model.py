@@ -66,6 +66,8 @@ def test_summary_refuses_a_misspelt_field_inside_a_section_naming_its_path(tmp_p
         Summary.model_validate({**parts, "scenario": {**parts["scenario"], "seed": "forty-two"}})
 
 
+PHASES = [{"type": "phase", "t_s": 0.0, "name": "calm", "start_s": 0.0, "end_s": 5.0},
+          {"type": "phase", "t_s": 5.0, "name": "peak", "start_s": 5.0, "end_s": 10.0}]
 EVERY_KIND = [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 80, "steady_only": True},
               {"name": "up", "kind": "availability", "objective": 0.9},
               {"name": "lite", "kind": "degraded", "max_share": 0.5},
@@ -76,9 +78,9 @@ JOURNAL = {"status": "completed", "deviated": False, "steady_states": {"before":
 
 
 def _every_kind_run(tmp_path: Path) -> RunData:
-    """A run judged on one SLO of each row shape, with a fault whose chaos journal is on disk."""
+    """A run in two phases judged on one SLO of each row shape, with a fault whose chaos journal is on disk."""
     frame = requests_frame(np.arange(40.0) / 4, 40.0 + np.arange(40.0), ok=np.arange(40) % 9 != 0)
-    root = write_run(tmp_path / "run", frame, scenario={"slos": EVERY_KIND}, events=EVENTS)
+    root = write_run(tmp_path / "run", frame, scenario={"slos": EVERY_KIND}, events=PHASES + EVENTS)
     (root / "chaos").mkdir()
     (root / "chaos" / "kill.journal.json").write_text(json.dumps(JOURNAL))
     return load_run(root)
@@ -92,7 +94,8 @@ def test_summary_slo_and_fault_rows_write_what_their_producers_said(tmp_path: Pa
     assert typed.faults[0].steady_state is not None and typed.faults[0].steady_state.after_met is False
     sections = summarise(run, RunFacts.of(run))
     said = {"slos": sections["slos"], "faults": story(run, sections, RunFacts.of(run))["faults"]}
-    assert said["slos"][0]["judged_over"] and len(said["faults"][0]["periods"]) == 3
+    assert said["slos"][0]["whole_run"] and len(said["faults"][0]["periods"]) == 3
+    assert [len(row["phases"]) for row in said["slos"]] == [2, 2, 2, 2, 0]  # every kind's phase rows are checked
     parts = typed.as_dict()
     for name in ("slos", "faults"):  # same keys, order, values
         assert json.dumps(parts[name], default=str) == json.dumps(said[name], default=str), name
@@ -105,6 +108,12 @@ def test_summary_refuses_a_misspelt_slo_or_fault_field_naming_its_path(tmp_path:
         Summary.model_validate({**parts, "slos": [slos[0], {**slos[1], "mett": True}, *slos[2:]]})
     with pytest.raises(ValidationError, match=r"slos\.0\.latency\.samples"):
         Summary.model_validate({**parts, "slos": [{**slos[0], "samples": "many"}, *slos[1:]]})
+    with pytest.raises(ValidationError, match=r"slos\.3\.goodput\.phases\.1\.rps"):
+        goodput = {**slos[3], "phases": [slos[3]["phases"][0], {**slos[3]["phases"][1], "rps": 1.0}]}
+        Summary.model_validate({**parts, "slos": [*slos[:3], goodput, slos[4]]})
+    with pytest.raises(ValidationError, match=r"slos\.0\.latency\.whole_run\.mesured"):
+        Summary.model_validate({**parts, "slos": [{**slos[0], "whole_run": {**slos[0]["whole_run"], "mesured": 1.0}},
+                                                  *slos[1:]]})
     with pytest.raises(ValidationError, match=r"faults\.0\.periods\.2\.overlap"):
         periods = faults[0]["periods"]
         Summary.model_validate({**parts, "faults": [{**faults[0], "periods": [*periods[:2], {**periods[2], "overlap": []}]}]})
