@@ -4,6 +4,8 @@ between tests."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import itertools
 import re
 import time
 from collections import Counter
@@ -16,6 +18,7 @@ from tests.support.load import run_load, start_load
 from tests.support.server import RunningServer, start_server
 
 DEADLINE_MS = 2000
+RATE_KILLED = 20.0  # requests/s sent while a node is killed, on an idle machine
 RESTART_S = 9.0  # a node's restart on an idle machine; a loaded one gets 3x its own measured start
 
 
@@ -51,9 +54,25 @@ def _metric(server: RunningServer, name: str, **labels: str) -> float:
     return total
 
 
+_CALLS = itertools.count()
+
+
 def _body(tag: str, *, repeat: int = 1, **fields: Any) -> Callable[[int], dict[str, Any]]:
+    """Texts unique to this call, so no earlier test (or a rerun) finds them in the caches."""
     sentence = " The delivery arrives on Tuesday morning." * repeat
-    return lambda i: {"text": f"{tag} request {i}:{sentence}", "source_lang": "en", "target_lang": "de", **fields}
+    call = next(_CALLS)
+    return lambda i: {"text": f"{tag} {call} request {i}:{sentence}", "source_lang": "en", "target_lang": "de",
+                      **fields}
+
+
+def _pool_rate(server: RunningServer, body: Callable[[int], dict[str, Any]], callers: int = 16) -> float:
+    """Requests/s the pool completes with `callers` kept busy (closed loop, enough to fill both
+    nodes' batches, three requests each)."""
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(callers) as pool:
+        replies = list(pool.map(lambda i: server.client.post("/v1/translate", json=body(i)), range(3 * callers)))
+    assert all(r.status_code == 200 for r in replies), [r.status_code for r in replies]
+    return len(replies) / (time.monotonic() - started)
 
 
 @pytest.mark.slow
@@ -65,7 +84,11 @@ def test_resilience_node_killed_under_load_is_restarted(server: RunningServer) -
     # restart, so two busy cores beside the test slow both alike instead of failing it.
     restart_budget_s = max(RESTART_S, 3.0 * float(before["cold_start_s"] or 0.0))
     # Long enough texts that requests are in flight at the node when it dies: they must be retried.
-    load = start_load(server.url, _body("kill", repeat=8, deadline_ms=5000), rate_per_s=20, duration_s=11)
+    # One node carries the load while the other restarts, so the load is at most 40% of what the
+    # two nodes complete together as measured now: on a busy machine the rate falls with the pool's
+    # speed, instead of the survivor missing deadlines the test is not about.
+    rate = min(RATE_KILLED, 0.4 * _pool_rate(server, _body("kill-probe", repeat=8, deadline_ms=5000)))
+    load = start_load(server.url, _body("kill", repeat=8, deadline_ms=5000), rate_per_s=rate, duration_s=11)
     time.sleep(1.0)
     killed = server.admin("POST", "/admin/nodes/quality-0/kill")
     assert killed.status_code == 200, killed.text
@@ -78,8 +101,9 @@ def test_resilience_node_killed_under_load_is_restarted(server: RunningServer) -
     assert _node(recovered, "quality-0")["restarts"] >= restarts_before + 1
     following = [o for o in outcomes if 1.0 <= o.sent_s <= 11.0]
     statuses = Counter(o.status for o in following)
-    print(f"after the kill: {dict(statuses)} of {len(following)}; retries {_metric(server, 'rushhour_retries_total'):.0f}")
-    assert len(following) >= 150
+    retries = _metric(server, "rushhour_retries_total")
+    print(f"at {rate:.1f} req/s, after the kill: {dict(statuses)} of {len(following)}; retries {retries:.0f}")
+    assert len(following) >= 0.75 * rate * 10.0
     assert statuses[200] >= 0.99 * len(following), statuses
     served_by = Counter(o.body.get("node") for o in outcomes if o.ok and o.sent_s > 1.0)
     assert served_by["quality-1"] > 0
