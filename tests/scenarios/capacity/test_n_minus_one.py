@@ -66,11 +66,12 @@ def test_n_minus_one_capacity_is_below_full_capacity(tmp_path: Path, slowed_serv
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RUSHHOUR_ADMIN_TOKEN", TOKEN)
     out = tmp_path / "out"
-    # The N-1 pool's P80 capacity lies near 1.4 req/s, a rate of the search's grid: a confirmation
-    # there can miss on a busy machine, and the search then goes on below it. From 1 req/s that
-    # bracket is already narrow enough to stop with no capacity; from 0.5 it finds the one below.
+    # From 1 req/s the search's rates (1, 1.41, 2, 2.83, 4) fall on both pools' knees (about 1.4
+    # and 2.8 req/s for the P80), where a confirmation step misses on a busy machine. From 0.8 (the
+    # lowest rate at which a 20 s step holds the 15 requests a P80 needs) they are 0.8, 1.13, 1.6,
+    # 2.26, 3.2: off both knees, in as many steps.
     result = CliRunner().invoke(capacity, [
-        str(_scenario(tmp_path, slowed_server.url)), "--faults", "none,n-1", "--min-rps", "0.5", "--max-rps", "8",
+        str(_scenario(tmp_path, slowed_server.url)), "--faults", "none,n-1", "--min-rps", "0.8", "--max-rps", "8",
         "--precision", "0.5", "--step-duration", "20s", "--out", str(out)])
     assert result.exit_code == 0, result.output
     document = json.loads((out / "capacity.json").read_text())
