@@ -104,7 +104,18 @@ def search(step: StepFn, settings: SearchSettings, *, start_rps: float | None = 
         _bisect(step, settings, result)
         if not settings.confirm or result.generator_bound or result.last_pass is None or _confirm(step, result):
             break
+        if result.last_pass is None and not _walk_below(step, settings, result):
+            break
     return result
+
+
+def _walk_below(step: StepFn, settings: SearchSettings, result: SearchResult) -> bool:
+    """After the only pass failed its confirmation: walk down from below it until a rate passes
+    (True) or the minimum fails too (False). A rate never tried is never called a miss."""
+    assert result.first_fail is not None
+    if result.first_fail <= settings.min_rps:
+        return False
+    return _bracket(step, settings, result, max(result.first_fail / settings.growth, settings.min_rps))
 
 
 def _bisect(step: StepFn, settings: SearchSettings, result: SearchResult) -> None:
@@ -115,7 +126,9 @@ def _bisect(step: StepFn, settings: SearchSettings, result: SearchResult) -> Non
 
 
 def _confirm(step: StepFn, result: SearchResult) -> bool:
-    """One more step at the capacity; True when the search is over (confirmed, or cannot go on)."""
+    """One more step at the capacity; True when the search is over (confirmed, or cannot go on).
+    A failed confirmation makes that rate the first failure and the highest pass below it (if
+    any) the new candidate."""
     rate = result.last_pass
     assert rate is not None
     if not _take(step, rate, result):
@@ -127,7 +140,7 @@ def _confirm(step: StepFn, result: SearchResult) -> bool:
     result.first_fail = rate
     below = [s.rate_rps for s in result.steps if s.verdict == "pass" and s.rate_rps < rate]
     result.last_pass = max(below, default=None)
-    return result.last_pass is None
+    return False
 
 
 def _bracket(step: StepFn, settings: SearchSettings, result: SearchResult, rate: float) -> bool:

@@ -87,6 +87,20 @@ def test_search_a_lucky_pass_that_fails_its_confirmation_is_searched_below() -> 
     assert result.confirmed and result.first_fail is not None and result.first_fail > result.capacity_rps
 
 
+def test_search_the_only_pass_failing_its_confirmation_walks_down_instead_of_giving_up() -> None:
+    calls: dict[float, int] = {}
+
+    def step(rate: float) -> StepVerdict:  # truly 12; the first step at 25 passes by luck, once
+        calls[rate] = calls.get(rate, 0) + 1
+        lucky = rate == 25.0 and calls[rate] == 1
+        return StepVerdict(rate, "pass" if rate <= 12.0 or lucky else "fail", None if rate <= 12.0 else "p99")
+
+    result = search(step, SearchSettings(min_rps=2, max_rps=200, precision=0.1), start_rps=50)
+    assert calls[25.0] == 2 and 12.5 in calls  # the lucky pass was confirmed, failed, and the walk went on
+    assert result.capacity_rps is not None and 12.0 / 1.1 <= result.capacity_rps <= 12.0
+    assert result.confirmed and not result.below_min
+
+
 def test_search_without_confirmation_takes_no_extra_step() -> None:
     step, tried = _service(47.0)
     result = search(step, SearchSettings(min_rps=10, max_rps=100, precision=0.05, confirm=False))
