@@ -11,7 +11,6 @@ and the count stays visible (`duplicate_count`), never silently dropped.
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 from pathlib import Path
@@ -58,7 +57,7 @@ class PartWriter:
         self._batches: list[pa.RecordBatch] = []
         self._batched = 0
         directory.mkdir(parents=True, exist_ok=True)
-        _warm_parquet()
+        self._warm_up()
 
     def add(self, **values: object) -> None:
         """Record one finished (or abandoned) request; flushes when the batch is full."""
@@ -87,18 +86,19 @@ class PartWriter:
         pq.write_table(table, tmp)
         os.replace(tmp, final)
 
+    def _warm_up(self) -> None:
+        """Convert and write one row to a scratch file in the parts folder, then remove it: a
+        process's first conversion and first parquet file set up what they need (tens of ms),
+        which would otherwise pause the event loop at the run's first batch and first flush."""
+        scratch = self._dir / f".warm-w{self._worker:03d}.tmp"
+        pq.write_table(pa.Table.from_batches([part_batch([{"row": -1}])]), scratch)
+        scratch.unlink()
+
     def _to_batch(self) -> None:
         if self._rows:
             rows, self._rows = self._rows, []
             self._batches.append(part_batch(rows))
             self._batched += len(rows)
-
-
-@functools.cache
-def _warm_parquet() -> None:
-    """Write one empty part into memory: a process's first parquet write sets the writer up,
-    which would otherwise pause the event loop at the run's first flush, mid-schedule."""
-    pq.write_table(PART_SCHEMA.empty_table(), pa.BufferOutputStream())
 
 
 def part_batch(rows: list[dict[str, object]]) -> pa.RecordBatch:
