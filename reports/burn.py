@@ -11,8 +11,10 @@ second).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import ClassVar
 
 import numpy as np
+from pydantic import ConfigDict
 
 PAGE_RULES = ((3600.0, 300.0, 14.4), (21600.0, 1800.0, 6.0))
 BINS_PER_SHORT_WINDOW = 10
@@ -21,7 +23,10 @@ MAX_BINS = 200_000
 
 @dataclass(frozen=True)
 class BurnRule:
-    """One long/short window pair with its result over the run."""
+    """One long/short window pair with its result over the run; summary.json's `burn_rates` rows
+    are validated against these fields (a misspelt key is refused)."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     long_window_s: float
     short_window_s: float

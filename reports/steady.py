@@ -15,10 +15,11 @@ moment they ended. The steady window of a phase runs from the truncation point t
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
+from pydantic import ConfigDict
 
 from reports.attempts import attempt_values
 
@@ -30,7 +31,10 @@ METHOD = "MSER-5 on per-second mean latency (from the intended send)"
 
 @dataclass(frozen=True)
 class SteadyWindow:
-    """One phase's steady stretch, or why none was found (`steady_start_s` None)."""
+    """One phase's steady stretch, or why none was found (`steady_start_s` None); summary.json's
+    steady windows are validated against these fields (a misspelt key is refused)."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     phase: str
     start_s: float

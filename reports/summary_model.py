@@ -17,11 +17,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from reports.steady import SteadyWindow
 from reports.summary_cost import CostSection
 from reports.summary_rows import FaultRow, SloRow
 
 __all__ = ["DocumentsSection", "GeneratorHealth", "LiveWindow", "PhaseMark", "ScenarioFacts", "SteadySection",
-           "SteadyWindowRow", "Summary"]
+           "Summary"]
 
 Section = dict[str, Any]
 Rows = list[dict[str, Any]]
@@ -81,23 +82,12 @@ class DocumentsSection(_Part):
     full_document_ms: dict[str, float | int | None]
 
 
-class SteadyWindowRow(_Part):
-    """One phase's steady stretch, or why none was found (`reports.steady.SteadyWindow`)."""
-
-    phase: str
-    start_s: float
-    end_s: float
-    steady_start_s: float | None
-    warmup_s: float | None
-    reason: str | None
-
-
 class SteadySection(_Part):
     """How the steady windows were found, whether any was, and each phase's (`reports.steady.steady_section`)."""
 
     method: str
     found: bool
-    windows: list[SteadyWindowRow]
+    windows: list[SteadyWindow]
 
 
 class LiveWindow(_Part):

@@ -15,7 +15,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["BurnRateRow", "DriftSloRow", "FaultPeriodRow", "FaultRow", "GoodputPhaseRow", "GoodputSloRow",
+from reports.burn import BurnRule
+
+__all__ = ["DriftSloRow", "FaultPeriodRow", "FaultRow", "GoodputPhaseRow", "GoodputSloRow",
            "LatencyPhaseRow", "LatencySloRow", "RecoveryRule", "SharePhaseRow", "ShareSloRow", "SloRow",
            "SteadyStateOutcome", "WholeRunVerdict"]
 
@@ -25,19 +27,6 @@ Bound = list[float | None]
 
 class _Row(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class BurnRateRow(_Row):
-    """One long/short window pair of the multi-window burn-rate alert (`reports.burn.BurnRule`)."""
-
-    long_window_s: float
-    short_window_s: float
-    threshold: float
-    worst_long: float | None
-    worst_short: float | None
-    worst_both: float | None
-    pages: bool
-    first_page_s: float | None
 
 
 class WholeRunVerdict(_Row):
@@ -107,7 +96,7 @@ class LatencyPhaseRow(_LatencyMeasure, _PhaseSpan):
 
 
 class _LatencyCore(_LatencyMeasure):
-    burn_rates: list[BurnRateRow]
+    burn_rates: list[BurnRule]
     phases: list[LatencyPhaseRow]
 
 
@@ -126,7 +115,7 @@ class SharePhaseRow(_ShareMeasure, _PhaseSpan):
 
 
 class _ShareCore(_ShareMeasure):
-    burn_rates: list[BurnRateRow]
+    burn_rates: list[BurnRule]
     phases: list[SharePhaseRow]
 
 
@@ -136,7 +125,7 @@ class _GoodputLead(_Row):
     name: str
     objective: float
     objective_text: str
-    burn_rates: list[BurnRateRow]
+    burn_rates: list[BurnRule]
 
 
 class _GoodputVerdict(_Row):
@@ -178,7 +167,7 @@ class _DriftCore(_Row):
     samples: int
     bad: int
     budget_consumed: float | None
-    burn_rates: list[BurnRateRow]
+    burn_rates: list[BurnRule]
     phases: Annotated[list[object], Field(max_length=0)]
     """Always empty: a drift is judged over the whole run."""
     drift_note: str | None

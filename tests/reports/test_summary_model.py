@@ -119,6 +119,11 @@ def test_summary_refuses_a_misspelt_slo_or_fault_field_naming_its_path(tmp_path:
         Summary.model_validate({**parts, "faults": [{**faults[0], "periods": [*periods[:2], {**periods[2], "overlap": []}]}]})
     with pytest.raises(ValidationError, match=r"faults\.0\.recoverd"):
         Summary.model_validate({**parts, "faults": [{**faults[0], "recoverd": True}]})
+    burning = next(i for i, slo in enumerate(slos) if slo.get("burn_rates"))
+    rows = slos[burning]["burn_rates"]
+    with pytest.raises(ValidationError, match=rf"slos\.{burning}\.\w+\.burn_rates\.0\.pagess"):
+        Summary.model_validate({**parts, "slos": [*slos[:burning], {**slos[burning], "burn_rates": [
+            {**rows[0], "pagess": True}, *rows[1:]]}, *slos[burning + 1:]]})
 
 
 PRICES = {"source": "fixture prices", "date": "2026-11", "managed_api_usd_per_1k_chars": 0.02,
@@ -159,3 +164,14 @@ def test_summary_refuses_a_misspelt_cost_field_naming_its_path(tmp_path: Path) -
     with pytest.raises(ValidationError, match=r"cost\.tokens\.output\.by_phase\.0\.class"):
         wrong = {**output, "by_phase": [{**output["by_phase"][0], "class": 3}]}
         Summary.model_validate({**parts, "cost": {**cost, "tokens": {**cost["tokens"], "output": wrong}}})
+
+
+def test_summary_steady_windows_refuse_a_misspelt_field() -> None:
+    from pydantic import TypeAdapter
+
+    from reports.steady import SteadyWindow
+
+    window = {"phase": "peak", "start_s": 0.0, "end_s": 60.0, "steady_start_s": 5.0, "warmup_s": 5.0, "reason": None}
+    assert TypeAdapter(SteadyWindow).validate_python(window) == SteadyWindow("peak", 0.0, 60.0, 5.0, 5.0, None)
+    with pytest.raises(ValidationError, match=r"warmpu_s"):
+        TypeAdapter(SteadyWindow).validate_python({**window, "warmpu_s": 1.0})
