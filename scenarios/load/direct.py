@@ -16,7 +16,6 @@ from __future__ import annotations
 import errno
 import socket
 import ssl
-import time
 import zlib
 from collections.abc import Mapping
 from typing import Any
@@ -92,11 +91,4 @@ class DirectSender:
         return route
 
     def _read_stream(self, response: Any, status: int) -> Outcome:
-        parser = self._protocol.stream_parser()
-        error = ""
-        try:
-            while line := response.readline(b"\n"):
-                parser.feed(line, time.monotonic())
-        except Exception as exc:  # noqa: BLE001 - a cut stream is this request's failure, not the worker's
-            error = type(exc).__name__
-        return parser.outcome(status, error)
+        return self._protocol.read_stream(response.readline, status)

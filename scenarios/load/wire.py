@@ -9,7 +9,6 @@ its `read(n)` would wait for n bytes), which suits server-sent events, one event
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,14 +42,7 @@ class WireSender:
         return self._read_stream(response, status)
 
     def _read_stream(self, response: Any, status: int) -> Outcome:
-        parser = self._protocol.stream_parser()
-        error = ""
         raw = getattr(response, "_response", None)
         if raw is None or not hasattr(raw, "readline"):
             raise RuntimeError("Locust's FastResponse has no _response.readline; this version cannot time streamed tokens.")
-        try:
-            while line := raw.readline(b"\n"):
-                parser.feed(line, time.monotonic())
-        except Exception as exc:  # noqa: BLE001 - a cut stream is this request's failure, not the worker's
-            error = type(exc).__name__
-        return parser.outcome(status, error)
+        return self._protocol.read_stream(raw.readline, status)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
@@ -104,6 +105,19 @@ class WireProtocol(abc.ABC):
     def stream_parser(self) -> StreamParser:
         """A fresh parser for one streamed answer (streaming protocols only)."""
         raise NotImplementedError(f'protocol "{self.name}" does not stream')
+
+    def read_stream(self, readline: Callable[[bytes], bytes], status: int) -> Outcome:
+        """Feed a streamed answer to a fresh parser line by line, each line timed as it arrives.
+        A connection that breaks mid-stream is this request's failure (its error named), never
+        the caller's; the parser decides whether what arrived was a whole answer."""
+        parser = self.stream_parser()
+        error = ""
+        try:
+            while line := readline(b"\n"):
+                parser.feed(line, time.monotonic())
+        except Exception as exc:  # noqa: BLE001 - a cut stream is this request's failure, not the worker's
+            error = type(exc).__name__
+        return parser.outcome(status, error)
 
     def max_tokens(self, fields: Mapping[str, object]) -> int:
         """Output tokens to ask for: the schedule's, else the target's default, else chars / 4."""
