@@ -6,9 +6,9 @@ headline), the live-metrics window and an optional comparison; the result is val
 misspelled or unknown key, or a value of the wrong type, fails the build instead of reaching a
 renderer. The sections with one fixed shape (what was run, the generator's health, the phases,
 documents through the jobs API, the steady windows, the live-metrics window) are typed models of
-their own, and so are the SLO and fault rows (`reports.summary_rows`) and the cost
-(`reports.summary_cost`); those that repeat what an event said (the leak audit, the scraper, the
-environment) stay plain JSON objects at this level.
+their own, and so are the SLO and fault rows (`reports.summary_rows`), the cost
+(`reports.summary_cost`) and the sections that repeat what the run recorded about itself (the
+environment, the leak audit, the scraper: `reports.summary_harness`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from reports.steady import SteadyWindow
 from reports.summary_cost import CostSection
+from reports.summary_harness import EnvironmentFacts, LeakAuditSection, ScraperHealth
 from reports.summary_rows import FaultRow, SloRow
 
 __all__ = ["DocumentsSection", "GeneratorHealth", "LiveWindow", "PhaseMark", "ScenarioFacts", "SteadySection",
@@ -126,11 +127,11 @@ class Summary(BaseModel):
     """One row per injected fault, each with its before/during/after `periods`."""
     generator: GeneratorHealth
     phases: list[PhaseMark]
-    environment: Section
+    environment: EnvironmentFacts
     missing: list[str]
     aborted: list[str]
-    leak_audit: Section | None
-    scraper: Section | None
+    leak_audit: LeakAuditSection | None
+    scraper: ScraperHealth | None
     documents: DocumentsSection | None = None
     streaming: Section | None
     goodput: Section | None
