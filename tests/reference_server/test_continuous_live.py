@@ -4,13 +4,12 @@ cold starts, deadlines and the slowdown fault keep working."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from reference_server.model.samples import sample_text
-from tests.support.server import RunningServer, start_server
+from tests.support.server import RunningServer, all_nodes_ready, module_server, reset_after_each
 
 CONTINUOUS = {
     "pools": {"quality": {"batching": "continuous", "max_batch_tokens": 600}},
@@ -18,20 +17,10 @@ CONTINUOUS = {
 }
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    """One server for the module (a boot costs more than both tests); each test leaves it healed,
-    every node running and ready."""
-    running = start_server(tmp_path_factory.mktemp("continuous"), CONTINUOUS)
-    yield running
-    running.stop()
-
-
-@pytest.fixture(autouse=True)
-def healed(server: RunningServer) -> Iterator[None]:
-    yield
-    assert server.admin("POST", "/admin/reset").status_code == 200  # heals faults, restarts dead nodes
-    server.wait_for(lambda s: all(n["state"] == "ready" for n in s["nodes"]), timeout_s=120)
+# One server for the module (a boot costs more than both tests); each test leaves it healed,
+# every node running and ready.
+server = module_server("continuous", CONTINUOUS)
+healed = reset_after_each(ready=all_nodes_ready, timeout_s=120)
 
 
 @pytest.mark.slow

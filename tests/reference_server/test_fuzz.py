@@ -1,4 +1,4 @@
-"""Integration (issues 3 and 12): hypothesis throws random JSON, random field values and random
+"""Integration: hypothesis throws random JSON, random field values and random
 bytes at `POST /v1/translate`, at every jobs endpoint and at every admin endpoint of one running
 server. The server must never answer a 5xx other than 503/504, must answer every error with the
 JSON error body, must keep `/metrics` bounded (every label value from a bounded set) and must
@@ -7,7 +7,6 @@ still be alive afterwards."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -17,7 +16,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tests.support.prometheus import unbounded_labels
-from tests.support.server import TOKEN, RunningServer, start_server
+from tests.support.server import TOKEN, RunningServer, module_server
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 FUZZ_FEW = settings(FUZZ, max_examples=60)
@@ -52,11 +51,7 @@ FUZZ_CONFIG = {"pools": {"fast": {"autoscale": {"min_nodes": 1, "max_nodes": 1, 
 MAX_METRICS_BYTES = 256_000  # every bounded label set at once stays far below this
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    server = start_server(tmp_path_factory.mktemp("fuzz-server"), FUZZ_CONFIG)
-    yield server
-    server.stop()
+server = module_server("fuzz-server", FUZZ_CONFIG)
 
 
 def _check(response: httpx.Response) -> None:

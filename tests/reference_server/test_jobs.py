@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
 from typing import Any, cast
 
 import pytest
@@ -18,7 +17,7 @@ from reference_server.gateway.api import (
     TranslateResponse,
 )
 from reference_server.gateway.jobs import JobManager, split_segments
-from tests.support.server import RunningServer, start_server
+from tests.support.server import RunningServer, module_server
 
 
 def _answer(req: TranslateRequest) -> TranslateResponse:
@@ -153,13 +152,9 @@ SENTENCES = [f"Sentence number {i} of the long terms and conditions, which nobod
 SLOW_BATCHES = {"pools": {"quality": {"batching": "dynamic", "max_queue_delay_ms": 50}}, "jobs": {"concurrency": 1}}  # batches wait 50 ms
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    """One server for the live tests: each leaves no job running, and their texts do not meet in
-    the cache (the stream goes to French, the jobs to German)."""
-    running = start_server(tmp_path_factory.mktemp("jobs"), SLOW_BATCHES)
-    yield running
-    running.stop()
+# One server for the live tests: each leaves no job running, and their texts do not meet in the
+# cache (the stream goes to French, the jobs to German).
+server = module_server("jobs", SLOW_BATCHES)
 
 
 @pytest.mark.slow

@@ -8,14 +8,14 @@ import concurrent.futures
 import itertools
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import psutil
 import pytest
 
 from tests.support.load import percentile, run_load
-from tests.support.server import RunningServer, start_server
+from tests.support.server import RunningServer, all_nodes_ready, module_server, reset_after_each
 
 TINY = {"pools": {"quality": {"nodes": 1, "max_batch_size": 2}, "fast": {"nodes": 1}}}
 PARAGRAPH = "A long paragraph that keeps the single node busy for a while, sentence after sentence. " * 10
@@ -27,19 +27,8 @@ MAX_RATE = 60.0  # what the test client can send on a small shared machine
 RSS_SLACK_BYTES = 150 * 2**20
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    running = start_server(tmp_path_factory.mktemp("overload"), TINY)
-    yield running
-    running.stop()
-
-
-@pytest.fixture(autouse=True)
-def healthy(server: RunningServer) -> Iterator[None]:
-    yield
-    assert server.admin("POST", "/admin/reset").status_code == 200
-    assert server.admin("POST", "/admin/cache/flush").status_code == 200
-    server.wait_for(lambda s: all(n["state"] == "ready" for n in s["nodes"]), timeout_s=30)
+server = module_server("overload", TINY)
+healthy = reset_after_each(flush_cache=True, ready=all_nodes_ready, timeout_s=30)
 
 
 _CALLS = itertools.count()

@@ -19,7 +19,7 @@ import pytest
 
 from kernel.processes import die_with_parent, stop_process
 from tests.support.manifests import loopback_node_argv
-from tests.support.server import RunningServer, free_port, start_server
+from tests.support.server import RunningServer, free_port, module_server, reset_after_each
 
 POOL = "fast"
 
@@ -71,23 +71,18 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[NodeProcess
             stop_process(node.proc, grace_s=5)
 
 
-@pytest.fixture(scope="module")
-def server(nodes: list[NodeProcess], tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    config = {"pools": {"quality": None, POOL: {"model": "fast", "remote": [n.url for n in nodes]}}}
-    running = start_server(tmp_path_factory.mktemp("remote-gateway"), config)
-    yield running
-    running.stop()
-
-
-@pytest.fixture(autouse=True)
-def healthy(server: RunningServer) -> Iterator[None]:
-    yield
-    assert server.admin("POST", "/admin/reset").status_code == 200
-    server.wait_for(_all_ready, timeout_s=30)
+def _gateway_config(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The gateway lists the module's node processes (started first, stopped after it)."""
+    nodes: list[NodeProcess] = request.getfixturevalue("nodes")
+    return {"pools": {"quality": None, POOL: {"model": "fast", "remote": [n.url for n in nodes]}}}
 
 
 def _all_ready(status: dict[str, Any]) -> bool:
     return status["ready"] and all(n["state"] == "ready" and n["breaker"] == "closed" for n in status["nodes"])
+
+
+server = module_server("remote-gateway", _gateway_config)
+healthy = reset_after_each(ready=_all_ready, timeout_s=30)
 
 
 def _node(status: dict[str, Any], node_id: str) -> dict[str, Any]:

@@ -9,36 +9,26 @@ import itertools
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.support.load import run_load, start_load
-from tests.support.server import RunningServer, start_server
+from tests.support.server import RunningServer, module_server, reset_after_each
 
 DEADLINE_MS = 2000
 RATE_KILLED = 20.0  # requests/s sent while a node is killed, on an idle machine
 RESTART_S = 9.0  # a node's restart on an idle machine; a loaded one gets 3x its own measured start
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    running = start_server(tmp_path_factory.mktemp("resilience"))
-    yield running
-    running.stop()
-
-
-@pytest.fixture(autouse=True)
-def healthy(server: RunningServer) -> Iterator[None]:
-    """Every test starts and ends on a healed cluster with every node ready and closed."""
-    yield
-    assert server.admin("POST", "/admin/reset").status_code == 200
-    server.wait_for(_all_healthy, timeout_s=30)
-
-
 def _all_healthy(status: dict[str, Any]) -> bool:
     return status["ready"] and all(n["state"] == "ready" and n["breaker"] == "closed" and not n["faults"] for n in status["nodes"])
+
+
+# Every test starts and ends on a healed cluster with every node ready and closed.
+server = module_server("resilience")
+healthy = reset_after_each(ready=_all_healthy, timeout_s=30)
 
 
 def _node(status: dict[str, Any], node_id: str) -> dict[str, Any]:

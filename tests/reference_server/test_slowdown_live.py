@@ -5,12 +5,11 @@ from __future__ import annotations
 import itertools
 import statistics
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.support.server import RunningServer, start_server
+from tests.support.server import RunningServer, module_server, reset_after_each
 
 # Dynamic batching: one compute call per batch, so the factor shows in infer_ms; continuous batching
 # sleeps per step (tests/reference_server/test_continuous_live.py checks the fault there).
@@ -34,19 +33,13 @@ def _faults(server: RunningServer) -> list[dict[str, Any]]:
     return list(node["faults"])
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    """One server for the module: every test leaves quality-0 without faults (checked)."""
-    running = start_server(tmp_path_factory.mktemp("slowdown"), ONE_QUALITY_NODE)
-    yield running
-    running.stop()
-
-
-@pytest.fixture(autouse=True)
-def healed(server: RunningServer) -> Iterator[None]:
-    yield
-    assert server.admin("POST", "/admin/reset").status_code == 200
+def _no_faults(server: RunningServer) -> None:
     assert _faults(server) == []
+
+
+# One server for the module: every test leaves quality-0 without faults (checked).
+server = module_server("slowdown", ONE_QUALITY_NODE)
+healed = reset_after_each(check=_no_faults)
 
 
 @pytest.mark.slow

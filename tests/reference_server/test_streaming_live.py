@@ -6,23 +6,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
 from reference_server.model.samples import sample_text
-from tests.support.server import RunningServer, start_server
+from tests.support.server import RunningServer, module_server
 
 CONFIG = {"pools": {"quality": {"batching": "continuous"}}, "cache": {"enabled": False}}
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    running = start_server(Path(tmp_path_factory.mktemp("streaming")), CONFIG)
-    yield running
-    running.stop()
+server = module_server("streaming", CONFIG)
 
 
 @pytest.fixture(scope="module")

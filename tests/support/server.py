@@ -1,17 +1,20 @@
 """Boot the reference server (`rushhour serve`) on a loopback port for a test, and stop it.
 
 Every server started here is stopped by the fixture that started it, and the test can
-check that no node process outlived it.
+check that no node process outlived it. `module_server` makes a module's one shared server
+fixture, `reset_after_each` the autouse fixture that heals it after every test.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import yaml
 
 from kernel.processes import free_port
@@ -39,7 +42,8 @@ def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["REPO", "SMALL_CONFIG", "TOKEN", "RunningServer", "free_port", "merge", "pids_alive", "start_server"]
+__all__ = ["REPO", "SMALL_CONFIG", "TOKEN", "RunningServer", "all_nodes_ready", "free_port", "merge", "module_server",
+           "pids_alive", "reset_after_each", "start_server"]
 
 
 @dataclass
@@ -113,3 +117,48 @@ def start_server(workdir: Path, config: dict[str, Any] | None = None, *, extra_a
     except LaunchError as exc:
         raise RuntimeError(str(exc)) from exc
     return RunningServer(process)
+
+
+Config = dict[str, Any] | None
+Status = dict[str, Any]
+
+
+def module_server(name: str, config: Config | Callable[[pytest.FixtureRequest], Config] = None,
+                  **start: Any) -> Any:
+    """A module-scoped `server` fixture: one server booted in a folder named `name` with `config`
+    (merged over SMALL_CONFIG; a function of the fixture request when it needs another fixture,
+    e.g. the URLs of nodes started by the module), stopped when the module's tests are done.
+    `start` goes to `start_server`. Assign it to `server` in the test module."""
+
+    @pytest.fixture(scope="module")
+    def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+        running = start_server(tmp_path_factory.mktemp(name), config(request) if callable(config) else config, **start)
+        yield running
+        running.stop()
+
+    return server
+
+
+def all_nodes_ready(status: Status) -> bool:
+    return all(n["state"] == "ready" for n in status["nodes"])
+
+
+def reset_after_each(*, flush_cache: bool = False, ready: Callable[[Status], bool] | None = None,
+                     timeout_s: float = 30.0, check: Callable[[RunningServer], None] | None = None) -> Any:
+    """An autouse fixture that heals the module's `server` after every test, so the next one finds
+    it as the module promises: `POST /admin/reset` (faults healed, dead nodes restarted) answers
+    200, then optionally the cache is flushed, `/v1/status` is awaited until `ready` holds, and
+    `check(server)` asserts what else the module needs. Assign it to a name in the test module."""
+
+    @pytest.fixture(autouse=True)
+    def healed(server: RunningServer) -> Iterator[None]:
+        yield
+        assert server.admin("POST", "/admin/reset").status_code == 200
+        if flush_cache:
+            assert server.admin("POST", "/admin/cache/flush").status_code == 200
+        if ready is not None:
+            server.wait_for(ready, timeout_s=timeout_s)
+        if check is not None:
+            check(server)
+
+    return healed
