@@ -7,9 +7,10 @@ the summary where it has them, so a finding and the table it links to always agr
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+from pydantic import ConfigDict
 
 from kernel.clock import parse_duration
 from reports.faults import SHED_STATUSES
@@ -26,7 +27,10 @@ MIN_PHASE_REQUESTS = 20
 
 @dataclass(frozen=True)
 class Finding:
-    """One statement: what (text), how bad (severity), when, and the anchor that shows it."""
+    """One statement: what (text), how bad (severity), when, and the anchor that shows it;
+    summary.json's `findings` rows are validated against these fields (a misspelt key is refused)."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     rule: str
     severity: str

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import ClassVar
 
 import numpy as np
+from pydantic import ConfigDict
 from scipy.stats import binom
 
 from kernel.quantiles import nearest_rank
@@ -22,7 +24,10 @@ SUMMARY_PERCENTILES = (50.0, 95.0, 99.0, 99.9)
 
 @dataclass(frozen=True)
 class Percentile:
-    """One percentile with its sample count, 95% interval and whether enough samples back it."""
+    """One percentile with its sample count, 95% interval and whether enough samples back it;
+    summary.json's `latency_detail` entries are validated against these fields (a misspelt key is refused)."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     percentile: float
     value: float | None

@@ -17,16 +17,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from reports.finding_rules import Finding
+from reports.stats import Percentile
 from reports.steady import SteadyWindow
 from reports.summary_cost import CostSection
 from reports.summary_harness import EnvironmentFacts, LeakAuditSection, ScraperHealth
 from reports.summary_rows import FaultRow, SloRow
 
-__all__ = ["DocumentsSection", "GeneratorHealth", "LiveWindow", "PhaseMark", "ScenarioFacts", "SteadySection",
-           "Summary"]
+__all__ = ["DocumentsSection", "GeneratorHealth", "LatencyDetail", "LiveWindow", "PhaseMark", "ScenarioFacts",
+           "SteadySection", "Summary"]
 
 Section = dict[str, Any]
-Rows = list[dict[str, Any]]
 
 
 class _Part(BaseModel):
@@ -46,6 +47,16 @@ class ScenarioFacts(_Part):
     peak_rps: float | str | None
     calibration: Section | None
     """What a relative `peak_rps` resolved to, with a `text` line for the report header."""
+
+
+class LatencyDetail(_Part):
+    """Each summary percentile (P50 to P99.9) with its sample count and 95% interval
+    (`reports.summary.latency_sections`): over every attempted request from the intended send
+    (corrected) and from the actual send (uncorrected), and over ok requests only."""
+
+    corrected: dict[str, Percentile]
+    uncorrected: dict[str, Percentile]
+    corrected_ok_only: dict[str, Percentile]
 
 
 class GeneratorHealth(_Part):
@@ -119,7 +130,7 @@ class Summary(BaseModel):
     latency_ms: dict[str, float | None]
     latency_uncorrected_ms: dict[str, float | None]
     latency_ok_only_ms: dict[str, float | None]
-    latency_detail: Section
+    latency_detail: LatencyDetail
     slos: list[SloRow]
     implicit_slo: str | None
     cost: CostSection | None
@@ -146,7 +157,8 @@ class Summary(BaseModel):
     verdict: Literal["pass", "fail", "invalid"]
     verdict_reason: str
     fault_period_s: float
-    findings: Rows
+    findings: list[Finding]
+    """The statements that explain the verdict, most important first (`reports.findings`)."""
     headline: str
     live: LiveWindow
     comparison: Section | None = Field(default=None, description="the gate against baseline runs, when given")

@@ -53,7 +53,7 @@ def test_summary_typed_sections_write_what_their_producers_said(tmp_path: Path) 
     assert len(typed.phases) == 2 and typed.documents is not None and typed.steady is not None
     said = {**summarise(run, RunFacts.of(run)), "live": live_section(run.events)}
     parts = typed.as_dict()
-    for name in ("scenario", "generator", "phases", "documents", "steady", "live"):  # same keys, order, values
+    for name in ("scenario", "generator", "phases", "documents", "steady", "live", "latency_detail"):  # same keys, order, values
         assert json.dumps(parts[name], default=str) == json.dumps(said[name], default=str), name
 
 
@@ -64,6 +64,12 @@ def test_summary_refuses_a_misspelt_field_inside_a_section_naming_its_path(tmp_p
         Summary.model_validate({**parts, "generator": {**parts["generator"], "lag_sampels": 3}})
     with pytest.raises(ValidationError, match=r"scenario\.seed"):
         Summary.model_validate({**parts, "scenario": {**parts["scenario"], "seed": "forty-two"}})
+    detail = parts["latency_detail"]
+    with pytest.raises(ValidationError, match=r"latency_detail\.corrected\.p99\.sampels"):
+        wrong = {**detail["corrected"], "p99": {**detail["corrected"]["p99"], "sampels": 4}}
+        Summary.model_validate({**parts, "latency_detail": {**detail, "corrected": wrong}})
+    with pytest.raises(ValidationError, match=r"findings\.0\.txet"):
+        Summary.model_validate({**parts, "findings": [{**parts["findings"][0], "txet": "x"}, *parts["findings"][1:]]})
 
 
 PHASES = [{"type": "phase", "t_s": 0.0, "name": "calm", "start_s": 0.0, "end_s": 5.0},
@@ -93,11 +99,13 @@ def test_summary_slo_and_fault_rows_write_what_their_producers_said(tmp_path: Pa
                                                           "GoodputSloRow", "DriftSloRow"]
     assert typed.faults[0].steady_state is not None and typed.faults[0].steady_state.after_met is False
     sections = summarise(run, RunFacts.of(run))
-    said = {"slos": sections["slos"], "faults": story(run, sections, RunFacts.of(run))["faults"]}
+    told = story(run, sections, RunFacts.of(run))
+    said = {"slos": sections["slos"], "faults": told["faults"], "findings": told["findings"]}
     assert said["slos"][0]["whole_run"] and len(said["faults"][0]["periods"]) == 3
     assert [len(row["phases"]) for row in said["slos"]] == [2, 2, 2, 2, 0]  # every kind's phase rows are checked
+    assert {f["rule"] for f in said["findings"]} >= {"slo", "recovery"}
     parts = typed.as_dict()
-    for name in ("slos", "faults"):  # same keys, order, values
+    for name in ("slos", "faults", "findings"):  # same keys, order, values
         assert json.dumps(parts[name], default=str) == json.dumps(said[name], default=str), name
 
 
