@@ -7,8 +7,10 @@ misspelled or unknown key, or a value of the wrong type, fails the build instead
 renderer. The sections with one fixed shape (what was run, the generator's health, the phases,
 documents through the jobs API, the steady windows, the live-metrics window) are typed models of
 their own, and so are the SLO and fault rows (`reports.summary_rows`), the cost
-(`reports.summary_cost`) and the sections that repeat what the run recorded about itself (the
-environment, the leak audit, the scraper: `reports.summary_harness`).
+(`reports.summary_cost`), the measured sections beside the verdict (streaming, goodput, the
+target's metrics, soak: `reports.summary_measures`) and the sections that repeat what the run
+recorded about itself (the environment, the leak audit, the scraper: `reports.summary_harness`).
+The harness's overhead and the comparison stay plain JSON objects at this level.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from reports.stats import Percentile
 from reports.steady import SteadyWindow
 from reports.summary_cost import CostSection
 from reports.summary_harness import EnvironmentFacts, LeakAuditSection, ScraperHealth
+from reports.summary_measures import GoodputSection, SoakSection, StreamingSection, TargetMetricsSection
 from reports.summary_rows import FaultRow, SloRow
 
 __all__ = ["DocumentsSection", "GeneratorHealth", "LatencyDetail", "LiveWindow", "PhaseMark", "ScenarioFacts",
@@ -144,14 +147,14 @@ class Summary(BaseModel):
     leak_audit: LeakAuditSection | None
     scraper: ScraperHealth | None
     documents: DocumentsSection | None = None
-    streaming: Section | None
-    goodput: Section | None
+    streaming: StreamingSection | None
+    goodput: GoodputSection | None
     steady: SteadySection | None = Field(default=None, description="each phase's steady window after its warm-up "
                                                                     "(MSER-5)")
-    target_metrics: Section | None = Field(default=None, description="the scrape of the target's own metrics")
+    target_metrics: TargetMetricsSection | None = Field(default=None, description="the scrape of the target's own metrics")
     harness_overhead: Section | None = Field(default=None, description="the latency the harness itself adds "
                                              "at the run's peak rate (reports.overhead), when measured")
-    soak: Section | None = Field(default=None, description="per-window latency, errors, memory and their trends")
+    soak: SoakSection | None = Field(default=None, description="per-window latency, errors, memory and their trends")
     deviations: list[str]
     fail_on_deviation: bool
     verdict: Literal["pass", "fail", "invalid"]
