@@ -80,7 +80,7 @@ def widened(job: CapacityJob, entry: dict[str, Any]) -> CapacityJob | None:
         return None
     low = float(entry["capacity_rps"])
     settings = dataclasses.replace(job.settings, min_rps=low, max_rps=low * WIDEN_SPAN, growth=2.0)
-    return dataclasses.replace(job, settings=settings, start_rps=low * 2.0,
+    return dataclasses.replace(job, settings=settings, start_rps=low * 2.0, probe=False,
                                out_dir=job.out_dir.with_name(job.out_dir.name + "-wider"))
 
 

@@ -59,6 +59,8 @@ class CapacityJob:
     seed: int = 0
     start_rps: float | None = None
     floors: list[SloFloor] = field(default_factory=list)
+    probe: bool = False
+    """Measure the saturated throughput first and search around it (`scenarios.capacity.bracket`)."""
 
     @property
     def cost_model(self) -> CostModel | None:

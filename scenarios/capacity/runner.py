@@ -11,6 +11,7 @@ the target failed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -24,6 +25,7 @@ import numpy as np
 
 from kernel.contract import CAPACITY_HTML_FILE, CAPACITY_JSON_FILE, ExitCode
 from reference_server.launch import LaunchError
+from scenarios.capacity.bracket import plan_from_throughput
 from scenarios.capacity.conditions import (
     HEALTHY,
     N_MINUS_ONE,
@@ -34,13 +36,14 @@ from scenarios.capacity.conditions import (
     NMinusOne,
 )
 from scenarios.capacity.interrupt import interruptible
-from scenarios.capacity.job import CapacityJob
+from scenarios.capacity.job import CapacityJob, step_rules
 from scenarios.capacity.probe import settle
 from scenarios.capacity.record import condition_entry, step_entry, verdict_of
 from scenarios.capacity.search import SearchResult, StepVerdict, search
 from scenarios.capacity.stepper import StepRunner
 from scenarios.capacity.target import Target, open_target
 from scenarios.capacity.targetprobe import probe_capacity_target
+from scenarios.capacity.throughput import measure_throughput
 from scenarios.load.locust import LoadError
 from scenarios.protocols.probe import ProbeError
 from scenarios.run.envinfo import machine_facts
@@ -81,20 +84,42 @@ def _flush_cache(target: Target) -> None:
         pass
 
 
+def _planned(job: CapacityJob, target: Target, label: str, say: Callable[[str], None]
+             ) -> tuple[CapacityJob, dict[str, Any] | None]:
+    """With `job.probe`: the saturated throughput under the condition held, and the job's rates and
+    step length planned around it (the job unchanged when the probe gives no plan)."""
+    if not job.probe:
+        return job, None
+    settle(target.url)
+    _flush_cache(target)
+    saturation = measure_throughput(job, target.url)
+    plan = plan_from_throughput(saturation.throughput_rps, job.floors, precision=job.settings.precision)
+    levels = ", ".join(f"{level.users}: {level.ok_rps:.1f}" for level in saturation.levels)
+    say(f"[{label}] throughput probe, closed loop (users: answers/s) {levels} in {saturation.seconds:.0f} s")
+    if plan is None:
+        say(f"[{label}] the probe gives no plan; searching {job.settings.min_rps:g}-{job.settings.max_rps:g} req/s")
+        return job, {"probe": saturation.as_dict(), "plan": None}
+    say(f"[{label}] searching {plan.settings.min_rps:.1f}-{plan.settings.max_rps:.1f} req/s from "
+        f"{plan.start_rps:.1f}, {plan.measure_s:g} s steps")
+    planned = dataclasses.replace(job, settings=plan.settings, start_rps=plan.start_rps,
+                                  rules=step_rules(plan.measure_s, job.scenario.load.max_lag_p99_ms))
+    return planned, {"probe": saturation.as_dict(), "plan": plan.as_dict()}
+
+
 def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable[[str], None], *,
                       start_rps: float | None, serves_jobs: bool) -> dict[str, Any]:
     began = time.monotonic()
     label = Path(name).stem if name not in (HEALTHY, N_MINUS_ONE) else name
-    runner = StepRunner(url=target.url, mix=job.mix, specs=job.slos, load=job.scenario.load, rules=job.rules,
-                        work_dir=job.out_dir / label, seed=job.seed, target=job.protocol, serves_jobs=serves_jobs)
     condition = _condition(name, job, target)
     entries: list[dict[str, Any]] = []
     result = SearchResult()
+    runner: StepRunner | None = None
 
     def step(rate: float) -> StepVerdict:
         settle(target.url)
         _flush_cache(target)
         condition.check()
+        assert runner is not None
         record = runner.run(rate)
         entries.append(step_entry(record, rules=job.rules, slots_per_node=target.slots_per_node,
                                   cost_model=job.cost_model))
@@ -106,15 +131,20 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
 
     say(f"[{label}] holding the condition ...")
     interrupted = False
+    planning: dict[str, Any] | None = None
     condition.hold()
     try:
-        search(step, job.settings, start_rps=start_rps, into=result)
+        job, planning = _planned(job, target, label, say)
+        runner = StepRunner(url=target.url, mix=job.mix, specs=job.slos, load=job.scenario.load, rules=job.rules,
+                            work_dir=job.out_dir / label, seed=job.seed, target=job.protocol, serves_jobs=serves_jobs)
+        search(step, job.settings, start_rps=job.start_rps if planning and planning["plan"] else start_rps,
+               into=result)
     except KeyboardInterrupt:
         interrupted = True
     finally:
         condition.release()
     entry = condition_entry(label, result, entries, require_rps=job.require_rps, wall_s=time.monotonic() - began)
-    return entry | {"interrupted": interrupted}
+    return entry | {"interrupted": interrupted} | (planning or {})
 
 
 def _exit_code(conditions: list[dict[str, Any]], aborted: str | None, require: float | None) -> int:

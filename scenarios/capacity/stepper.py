@@ -7,6 +7,7 @@ session's deadline, so a silent target or a stuck generator costs one step, neve
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -121,15 +122,23 @@ class StepRunner:
 
     def _watch(self, session: LoadSession, schedule: pd.DataFrame, parts: list[pd.DataFrame],
                t0: float) -> Assessment:
-        """Poll the session; judge at each planned look (`steps.look_times`), and at the end."""
+        """Poll the session; judge at each planned look (`steps.look_times`), and at the end.
+
+        An interim look is taken at its planned time, or sooner once every request it covers has
+        been answered and recorded: its data are then final, so the call is the one the planned
+        time would make. The last look is taken at the window's end once nothing in it is
+        pending; before that, only a call that already holds with every pending request counted
+        against it (a pass, or an SLO missed) ends the step.
+        """
+        rules = self.rules
         cpu: list[float] = []
-        interim = look_times(self.rules, self.specs)
+        interim = look_times(rules, self.specs)
         # a generator whose schedule is spent may end before the step does (its last request due
         # a moment before the end, its clock started just before t0): only an end before the
         # last request was due is a generator that stopped early
-        last_due = min(float(schedule["offset_s"].max()), self.rules.schedule_s) if len(schedule) else 0.0
+        last_due = min(float(schedule["offset_s"].max()), rules.schedule_s) if len(schedule) else 0.0
         look = 1
-        for _ in range(math.ceil(self.rules.deadline_s / POLL_S) + MAX_LATE_POLLS):
+        for _ in range(math.ceil(rules.deadline_s / POLL_S) + MAX_LATE_POLLS):
             time.sleep(POLL_S)
             now = time.time() - t0
             parts.append(session.poll())
@@ -138,25 +147,38 @@ class StepRunner:
             if done and now < last_due:
                 return Assessment("invalid", GENERATOR, "the load generator stopped before the step's end; "
                                   "see its locust.log", now)
-            due_interim = look < self.rules.looks and now >= interim[look - 1]
-            if not due_interim and now < self.rules.schedule_s:
+            final = now >= rules.schedule_s
+            if not final and not (look < rules.looks and now >= rules.look_end(look) + rules.record_lag_s):
                 continue
             frame = live_frame(schedule, pd.concat(parts, ignore_index=True), now,
                                documents_via_jobs=session.settings.jobs_in_use)
-            if not due_interim and now < self.rules.deadline_s and not done and _pending(frame, self.rules):
+            judge = functools.partial(assess, frame, self.specs, rules, now, cpu_max=max(cpu[1:], default=0.0))
+            if final:
+                verdict = judge(look=rules.looks)
+                settled = done or now >= rules.deadline_s or not _pending(frame, rules.window)
+                if settled or _decisive(verdict):
+                    return verdict
                 continue
-            current = look if due_interim else self.rules.looks
-            verdict = assess(frame, self.specs, self.rules, now, look=current, cpu_max=max(cpu[1:], default=0.0))
+            if now < interim[look - 1] and _pending(frame, (rules.window[0], rules.look_end(look))):
+                continue
+            verdict = judge(look=look)
             if verdict.decision != "continue":
                 return verdict
-            look = current + 1
+            look += 1
         return Assessment("invalid", GENERATOR, "the step found no verdict before its deadline (the runner "
                           "itself fell behind)", time.time() - t0)
 
 
-def _pending(frame: pd.DataFrame, rules: StepRules) -> bool:
-    """Whether any request of the measurement window is still unanswered."""
-    start, end = rules.window
+def _decisive(verdict: Assessment) -> bool:
+    """A last-look call that pending requests cannot change: a pass (every SLO met with each of
+    them counted bad), or a failure on an SLO missed (with each of them counted good)."""
+    missed = {call.name for call in verdict.calls if call.decision == "missed"}
+    return verdict.decision == "pass" or (verdict.decision == "fail" and verdict.limiting in missed)
+
+
+def _pending(frame: pd.DataFrame, span: tuple[float, float]) -> bool:
+    """Whether any request due in `span` (step clock) is still unanswered."""
+    start, end = span
     intended = frame["intended_s"].to_numpy()
     inside = (intended >= start) & (intended < end)
     return bool(np.isnan(frame["done_s"].to_numpy(dtype=float))[inside].any())

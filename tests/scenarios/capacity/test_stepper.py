@@ -13,7 +13,7 @@ import pytest
 
 from reports.schema import SloSpec
 from scenarios.capacity.stepper import StepRunner
-from scenarios.capacity.steps import StepRules
+from scenarios.capacity.steps import StepRules, look_times
 
 P99 = SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=500)
 RULES = StepRules(measure_s=1.0, warmup_s=0.5, tail_s=1.0, record_lag_s=0.0)
@@ -61,3 +61,45 @@ def test_stepper_a_generator_whose_schedule_is_spent_is_judged_at_the_step_end()
     verdict = _watch([0.1, 0.2, 0.3])  # every request was due before the first poll
     assert verdict.now_s >= RULES.schedule_s
     assert verdict.decision == "fail" and verdict.limiting == "p99" and "not shown met" in verdict.reason
+
+
+class _OpenSession(_SpentSession):
+    """A generator still running: every answer recorded except those of `unanswered` rows."""
+
+    def __init__(self, offsets: np.ndarray, *, status: int = 200, unanswered: tuple[int, ...] = ()) -> None:
+        super().__init__(offsets)
+        self._parts["status"] = status
+        self._parts = self._parts.drop(index=list(unanswered))
+
+    def finished(self) -> bool:
+        return False
+
+
+def _watch_open(rules: StepRules, spec: SloSpec, offsets: np.ndarray, **session: Any) -> Any:
+    schedule = pd.DataFrame({"offset_s": offsets, "kind": "short", "chars": 10, "priority": "paid", "mode": "auto",
+                             "text_id": 1, "tenant": "t", "phase": "", "deadline_ms": 2000})
+    runner = cast(StepRunner, SimpleNamespace(rules=rules, specs=[spec]))
+    return StepRunner._watch(runner, cast(Any, _OpenSession(offsets, **session)), schedule, [], time.time())
+
+
+@pytest.mark.slow
+def test_stepper_an_interim_look_whose_requests_are_all_answered_is_taken_before_its_planned_time() -> None:
+    """Every request failed and was recorded at once: the first look's data are final as soon as
+    its quarter of the window is due, so it calls the SLO missed then, not 5 s later."""
+    rules = StepRules(measure_s=4.0, warmup_s=0.5, tail_s=5.0, record_lag_s=0.0)
+    spec = SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=5000)
+    planned = look_times(rules, [spec])[0]
+    verdict = _watch_open(rules, spec, np.linspace(0.0, 4.4, 300), status=500)
+    assert verdict.decision == "fail" and verdict.limiting == "p99" and "missed" in verdict.reason
+    assert verdict.calls[0].look == 1 and verdict.now_s < planned - 2.0, (verdict.now_s, planned)
+
+
+@pytest.mark.slow
+def test_stepper_a_pass_that_holds_with_its_pending_requests_counted_bad_ends_the_step() -> None:
+    """One request of the window never answers; the other 299 were all fast, so the P95 is met
+    even with that one bad, and the step passes at its end instead of waiting out its tail."""
+    rules = StepRules(measure_s=1.0, warmup_s=0.5, tail_s=20.0, record_lag_s=0.0)
+    spec = SloSpec(name="p95", kind="latency", percentile=95, threshold_ms=5000)
+    verdict = _watch_open(rules, spec, np.linspace(0.5, 1.49, 300), unanswered=(150,))
+    assert verdict.decision == "pass" and verdict.calls[0].pending == 1, verdict
+    assert verdict.now_s < rules.deadline_s - 10.0, verdict.now_s

@@ -1,0 +1,130 @@
+"""The closed-loop throughput probe against services whose saturated throughput is known."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from kernel.processes import free_port, stop_process
+from scenarios.capacity.bracket import START_SHARE
+from scenarios.capacity.runner import _planned
+from scenarios.capacity.steps import step_schedule
+from scenarios.capacity.target import Target
+from scenarios.capacity.throughput import FIRST_USERS, Level, closed_loop, next_users, row_sender
+from scenarios.cli.capacity import build_job
+from scenarios.spec.target import TargetProtocol
+from tests.support.waiting import wait_for_http
+from traffic_models import load_traffic_model
+
+MDC_SERVER = Path(__file__).resolve().parents[3] / "benchmarks" / "mdc.py"
+
+
+def test_next_users_doubles_until_a_doubling_adds_too_little() -> None:
+    assert next_users([]) == FIRST_USERS
+    levels = [Level(4, 1.0, 40, 0)]
+    assert next_users(levels) == 8
+    levels.append(Level(8, 1.0, 80, 0))
+    assert next_users(levels) == 16
+    levels.append(Level(16, 1.0, 90, 0))  # 12% more: every slot already busy
+    assert next_users(levels) is None
+
+
+def test_next_users_stops_at_the_most_users_and_when_nothing_succeeds() -> None:
+    assert next_users([Level(4, 1.0, 10, 0), Level(8, 1.0, 20, 0)], most=8) is None
+    assert next_users([Level(4, 1.0, 0, 30)]) is None
+    assert next_users([Level(4, 1.0, 10, 0), Level(8, 1.0, 25, 0)], most=12) == 12
+
+
+def _slots(slots: int, service_s: float) -> tuple[threading.Semaphore, float]:
+    return threading.Semaphore(slots), slots / service_s
+
+
+def test_closed_loop_finds_the_saturation_of_a_service_with_fixed_slots() -> None:
+    """A service of 8 slots each held 20 ms completes at most 400 answers/s: the loop doubles past
+    8 users, sees no more gain, and reports at most that."""
+    slots, service_s = 8, 0.02
+    gate, most_rps = _slots(slots, service_s)
+
+    def send(_i: int) -> bool:
+        with gate:
+            time.sleep(service_s)
+        return True
+
+    saturation = closed_loop(send, level_s=0.3)
+    assert saturation.saturated
+    users = [level.users for level in saturation.levels]
+    assert users[:2] == [FIRST_USERS, 2 * FIRST_USERS] and users[-1] <= 4 * slots
+    # each level's count is of answers in its own span: at most slots x span / service, plus the
+    # answers of requests begun before the span (at most one per slot)
+    assert all(level.ok <= most_rps * level.seconds + slots for level in saturation.levels)
+    assert saturation.throughput_rps > 0
+
+
+def test_closed_loop_counts_only_successful_answers() -> None:
+    def send(i: int) -> bool:
+        time.sleep(0.001)
+        return i % 2 == 0
+
+    saturation = closed_loop(send, level_s=0.2, most=8)
+    assert all(level.failed > 0 and level.ok > 0 for level in saturation.levels)
+    assert all(abs(level.ok - level.failed) <= 2 * level.users for level in saturation.levels)
+
+
+@pytest.fixture
+def mdc_url() -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(MDC_SERVER), str(port), "4", "100"],
+                            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(url, method="POST", timeout_s=10.0, proc=proc)
+        yield url
+    finally:
+        stop_process(proc, grace_s=2.0)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+@pytest.mark.slow
+def test_closed_loop_over_http_finds_the_mdc_servers_saturated_throughput(mdc_url: str) -> None:
+    """4 workers holding each request 100 ms: 40 answers/s with every worker busy, never more."""
+    rows = step_schedule(load_traffic_model("constant:1"), rate_rps=100.0, duration_s=10.0, seed=3)
+    with httpx.Client(base_url=mdc_url, trust_env=False) as client:
+        saturation = closed_loop(row_sender(client, TargetProtocol(), rows, ("en-de",)))
+    assert saturation.saturated, saturation
+    assert 0.8 * 40.0 <= saturation.throughput_rps <= 40.0 * 1.1, saturation
+
+
+@pytest.mark.slow
+def test_a_probed_job_is_planned_around_the_mdc_servers_throughput(tmp_path: Path, mdc_url: str) -> None:
+    """The runner's planning step: the probe under the condition, then the job's rates and step
+    length from it (40 answers/s saturated: the search starts near 32 req/s with 15 s steps)."""
+    data = {"name": "mdc", "traffic": {"model": "constant:1", "duration": "60s", "seed": 3},
+            "target": {"url": mdc_url}, "load": {"max_lag_p99_ms": 250},
+            "slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 500}]}
+    path = tmp_path / "mdc.yaml"
+    path.write_text(yaml.safe_dump(data))
+    job = build_job(str(path), target_url=mdc_url, slos=(), faults="none", min_rps=20.0, max_rps=80.0,
+                    precision=0.1, step_s=60.0, require_rps=None, out=tmp_path / "out", allow_remote=False, seed=None)
+    said: list[str] = []
+    planned, planning = _planned(dataclasses.replace(job, probe=True), Target(mdc_url, None, mdc_url), "none",
+                                 said.append)
+    assert planning is not None and planning["plan"] is not None, said
+    throughput = planning["probe"]["throughput_rps"]
+    assert 0.8 * 40.0 <= throughput <= 1.1 * 40.0, said
+    assert planned.start_rps == pytest.approx(START_SHARE * throughput, rel=0.01)
+    assert planned.rules.measure_s == planning["plan"]["step_duration_s"] < job.rules.measure_s
+    assert planned.start_rps is not None
+    assert planned.settings.min_rps < planned.start_rps < 40.0 < planned.settings.max_rps
+    assert any("throughput probe" in line for line in said) and any("searching" in line for line in said)
+    unplanned, nothing = _planned(job, Target(mdc_url, None, mdc_url), "none", said.append)
+    assert unplanned is job and nothing is None
