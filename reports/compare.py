@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+from pydantic import ConfigDict
 
 from reports.attempts import gate_values
 from reports.baselines import ScheduleMismatch, load_baselines, schedule_difference
@@ -35,7 +36,10 @@ MIN_RELATIVE_CHANGE = 0.10
 
 @dataclass(frozen=True)
 class Comparison:
-    """The regression verdict, the gate's decision and the side-by-side table."""
+    """The regression verdict, the gate's decision and the side-by-side table; summary.json's
+    `comparison` is validated against these fields and the decision's (a misspelt key is refused)."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     verdict: str
     reason: str

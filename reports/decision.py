@@ -11,7 +11,9 @@ the number of groups, so more groups do not mean more false alarms.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import ConfigDict
 
 from reports.failshare import MIN_FAILURE_SHARE_CHANGE
 
@@ -25,6 +27,8 @@ SEPARATE_TIMES = ("Runs taken at different times cannot separate the machine's l
 @dataclass(frozen=True)
 class GroupVerdict:
     """One group of the gate population: counts, the two percentiles, ratio, interval, verdict."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     group: str
     samples_baseline: int
@@ -52,6 +56,8 @@ class GroupVerdict:
 @dataclass(frozen=True)
 class GateDecision:
     """Everything the gate decided and why; `explain` renders it for the CLI and the report."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     verdict: str
     reason: str

@@ -10,7 +10,8 @@ their own, and so are the SLO and fault rows (`reports.summary_rows`), the cost
 (`reports.summary_cost`), the measured sections beside the verdict (streaming, goodput, the
 target's metrics, soak: `reports.summary_measures`) and the sections that repeat what the run
 recorded about itself (the environment, the leak audit, the scraper: `reports.summary_harness`).
-The harness's overhead and the comparison stay plain JSON objects at this level.
+The comparison is the gate's own dataclass (`reports.compare.Comparison`, its side-by-side rows
+plain JSON objects); the harness's overhead stays a plain JSON object at this level.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from reports.compare import Comparison
 from reports.finding_rules import Finding
 from reports.stats import Percentile
 from reports.steady import SteadyWindow
@@ -164,7 +166,7 @@ class Summary(BaseModel):
     """The statements that explain the verdict, most important first (`reports.findings`)."""
     headline: str
     live: LiveWindow
-    comparison: Section | None = Field(default=None, description="the gate against baseline runs, when given")
+    comparison: Comparison | None = Field(default=None, description="the gate against baseline runs, when given")
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON object as written (a key left at its default absent, as before validation)."""

@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
+from reports.baselines import load_baselines
 from reports.build import build_reports, story, summarise_run
+from reports.compare import compare_loaded
 from reports.facts import RunFacts
 from reports.live import live_section
 from reports.results import RunData, load_run
@@ -183,3 +185,19 @@ def test_summary_steady_windows_refuse_a_misspelt_field() -> None:
     assert TypeAdapter(SteadyWindow).validate_python(window) == SteadyWindow("peak", 0.0, 60.0, 5.0, 5.0, None)
     with pytest.raises(ValidationError, match=r"warmpu_s"):
         TypeAdapter(SteadyWindow).validate_python({**window, "warmpu_s": 1.0})
+
+
+def test_summary_comparison_is_the_gates_own_record_and_refuses_a_misspelt_field(tmp_path: Path) -> None:
+    times = np.linspace(0, 20, 400)
+    base = write_run(tmp_path / "b", requests_frame(times, np.full(400, 100.0)))
+    failed = np.arange(400) % 20 == 0  # failures count as infinitely slow: the current P99 is infinite
+    run = load_run(write_run(tmp_path / "c", requests_frame(times, np.where(failed, 3_000.0, 100.0), ok=~failed)))
+    typed = summarise_run(run, RunFacts.of(run), baseline=base)
+    said = compare_loaded(load_baselines(base), run).as_dict()
+    assert typed.comparison is not None and typed.comparison.decision.groups[0].p_current_ms == np.inf
+    parts = typed.as_dict()
+    assert json.dumps(parts["comparison"]) == json.dumps(said)  # same keys, order, values
+    groups = parts["comparison"]["decision"]["groups"]
+    with pytest.raises(ValidationError, match=r"comparison\.decision\.groups\.0\.ratioo"):
+        decision = {**parts["comparison"]["decision"], "groups": [{**groups[0], "ratioo": 1.0}]}
+        Summary.model_validate({**parts, "comparison": {**parts["comparison"], "decision": decision}})
