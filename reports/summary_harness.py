@@ -5,9 +5,9 @@
 nobody recorded reads "unknown". `leak_audit` and `scraper` are `reports.harness.harness_checks`:
 the last `leak_audit` event (or `leak_audit.json` when the event is missing) and the last
 `scraper` event with the count and first of the `scraper_error` events. Each model writes its
-fields in the order its producer does; fields an event may lack (hand-written or older events
-carry no `wall` or `source`) are optional and stay absent from summary.json when absent from the
-event.
+fields in the order its producer does; fields an event may lack (an event written by hand or
+by another tool may carry no `wall` or `source`) are optional and stay absent from summary.json
+when absent from the event.
 """
 
 from __future__ import annotations
