@@ -153,9 +153,11 @@ def reset_after_each(*, flush_cache: bool = False, ready: Callable[[Status], boo
     @pytest.fixture(autouse=True)
     def healed(server: RunningServer) -> Iterator[None]:
         yield
-        assert server.admin("POST", "/admin/reset").status_code == 200
+        reset = server.admin("POST", "/admin/reset")
+        assert reset.status_code == 200, f"POST /admin/reset answered {reset.status_code}: {reset.text}"
         if flush_cache:
-            assert server.admin("POST", "/admin/cache/flush").status_code == 200
+            flushed = server.admin("POST", "/admin/cache/flush")
+            assert flushed.status_code == 200, f"POST /admin/cache/flush answered {flushed.status_code}: {flushed.text}"
         if ready is not None:
             server.wait_for(ready, timeout_s=timeout_s)
         if check is not None:
