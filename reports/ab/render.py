@@ -48,14 +48,23 @@ def trial_chart(doc: dict[str, Any]) -> Chart:
 def render_html(doc: dict[str, Any], chart: Chart) -> str:
     env = template_environment()
     env.filters["ms"] = ms
-    return env.get_template("ab.html.j2").render(d=doc, chart=chart)
+    return env.get_template("ab.html.j2").render(d=doc, chart=chart, design=design_text(doc["design"]))
+
+
+def design_text(design: dict[str, Any]) -> str:
+    """How the run interleaved its arms, in words: slices with random arms, or ABBA trials."""
+    trials, seed = int(design.get("trials") or 0), design.get("seed")
+    if design.get("interleave") == "requests":
+        return (f"{trials // 2} slices of {num(design.get('trial_s'), 2)} s, each request to an arm drawn at random "
+                f"(seed {seed})")
+    return f"{trials} trials of {num(design.get('trial_s'), 2)} s in ABBA blocks (order from seed {seed})"
 
 
 def render_markdown(doc: dict[str, Any]) -> str:
     """The verdict sentence, the comparison table and the reasons, fit for a pull-request comment."""
     lines = [f"## A/B: {doc['scenario']}", "", f"**{doc['sentence']}**", "",
              f"Baseline {doc['targets'].get('baseline', '')}, candidate {doc['targets'].get('candidate', '')}; "
-             f"{doc['design'].get('trials')} trials of {num(doc['design'].get('trial_s'), 2)} s in ABBA blocks; "
+             f"{design_text(doc['design'])}; "
              f"threshold x{doc['threshold']:g}; {doc['tests']} tests, each at {pct(doc['test_confidence'])} "
              "confidence.", "",
              "| population: SLO | pct | baseline | candidate | ratio [interval] | MDE | pairs | errors base / cand "

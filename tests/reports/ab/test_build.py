@@ -93,3 +93,16 @@ def test_report_command_rebuilds_an_ab_folder_with_its_exit_code(tmp_path: Path)
     assert result.exit_code == 1
     assert result.output.strip().splitlines()[-1] == _strict(root / AB_JSON_FILE)["sentence"]
     assert (root / AB_HTML_FILE).exists() and not (root / "summary.json").exists()  # not a drill's report
+
+
+def test_reports_say_how_the_arms_were_interleaved(tmp_path: Path) -> None:
+    from reports.ab.render import design_text
+
+    trials = TrialDesign.build(96.0, 48, 5)
+    requests = TrialDesign.build(96.0, 48, 5, interleave="requests")
+    assert design_text(trials.as_dict()) == "48 trials of 2.00 s in ABBA blocks (order from seed 5)"
+    assert design_text(requests.as_dict()) == "24 slices of 4.00 s, each request to an arm drawn at random (seed 5)"
+    root = _folder(tmp_path, simulate(1.0, pairs=PAIRS, per_trial=30, seed=3))
+    build_ab(root)
+    assert "in ABBA blocks (order from seed 5)" in (root / AB_MD_FILE).read_text()
+    assert "in ABBA blocks (order from seed 5)" in (root / AB_HTML_FILE).read_text()
