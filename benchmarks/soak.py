@@ -85,7 +85,8 @@ def run_soak(rate: float, duration: str, every_s: float, workdir: Path) -> dict[
         env = os.environ | {"RUSHHOUR_NO_OVERHEAD_CHECK": "1"}
         with (workdir / "drill.log").open("w") as log:
             drill = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
-            samples = _sample(drill, every_s)
+            loads: list[float] = []
+            samples = _sample(drill, every_s, loads)
         summary = json.loads((workdir / "run" / "summary.json").read_text())
         files = {name: (workdir / "run" / name).stat().st_size for name in ("schedule.parquet", "requests.parquet")
                  if (workdir / "run" / name).exists()}
@@ -95,14 +96,19 @@ def run_soak(rate: float, duration: str, every_s: float, workdir: Path) -> dict[
     return {"command": " ".join(["rushhour", *command[1:]]), "rate_rps": rate, "duration_s": load_end_s,
             "sample_every_s": every_s, "samples": [[round(t, 1), round(r / MB, 1)] for t, r in samples],
             "growth": growth(samples, load_end_s), "exit_code": drill.returncode, "file_bytes": files,
+            "loadavg_1m": {"min": round(min(loads), 2), "median": round(float(np.median(loads)), 2),
+                           "max": round(max(loads), 2)} if loads else None,
             "requests": summary.get("requests"), "generator": summary.get("generator")}
 
 
-def _sample(drill: subprocess.Popen[bytes], every_s: float) -> list[tuple[float, int]]:
+def _sample(drill: subprocess.Popen[bytes], every_s: float, loads: list[float]) -> list[tuple[float, int]]:
+    """The harness's RSS every `every_s` until the drill ends; the 1-minute load average beside it
+    (other work on a shared machine shows there, and the RSS is what is judged)."""
     start = time.monotonic()
     samples = []
     while drill.poll() is None:
         samples.append((time.monotonic() - start, tree_rss(drill.pid)))
+        loads.append(os.getloadavg()[0])
         time.sleep(every_s)
     return samples
 
@@ -124,7 +130,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"after the first minute: {g['rss_at_warm_up_mb']} -> {g['rss_last_mb']} MB "
           f"(growth {g['growth_after_first_minute_mb']} MB over {g['fitted_over_s'][1] - g['fitted_over_s'][0]:.0f} s); "
           f"slope {g['slope_mb_per_hour']} MB/h, 95% interval {g['slope_95_interval_mb_per_hour']}")
-    print(f"requests {result['requests']}; generator valid {result['generator'] and result['generator'].get('valid')}")
+    print(f"requests {result['requests']}; generator valid {result['generator'] and result['generator'].get('valid')}; "
+          f"load average (1 min) over the run {result['loadavg_1m']}")
     scheduled = (result["requests"] or {}).get("scheduled") or 1
     print("bytes per request: " + ", ".join(f"{k} {v / scheduled:.1f}" for k, v in result["file_bytes"].items()))
     document = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": platform.node(),

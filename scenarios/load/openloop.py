@@ -14,9 +14,10 @@ answer, its error, its time-out, or its cancellation at the end of the run, and 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
 
 import gevent
 import numpy as np
@@ -197,31 +198,43 @@ class OpenLoopFirer:
     """Fires a Share against `send`, recording each outcome into a PartWriter."""
 
     def __init__(self, share: Share, send: Sender, writer: PartWriter, *,
-                 send_job: Sender | None = None) -> None:
+                 send_job: Sender | None = None, group: Group | None = None) -> None:
         self._share = share
         self._send = send
         self._send_job = send_job
         self._writer = writer
-        self._group = Group()
+        self._group = group if group is not None else Group()
 
-    def run(self, t0: float, *, drain_s: float | None = None) -> None:
-        """Fire every row at `t0 + offset_s` (`t0` wall clock), then wait (bounded) for the last replies."""
+    def run(self, t0: float, *, drain_s: float | None = None, more: Iterable[Share] = ()) -> None:
+        """Fire every row at `t0 + offset_s` (`t0` wall clock), then the rows of each share in
+        `more` (the later batches of a share read in pieces), then wait (bounded) for the last replies."""
         m0 = monotonic_anchor(t0)
-        offsets = self._share.rows["offset_s"].to_numpy(dtype=float)
-        session, turn = self._share.columns.session, self._share.columns.turn
+        longest = 0.0
         try:
-            for i, offset in enumerate(offsets):
-                if turn[i] > 0:
-                    continue  # a later turn is sent by its conversation, after the answer before it
-                delay = m0 + offset - time.monotonic()
-                if delay > 0:
-                    gevent.sleep(delay)
-                self._group.spawn(self.converse if session[i] >= 0 else self.shoot, i, m0, float(offset))
-                self._writer.maybe_flush()
-            self._group.join(timeout=drain_s if drain_s is not None else self._max_timeout())
+            for firer in chain([self], (self._sibling(share) for share in more)):
+                firer._fire(m0)
+                longest = max(longest, firer._max_timeout())
+            self._group.join(timeout=drain_s if drain_s is not None else longest)
         finally:
             self._group.kill(block=True, timeout=2.0)  # the rest end now, recorded as cancelled
             self._writer.flush()
+
+    def _sibling(self, share: Share) -> OpenLoopFirer:
+        """A firer of another batch of the same share: same senders, part writer and greenlet group."""
+        return OpenLoopFirer(share, self._send, self._writer, send_job=self._send_job, group=self._group)
+
+    def _fire(self, m0: float) -> None:
+        """Spawn each row of this share at its time (each greenlet keeps this firer, so its share)."""
+        offsets = self._share.rows["offset_s"].to_numpy(dtype=float)
+        session, turn = self._share.columns.session, self._share.columns.turn
+        for i, offset in enumerate(offsets):
+            if turn[i] > 0:
+                continue  # a later turn is sent by its conversation, after the answer before it
+            delay = m0 + offset - time.monotonic()
+            if delay > 0:
+                gevent.sleep(delay)
+            self._group.spawn(self.converse if session[i] >= 0 else self.shoot, i, m0, float(offset))
+            self._writer.maybe_flush()
 
     def converse(self, i: int, m0: float, offset: float) -> None:
         """Send a conversation's turns in order: the first at `offset`, each later one its think

@@ -26,6 +26,7 @@ from scenarios.load.locust import (
     worker_env,
 )
 from scenarios.load.master_relay import REJECTIONS_FILE
+from scenarios.load.merge import merge_to_file
 from scenarios.load.openloop import monotonic_anchor
 from scenarios.load.parts import list_parts, merge_requests, read_parts
 from scenarios.load.settings import LoadSettings
@@ -135,3 +136,9 @@ class LoadSession:
         """Every part merged onto the schedule: one row per scheduled request."""
         return merge_requests(schedule, read_parts(list_parts(self.parts_dir)),
                               documents_via_jobs=self.settings.jobs_in_use)
+
+    def write_requests(self, out: Path) -> int:
+        """Every part merged onto the schedule file a chunk at a time, written to `out` (the same
+        rows as `requests`, without holding the schedule or the parts whole); rows written."""
+        return merge_to_file(self.settings.schedule_path, list_parts(self.parts_dir), out,
+                             documents_via_jobs=self.settings.jobs_in_use)

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from kernel.validation import format_validation_errors
 from scenarios.spec.model import LoadSpec, jobs_in_use
 from scenarios.spec.target import TargetProtocol
+from traffic_models.chunked import ScheduleFacts
 
 __all__ = ["DEFAULT_MASTER_BIND", "ENV_SETTINGS", "LoadSettings", "SettingsError", "longest_wait_s"]
 
@@ -70,11 +71,12 @@ class LoadSettings(BaseModel):
         return value.resolve()
 
     @classmethod
-    def from_spec(cls, load: LoadSpec, schedule: pd.DataFrame, *, host: str, schedule_path: Path, work_dir: Path,
+    def from_spec(cls, load: LoadSpec, schedule: pd.DataFrame | ScheduleFacts, *, host: str, schedule_path: Path, work_dir: Path,
                   duration_s: float, target: TargetProtocol | None, mode: Literal["open", "closed"] | None = None,
                   documents_via_jobs: bool | None = None, remote_workers: int = 0,
                   master_bind: tuple[str, int] = DEFAULT_MASTER_BIND) -> LoadSettings:
-        """The settings of a run of `schedule` under the scenario's `load` section; `mode` and
+        """The settings of a run of `schedule` (its rows, or the facts gathered while it was written
+        in chunks) under the scenario's `load` section; `mode` and
         `documents_via_jobs` override the scenario's where a command fires differently (`ab`, `capacity`)."""
         return cls(
             host=host, schedule_path=schedule_path, work_dir=work_dir, duration_s=duration_s,
@@ -141,10 +143,14 @@ class LoadSettings(BaseModel):
             raise SettingsError(format_validation_errors(source, exc)) from exc
 
 
-def longest_wait_s(schedule: pd.DataFrame, request_timeout_s: float | None, timeout_margin_s: float) -> float:
+def longest_wait_s(schedule: pd.DataFrame | ScheduleFacts, request_timeout_s: float | None,
+                   timeout_margin_s: float) -> float:
     """The longest any row of `schedule` may take: the fixed time-out, else the longest deadline
     plus the margin."""
     if request_timeout_s is not None:
         return request_timeout_s
-    longest = float(schedule["deadline_ms"].max()) / 1000.0 if len(schedule) else 0.0
+    if isinstance(schedule, ScheduleFacts):
+        longest = schedule.longest_deadline_ms / 1000.0
+    else:
+        longest = float(schedule["deadline_ms"].max()) / 1000.0 if len(schedule) else 0.0
     return longest + timeout_margin_s

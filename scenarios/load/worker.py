@@ -21,6 +21,7 @@ import pandas as pd
 from scenarios.load.openloop import OpenLoopFirer, Sender, Share, worker_share
 from scenarios.load.parts import PartWriter
 from scenarios.load.settings import LoadSettings
+from scenarios.load.sharestream import Prefetched, share_size, share_stream
 
 START_FILE = "start"
 START_WAIT_S = 120.0
@@ -36,7 +37,8 @@ def _text_for(text_id: int, chars: int) -> str:
 
 
 def load_share(settings: LoadSettings, index: int) -> Share:
-    """Worker `index`'s share of the schedule, ready to fire."""
+    """Worker `index`'s whole share of the schedule, ready to fire (the closed loop's personas
+    take rows in any order; the open loop reads its share in batches instead)."""
     schedule = pd.read_parquet(settings.schedule_path)
     return Share(rows=worker_share(schedule, index, settings.workers), settings=settings, text_for=_text_for)
 
@@ -64,7 +66,8 @@ def wait_for_start(control: Path, *, limit_s: float = START_WAIT_S) -> float:
 
 
 def run_worker(settings: LoadSettings, index: int, send: Sender, *, send_job: Sender | None = None) -> bool:
-    """Load the share, signal ready, wait for the start, fire open-loop, signal done.
+    """Load the share's first batch, signal ready, wait for the start, fire open-loop (the later
+    batches read while the earlier ones fire, `scenarios.load.sharestream`), signal done.
 
     `send_job` follows a document through the jobs API; it is used only for document rows and
     only when the settings say so (`LoadSettings.jobs_in_use`). A share is fired at most once per run: Locust
@@ -74,13 +77,16 @@ def run_worker(settings: LoadSettings, index: int, send: Sender, *, send_job: Se
     control = settings.control_dir
     if not claim_share(control, index):
         return False
-    share = load_share(settings, index)
+    batches = share_stream(settings, index, _text_for)
+    share = next(batches)
     warm_up(share)
     writer = PartWriter(settings.parts_dir, index)
-    (control / f"ready-{index}").write_text(str(len(share.rows)), encoding="utf-8")
+    later = Prefetched(batches)  # the second batch is read now, each later one while the one before fires
+    (control / f"ready-{index}").write_text(str(share_size(settings.schedule_path, index, settings.workers)),
+                                            encoding="utf-8")
     t0 = wait_for_start(control)
     try:
-        OpenLoopFirer(share, send, writer, send_job=send_job).run(t0)
+        OpenLoopFirer(share, send, writer, send_job=send_job).run(t0, more=later)
     except Exception as exc:
         (control / f"failed-{index}").write_text(f"{type(exc).__name__}: {exc}", encoding="utf-8")
         raise

@@ -26,7 +26,7 @@ from kernel.contract import EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_
 from reference_server.launch import LaunchError
 from scenarios.load.health import generator_figures
 from scenarios.load.locust import LoadError
-from scenarios.load.parts import merge_requests, read_parts
+from scenarios.load.merge import merge_to_file
 from scenarios.load.session import LoadSession
 from scenarios.load.settings import DEFAULT_MASTER_BIND, LoadSettings
 from scenarios.run.audit import AUDIT_FILE, LeakAudit
@@ -47,8 +47,13 @@ from scenarios.run.targetmetrics import TargetMetricsScraper
 from scenarios.run.teardown import run_every_step
 from scenarios.spec.model import dump_scenario
 from scenarios.spec.plan import DrillPlan
+from traffic_models.chunked import write_schedule
 
 TICK_S = 0.5
+SCHEDULE_GROUP_ROWS = 50_000
+"""Rows per row group of `schedule.parquet`: the schedule is drawn and written this many at a time,
+and whoever reads it back (workers, the live fold, the merge) holds a few such groups at most."""
+GENERATOR_COLUMNS = ["intended_s", "sent_s", "pool_wait_ms", "fired"]
 EXIT_INVALID = ExitCode.INVALID
 
 
@@ -121,7 +126,7 @@ class Drill:
             raise ResultsDirError(f'The results folder "{self.results_dir}" already holds a run '
                                   "(scenario.yaml); a run never shares its folder.") from exc
         (self.results_dir / "chaos").mkdir(exist_ok=True)
-        self.plan.schedule.to_parquet(self.results_dir / SCHEDULE_FILE, index=False)
+        write_schedule(self.results_dir / SCHEDULE_FILE, self.plan.draw.chunks(SCHEDULE_GROUP_ROWS))
 
     def _stop_requested(self, name: str) -> None:
         self.interrupted = True
@@ -178,7 +183,7 @@ class Drill:
 
     def _load_settings(self) -> LoadSettings:
         return LoadSettings.from_spec(
-            self.plan.scenario.load, self.plan.schedule, host=self.url,
+            self.plan.scenario.load, self.plan.facts, host=self.url,
             schedule_path=self.results_dir / SCHEDULE_FILE, work_dir=self.results_dir / "load",
             duration_s=self.plan.duration_s, target=self.plan.scenario.target,
             remote_workers=self.remote_workers, master_bind=self.master_bind,
@@ -260,7 +265,7 @@ class Drill:
         self._observe()
         self._mark_phases(elapsed)
         printer.show(progress_line(self.stats, elapsed_s=elapsed, total_s=self.plan.duration_s,
-                                   scheduled=len(self.plan.schedule)), elapsed)
+                                   scheduled=self.plan.facts.count), elapsed)
         reason = stop_reason(self.stats, self.plan.scenario.stop_conditions, elapsed)
         if reason is not None:
             self.abort_reason = f"stop condition met: {reason}"
@@ -323,9 +328,11 @@ class Drill:
         self._say("leak audit: clean" if result["clean"] else f"warning: leak audit found {findings}")
 
     def _write_results(self) -> None:
-        sched = self.plan.schedule
-        requests = self.session.requests(sched) if self.session else merge_requests(sched, read_parts([]))
-        write_parquet_atomic(requests, self.results_dir / REQUESTS_FILE)
+        out = self.results_dir / REQUESTS_FILE
+        if self.session is not None:  # merged a chunk of the schedule at a time (scenarios.load.merge)
+            self.session.write_requests(out)
+        else:
+            merge_to_file(self.results_dir / SCHEDULE_FILE, [], out)
         metrics = self.scraper.frame() if self.scraper else metrics_frame([])
         write_parquet_atomic(metrics, self.results_dir / SERVER_METRICS_FILE)
         log = self.events_log
@@ -335,7 +342,7 @@ class Drill:
             self.target_scraper.write_into(self.results_dir)
             log.emit("target_metrics", source="harness", **self.target_scraper.summary())
         self._mark_phases(min(time.time() - self.t0, self.plan.duration_s) if self.t0 else -1.0)
-        log.emit("generator", **self._generator(requests))
+        log.emit("generator", **self._generator(pd.read_parquet(out, columns=GENERATOR_COLUMNS)))
         if self.abort_reason or (self.interrupted and self.session is None):
             log.emit("abort", reason=self.abort_reason or "interrupted before the load started")
         elif self.interrupted:
@@ -345,6 +352,7 @@ class Drill:
         log.close()
 
     def _generator(self, requests: pd.DataFrame) -> dict[str, object]:
+        """The generator's figures from the columns they need (not the whole requests table)."""
         cpu = np.asarray(self.stats.cpu_samples[1:] or [0.0])
         return {"cpu_max": round(float(cpu.max()), 4), **generator_figures(requests),
                 "processes": self.plan.scenario.load.processes}

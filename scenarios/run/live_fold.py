@@ -5,8 +5,9 @@ so `--processes N` aggregates here with no extra plumbing. Rows are joined onto 
 (`merge_requests`, the same columns as `requests.parquet`), counted once per scheduled row, and
 grouped by the bounded labels priority, kind, mode and phase. Everything is vectorised: a tick
 costs one groupby over the rows that arrived since the last one. Nothing is kept per request
-beyond one flag per scheduled row: counters, histograms and a ring of time bins
-(`scenarios.run.live_hist`) hold the rest, so the fold's size does not grow with the run's length.
+beyond one bit per scheduled row: counters, histograms and a ring of time bins
+(`scenarios.run.live_hist`) hold the rest, and the schedule itself is read from the run's file a
+row group at a time (`scenarios.run.live_rows`), so the fold's size does not grow with the run's length.
 
 A request counts when it ended (its answer, error or give-up time): failures count at their end
 time, like every latency here, and its latency runs from the intended send time.
@@ -14,7 +15,10 @@ time, like every latency here, and its latency runs from the intended send time.
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,8 +26,10 @@ import pandas as pd
 from reports.faults import SHED_STATUSES
 from scenarios.load.parts import merge_requests
 from scenarios.run.live_hist import LogHistogram, TimeRing
+from scenarios.run.live_rows import ScheduleRows
+from traffic_models.chunked import LABEL_COLUMNS
 
-LABELS = ("priority", "kind", "mode", "phase")
+LABELS = LABEL_COLUMNS
 _RENARD = (1.0, 1.25, 1.6, 2.0, 2.5, 3.2, 4.0, 5.0, 6.4, 8.0)
 LATENCY_BUCKETS_S: tuple[float, ...] = tuple(
     sorted({round(m * 10.0 ** e, 6) for e in range(-3, 2) for m in _RENARD if 0.005 <= m * 10.0 ** e <= 60.0}
@@ -59,24 +65,34 @@ class HistogramState:
 
 
 class LiveFold:
-    """Running counters and histograms for one drill's schedule."""
+    """Running counters and histograms for one drill's schedule.
 
-    def __init__(self, schedule: pd.DataFrame, *, documents_via_jobs: bool = False) -> None:
-        self.schedule = schedule.reset_index(drop=True)
-        keys = self.schedule[list(LABELS)].astype(str)
-        self._group = keys.groupby(list(LABELS), sort=True).ngroup().to_numpy(dtype=np.int32)
-        self.groups: list[tuple[str, ...]] = [tuple(row) for row in
-                                              keys.drop_duplicates().sort_values(list(LABELS)).to_numpy()]
+    The schedule is a frame, or the run's schedule file with its row count and label groups
+    (`traffic_models.chunked.ScheduleFacts`), read a row group at a time (`ScheduleRows`). Each
+    row costs one bit (seen or not); the offered load is counted by a cursor through the schedule
+    in order, and the offsets of the last RECENT_SPAN_S of it are kept for `offered_between`.
+    """
+
+    def __init__(self, schedule: pd.DataFrame | Path, *, documents_via_jobs: bool = False,
+                 labels: Sequence[tuple[str, ...]] | None = None, count: int | None = None) -> None:
+        self.rows = ScheduleRows(schedule)
+        if isinstance(schedule, pd.DataFrame):
+            keys = schedule[list(LABELS)].astype(str)
+            labels = list(keys.drop_duplicates().itertuples(index=False, name=None))
+            count = len(schedule)
+        if labels is None or count is None:
+            raise ValueError("A live fold of a schedule file needs its label groups and row count.")
+        self.count = count
+        self.groups: list[tuple[str, ...]] = sorted(tuple(str(v) for v in g) for g in labels)
+        self._index = pd.MultiIndex.from_tuples(self.groups, names=list(LABELS)) if self.groups else None
         self.priorities = sorted({group[0] for group in self.groups})
         self._group_priority = np.array([self.priorities.index(g[0]) for g in self.groups], dtype=np.int64)
         n = len(self.groups)
         self._jobs = documents_via_jobs
-        self._seen = np.zeros(len(self.schedule), dtype=bool)
-        offsets = self.schedule["offset_s"].to_numpy(dtype=float)
-        in_order = offsets.size < 2 or bool((offsets[1:] >= offsets[:-1]).all())  # a schedule is, as generated
-        self._order: np.ndarray | None = None if in_order else np.argsort(offsets, kind="stable")
-        self._sorted_offsets = offsets if self._order is None else offsets[self._order]
-        self._offered_cursor = 0
+        self._seen = np.zeros((count + 7) // 8, dtype=np.uint8)  # one bit per scheduled row
+        self._in_order: Iterator[pd.DataFrame] | None = None
+        self._pending: tuple[np.ndarray, np.ndarray] | None = None
+        self._recent_offsets: deque[np.ndarray] = deque()
         self.offered = np.zeros(n, dtype=np.int64)
         self.counters = {name: np.zeros(n, dtype=np.int64) for name in COUNTERS}
         self.latency = HistogramState.empty(LATENCY_BUCKETS_S, n)
@@ -88,34 +104,56 @@ class LiveFold:
         self._recent = TimeRing(bin_s=RECENT_BIN_S, span_s=RECENT_SPAN_S, shape=(*shape, 3))  # done, failed, shed
         self._recent_hist = TimeRing(bin_s=RECENT_BIN_S, span_s=RECENT_SPAN_S, shape=(*shape, self._recent_latency.size))
 
+    def group_ids(self, frame: pd.DataFrame) -> np.ndarray:
+        """Each row's label group (its index in `groups`)."""
+        if self._index is None or frame.empty:
+            return np.zeros(0, dtype=np.int64)
+        keys = pd.MultiIndex.from_frame(frame[list(LABELS)].astype(str))
+        return np.asarray(self._index.get_indexer(keys), dtype=np.int64)
+
     def advance(self, elapsed_s: float) -> None:
         """Count the scheduled rows whose intended send time has come (offered load)."""
-        stop = int(np.searchsorted(self._sorted_offsets, elapsed_s, side="right"))
-        if stop > self._offered_cursor:
-            rows = (np.arange(self._offered_cursor, stop) if self._order is None
-                    else self._order[self._offered_cursor:stop])
-            self.offered += np.bincount(self._group[rows], minlength=len(self.groups))
-            self._offered_cursor = stop
+        if self._in_order is None:
+            self._in_order = self.rows.in_order()
+        while True:
+            if self._pending is None:
+                batch = next(self._in_order, None)
+                if batch is None:
+                    break
+                order = np.argsort(batch["offset_s"].to_numpy(dtype=float), kind="stable")  # a schedule is in order
+                batch = batch.iloc[order]
+                self._pending = (batch["offset_s"].to_numpy(dtype=float), self.group_ids(batch))
+            offsets, groups = self._pending
+            stop = int(np.searchsorted(offsets, elapsed_s, side="right"))
+            if stop:
+                self.offered += np.bincount(groups[:stop], minlength=len(self.groups))
+                self._recent_offsets.append(offsets[:stop])
+            if stop < offsets.size:
+                self._pending = (offsets[stop:], groups[stop:])
+                break
+            self._pending = None
+        while self._recent_offsets and self._recent_offsets[0][-1] < elapsed_s - RECENT_SPAN_S:
+            self._recent_offsets.popleft()
 
     def add(self, parts: pd.DataFrame) -> pd.DataFrame:
         """Fold in new part rows; returns them merged onto the schedule (first firing only)."""
         merged = self.merge_new(parts)
         if merged.empty:
             return merged
-        group = self._group[merged.index.to_numpy()]
-        self._count(merged, group)
+        self._count(merged, self.group_ids(merged))
         return merged
 
     def merge_new(self, parts: pd.DataFrame) -> pd.DataFrame:
         """Rows not seen before, in `requests.parquet` columns, indexed by schedule row."""
         rows = parts["row"].to_numpy(dtype=np.int64)
-        inside = (rows >= 0) & (rows < len(self.schedule))
+        inside = (rows >= 0) & (rows < self.count)
         parts, rows = parts[inside], rows[inside]
-        first = ~pd.Series(rows).duplicated().to_numpy() & ~self._seen[rows]
+        seen = (self._seen[rows >> 3] >> (rows & 7).astype(np.uint8)) & 1
+        first = ~pd.Series(rows).duplicated().to_numpy() & (seen == 0)
         parts, rows = parts[first], rows[first]
-        self._seen[rows] = True
-        merged = merge_requests(self.schedule.iloc[rows].reset_index(drop=True),
-                                parts.assign(row=np.arange(len(rows))), documents_via_jobs=self._jobs)
+        np.bitwise_or.at(self._seen, rows >> 3, (1 << (rows & 7)).astype(np.uint8))
+        merged = merge_requests(self.rows.take(rows), parts.assign(row=np.arange(len(rows))),
+                                documents_via_jobs=self._jobs)
         merged.index = pd.Index(rows)
         return merged
 
@@ -167,9 +205,13 @@ class LiveFold:
         return RecentFigures(window_s=window_s, done=done, failed=failed, shed=shed, by_priority=by_priority)
 
     def offered_between(self, start_s: float, end_s: float) -> int:
-        """Scheduled rows with an intended send time in (start_s, end_s]."""
-        bounds = np.searchsorted(self._sorted_offsets, [start_s, end_s], side="right")
-        return int(bounds[1] - bounds[0])
+        """Offered rows (those `advance` has passed) with an intended send time in (start_s, end_s];
+        exact for windows within the last RECENT_SPAN_S."""
+        total = 0
+        for offsets in self._recent_offsets:
+            bounds = np.searchsorted(offsets, [start_s, end_s], side="right")
+            total += int(bounds[1] - bounds[0])
+        return total
 
     def lag_p99_ms(self) -> float:
         """The generator's schedule lag P99 so far (NaN before anything was sent), within 1%."""

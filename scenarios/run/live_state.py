@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernel.contract import EVENTS_FILE
+from kernel.contract import EVENTS_FILE, SCHEDULE_FILE
 from scenarios.run.live_fold import LiveFold
 from scenarios.run.live_slo import SloBoard
 from scenarios.spec.plan import DrillPlan
@@ -63,7 +63,9 @@ class LiveState:
 
     def __post_init__(self) -> None:
         scenario = self.plan.scenario
-        self.fold = LiveFold(self.plan.schedule, documents_via_jobs=scenario.load.documents_via_jobs)
+        facts = self.plan.facts  # the schedule is read from the run's file, a row group at a time
+        self.fold = LiveFold(self.results_dir / SCHEDULE_FILE, documents_via_jobs=scenario.load.documents_via_jobs,
+                             labels=facts.labels, count=facts.count)
         self.slos = SloBoard.for_specs(list(scenario.slos), scenario.traffic.time_scale)
         self.faults = {fault.name: None for fault in self.plan.chaos if fault.in_run}
         self.run_name = self.run_name or self.results_dir.name

@@ -37,7 +37,7 @@ def priority_thresholds(state: LiveState) -> dict[str, float]:
     for tally in state.slos.tallies:
         if tally.threshold_s is None or tally.spec.kind != "latency":
             continue
-        for priority in state.fold.schedule["priority"].astype(str).unique():
+        for priority in state.fold.priorities:
             if tally.spec.priority in (None, priority):
                 out[priority] = min(out.get(priority, math.inf), tally.threshold_s * 1000.0)
     return out
@@ -56,7 +56,7 @@ def render_view(state: LiveState, *, color: bool = False) -> list[str]:
             (f"load (last {WINDOW_S:g} s)  offered {offered:.1f}/s  achieved {(recent.done - recent.failed) / WINDOW_S:.1f}/s  "
              f"shed {recent.shed / WINDOW_S:.1f}/s  errors {recent.failed / max(1, recent.done):.1%}"),
             (f"generator  lag P99 {_ms(state.fold.lag_p99_ms())}  cpu {state.cpu_ratio:.0%}   "
-             f"total {state.fold.total('completed')}/{len(state.fold.schedule)} answered, {state.fold.total('failed')} failed"),
+             f"total {state.fold.total('completed')}/{state.fold.count} answered, {state.fold.total('failed')} failed"),
             f"{'priority':<12}{'done':>8}  {'P99':>10}  {'SLO':>12}        {'errors':>7}",
         ]
         limits = priority_thresholds(state)

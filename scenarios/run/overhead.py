@@ -265,11 +265,10 @@ def run_overhead_check(mix: pd.DataFrame, *, peak_rps: float, target: dict[str, 
 def drill_overhead(plan: Any, say: Say) -> dict[str, Any]:
     """The check as a drill runs it, before its own server boots: the `harness_overhead` event's
     fields; a check that could not run says why instead (the drill goes on without it)."""
-    from scenarios.spec.plan import peak_rate
-
     load = plan.scenario.load
-    try:
-        return run_overhead_check(plan.schedule, peak_rps=peak_rate(plan.schedule), target=plan.scenario.target.wire_dict(),
+    try:  # the mix is the schedule's first chunk: all of a short run, a sample of a soak's rows
+        mix = next(iter(plan.draw.chunks()))
+        return run_overhead_check(mix, peak_rps=plan.facts.peak_rps, target=plan.scenario.target.wire_dict(),
                                   lag_limit_ms=load.max_lag_p99_ms, languages=tuple(load.languages), say=say)
     except Exception as exc:  # noqa: BLE001 - the drill itself does not depend on the check
         say(f"warning: the harness overhead check did not run: {exc}")

@@ -18,7 +18,8 @@ import pandas as pd
 
 from kernel.atomic import write_json_atomic, write_parquet_atomic
 from kernel.contract import EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE, SERVER_METRICS_FILE
-from scenarios.load.parts import list_parts, merge_requests, read_parts
+from scenarios.load.merge import merge_to_file
+from scenarios.load.parts import list_parts
 from scenarios.run.audit import AUDIT_FILE, LeakAudit, process_findings
 from scenarios.run.events import EventLog
 from scenarios.run.ledger import LEDGER_FILE, survivors
@@ -74,10 +75,9 @@ def rebuild_results(root: Path) -> Rebuilt | None:
     """Rebuild an interrupted run's results in `root`; None when there is nothing to rebuild."""
     if not needs_rebuild(root):
         return None
-    schedule = pd.read_parquet(root / SCHEDULE_FILE)
     parts = list_parts(root / PARTS_DIR)
-    requests = merge_requests(schedule, read_parts(parts), documents_via_jobs=_via_jobs(root))
-    write_parquet_atomic(requests, root / REQUESTS_FILE)
+    merge_to_file(root / SCHEDULE_FILE, parts, root / REQUESTS_FILE, documents_via_jobs=_via_jobs(root))
+    requests = pd.read_parquet(root / REQUESTS_FILE, columns=["done_s"])
     if not (root / SERVER_METRICS_FILE).is_file():
         write_parquet_atomic(metrics_frame([]), root / SERVER_METRICS_FILE)
     audit = LeakAudit()

@@ -7,7 +7,9 @@ before anything is booted.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +21,7 @@ from scenarios.spec.chaos import PlannedFault, plan_faults
 from scenarios.spec.model import Scenario, ScenarioError, format_errors
 from scenarios.spec.peak import Calibration
 from traffic_models import Phase, TrafficModelError, generate_schedule, load_traffic_model, phases, rate_curve
+from traffic_models.chunked import DEFAULT_CHUNK_ROWS, ScheduleFacts, iter_schedule
 from traffic_models.model import TrafficModel
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -38,20 +41,50 @@ class Overrides:
 
 
 @dataclass(frozen=True)
+class ScheduleDraw:
+    """How the run's schedule is drawn (model, seed, window, rate), so it can be drawn again a
+    chunk at a time instead of being kept: a soak's schedule is millions of rows."""
+
+    model: TrafficModel
+    seed: int
+    rate_scale: float
+    time_scale: float
+    start_clock_s: float
+    duration_s: float
+
+    def chunks(self, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[pd.DataFrame]:
+        """The schedule's rows in order, `chunk_rows` at a time (`traffic_models.chunked`)."""
+        return iter_schedule(self.model, seed=self.seed, rate_scale=self.rate_scale, time_scale=self.time_scale,
+                             start_clock_s=self.start_clock_s, duration_s=self.duration_s, chunk_rows=chunk_rows)
+
+    def whole(self) -> pd.DataFrame:
+        return generate_schedule(self.model, seed=self.seed, rate_scale=self.rate_scale, time_scale=self.time_scale,
+                                 start_clock_s=self.start_clock_s, duration_s=self.duration_s)
+
+
+@dataclass(frozen=True)
 class DrillPlan:
-    """The resolved drill: scenario with overrides applied, and its schedule."""
+    """The resolved drill: scenario with overrides applied, how its schedule is drawn, and the
+    facts about that schedule (row count, peak rate, label groups) gathered without keeping it."""
 
     scenario: Scenario
     source: str
     base_dir: Path
     rate_scale: float
-    schedule: pd.DataFrame
+    draw: ScheduleDraw
+    facts: ScheduleFacts
     phases: list[Phase]
     chaos: list[PlannedFault]
 
     @property
     def duration_s(self) -> float:
         return self.scenario.traffic.duration_s
+
+    @cached_property
+    def schedule(self) -> pd.DataFrame:
+        """The whole schedule in memory, drawn on first use: for the commands that need it whole
+        (`ab` assigns trials across it); a drill writes and reads it in chunks instead."""
+        return self.draw.whole()
 
 
 def _updated(
@@ -142,15 +175,17 @@ def build_plan(scenario: Scenario, *, source: str, base_dir: Path) -> DrillPlan:
     traffic = scenario.traffic
     model = _load_model(traffic.model, base_dir, source)
     rate_scale = _rate_scale(scenario, model, source)
-    window = dict(time_scale=traffic.time_scale, start_clock_s=traffic.start_clock_s, duration_s=traffic.duration_s)
-    try:
-        schedule = generate_schedule(model, seed=traffic.seed, rate_scale=rate_scale, **window)
-        run_phases = phases(model, **window)
+    draw = ScheduleDraw(model, traffic.seed, rate_scale, traffic.time_scale, traffic.start_clock_s,
+                        traffic.duration_s)
+    try:  # drawn once here, a chunk at a time, so every input error surfaces before anything boots
+        facts = ScheduleFacts.of(draw.chunks())
+        run_phases = phases(model, time_scale=traffic.time_scale, start_clock_s=traffic.start_clock_s,
+                            duration_s=traffic.duration_s)
     except TrafficModelError as exc:
         raise ScenarioError(f"{source}: traffic: {exc}") from exc
     chaos = _plan_chaos(scenario, base_dir, source)
     return DrillPlan(scenario=scenario, source=source, base_dir=base_dir, rate_scale=rate_scale,
-                     schedule=schedule, phases=run_phases, chaos=chaos)
+                     draw=draw, facts=facts, phases=run_phases, chaos=chaos)
 
 
 def peak_rate(schedule: pd.DataFrame, window_s: float = 5.0) -> float:
@@ -163,7 +198,7 @@ def peak_rate(schedule: pd.DataFrame, window_s: float = 5.0) -> float:
 
 def describe(plan: DrillPlan) -> str:
     """The dry-run text: what would run, for how long, how hard, and when each fault fires."""
-    s, sched = plan.scenario, plan.schedule
+    s, facts = plan.scenario, plan.facts
     target = s.target.url or f"embedded reference server ({s.target.embedded})"
     lines = [
         f"scenario   {s.name}: {s.description}".rstrip(": "),
@@ -174,8 +209,8 @@ def describe(plan: DrillPlan) -> str:
         *([f"capacity   {s.traffic.calibration.text}"] if s.traffic.calibration else []),
         f"duration   {plan.duration_s:.0f} s (model clock {format_clock(s.traffic.start_clock_s)} to "
         f"{format_clock(s.traffic.start_clock_s + plan.duration_s * s.traffic.time_scale)})",
-        f"requests   {len(sched)} scheduled, mean {len(sched) / plan.duration_s:.1f}/s, "
-        f"peak {peak_rate(sched):.1f}/s (5 s bins)",
+        f"requests   {facts.count} scheduled, mean {facts.count / plan.duration_s:.1f}/s, "
+        f"peak {facts.peak_rps:.1f}/s (5 s bins)",
         f"load       {s.load.mode} loop, {s.load.processes} Locust process(es), lag p99 limit {s.load.max_lag_p99_ms:g} ms"
         + (", documents via POST /v1/jobs" if s.load.jobs_in_use else ""),
         "phases",

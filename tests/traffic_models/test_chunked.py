@@ -2,12 +2,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
 from traffic_models import generate_schedule, load_traffic_model
-from traffic_models.chunked import iter_schedule, write_schedule
+from traffic_models.chunked import LABEL_COLUMNS, ScheduleFacts, iter_schedule, write_schedule
 
 
 def _whole_and_chunked(model, chunk_rows: int, **window) -> tuple[pd.DataFrame, list[pd.DataFrame]]:
@@ -61,3 +62,17 @@ def test_written_schedule_has_a_row_group_per_chunk_and_reads_back_whole(tmp_pat
 def test_bad_chunk_size_is_named() -> None:
     with pytest.raises(ValueError, match="chunk_rows must be at least 1, got 0"):
         next(iter_schedule(load_traffic_model("constant:5"), seed=1, chunk_rows=0))
+
+
+def test_facts_gathered_a_chunk_at_a_time_are_those_of_the_whole_schedule() -> None:
+    window = dict(seed=11, time_scale=60, rate_scale=5.0, start_clock_s=18 * 3600.0, duration_s=240.0)
+    model = load_traffic_model("promo-day")
+    whole = generate_schedule(model, **window)
+    facts = ScheduleFacts.of(iter_schedule(model, chunk_rows=997, **window))
+    bins = np.bincount(np.floor(whole["offset_s"].to_numpy() / 5.0).astype(int))
+    assert facts.count == len(whole)
+    assert facts.peak_rps == bins.max() / 5.0
+    assert facts.longest_deadline_ms == whole["deadline_ms"].max()
+    labels = whole[list(LABEL_COLUMNS)].astype(str).drop_duplicates().itertuples(index=False, name=None)
+    assert facts.labels == tuple(sorted(labels)) and len(facts.labels) > 4
+    assert ScheduleFacts.of([whole.iloc[:0]]).peak_rps == 0.0  # an empty schedule has no peak

@@ -15,8 +15,10 @@ import pytest
 import yaml
 
 from reports.results import REQUIRED_COLUMNS
-from scenarios.load.parts import REQUEST_COLUMNS
+from scenarios.cli.run import prepare
+from scenarios.load.parts import REQUEST_COLUMNS, list_parts, merge_requests, read_parts
 from scenarios.run.scraper import METRIC_COLUMNS
+from scenarios.spec.plan import Overrides
 
 RESULT_FILES = ("scenario.yaml", "schedule.parquet", "requests.parquet", "server_metrics.parquet",
                 "events.jsonl", "summary.json", "report.html", "report.md", "junit.xml")
@@ -50,7 +52,8 @@ def _events(out: Path) -> list[dict]:
 @pytest.mark.xdist_group("cpu-c")
 def test_runner_short_drill_writes_every_result(tmp_path: Path, drill_process: list) -> None:
     out = tmp_path / "drill"
-    proc = subprocess.Popen(_drill(out, "--duration", "10s", scenario=_smoke_with_room(tmp_path)),
+    scenario = _smoke_with_room(tmp_path)
+    proc = subprocess.Popen(_drill(out, "--duration", "10s", scenario=scenario),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     drill_process.append(proc)
     output = proc.communicate(timeout=240)[0].decode()
@@ -63,6 +66,11 @@ def test_runner_short_drill_writes_every_result(tmp_path: Path, drill_process: l
     assert list(requests.columns) == list(REQUEST_COLUMNS) and set(REQUIRED_COLUMNS) <= set(requests.columns)
     assert len(requests) == len(schedule) > 0
     assert requests["ok"].mean() > 0.5 and set(requests.loc[requests.ok, "model"]) <= {"quality", "fast", "cache"}
+    # drawn and written a chunk at a time, merged a chunk at a time: the rows of the whole-table paths
+    plan = prepare(scenario, Overrides(duration="10s"), allow_remote=False)
+    pd.testing.assert_frame_equal(schedule, plan.draw.whole())
+    parts = read_parts(list_parts(out / "load" / "parts"))
+    pd.testing.assert_frame_equal(requests, merge_requests(schedule, parts))
     metrics = pd.read_parquet(out / "server_metrics.parquet")
     assert list(metrics.columns) == list(METRIC_COLUMNS) and len(metrics) >= 10
     kinds = [e["type"] for e in _events(out)]

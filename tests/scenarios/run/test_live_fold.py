@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from reports.schema import SloSpec
 from scenarios.load.parts import PART_COLUMNS
-from scenarios.run.live_fold import LATENCY_BUCKETS_S, LiveFold
+from scenarios.run.live_fold import COUNTERS, LATENCY_BUCKETS_S, LiveFold
+from scenarios.run.live_rows import KEEP_GROUPS
 from scenarios.run.live_slo import SloBoard, burn_windows, window_name
+from traffic_models import load_traffic_model
+from traffic_models.chunked import ScheduleFacts, iter_schedule, write_schedule
 
 
 def _schedule() -> pd.DataFrame:
@@ -129,3 +134,27 @@ def test_live_fold_keeps_nothing_per_request_as_rows_arrive() -> None:
         sizes.append(_array_bytes(fold))
     assert fold.total("completed") == len(schedule)
     assert len(set(sizes)) == 1  # the same arrays, the same size, after 2,000 rows as after 10,000
+
+
+def test_live_fold_over_the_schedule_file_equals_the_fold_over_the_frame(tmp_path: Path) -> None:
+    path = tmp_path / "schedule.parquet"
+    model = load_traffic_model("constant:200")
+    write_schedule(path, iter_schedule(model, seed=3, duration_s=30, chunk_rows=1_000))  # six row groups
+    facts = ScheduleFacts.of(iter_schedule(model, seed=3, duration_s=30))
+    whole = pd.read_parquet(path)
+    in_memory = LiveFold(whole)
+    from_file = LiveFold(path, labels=facts.labels, count=facts.count)
+    assert from_file.groups == in_memory.groups and from_file.count == len(whole)
+    rows = np.random.default_rng(0).permutation(len(whole))[:3000]  # out of order, across every row group
+    parts = _parts(list(rows), [0.05] * rows.size, [200] * rows.size)
+    parts["intended_s"] = whole["offset_s"].to_numpy()[rows]
+    pd.testing.assert_frame_equal(from_file.add(parts.copy()), in_memory.add(parts.copy()))
+    assert from_file.add(parts.copy()).empty  # each row is folded once
+    for now in (1.0, 7.3, 29.0):
+        in_memory.advance(now)
+        from_file.advance(now)
+        assert from_file.offered.tolist() == in_memory.offered.tolist()
+        assert from_file.offered_between(now - 5.0, now) == in_memory.offered_between(now - 5.0, now) > 0
+    for name in COUNTERS:
+        assert from_file.counters[name].tolist() == in_memory.counters[name].tolist()
+    assert len(from_file.rows._cache) <= KEEP_GROUPS  # a few row groups of the file, never all of it

@@ -23,6 +23,7 @@ from tests.scenarios.run.test_live_fold import _parts
 @pytest.fixture()
 def state(tmp_path: Path) -> LiveState:
     plan = prepare("scenarios/smoke.yaml", Overrides(), allow_remote=False)
+    plan.schedule.to_parquet(tmp_path / "schedule.parquet", index=False)  # as the drill writes it before the load
     live = LiveState(plan, tmp_path)
     live.begin(time.time() - 4.0, "http://127.0.0.1:8123")
     parts = _parts([0, 1, 2], [0.1, 0.2, 0.3], [200, 503, 200])
