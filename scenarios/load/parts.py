@@ -3,7 +3,8 @@
 Workers never hold a whole run in memory: they keep each finished request's fields as they came,
 turn every few hundred into an Arrow record batch (a short pause of the event loop, not one long
 one per file), and write the batches out as parquet part files (atomically, so the runner can
-read them while the run is going). The runner joins the parts back onto the schedule, so every scheduled
+read them while the run is going) on a thread of gevent's pool, so a flush does not pause sends.
+The runner joins the parts back onto the schedule, so every scheduled
 request gets exactly one row, answered or not: `fired` says how many times the generator
 started it (0 = never sent). A row started twice is a generator fault; the first firing is kept
 and the count stays visible (`duplicate_count`), never silently dropped.
@@ -15,10 +16,12 @@ import os
 import time
 from pathlib import Path
 
+import gevent
 import numpy as np
 import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
+from gevent.event import AsyncResult
 
 from kernel import contract
 
@@ -56,6 +59,7 @@ class PartWriter:
         self._rows: list[dict[str, object]] = []
         self._batches: list[pa.RecordBatch] = []
         self._batched = 0
+        self._pending: list[AsyncResult] = []
         directory.mkdir(parents=True, exist_ok=True)
         self._warm_up()
 
@@ -67,13 +71,21 @@ class PartWriter:
         self.maybe_flush()
 
     def maybe_flush(self) -> None:
-        """Flush if the batch is full or the last flush is older than `flush_s`."""
+        """Flush if the batch is full or the last flush is older than `flush_s`; the file is
+        written on a thread of gevent's pool, so the event loop goes on sending meanwhile."""
         held = self._batched + len(self._rows)
         if held and (held >= self._batch_rows or time.monotonic() - self._last_flush >= self._flush_s):
-            self.flush()
+            self._flush(background=True)
 
     def flush(self) -> None:
-        """Write the buffered rows (if any) to a new part file, atomically."""
+        """Write the buffered rows (if any) to a new part file, atomically, and return once every
+        part file handed to the pool before it is on disk too."""
+        self._flush(background=False)
+        pending, self._pending = self._pending, []
+        for write in pending:
+            write.get()  # a failed write raises here
+
+    def _flush(self, *, background: bool) -> None:
         self._last_flush = time.monotonic()
         self._to_batch()
         if not self._batches:
@@ -82,9 +94,13 @@ class PartWriter:
         self._batches, self._batched = [], 0
         final = self._dir / f"part-w{self._worker:03d}-{self._seq:06d}.parquet"
         self._seq += 1
-        tmp = final.with_suffix(".tmp")
-        pq.write_table(table, tmp)
-        os.replace(tmp, final)
+        if not background:
+            write_part(table, final)
+            return
+        for write in [w for w in self._pending if w.ready()]:
+            write.get()  # a failed write raises here
+            self._pending.remove(write)
+        self._pending.append(gevent.get_hub().threadpool.spawn(write_part, table, final))
 
     def _warm_up(self) -> None:
         """Convert and write one row to a scratch file in the parts folder, then remove it: a
@@ -99,6 +115,14 @@ class PartWriter:
             rows, self._rows = self._rows, []
             self._batches.append(part_batch(rows))
             self._batched += len(rows)
+
+
+def write_part(table: pa.Table, final: Path) -> None:
+    """`table` to `final` atomically (a temporary file, then a rename); pyarrow lets go of the GIL
+    while it encodes and writes, so on a pool thread this costs the event loop next to nothing."""
+    tmp = final.with_suffix(".tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, final)
 
 
 def part_batch(rows: list[dict[str, object]]) -> pa.RecordBatch:

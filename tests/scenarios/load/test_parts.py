@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from scenarios.load.parts import CHUNK_ROWS, PART_COLUMNS, PartWriter, list_parts, read_parts
 
@@ -54,3 +55,13 @@ def test_an_empty_flush_writes_no_file(tmp_path: Path) -> None:
     writer.flush()
     writer.maybe_flush()
     assert list_parts(tmp_path) == []
+
+
+def test_a_part_written_in_the_background_that_fails_raises_at_the_flush(tmp_path: Path) -> None:
+    folder = tmp_path / "parts"
+    writer = PartWriter(folder, 0, batch_rows=CHUNK_ROWS, flush_s=3600.0)
+    folder.rmdir()  # the part file cannot be written now
+    for row in range(CHUNK_ROWS):  # the last one fills the batch: its file goes to the pool's thread
+        _record(writer, row)
+    with pytest.raises(OSError):
+        writer.flush()
