@@ -2,13 +2,21 @@
 
 On a two-core machine the bundled model's nodes compete for the same cores, so the node count
 barely moves a CPU-bound capacity; a GPU node is its own device. The test therefore makes each
-node the bottleneck the way an accelerator is, and slow enough that a busy machine's CPU is not:
-one slot per node and an added 500 ms on every gateway-to-node call (the latency fault), so each
-node serves under 2 req/s, the healthy pool under 4 and the N-1 pool under 2, well below what the
-CPU allows even with a heavily loaded machine. At such rates a step holds a few dozen requests,
-so the objectives are ones a few dozen can show met: a P80 (about 15 independent-equivalent
-requests) and 80% availability. The precision is coarse: the point is the ordering, not the
-figures.
+node the bottleneck the way an accelerator is: ten slots per node and an added second on every
+gateway-to-node call (the latency fault), so a node serves at most about 9 req/s, the healthy
+pool about 18 and the N-1 pool about 9, whatever the neighbours do to the CPU (a busy machine
+adds tens of milliseconds to a second of service, and hundreds when it is very busy). The
+objectives are a median within 2 s (about a second of queueing) and 80% availability: a busy
+machine makes neighbouring answers slow together, so a 10 s step of 60 requests can count as
+few as 15 independent ones, which show a median met with room to spare but a P80 only with no
+answer late at all.
+
+The rates tried follow from that truth. From 6 req/s the search doubles: 6 req/s loads the N-1
+pool and 12 the healthy one to about two thirds (such a step passes); 12 req/s loads the N-1
+pool and 24 the healthy one to about 130% (the queue grows by a second every few seconds, so
+most of the step's answers wait past the objective). So the healthy search reports at least
+12 req/s and the N-1 search less, whichever way the rates in between fall; the precision is
+coarse, since the point is the ordering, not the figures.
 """
 
 from __future__ import annotations
@@ -31,8 +39,8 @@ MIX = {
             "priorities": {"paid": {"fraction": 1.0, "deadline_ms": 5000, "tenants": 4}},
             "modes": {"quality": 1.0}, "repetition": None},
 }
-SERVER = {"admission": {"slots_per_node": 1}, "cache": {"enabled": False}}
-NODE_LATENCY_MS = 500
+SERVER = {"admission": {"slots_per_node": 10}, "cache": {"enabled": False}}
+NODE_LATENCY_MS = 1000
 
 
 @pytest.fixture
@@ -52,36 +60,29 @@ def _scenario(tmp_path: Path, url: str) -> Path:
     (tmp_path / "quality.yaml").write_text(yaml.safe_dump(MIX))
     data = {"name": "n1", "traffic": {"model": "quality.yaml", "duration": "60s", "seed": 5},
             "target": {"url": url}, "load": {"max_lag_p99_ms": 250, "languages": ["en-de"]},
-            "slos": [{"name": "p80", "kind": "latency", "percentile": 80, "threshold_ms": 2000},
+            "slos": [{"name": "p50", "kind": "latency", "percentile": 50, "threshold_ms": 2000},
                      {"name": "availability", "kind": "availability", "objective": 0.8}]}
     path = tmp_path / "n1.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
 
 
-# A capacity search is a chain of statistical step verdicts on a real clock: near the knee a busy
-# machine can tip a step (it happened in 1 of 3 tries in clean-clone runs on the 2-core VM), so
-# this test gets four more tries instead of make test's two; every try still asserts in full.
-@pytest.mark.flaky(reruns=4, reruns_delay=5)
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(300)
 @pytest.mark.slow
 @pytest.mark.xdist_group("cpu-c")
 def test_n_minus_one_capacity_is_below_full_capacity(tmp_path: Path, slowed_server: RunningServer,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RUSHHOUR_ADMIN_TOKEN", TOKEN)
     out = tmp_path / "out"
-    # The pools' P80 capacities move with the machine's load (N-1 measured between 0.8 and 1.4
-    # req/s, the healthy pool between 2.8 and 4.5): from 1 req/s a busy machine can leave the N-1
-    # search no passing rate. 0.8 is the lowest rate at which a 20 s step holds the 15 requests a
-    # P80 needs to be shown met.
     result = CliRunner().invoke(capacity, [
-        str(_scenario(tmp_path, slowed_server.url)), "--faults", "none,n-1", "--min-rps", "0.8", "--max-rps", "8",
-        "--precision", "0.5", "--step-duration", "20s", "--out", str(out)])
+        str(_scenario(tmp_path, slowed_server.url)), "--faults", "none,n-1", "--min-rps", "6", "--max-rps", "24",
+        "--precision", "0.5", "--step-duration", "10s", "--out", str(out)])
     assert result.exit_code == 0, result.output
     document = json.loads((out / "capacity.json").read_text())
     full, n_minus_one = document["conditions"]
     assert [full["condition"], n_minus_one["condition"]] == ["none", "n-1"]
     assert full["capacity_rps"] is not None and n_minus_one["capacity_rps"] is not None, result.output
+    assert full["capacity_rps"] >= 12 > n_minus_one["capacity_rps"], result.output  # see the module's docstring
     assert n_minus_one["capacity_rps"] < full["capacity_rps"], result.output
     assert document["capacity_rps"] == full["capacity_rps"]  # the headline is the first condition
     status = slowed_server.status()

@@ -44,7 +44,11 @@ def _config(tmp_path: Path, schedule: pd.DataFrame) -> LoadSettings:
 def test_a_worker_that_raised_mid_share_never_fires_a_row_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    schedule = row_schedule(ROWS, rate=50.0)
+    # The rows are 200 ms apart and the start is set once the worker is ready: the firer sleeps
+    # before each row, which lets the row before it start sending. Rows due back to back (a start
+    # already past, or a busy machine holding the process longer than the gap) would be spawned
+    # without a pause, and the crash would cancel ones that never began.
+    schedule = row_schedule(ROWS, rate=5.0)
     config = _config(tmp_path, schedule)
     sent: list[int] = []
 
@@ -62,11 +66,17 @@ def test_a_worker_that_raised_mid_share_never_fires_a_row_twice(
                 raise MemoryError("cannot start another greenlet")
             return super().spawn(*args, **kwargs)
 
+    def start_when_ready() -> None:
+        while not (config.control_dir / "ready-0").exists():
+            gevent.sleep(0.01)
+        publish_start(config.control_dir, time.time() + 0.2)
+
     monkeypatch.setattr(openloop, "Group", CrashingGroup)
-    publish_start(config.control_dir, time.time() + 0.05)
+    starter = gevent.spawn(start_when_ready)
     with pytest.raises(MemoryError):
         run_worker(config, 0, send)
     refired = run_worker(config, 0, send)  # Locust runs a task that raised again
+    starter.join(timeout=1.0)
 
     assert len(sent) == CRASH_AT_ROW - 1 and max(Counter(sent).values()) == 1, sorted(sent)
     assert refired is False
