@@ -5,7 +5,7 @@
         [--rate-scale 1] [--fresh-servers] [--seed 1] [--workdir DIR] [--out results/gate-trials.json]
 
 Real nights, no synthetic data. Each night the baseline server and the candidate server run
-side by side and `rushhour ab` measures both in interleaved trials; its exit code is the night's
+side by side and `rushhour ab` measures both in the same minutes; its exit code is the night's
 verdict (1 flagged). On a slowed night every quality node of the candidate computes `--factor`
 times slower for the whole night (the `slowdown` fault through the admin API, as
 experiments/gpu-throttle.json injects it); on a same-code night it is untouched. By default both

@@ -5,7 +5,7 @@
 #
 # Both versions of the reference server run at once on this machine, each started with
 # `rushhour serve` on a free loopback port, and `rushhour ab` sends the scenario's traffic to
-# them in interleaved trials, so both meet the same machine in the same minutes. The baseline is
+# them in the same minutes (each request to one of them, at random), so both meet the same machine. The baseline is
 # the ref NIGHTLY_BASELINE_REF (default: the merge-base of HEAD with NIGHTLY_MAIN_BRANCH, itself
 # origin/main when that exists, else main), installed once into its own cached environment by
 # ci/baseline_env.sh; the candidate is this working tree. On the main branch itself the default

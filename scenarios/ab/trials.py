@@ -1,15 +1,16 @@
-"""The interleaving design of an A/B run: trials, ABBA blocks, and each row's arm.
+"""The interleaving design of an A/B run: each row's arm, and the pairs the verdict compares.
 
-One schedule is made from the scenario's traffic and seed, then cut by intended send time into
-`trials` equal slices. Consecutive trials form blocks of four, each either ABBA or BAAB, the
-order drawn from the seed: every block holds two trials of each arm, a linear drift of the
-machine inside a block weighs on both arms alike, and a periodic neighbour cannot line up with
-one arm. Only one arm is under load at a time (except for the stragglers of a trial's last
-requests), so two servers on a small machine do not compete for its cores while measured.
+`requests` (the default) sends every row to an arm drawn at random and pairs the two arms' requests
+of the same time slice: both arms are loaded at once and share every moment's noise, the neighbour's
+bursts included. The run's schedule is drawn at twice the scenario's rate (`scenarios.cli.ab`), so
+each arm carries the scenario's load.
 
-The alternative, `requests`, sends every row to an arm drawn at random and pairs the two arms'
-requests of the same time slice: both arms are loaded at once, each at half the rate. It is kept
-for the measurement that chose between them (docs/ab.md, benchmarks/ab_design.py).
+`trials` cuts the schedule by intended send time into `trials` equal slices. Consecutive trials
+form blocks of four, each either ABBA or BAAB, the order drawn from the seed: every block holds two
+trials of each arm, a linear drift of the machine inside a block weighs on both arms alike, and a
+periodic neighbour cannot line up with one arm. Only one arm is under load at a time, so two
+servers whose work competes for the same cores (a CPU-bound candidate) do not slow each other;
+adjacent trials meet different moments of the machine, which costs power (docs/ab.md).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pandas as pd
 from kernel.contract import AB_COLUMNS
 
 ARMS = ("baseline", "candidate")
-INTERLEAVES = ("trials", "requests")
+INTERLEAVES = ("requests", "trials")
 BLOCK = 4
 BLOCK_ORDERS = (("baseline", "candidate", "candidate", "baseline"), ("candidate", "baseline", "baseline", "candidate"))
 TARGET_TRIAL_S = 2.5

@@ -14,7 +14,8 @@ import click
 from kernel.contract import AB_HTML_FILE
 from scenarios.cli.errors import BadInput
 from scenarios.cli.run import _check_duration, prepare, results_folder
-from scenarios.spec.plan import DrillPlan, Overrides, describe
+from scenarios.spec.model import ScenarioError
+from scenarios.spec.plan import DrillPlan, Overrides, build_plan, describe
 from scenarios.spec.target import PROTOCOL_NAMES
 
 if TYPE_CHECKING:
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
 
     Arms = tuple[ArmTarget, ArmTarget]
 
+ARM_RATE_FACTOR = 2.0
+"""With each request sent to a random arm, the schedule is drawn at this multiple of the scenario's
+rate, so each of the two arms carries the scenario's rate."""
 TARGET_HELP = ('A URL of a running service (on this machine unless --allow-remote), "embedded" (the bundled '
                'reference server with the scenario\'s settings, booted for this run) or "embedded:CONFIG.yaml".')
 
@@ -42,22 +46,25 @@ TARGET_HELP = ('A URL of a running service (on this machine unless --allow-remot
 @click.option("--duration", callback=_check_duration, help='Run length, e.g. "60s" (default: the scenario\'s).')
 @click.option("--threshold", type=click.FloatRange(1.0, 100.0, min_open=True), default=1.10, show_default=True,
               help="The candidate/baseline percentile ratio that counts as a regression.")
-@click.option("--interleave", type=click.Choice(["trials", "requests"]), default="trials", show_default=True,
-              help="trials: ABBA blocks of trials, one arm loaded at a time; requests: each request to an arm "
-              "drawn at random, both loaded at once at half the rate each (docs/ab.md says why trials).")
+@click.option("--interleave", type=click.Choice(["requests", "trials"]), default="requests", show_default=True,
+              help="requests: each request to an arm drawn at random, the schedule drawn at twice the scenario's "
+              "rate so each arm carries the scenario's load, both loaded at once; trials: ABBA blocks of trials, "
+              "one arm loaded at a time (docs/ab.md says which has more power where).")
 @click.option("--dry-run", is_flag=True, help="Validate, print the plan and the trial order, probe URL targets; "
               "boot and load nothing.")
 def ab(scenario: str, baseline: str, candidate: str, trials: int | None, out: Path | None, protocol: str | None,
        allow_remote: bool, seed: int | None, duration: str | None, threshold: float, interleave: str,
        dry_run: bool) -> None:
-    """Measure BASELINE and CANDIDATE side by side with SCENARIO's traffic, in interleaved trials.
+    """Measure BASELINE and CANDIDATE side by side with SCENARIO's traffic, in the same minutes.
 
-    One schedule (the scenario's traffic and seed) is cut into trials; trials alternate between the
-    arms in ABBA blocks whose order is drawn from the seed, so both arms see the same machine in the
-    same minutes. Per priority and per latency SLO percentile, the verdict is the candidate/baseline
-    ratio with an interval over trial pairs; failures count as infinitely slow, and an error share
-    significantly higher in the candidate is a regression too. Writes requests.parquet (with arm and
-    trial), ab.json, ab.html, ab.md and junit.xml. The last line printed is the verdict.
+    One schedule (the scenario's traffic and seed) is fired open-loop at both arms, so both meet the
+    same machine: by default each request goes to an arm drawn at random (the schedule drawn at twice
+    the scenario's rate, so each arm carries the scenario's load); with --interleave trials, the arms
+    take turns in ABBA blocks of trials whose order is drawn from the seed. Per priority and per
+    latency SLO percentile, the verdict is the candidate/baseline ratio with an interval over pairs
+    of time slices; failures count as infinitely slow, and an error share significantly higher in
+    the candidate is a regression too. Writes requests.parquet (with arm and trial), ab.json,
+    ab.html, ab.md and junit.xml. The last line printed is the verdict.
 
     Exit codes: 0 no regression, 1 regression, 2 bad input, 3 invalid measurement or inconclusive.
     """
@@ -67,6 +74,8 @@ def ab(scenario: str, baseline: str, candidate: str, trials: int | None, out: Pa
 
     flags = Overrides(protocol=protocol, duration=duration, seed=seed, no_chaos=True)
     plan = prepare(scenario, flags, allow_remote=True)  # the scenario's own target is never contacted
+    if interleave == "requests":
+        plan = each_arm_at_full_rate(plan)
     try:
         latency_slos(plan.scenario.slos, plan.source)
         targets = (parse_target("baseline", baseline, plan.scenario, allow_remote=allow_remote),
@@ -82,6 +91,19 @@ def ab(scenario: str, baseline: str, candidate: str, trials: int | None, out: Pa
     _run(plan, targets, design, probed, results_folder(out, f"{plan.scenario.name}-ab"), threshold, DEFAULT_CONFIDENCE)
 
 
+def each_arm_at_full_rate(plan: DrillPlan) -> DrillPlan:
+    """The plan with its schedule drawn at ARM_RATE_FACTOR times the scenario's rate: with every
+    request sent to a random arm, each arm then carries the load the scenario describes, and a
+    slower version meets the queueing it would meet in service."""
+    traffic = plan.scenario.traffic.model_copy(update={"rate_scale": ARM_RATE_FACTOR * plan.rate_scale,
+                                                       "peak_rps": None})
+    try:
+        return build_plan(plan.scenario.model_copy(update={"traffic": traffic}), source=plan.source,
+                          base_dir=plan.base_dir)
+    except ScenarioError as exc:
+        raise BadInput(str(exc)) from exc
+
+
 def _say_plan(plan: DrillPlan, targets: Arms, design: TrialDesign, probed: dict[str, str], dry_run: bool) -> None:
     echo = click.echo if dry_run else (lambda line: click.echo(line, err=True))
     if dry_run:
@@ -90,7 +112,8 @@ def _say_plan(plan: DrillPlan, targets: Arms, design: TrialDesign, probed: dict[
         echo(f"{target.arm:<10} {target.describe()}")
     arms = "".join("A" if a == "baseline" else "B" for a in design.arms)
     if design.interleave == "requests":
-        echo(f"trials     {design.trials // 2} slices of {design.trial_s:.2f} s, each request to a random arm")
+        echo(f"trials     {design.trials // 2} slices of {design.trial_s:.2f} s, each request to a random arm; "
+             f"the schedule at {ARM_RATE_FACTOR:g}x the scenario's rate, so each arm carries the scenario's load")
     else:
         echo(f"trials     {design.trials} x {design.trial_s:.2f} s, order {arms} (A baseline, B candidate)")
     for line in probed.values():
