@@ -1,16 +1,29 @@
 """The search against services of known capacity: M/D/c queues (benchmarks/mdc.py).
 
-The long-run capacity (the highest rate whose P99, or TTFT P95, is within the SLO) is computed by
-simulation. A search with steps of 15-20 s cannot show the objective met near that rate: a
-queue's slow answers come in bursts, so a step holds too few independent-equivalent requests.
+The long-run capacity (the highest rate whose P95 latency, or TTFT P95, is within the SLO) is
+computed by simulation. A search with steps of 10 s cannot show the objective met near that rate:
+a queue's slow answers come in bursts, so a step holds too few independent-equivalent requests.
 What the design promises is the distribution of the capacity it reports on an ideal queue,
 simulated with the real search and step judgement (benchmarks/mdc_search.py). A real run on the
 real server must behave like it: never above the long-run truth (that would be a wrong "met"),
 and not below the simulated searches' 2.5th percentile for the same settings.
+
+A real run is timed by a real machine: on a busy one the server's loop and the load generator
+wake late, which adds to every response time the harness measures and is no part of the queue.
+The streaming queue is therefore slow next to that (the first token after 400 ms, the objective
+800 ms above it): a stream 200 ms late still meets it, so at rates far below the knee every step
+passes on a loaded machine too. Both searches judge a P95, which a step shows met from 62
+independent-equivalent requests: a 10 s step at the lowest rate holds over 200, room for the
+neighbouring answers a busy machine slows together. (A P99 needs 314, more than a short step at
+such rates holds once its answers are correlated: on a loaded machine the M/D/c search judged on a
+P99 could not show even its lowest rate met. How a P99 search behaves is simulated below and in
+benchmarks/mdc_search.py.) The rate brackets stop at or just above what the queues' workers can
+serve (no rate beyond it can be served), so no step is spent far above the knee.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -31,8 +44,15 @@ from tests.support.waiting import wait_for_http
 
 MDC_SERVER = Path(__file__).resolve().parents[3] / "benchmarks" / "mdc.py"
 WORKERS, SERVICE_MS, THRESHOLD_MS = 4, 100.0, 500.0
-STREAM_WORKERS, STREAM, TTFT_MS = 8, (100.0, 10.0, 10), 300.0  # first token after 100 ms, then 10 ms apart
-MDC_STEP_S, STREAM_STEP_S = 20.0, 15.0
+STREAM_WORKERS, STREAM, TTFT_MS = 32, (400.0, 40.0, 10), 1200.0  # first token after 400 ms, then 40 ms apart
+MDC_STEP_S = STREAM_STEP_S = 10.0
+PRECISION = 0.1
+# The real searches' queues and brackets: each bracket's top lies at or above what its workers can
+# serve (4 / 100 ms = 40 req/s; 32 / 760 ms = 42.1 req/s), so the bracket's first failure is sure.
+REAL_MDC = dataclasses.replace(MDC, name="M/D/c, P95 <= 500 ms", percentile=95.0, max_rps=40.0)
+REAL_STREAMING = Queue(name="streaming M/D/c, TTFT P95 <= 1200 ms", workers=STREAM_WORKERS,
+                       service_ms=stream_service_ms(*STREAM), first_ms=STREAM[0], every_ms=STREAM[1],
+                       threshold_ms=TTFT_MS, percentile=95.0, min_rps=22.0, max_rps=44.0)
 TIMING_ALLOWANCE = 0.03  # a real server's answers come a little late on a busy machine, never early
 LOW_MARGIN = 0.05  # further below the simulated 2.5th percentile than this: the harness is off
 WRONG_MET_RATE = 0.05  # the share of searches that may report a capacity above the truth
@@ -57,7 +77,9 @@ def test_ground_truth_simulation_matches_queueing_sanity() -> None:
     assert _p99(5.0) == pytest.approx(SERVICE_MS, abs=5.0)  # nearly never a queue
     assert _p99(30.0) < _p99(36.0) < _p99(39.0)
     assert 30.0 < _truth() < 38.0
-    assert MDC.truth() == _truth() and STREAMING.truth() == _ttft_truth()  # the simulated searches' queues
+    assert MDC.truth() == _truth() and REAL_STREAMING.truth() == _ttft_truth()  # the simulated searches' queues
+    p95_truth = true_capacity(THRESHOLD_MS, workers=WORKERS, service_ms=SERVICE_MS, percentile=95.0)
+    assert REAL_MDC.truth() == p95_truth and _truth() < p95_truth < WORKERS * 1000.0 / SERVICE_MS
 
 
 def test_ground_truth_server_queue_is_the_simulated_one() -> None:
@@ -82,7 +104,7 @@ def test_simulated_step_passes_far_below_and_fails_above_the_capacity() -> None:
     assert simulate_step(STREAMING, 41.0, rules, rng).verdict == "fail"
 
 
-@pytest.mark.parametrize(("queue", "step_s"), [(MDC, MDC_STEP_S), (STREAMING, STREAM_STEP_S)])
+@pytest.mark.parametrize(("queue", "step_s"), [(MDC, 20.0), (STREAMING, 15.0)])  # the benchmark's queues and steps
 def test_simulated_search_reports_above_the_truth_at_most_at_the_stated_rate(queue: Queue, step_s: float) -> None:
     """A step's wrong "met" is at most 5% and the capacity is confirmed by a second step, so a
     capacity above the long-run truth is rare; short steps land below it."""
@@ -95,7 +117,7 @@ def test_simulated_search_reports_above_the_truth_at_most_at_the_stated_rate(que
 
 def _expected_low(queue: Queue, step_s: float) -> float:
     """The capacity the design reaches on an ideal queue in all but 2.5% of searches, less the margin."""
-    found, _ = found_capacities(queue, step_s=step_s, searches=SIMULATED_SEARCHES, seed=3)
+    found, _ = found_capacities(queue, step_s=step_s, searches=SIMULATED_SEARCHES, seed=3, precision=PRECISION)
     return float(np.percentile(found, 2.5)) * (1.0 - LOW_MARGIN)
 
 
@@ -135,7 +157,7 @@ def _scenario(tmp_path: Path, url: str, **fields: object) -> Path:
         "name": "mdc", "traffic": {"model": "constant:1", "duration": "60s", "seed": 3},
         "target": {"url": url},
         "load": {"max_lag_p99_ms": 250},  # a shared 2-core test machine: judge the service, not the neighbours
-        "slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": THRESHOLD_MS}],
+        "slos": [{"name": "p95", "kind": "latency", "percentile": 95, "threshold_ms": THRESHOLD_MS}],
         **fields,
     }
     path = tmp_path / "mdc.yaml"
@@ -144,7 +166,7 @@ def _scenario(tmp_path: Path, url: str, **fields: object) -> Path:
 
 
 def _bracket_args(queue: Queue, step_s: float) -> list[str]:
-    return ["--min-rps", f"{queue.min_rps:g}", "--max-rps", f"{queue.max_rps:g}", "--precision", "0.05",
+    return ["--min-rps", f"{queue.min_rps:g}", "--max-rps", f"{queue.max_rps:g}", "--precision", f"{PRECISION:g}",
             "--step-duration", f"{step_s:g}s"]
 
 
@@ -153,13 +175,13 @@ def _bracket_args(queue: Queue, step_s: float) -> list[str]:
 @pytest.mark.xdist_group("cpu-a")
 def test_ground_truth_search_on_the_mdc_behaves_like_the_simulated_design(tmp_path: Path, mdc_url: str) -> None:
     out = tmp_path / "out"
-    result = CliRunner().invoke(capacity, [str(_scenario(tmp_path, mdc_url)), *_bracket_args(MDC, MDC_STEP_S),
+    result = CliRunner().invoke(capacity, [str(_scenario(tmp_path, mdc_url)), *_bracket_args(REAL_MDC, MDC_STEP_S),
                                            "--out", str(out)])
     document = json.loads((out / "capacity.json").read_text())
     found = document["capacity_rps"]
     assert result.exit_code == 0, result.output
-    _behaves_like_the_design(found, MDC, MDC_STEP_S, _truth(), result.output)
-    assert document["limiting_slo"] == "p99"
+    _behaves_like_the_design(found, REAL_MDC, MDC_STEP_S, REAL_MDC.truth(), result.output)
+    assert document["limiting_slo"] == "p95"
     assert (out / "capacity.html").read_text().count("data:image/png;base64,") == 1
 
 
@@ -167,15 +189,11 @@ def test_ground_truth_search_on_the_mdc_behaves_like_the_simulated_design(tmp_pa
 @pytest.mark.xdist_group("cpu-a")
 def test_ground_truth_streaming_simulation_is_sane() -> None:
     service = stream_service_ms(*STREAM)
-    assert service == 190.0
-    assert 30.0 < _ttft_truth() < STREAM_WORKERS * 1000.0 / service
+    assert service == 760.0
+    assert REAL_STREAMING.min_rps < _ttft_truth() < STREAM_WORKERS * 1000.0 / service < REAL_STREAMING.max_rps
 
 
-# A capacity search is a chain of statistical step verdicts on a real clock: near the knee a busy
-# machine can tip a step (it happened in 1 of 3 tries in clean-clone runs on the 2-core VM), so
-# this test gets four more tries instead of make test's two; every try still asserts in full.
-@pytest.mark.flaky(reruns=4, reruns_delay=5)
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(300)
 @pytest.mark.slow
 @pytest.mark.xdist_group("cpu-b")  # beside the M/D/c search (cpu-a), not after it: each takes minutes
 def test_ground_truth_search_on_ttft_behaves_like_the_simulated_design_on_a_streaming_mdc(
@@ -186,11 +204,11 @@ def test_ground_truth_search_on_ttft_behaves_like_the_simulated_design_on_a_stre
     out = tmp_path / "out"
     result = CliRunner().invoke(capacity, [
         str(_scenario(tmp_path, streaming_mdc_url, slos=slos, target=target)),
-        *_bracket_args(STREAMING, STREAM_STEP_S), "--out", str(out)])
+        *_bracket_args(REAL_STREAMING, STREAM_STEP_S), "--out", str(out)])
     document = json.loads((out / "capacity.json").read_text())
     found = document["capacity_rps"]
     assert result.exit_code == 0, result.output
-    _behaves_like_the_design(found, STREAMING, STREAM_STEP_S, _ttft_truth(), result.output)
+    _behaves_like_the_design(found, REAL_STREAMING, STREAM_STEP_S, _ttft_truth(), result.output)
     assert document["limiting_slo"] == "ttft-p95" and [s["name"] for s in document["slos"]] == ["ttft-p95"]
     passed = [step for step in document["steps"] if step["passed"]]
     assert passed and all(step["ttft_ms"]["p50"]["value"] >= STREAM[0] for step in passed)
