@@ -67,7 +67,7 @@ def _scenario(tmp_path: Path, url: str) -> Path:
     return path
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(420)
 @pytest.mark.slow
 @pytest.mark.xdist_group("cpu-c")
 def test_n_minus_one_capacity_is_below_full_capacity(tmp_path: Path, slowed_server: RunningServer,
