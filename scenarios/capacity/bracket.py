@@ -64,7 +64,7 @@ def plan_from_throughput(throughput_rps: float, floors: list[SloFloor], *, preci
                          longest_s: float = LONGEST_STEP_S) -> ProbePlan | None:
     """The search around `throughput_rps`; None when it gives no usable plan (no throughput, or
     a knee so low that even the longest step cannot show every SLO met near it)."""
-    if not math.isfinite(throughput_rps) or throughput_rps <= 0 or any(f.share <= 0 for f in floors):
+    if not floors or not math.isfinite(throughput_rps) or throughput_rps <= 0 or any(f.share <= 0 for f in floors):
         return None
     growth = 1.0 + precision * GROWTH_EDGE
     start = START_SHARE * throughput_rps

@@ -15,11 +15,12 @@ above its ceiling, since a lower bound taken for the capacity would under-load t
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -170,22 +171,37 @@ def _run_capacity(job: CapacityJob, say: Say) -> dict[str, Any]:
     return outcome.document | {"out_dir": str(outcome.out_dir)}
 
 
+def _attempts(scenario: Scenario, condition: str, *, source: str, base_dir: Path,
+              known_fail: float | None) -> Iterator[CapacityJob]:
+    """The searches a measurement tries in turn until one ends above its lowest rate: a first
+    measurement starts around the probed throughput (`scenarios.capacity.bracket`); then the
+    scenario's whole range with 60 s steps, then 180 s steps for a machine too slow for them."""
+    jobs = (calibration_job(scenario, condition, source=source, base_dir=base_dir, step_s=step_s,
+                            known_fail=known_fail) for step_s in CALIBRATION_STEPS_S)
+    first = next(jobs)
+    if first.start_rps is None and known_fail is None:
+        yield dataclasses.replace(first, probe=True, out_dir=first.out_dir.with_name(first.out_dir.name + "-probed"))
+    yield first
+    yield from jobs
+
+
 def measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path, say: Say,
             run: RunFn | None = None, known_fail: float | None = None) -> float:
     """Search the capacity now and cache it; `run` runs one capacity job (default: for real).
 
-    Steps grow longer on a machine too slow for the first length; a search that passed every
-    rate is searched again above that ceiling; anything else that gives no capacity is refused
-    with the reason.
+    A first measurement searches around the target's probed throughput; a search that ends below
+    its lowest rate is followed by the next of `_attempts`; a search that passed every rate is
+    searched again above that ceiling; anything else that gives no capacity is refused with the
+    reason.
     """
     runner: RunFn = run or (lambda job: _run_capacity(job, say))
-    for step_s in CALIBRATION_STEPS_S:
-        job: CapacityJob | None = calibration_job(scenario, condition, source=source, base_dir=base_dir, step_s=step_s,
-                                                  known_fail=known_fail)
+    for attempt in _attempts(scenario, condition, source=source, base_dir=base_dir, known_fail=known_fail):
+        job: CapacityJob | None = attempt
         for _ in range(MAX_WIDENINGS + 1):
             assert job is not None
-            say(f"measuring the capacity ({condition}) for this machine, server and version: "
-                f"{job.settings.min_rps:g}-{job.settings.max_rps:g} req/s, {job.rules.measure_s:g} s steps ...")
+            say(f"measuring the capacity ({condition}) for this machine, server and version: " + (
+                "its throughput first, then steps around it ..." if job.probe else
+                f"{job.settings.min_rps:g}-{job.settings.max_rps:g} req/s, {job.rules.measure_s:g} s steps ..."))
             document = runner(job)
             remember(job, document)
             entry = (document.get("conditions") or [{}])[0]

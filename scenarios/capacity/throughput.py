@@ -36,6 +36,10 @@ __all__ = ["Level", "Saturation", "closed_loop", "measure_throughput", "next_use
 FIRST_USERS = 4
 MOST_USERS = 256
 LEVEL_S = 1.5
+LEVEL_ANSWERS = 50
+"""A level lasts until this many answers came in (at most `LONGEST_LEVEL_S`): a rate from a few
+dozen answers is too noisy to tell a doubling's gain from chance."""
+LONGEST_LEVEL_S = 5.0
 GAIN = 1.15
 REQUEST_TIMEOUT_S = 10.0
 JOIN_S = 1.0
@@ -117,7 +121,8 @@ class _Loop:
     def _user(self) -> None:
         while not self._stop.is_set():
             ok = self._send(next(self._numbers))
-            self.answers.append((time.monotonic(), ok))
+            if not self._stop.is_set():
+                self.answers.append((time.monotonic(), ok))
 
     def count(self, start: float, end: float) -> tuple[int, int]:
         inside = [ok for at, ok in list(self.answers) if start <= at < end]
@@ -130,9 +135,11 @@ class _Loop:
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
-def closed_loop(send: Send, *, level_s: float = LEVEL_S, gain: float = GAIN, most: int = MOST_USERS) -> Saturation:
+def closed_loop(send: Send, *, level_s: float = LEVEL_S, gain: float = GAIN, most: int = MOST_USERS,
+                answers: int = LEVEL_ANSWERS) -> Saturation:
     """Run the doubling closed loop over `send` and return every level (bounded: at most
-    log2(most / FIRST_USERS) + 1 levels of `level_s`)."""
+    log2(most / FIRST_USERS) + 1 levels, each `level_s` or until `answers` came in, at most
+    LONGEST_LEVEL_S)."""
     loop = _Loop(send)
     levels: list[Level] = []
     users = next_users(levels, gain=gain, most=most)
@@ -141,6 +148,8 @@ def closed_loop(send: Send, *, level_s: float = LEVEL_S, gain: float = GAIN, mos
             began = time.monotonic()
             loop.grow(users)
             time.sleep(level_s)
+            while sum(loop.count(began, time.monotonic())) < answers and time.monotonic() - began < LONGEST_LEVEL_S:
+                time.sleep(level_s / 10.0)
             ended = time.monotonic()
             ok, failed = loop.count(began, ended)
             levels.append(Level(users, ended - began, ok, failed))
@@ -177,7 +186,7 @@ def row_sender(client: httpx.Client, target: TargetProtocol, rows: pd.DataFrame,
                     outcome = protocol.read_stream(_line_reader(response), status)
                 else:
                     outcome = protocol.parse(status, response.read())
-        except httpx.HTTPError:
+        except (httpx.HTTPError, RuntimeError):  # RuntimeError: the client closed under a late request
             return False
         return 200 <= outcome.status < 300 and not outcome.error
 

@@ -63,6 +63,7 @@ def test_plan_refuses_what_gives_no_search() -> None:
     # a knee so low that even 60 s steps cannot show the paid P99 met at the first rate
     assert plan_from_throughput(10.0, floors, precision=0.1) is None
     assert plan_from_throughput(50.0, [SloFloor("none", 0.0, 314, math.inf)], precision=0.1) is None
+    assert plan_from_throughput(50.0, [], precision=0.1) is None
 
 
 def test_plan_steps_never_shorter_than_the_shortest_step() -> None:

@@ -200,3 +200,44 @@ def test_calibrate_no_recalibrate_makes_a_stale_figure_an_invalid_run(tmp_path: 
         calibration_step(scenario, RelativePeak(0.5, "none"), source=str(path), base_dir=path.parent, dry_run=False,
                          say=lambda _t: None, recalibrate=False)
     assert raised.value.exit_code == 3 and "400" in raised.value.message
+
+
+def test_calibrate_a_first_measurement_searches_around_the_probed_throughput_first(tmp_path: Path) -> None:
+    """The first search probes the throughput; one that ends below its lowest rate (the knee far
+    from where the probe put it) is followed by the scenario's whole range with 60 s steps."""
+    scenario, path = _scenario(tmp_path)
+    jobs: list[CapacityJob] = []
+    said: list[str] = []
+
+    def run(job: CapacityJob) -> dict[str, Any]:
+        jobs.append(job)
+        return _document(None, below_min=True) if job.probe else _search_document(33.0)
+
+    figure = calibrate.measure(scenario, "none", source=str(path), base_dir=path.parent, say=said.append, run=run)
+    probed, whole = jobs
+    assert probed.probe and not whole.probe and figure == 33.0
+    assert whole.rules.measure_s == 60.0 and whole.start_rps is None and probed.out_dir != whole.out_dir
+    assert "its throughput first" in said[0] and "60 s steps" in said[1]
+
+
+def _recording(jobs: list[CapacityJob], capacity: float) -> Callable[[CapacityJob], dict[str, Any]]:
+    def run(job: CapacityJob) -> dict[str, Any]:
+        jobs.append(job)
+        return _search_document(capacity)
+    return run
+
+
+def test_calibrate_a_probed_search_that_finds_the_capacity_is_the_only_one(tmp_path: Path) -> None:
+    scenario, path = _scenario(tmp_path)
+    jobs: list[CapacityJob] = []
+    figure = calibrate.measure(scenario, "none", source=str(path), base_dir=path.parent, say=lambda _t: None,
+                               run=_recording(jobs, 41.0))
+    assert figure == 41.0 and [job.probe for job in jobs] == [True]
+
+
+def test_calibrate_a_remeasure_starts_next_to_the_known_figure_without_a_probe(tmp_path: Path) -> None:
+    scenario, path = _scenario(tmp_path)
+    jobs: list[CapacityJob] = []
+    calibrate.measure(scenario, "none", source=str(path), base_dir=path.parent, say=lambda _t: None,
+                      run=_recording(jobs, 30.0), known_fail=40.0)
+    assert [job.probe for job in jobs] == [False] and jobs[0].settings.max_rps == 40.0

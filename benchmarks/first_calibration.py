@@ -1,0 +1,83 @@
+"""Benchmark: how long a first calibration takes, as a newcomer's first `make drill` meets it.
+
+Runs `rushhour capacity SCENARIO --calibrate` with a fresh, empty state directory (no cached
+figure, no earlier figure to start next to), times it from the outside, and reads every search
+it ran (`capacity/runs/*/capacity.json`): the throughput probe and the plan made from it, each
+step's rate, verdict and wall time. Prints a table and writes the figures as JSON.
+
+Usage: python -m benchmarks.first_calibration [--scenario scenarios/promo-day.yaml] [--out F]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+ROOT = Path(__file__).resolve().parents[1]
+LIMIT_S = 1800.0
+
+
+def _searches(state: Path) -> list[dict[str, Any]]:
+    """Each search the calibration ran, in order: probe, plan, steps and outcome."""
+    found = []
+    for path in sorted((state / "capacity" / "runs").glob("*/capacity.json")):
+        document = json.loads(path.read_text(encoding="utf-8"))
+        for entry in document.get("conditions") or []:
+            steps = sorted(entry.get("steps") or [], key=lambda s: s["index"])
+            found.append({
+                "search": path.parent.name, "wall_s": document.get("wall_s"), "condition": entry.get("condition"),
+                "probe": entry.get("probe"), "plan": entry.get("plan"), "summary": entry.get("summary"),
+                "capacity_rps": entry.get("capacity_rps"),
+                "step_duration_s": (entry.get("plan") or document["settings"])["step_duration_s"],
+                "steps": [{"index": s["index"], "rate_rps": s["offered_rps"], "verdict": s["verdict"],
+                           "limiting": s.get("limiting"), "wall_s": s["wall_s"], "reason": s.get("reason")}
+                          for s in steps]})
+    return found
+
+
+def first_calibration(scenario: Path) -> dict[str, Any]:
+    """Run one first calibration of `scenario` in a fresh state directory; its figures."""
+    with tempfile.TemporaryDirectory(prefix="rushhour-state-") as state:
+        env = {**os.environ, "RUSHHOUR_STATE_DIR": state}
+        load_before = os.getloadavg()[0]
+        began = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "scenarios.cli.main", "capacity", str(scenario), "--calibrate"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=LIMIT_S, check=False)
+        wall = time.monotonic() - began
+        return {"scenario": str(scenario), "exit_code": done.returncode, "wall_s": round(wall, 1),
+                "loadavg_1m_before": round(load_before, 2), "loadavg_1m_after": round(os.getloadavg()[0], 2),
+                "output": done.stdout.splitlines()[-40:] + done.stderr.splitlines()[-10:],
+                "searches": _searches(Path(state))}
+
+
+@click.command()
+@click.option("--scenario", type=click.Path(path_type=Path, exists=True), default=ROOT / "scenarios" / "promo-day.yaml",
+              show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the figures as JSON here.")
+def main(scenario: Path, out: Path | None) -> None:
+    """Time one first calibration and print its searches."""
+    figures = first_calibration(scenario)
+    click.echo(f"first calibration of {scenario.name}: {figures['wall_s']:.0f} s, exit {figures['exit_code']}, "
+               f"load average {figures['loadavg_1m_before']} -> {figures['loadavg_1m_after']}")
+    click.echo("| search | probe (req/s) | steps | step rates -> verdicts (wall s) | capacity | search wall |")
+    click.echo("| --- | ---: | ---: | --- | --- | ---: |")
+    for search in figures["searches"]:
+        probe = (search["probe"] or {}).get("throughput_rps", "-")
+        steps = ", ".join(f"{s['rate_rps']:.1f} {s['verdict']} ({s['wall_s']:.0f})" for s in search["steps"])
+        click.echo(f"| {search['search']} | {probe} | {len(search['steps'])} x {search['step_duration_s']:g} s | "
+                   f"{steps} | {search['summary']} | {search['wall_s']} |")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(figures, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
