@@ -67,7 +67,9 @@ def _condition(name: str, job: CapacityJob, target: Target) -> Condition:
     if name == HEALTHY:
         return Healthy()
     if name == N_MINUS_ONE:
-        return NMinusOne(target.url, target.token)
+        # a server this job booted stops after its last condition: no need to wait for the node then
+        last = name == job.conditions[-1]
+        return NMinusOne(target.url, target.token, wait_ready=target.server is None or not last)
     path = Path(name)
     experiment = path if path.is_file() else job.base_dir / path
     return ExperimentHeld(experiment.resolve(), target.url, target.token, job.out_dir / "chaos")

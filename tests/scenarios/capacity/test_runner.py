@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import yaml
 from click.testing import CliRunner
 
+from scenarios.capacity.conditions import NMinusOne
+from scenarios.capacity.job import CapacityJob
+from scenarios.capacity.runner import _condition
+from scenarios.capacity.target import Target
 from scenarios.cli.capacity import capacity
 from tests.support.targets import serve_target
 
@@ -48,3 +54,20 @@ def test_capacity_refuses_a_results_folder_that_is_not_empty(tmp_path: Path) -> 
     (used / "step-01").mkdir(parents=True)
     result = CliRunner().invoke(capacity, [str(path), "--min-rps", "5", "--out", str(used)])
     assert result.exit_code == 2 and "is not empty (it holds step-01)" in result.output
+
+
+def test_capacity_waits_for_the_n_minus_one_node_only_when_something_runs_after() -> None:
+    """A server the job booted stops after its last condition, so N-1's release does not wait for
+    the node to be ready then; before another condition, or on a server the job did not boot, it does."""
+    booted = Target("http://127.0.0.1:9", "token", "embedded", server=cast(Any, object()))
+    given = Target("http://127.0.0.1:9", "token", "url")
+
+    def waits(conditions: list[str], target: Target) -> bool:
+        job = cast(CapacityJob, SimpleNamespace(conditions=conditions))
+        condition = _condition("n-1", job, target)
+        assert isinstance(condition, NMinusOne)
+        return condition.wait_ready
+
+    assert not waits(["none", "n-1"], booted)
+    assert waits(["n-1", "none"], booted)
+    assert waits(["none", "n-1"], given)
