@@ -92,14 +92,15 @@ def pair_weights(pairs: int, replicates: int, seed: int) -> np.ndarray:
 
 
 def pair_log_ratios(baseline: ArmSample, candidate: ArmSample, percentile: float, pairs: int) -> np.ndarray:
-    """Per pair holding both arms, log(candidate trial's percentile / baseline trial's); a failure
-    beyond the percentile counts as INFINITE_LOG, both sides failing as no difference."""
+    """Per pair holding both arms, log(candidate's percentile / baseline's); a failure beyond the
+    percentile counts as INFINITE_LOG. A pair where both arms failed beyond it is left out: it
+    says nothing about the ratio, and counting it as "no difference" would narrow the interval
+    around 1 exactly when the machine was too saturated to measure (fewer pairs, wider interval)."""
     base, n_base = grouped_percentiles(baseline.pair, baseline.values, percentile, pairs)
     cand, n_cand = grouped_percentiles(candidate.pair, candidate.values, percentile, pairs)
-    both = (n_base > 0) & (n_cand > 0)
+    both = (n_base > 0) & (n_cand > 0) & ~(np.isinf(base) & np.isinf(cand))
     with np.errstate(divide="ignore", invalid="ignore"):
         logs = np.log(cand[both]) - np.log(base[both])
-    logs = np.where(np.isnan(logs), 0.0, logs)
     return np.clip(logs, -INFINITE_LOG, INFINITE_LOG)
 
 

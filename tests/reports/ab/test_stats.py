@@ -107,3 +107,19 @@ def test_ratio_bound_that_reaches_a_failed_pair_reads_as_infinite() -> None:
     assert result.ratio == pytest.approx(0.9)
     assert result.high == np.inf or result.high < 2.0  # never a huge finite ratio
     assert np.isnan(result.mde) or result.mde < 10.0
+
+
+def test_pairs_where_both_arms_failed_beyond_the_percentile_are_left_out() -> None:
+    from reports.ab.stats import pair_log_ratios, ratio_test
+
+    pair = np.repeat(np.arange(24), 20)
+    saturated = pair < 16  # two thirds of the pairs: both arms time out beyond their P99
+    ok = ~(saturated & (np.arange(480) % 20 < 5))
+    rng = np.random.default_rng(3)
+    base = ArmSample.of(rng.lognormal(np.log(100.0), 0.3, 480), ok, pair)
+    cand = ArmSample.of(rng.lognormal(np.log(100.0), 0.3, 480), ok, pair)
+    logs = pair_log_ratios(base, cand, 99.0, 24)
+    assert logs.size == 8 and np.isfinite(logs).all()  # only the pairs that measured something
+    result = ratio_test(base, cand, 99.0, 24, confidence=0.90, threshold=1.1)
+    assert result.pairs == 8
+    assert result.high - result.low > 0.2  # eight noisy pairs: no tight interval pinned at 1
