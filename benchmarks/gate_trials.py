@@ -341,6 +341,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.monotonic()
     nights: list[Night] = []
     kept: list[subprocess.Popen[bytes]] = []
+    interrupted = False
     try:
         servers = None
         if not args.fresh_servers:
@@ -356,6 +357,9 @@ def main(argv: list[str] | None = None) -> None:
                 nights.append(run_night(index, kind, factor, setup, args, workdir, servers, log))
                 print(f"gate-trials: exit {nights[-1].exit_code} in {nights[-1].wall_s:.0f} s: "
                       f"{_ratios(nights[-1])}", flush=True)
+    except KeyboardInterrupt:  # Ctrl-C ends the trial early; the nights finished so far are still written
+        interrupted = True
+        print(f"gate-trials: interrupted after {len(nights)} of {len(nights_plan)} nights", flush=True)
     finally:
         for proc in kept:
             stop_process(proc)
@@ -364,6 +368,7 @@ def main(argv: list[str] | None = None) -> None:
               "config": {**{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
                          "rushhour": setup.rushhour, "cpu_count": os.cpu_count()},
               "summary": summarise(nights), "trial_wall_s": round(time.monotonic() - started, 1),
+              "interrupted": interrupted, "planned_nights": len(nights_plan),
               "nights": [asdict(n) for n in nights]}
     table = markdown(result)
     print("\n" + table)
