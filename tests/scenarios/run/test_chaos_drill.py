@@ -47,7 +47,9 @@ def _events(out: Path) -> list[dict]:
 @pytest.mark.slow
 @pytest.mark.xdist_group("cpu-a")
 def test_drill_with_node_loss_records_fault_and_recovery(tmp_path: Path, drill_process: list) -> None:
-    scenario = _scenario(tmp_path, chaos=[{"at": "00:00:04", "experiment": "experiments/gpu-node-loss.json", "hold": "3s"}], duration="26s")
+    # the node's restart loads its model on the same two cores: on a busy machine that takes tens of
+    # seconds, and the recovery is measured only if the drill lasts until the node serves again
+    scenario = _scenario(tmp_path, chaos=[{"at": "00:00:04", "experiment": "experiments/gpu-node-loss.json", "hold": "3s"}], duration="40s")
     out = tmp_path / "results"
     proc = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", str(scenario), "--out", str(out)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
