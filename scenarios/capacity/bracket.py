@@ -3,12 +3,12 @@
 A search bracketed from the scenario's whole range spends most of its steps far from the knee:
 doubling up from the lowest rate that can show every SLO met, then bisecting back. The
 saturated throughput X (what the service completes with every slot busy) bounds the knee from
-above, and a service's SLO capacity lies a little below it (82-87% on the reference server and
-the M/D/c queues), so the search starts at `START_SHARE` x X and moves by one precision at a
+above, and a service's SLO capacity lies a little below it (the long-run truth is 87% and 86%
+of it on the ground-truth tests' two M/D/c queues), so the search starts at `START_SHARE` x X and moves by one precision at a
 time: in the common case three steps (a pass, a failure one precision above or below it, the
 confirmation). A step is as long as the slowest SLO needs at the first rate, with a margin, no
 longer: a P99 over 28% of the mix needs 314 requests of that share per step, which takes 60 s
-at 19 req/s but 24 s at 58. Its lowest rate is where that length holds exactly what each SLO
+at 19 req/s but 20 s at 58. Its lowest rate is where that length holds exactly what each SLO
 needs; the search goes no lower.
 
 Nothing here changes how a step is judged: each step keeps its planned looks, error spending,
