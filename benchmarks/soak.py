@@ -88,6 +88,8 @@ def run_soak(rate: float, duration: str, every_s: float, workdir: Path) -> dict[
             loads: list[float] = []
             samples = _sample(drill, every_s, loads)
         summary = json.loads((workdir / "run" / "summary.json").read_text())
+        aborts = [e.get("reason") for e in _events(workdir / "run" / "events.jsonl") if e.get("type") == "abort"]
+        log_tail = (workdir / "drill.log").read_text(errors="replace").splitlines()[-12:]
         files = {name: (workdir / "run" / name).stat().st_size for name in ("schedule.parquet", "requests.parquet")
                  if (workdir / "run" / name).exists()}
     finally:
@@ -96,6 +98,7 @@ def run_soak(rate: float, duration: str, every_s: float, workdir: Path) -> dict[
     return {"command": " ".join(["rushhour", *command[1:]]), "rate_rps": rate, "duration_s": load_end_s,
             "sample_every_s": every_s, "samples": [[round(t, 1), round(r / MB, 1)] for t, r in samples],
             "growth": growth(samples, load_end_s), "exit_code": drill.returncode, "file_bytes": files,
+            "aborts": aborts, "drill_log_tail": log_tail, "niceness": os.nice(0),
             "loadavg_1m": {"min": round(min(loads), 2), "median": round(float(np.median(loads)), 2),
                            "max": round(max(loads), 2)} if loads else None,
             "requests": summary.get("requests"), "generator": summary.get("generator")}
@@ -111,6 +114,10 @@ def _sample(drill: subprocess.Popen[bytes], every_s: float, loads: list[float]) 
         loads.append(os.getloadavg()[0])
         time.sleep(every_s)
     return samples
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -131,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
           f"(growth {g['growth_after_first_minute_mb']} MB over {g['fitted_over_s'][1] - g['fitted_over_s'][0]:.0f} s); "
           f"slope {g['slope_mb_per_hour']} MB/h, 95% interval {g['slope_95_interval_mb_per_hour']}")
     print(f"requests {result['requests']}; generator valid {result['generator'] and result['generator'].get('valid')}; "
-          f"load average (1 min) over the run {result['loadavg_1m']}")
+          f"load average (1 min) over the run {result['loadavg_1m']}; aborts {result['aborts']}")
     scheduled = (result["requests"] or {}).get("scheduled") or 1
     print("bytes per request: " + ", ".join(f"{k} {v / scheduled:.1f}" for k, v in result["file_bytes"].items()))
     document = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": platform.node(),
