@@ -65,10 +65,10 @@ def test_bad_chunk_size_is_named() -> None:
 
 
 def test_facts_gathered_a_chunk_at_a_time_are_those_of_the_whole_schedule() -> None:
-    window = dict(seed=11, time_scale=60, rate_scale=5.0, start_clock_s=18 * 3600.0, duration_s=240.0)
+    window = {"time_scale": 60.0, "rate_scale": 5.0, "start_clock_s": 18 * 3600.0, "duration_s": 240.0}
     model = load_traffic_model("promo-day")
-    whole = generate_schedule(model, **window)
-    facts = ScheduleFacts.of(iter_schedule(model, chunk_rows=997, **window))
+    whole = generate_schedule(model, seed=11, **window)
+    facts = ScheduleFacts.of(iter_schedule(model, seed=11, chunk_rows=997, **window))
     bins = np.bincount(np.floor(whole["offset_s"].to_numpy() / 5.0).astype(int))
     assert facts.count == len(whole)
     assert facts.peak_rps == bins.max() / 5.0
