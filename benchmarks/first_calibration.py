@@ -1,7 +1,7 @@
 """Benchmark: how long a first calibration takes, as a newcomer's first `make drill` meets it.
 
 Runs `rushhour capacity SCENARIO --calibrate` with a fresh, empty state directory (no cached
-figure, no earlier figure to start next to), times it from the outside, and reads every search
+figure to start next to), times it from the outside, and reads every search
 it ran (`capacity/runs/*/capacity.json`): the throughput probe and the plan made from it, each
 step's rate, verdict and wall time. Prints a table and writes the figures as JSON.
 
