@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,12 +35,10 @@ from click.testing import CliRunner
 
 from benchmarks.mdc import Workers, simulated_p99_ms, stream_service_ms, true_capacity, true_ttft_capacity
 from benchmarks.mdc_search import MDC, STREAMING, Queue, found_capacities, simulate_step
-from kernel.processes import free_port, stop_process
 from scenarios.capacity.job import step_rules
 from scenarios.cli.capacity import capacity
-from tests.support.waiting import wait_for_http
+from tests.support.mdc import serve_mdc
 
-MDC_SERVER = Path(__file__).resolve().parents[3] / "benchmarks" / "mdc.py"
 WORKERS, SERVICE_MS, THRESHOLD_MS = 4, 100.0, 500.0
 STREAM_WORKERS, STREAM, TTFT_MS = 32, (400.0, 40.0, 10), 1200.0  # first token after 400 ms, then 40 ms apart
 MDC_STEP_S = STREAM_STEP_S = 10.0
@@ -130,26 +126,14 @@ def _behaves_like_the_design(found: float | None, queue: Queue, step_s: float, t
 
 @pytest.fixture
 def mdc_url() -> Iterator[str]:
-    yield from _serve(str(WORKERS), str(SERVICE_MS))
+    yield from serve_mdc(str(WORKERS), str(SERVICE_MS))
 
 
 @pytest.fixture
 def streaming_mdc_url() -> Iterator[str]:
-    yield from _serve(str(STREAM_WORKERS), "--stream", *(str(v) for v in STREAM))
+    yield from serve_mdc(str(STREAM_WORKERS), "--stream", *(str(v) for v in STREAM))
 
 
-def _serve(*args: str) -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(MDC_SERVER), str(port), *args],
-                            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(url, method="POST", timeout_s=10.0, proc=proc)
-        yield url
-    finally:
-        stop_process(proc, grace_s=2.0)
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
 def _scenario(tmp_path: Path, url: str, **fields: object) -> Path:

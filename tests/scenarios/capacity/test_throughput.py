@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -14,7 +12,6 @@ import httpx
 import pytest
 import yaml
 
-from kernel.processes import free_port, stop_process
 from scenarios.capacity.bracket import START_SHARE
 from scenarios.capacity.runner import _planned
 from scenarios.capacity.steps import step_schedule
@@ -22,10 +19,8 @@ from scenarios.capacity.target import Target
 from scenarios.capacity.throughput import FIRST_USERS, Level, closed_loop, next_users, row_sender
 from scenarios.cli.capacity import build_job
 from scenarios.spec.target import TargetProtocol
-from tests.support.waiting import wait_for_http
+from tests.support.mdc import serve_mdc
 from traffic_models import load_traffic_model
-
-MDC_SERVER = Path(__file__).resolve().parents[3] / "benchmarks" / "mdc.py"
 
 
 def test_next_users_doubles_until_a_doubling_adds_too_little() -> None:
@@ -81,17 +76,7 @@ def test_closed_loop_counts_only_successful_answers() -> None:
 
 @pytest.fixture
 def mdc_url() -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(MDC_SERVER), str(port), "4", "100"],
-                            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(url, method="POST", timeout_s=10.0, proc=proc)
-        yield url
-    finally:
-        stop_process(proc, grace_s=2.0)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    yield from serve_mdc("4", "100")
 
 
 @pytest.mark.slow

@@ -80,10 +80,10 @@ def _run(tmp_path: Path, baseline: str, candidate: str, *extra: str, slos: list[
 @pytest.mark.parametrize("interleave", ["requests", "trials"])
 def test_ab_same_timing_is_no_regression(tmp_path: Path, timed_target: Callable[..., str], interleave: str) -> None:
     """Both targets answer in 300 ms: long beside the delays a busy machine adds to a P99 of a few
-    dozen requests a pair (40/s of traffic, 20 pairs), so the interval can exclude the threshold on
+    dozen requests a pair (40/s of traffic, 40 pairs), so the interval can exclude the threshold on
     a loaded machine too; arms taking turns (trials) need that more than random arms."""
-    code, output, doc = _run(tmp_path, timed_target(300), timed_target(300), "--trials", "40",
-                             "--interleave", interleave, slos=[SLOS[0]], duration="30s", rate=40)
+    code, output, doc = _run(tmp_path, timed_target(300), timed_target(300), "--trials", "80",
+                             "--interleave", interleave, slos=[SLOS[0]], duration="40s", rate=40)
     assert code == 0, output
     assert doc["verdict"] == "no_regression"
     assert all(0.9 < g["ratio"] < 1.1 and g["ci_high"] < 1.1 for g in doc["groups"])
