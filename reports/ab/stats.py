@@ -95,10 +95,12 @@ def pair_log_ratios(baseline: ArmSample, candidate: ArmSample, percentile: float
     """Per pair holding both arms, log(candidate's percentile / baseline's); a failure beyond the
     percentile counts as INFINITE_LOG. A pair where both arms failed beyond it is left out: it
     says nothing about the ratio, and counting it as "no difference" would narrow the interval
-    around 1 exactly when the machine was too saturated to measure (fewer pairs, wider interval)."""
+    around 1 exactly when the machine was too saturated to measure (fewer pairs, wider interval).
+    A pair where both arms read exactly 0 (a figure such as time to first token that a protocol
+    can report as 0) is left out for the same reason: 0/0 is no ratio."""
     base, n_base = grouped_percentiles(baseline.pair, baseline.values, percentile, pairs)
     cand, n_cand = grouped_percentiles(candidate.pair, candidate.values, percentile, pairs)
-    both = (n_base > 0) & (n_cand > 0) & ~(np.isinf(base) & np.isinf(cand))
+    both = (n_base > 0) & (n_cand > 0) & ~(np.isinf(base) & np.isinf(cand)) & ~((base == 0) & (cand == 0))
     with np.errstate(divide="ignore", invalid="ignore"):
         logs = np.log(cand[both]) - np.log(base[both])
     return np.clip(logs, -INFINITE_LOG, INFINITE_LOG)

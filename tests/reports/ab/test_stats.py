@@ -123,3 +123,22 @@ def test_pairs_where_both_arms_failed_beyond_the_percentile_are_left_out() -> No
     result = ratio_test(base, cand, 99.0, 24, confidence=0.90, threshold=1.1)
     assert result.pairs == 8
     assert result.high - result.low > 0.2  # eight noisy pairs: no tight interval pinned at 1
+
+
+def test_pairs_where_both_arms_read_zero_are_left_out() -> None:
+    from reports.ab.stats import pair_log_ratios, ratio_test
+
+    pair = np.repeat(np.arange(12), 10)
+    rng = np.random.default_rng(5)
+    base_values = rng.lognormal(np.log(100.0), 0.2, 120)
+    cand_values = rng.lognormal(np.log(130.0), 0.2, 120)
+    zero = pair < 4  # a third of the pairs: both arms' every value is exactly 0
+    base_values[zero] = 0.0
+    cand_values[zero] = 0.0
+    ok = np.ones(120, bool)
+    base, cand = ArmSample.of(base_values, ok, pair), ArmSample.of(cand_values, ok, pair)
+    logs = pair_log_ratios(base, cand, 50.0, 12)
+    assert logs.size == 8 and np.isfinite(logs).all()
+    result = ratio_test(base, cand, 50.0, 12, confidence=0.90, threshold=1.1)
+    assert result.pairs == 8
+    assert 1.15 < result.ratio < 1.45
