@@ -9,9 +9,10 @@ documents through the jobs API, the steady windows, the live-metrics window) are
 their own, and so are the SLO and fault rows (`reports.summary_rows`), the cost
 (`reports.summary_cost`), the measured sections beside the verdict (streaming, goodput, the
 target's metrics, soak: `reports.summary_measures`) and the sections that repeat what the run
-recorded about itself (the environment, the leak audit, the scraper: `reports.summary_harness`).
-The comparison is the gate's own dataclass (`reports.compare.Comparison`, its side-by-side rows
-plain JSON objects); the harness's overhead stays a plain JSON object at this level.
+recorded about itself (the environment, the leak audit, the scraper: `reports.summary_harness`),
+and so are the two whose shape the drill's own steps decide (the calibration of a relative peak,
+the harness's overhead: `reports.summary_scenario`). The comparison is the gate's own dataclass
+(`reports.compare.Comparison`, its side-by-side rows plain JSON objects).
 """
 
 from __future__ import annotations
@@ -28,11 +29,10 @@ from reports.summary_cost import CostSection
 from reports.summary_harness import EnvironmentFacts, LeakAuditSection, ScraperHealth
 from reports.summary_measures import GoodputSection, SoakSection, StreamingSection, TargetMetricsSection
 from reports.summary_rows import FaultRow, SloRow
+from reports.summary_scenario import CalibrationFacts, OverheadSection
 
 __all__ = ["DocumentsSection", "GeneratorHealth", "LatencyDetail", "LiveWindow", "PhaseMark", "ScenarioFacts",
            "SteadySection", "Summary"]
-
-Section = dict[str, Any]
 
 
 class _Part(BaseModel):
@@ -50,7 +50,7 @@ class ScenarioFacts(_Part):
     traffic_model: str | None
     results_dir: str
     peak_rps: float | str | None
-    calibration: Section | None
+    calibration: CalibrationFacts | None
     """What a relative `peak_rps` resolved to, with a `text` line for the report header."""
 
 
@@ -154,7 +154,7 @@ class Summary(BaseModel):
     steady: SteadySection | None = Field(default=None, description="each phase's steady window after its warm-up "
                                                                     "(MSER-5)")
     target_metrics: TargetMetricsSection | None = Field(default=None, description="the scrape of the target's own metrics")
-    harness_overhead: Section | None = Field(default=None, description="the latency the harness itself adds "
+    harness_overhead: OverheadSection | None = Field(default=None, description="the latency the harness itself adds "
                                              "at the run's peak rate (reports.overhead), when measured")
     soak: SoakSection | None = Field(default=None, description="per-window latency, errors, memory and their trends")
     deviations: list[str]
