@@ -5,12 +5,18 @@ It is a drill with two targets: the same Locust open loop (`scenarios.load`), la
 intended send, the generator's own health judged like a drill's; what it adds is each row's
 target (`base_url`) and its `arm` and `trial` in requests.parquet. One Locust run carries both
 arms, so the interleaving costs no start-up between trials and the clock is one clock.
+
+Like a drill, it never holds the whole schedule: the rows are drawn, given their arms and written
+to schedule.parquet a chunk at a time (`assigned_chunks`), the workers read their shares in
+batches, and requests.parquet is merged a chunk at a time with each row's arm and trial carried
+over; the files equal those of the whole-schedule path (tests/scenarios/ab/test_runner.py).
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -18,16 +24,16 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 
-from kernel.atomic import write_parquet_atomic
 from kernel.contract import AB_COLUMNS, EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE
 from reference_server.launch import LaunchError
 from scenarios.ab.targets import ArmServers, ArmTarget, probe_arm
-from scenarios.ab.trials import TrialDesign, assign_rows
+from scenarios.ab.trials import TrialDesign, assigned_chunks
 from scenarios.load.health import generator_figures
 from scenarios.load.locust import LoadError
-from scenarios.load.parts import merge_requests, read_parts
+from scenarios.load.merge import merge_chunks_to_file, merge_to_file
 from scenarios.load.session import LoadSession
 from scenarios.load.settings import LoadSettings
+from scenarios.run.drill import GENERATOR_COLUMNS, SCHEDULE_GROUP_ROWS
 from scenarios.run.envinfo import machine_facts
 from scenarios.run.events import EventLog
 from scenarios.run.progress import ProgressPrinter, RunningTally, progress_line
@@ -35,6 +41,7 @@ from scenarios.run.resultsdir import ResultsDirError
 from scenarios.run.teardown import run_every_step
 from scenarios.spec.model import dump_scenario
 from scenarios.spec.plan import DrillPlan
+from traffic_models.chunked import write_schedule
 
 TICK_S = 0.5
 
@@ -54,12 +61,14 @@ class AbRun:
     stream: TextIO = field(default_factory=lambda: sys.stderr)
     probed: dict[str, str] = field(default_factory=dict)
     """Probe lines of the arms already probed (URL arms, by the CLI)."""
+    chunk_rows: int = SCHEDULE_GROUP_ROWS
+    """Schedule rows drawn, assigned, written and merged at a time (a row group of each file)."""
     abort_reason: str | None = None
     interrupted: bool = False
     _servers: ArmServers | None = None
     _session: LoadSession | None = None
     _events: EventLog | None = None
-    _schedule: pd.DataFrame | None = None
+    _scheduled: bool = False
     _tally: RunningTally = field(default_factory=RunningTally)
     _t0: float = 0.0
 
@@ -98,8 +107,8 @@ class AbRun:
         for target in self.targets:
             if target.arm not in self.probed:  # a URL arm was probed before the folder was claimed
                 self._say(probe_arm(target, urls[target.arm], self.plan.scenario.target))
-        self._schedule = assign_rows(self.plan.schedule, self.design, urls)
-        self._schedule.to_parquet(self.folder / SCHEDULE_FILE, index=False)
+        write_schedule(self.folder / SCHEDULE_FILE, self._assigned(urls))
+        self._scheduled = True
         self._session = LoadSession(self._load_settings(urls["baseline"]))
         self._t0 = self._session.start()
         self._open_events(urls)
@@ -107,7 +116,7 @@ class AbRun:
 
     def _load_settings(self, host: str) -> LoadSettings:
         return LoadSettings.from_spec(
-            self.plan.scenario.load, self.plan.schedule, host=host, schedule_path=self.folder / SCHEDULE_FILE,
+            self.plan.scenario.load, self.plan.facts, host=host, schedule_path=self.folder / SCHEDULE_FILE,
             work_dir=self.folder / "load", duration_s=self.plan.duration_s, target=self.plan.scenario.target,
             mode="open",
             documents_via_jobs=False,  # a job's polls go to one host; documents are sent whole to their arm
@@ -135,7 +144,7 @@ class AbRun:
                 self._tally.add(self._session.poll())
                 self._tally.cpu_samples.append(self._session.cpu_percent() / 100.0)
                 printer.show(progress_line(self._tally, elapsed_s=elapsed, total_s=self.plan.duration_s,
-                                           scheduled=len(self.plan.schedule)), elapsed)
+                                           scheduled=self.plan.facts.count), elapsed)
         finally:
             printer.close()
 
@@ -155,20 +164,14 @@ class AbRun:
             self._servers.stop()
 
     def _write_results(self) -> None:
-        schedule = self._schedule if self._schedule is not None else assign_rows(
-            self.plan.schedule, self.design, {t.arm: "" for t in self.targets})
-        if self._session is not None:
-            requests = self._session.requests(schedule)
-        else:
-            requests = merge_requests(schedule, read_parts([]))
-        for column, dtype in AB_COLUMNS.items():
-            requests[column] = schedule[column].to_numpy().astype(dtype)
-        write_parquet_atomic(requests, self.folder / REQUESTS_FILE)
+        out = self.folder / REQUESTS_FILE
+        self._write_requests(out)
         if self._events is None:
             self._open_events({t.arm: t.given for t in self.targets})
         log = self._events
         assert log is not None
         cpu = np.asarray(self._tally.cpu_samples[1:] or [0.0])
+        requests = pd.read_parquet(out, columns=GENERATOR_COLUMNS)
         log.emit("generator", cpu_max=round(float(cpu.max()), 4), **generator_figures(requests),
                  processes=self.plan.scenario.load.processes)
         if self.abort_reason:
@@ -176,6 +179,20 @@ class AbRun:
         log.emit("run_end", duration_s=round(time.time() - self._t0, 3) if self._t0 else 0.0,
                  interrupted=self.interrupted)
         log.close()
+
+    def _assigned(self, urls: dict[str, str]) -> Iterator[pd.DataFrame]:
+        """The schedule drawn again a chunk at a time, each row given its trial, arm and target."""
+        return assigned_chunks(self.plan.draw.chunks(self.chunk_rows), self.design, urls)
+
+    def _write_requests(self, out: Path) -> None:
+        """One row per scheduled request with its arm and trial, merged a chunk at a time: onto the
+        written schedule, or (the load never got that far) onto the schedule drawn again, unsent."""
+        if self._session is not None:
+            self._session.write_requests(out, chunk_rows=self.chunk_rows, keep=AB_COLUMNS)
+        elif self._scheduled:
+            merge_to_file(self.folder / SCHEDULE_FILE, [], out, chunk_rows=self.chunk_rows, keep=AB_COLUMNS)
+        else:
+            merge_chunks_to_file(self._assigned({t.arm: "" for t in self.targets}), [], out, keep=AB_COLUMNS)
 
     def _say(self, text: str) -> None:
         self.stream.write(text + "\n")

@@ -15,6 +15,7 @@ adjacent trials meet different moments of the machine, which costs power (docs/a
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +31,7 @@ TARGET_TRIAL_S = 2.5
 """The default trial length: short enough for many pairs in a minute, long enough that the
 stragglers of one trial (answers still in flight when the next begins) are a small share."""
 
-__all__ = ["ARMS", "TrialDesign", "assign_rows", "default_trials"]
+__all__ = ["ARMS", "RowAssigner", "TrialDesign", "assign_rows", "assigned_chunks", "default_trials"]
 
 
 class DesignError(ValueError):
@@ -94,27 +95,62 @@ def assign_rows(schedule: pd.DataFrame, design: TrialDesign, urls: dict[str, str
     or dropped, so the two arms together replay exactly the scenario's schedule. A conversation's
     turns all go where its first turn goes: one arm serves the whole conversation.
     """
-    leader = _leaders(schedule)
-    offsets = schedule["offset_s"].to_numpy(dtype=float)[leader]
-    if design.interleave == "requests":
-        slot = np.clip(np.floor(offsets / design.trial_s).astype(np.int64), 0, design.trials // 2 - 1)
-        coin = (np.random.default_rng([design.seed, 0xC0]).random(offsets.size) < 0.5)[leader]
-        trial = 2 * slot + coin
-    else:
-        trial = np.clip(np.floor(offsets / design.trial_s).astype(np.int64), 0, design.trials - 1)
-    arm = np.asarray(design.arms, dtype=object)[trial]
-    out = schedule.copy()
-    out["trial"] = trial.astype(AB_COLUMNS["trial"])
-    out["arm"] = arm.astype(AB_COLUMNS["arm"])
-    out["base_url"] = pd.Series(arm).map(urls).to_numpy(dtype=object)
-    return out
+    return RowAssigner(design, urls).assign(schedule)
 
 
-def _leaders(schedule: pd.DataFrame) -> np.ndarray:
-    """Each row's own position, or its conversation's first turn (the earliest row of a session)."""
-    rows = np.arange(len(schedule))
-    if "session" not in schedule:
-        return rows
-    session = schedule["session"].to_numpy(dtype=np.int64)
-    first = pd.Series(rows).groupby(session).transform("min").to_numpy()
-    return np.where(session >= 0, first, rows)
+def assigned_chunks(chunks: Iterable[pd.DataFrame], design: TrialDesign, urls: dict[str, str]
+                    ) -> Iterator[pd.DataFrame]:
+    """`assign_rows` over a schedule given a chunk of rows at a time, in order; laid end to end, the
+    chunks it yields equal `assign_rows` of the whole schedule (tests/scenarios/ab/test_trials.py)."""
+    assigner = RowAssigner(design, urls)
+    for chunk in chunks:
+        yield assigner.assign(chunk)
+
+
+class RowAssigner:
+    """Assigns the rows of one schedule, fed to it in order, to their trials and arms.
+
+    Each row's coin (the per-request design) comes from one stream drawn in row order, a chunk's
+    rows at a time; numpy draws uniforms one by one, so the pieces hold the numbers one draw for
+    the whole schedule would. A conversation whose first turn lay in an earlier chunk keeps that
+    turn's trial: the sessions seen are remembered (a schedule of conversations comes whole anyway).
+    """
+
+    def __init__(self, design: TrialDesign, urls: dict[str, str]) -> None:
+        self.design = design
+        self.urls = urls
+        self._coins = np.random.default_rng([design.seed, 0xC0])
+        self._sessions: dict[int, int] = {}
+
+    def assign(self, chunk: pd.DataFrame) -> pd.DataFrame:
+        """The next rows of the schedule with their `trial`, `arm` and `base_url` added."""
+        trial = self._follow_sessions(chunk, self._own_trials(chunk["offset_s"].to_numpy(dtype=float)))
+        arm = np.asarray(self.design.arms, dtype=object)[trial]
+        out = chunk.copy()
+        out["trial"] = trial.astype(AB_COLUMNS["trial"])
+        out["arm"] = arm.astype(AB_COLUMNS["arm"])
+        out["base_url"] = pd.Series(arm).map(self.urls).to_numpy(dtype=object)
+        return out
+
+    def _own_trials(self, offsets: np.ndarray) -> np.ndarray:
+        """Each row's trial were it the first turn of its conversation (every row draws its coin)."""
+        design = self.design
+        if design.interleave == "requests":
+            slot = np.clip(np.floor(offsets / design.trial_s).astype(np.int64), 0, design.trials // 2 - 1)
+            return 2 * slot + (self._coins.random(offsets.size) < 0.5)
+        return np.clip(np.floor(offsets / design.trial_s).astype(np.int64), 0, design.trials - 1)
+
+    def _follow_sessions(self, chunk: pd.DataFrame, own: np.ndarray) -> np.ndarray:
+        """Each turn of a conversation takes its first turn's trial, in this chunk or an earlier one."""
+        if "session" not in chunk:
+            return own
+        session = chunk["session"].to_numpy(dtype=np.int64)
+        rows = np.arange(len(chunk))
+        first = pd.Series(rows).groupby(session).transform("min").to_numpy()
+        trial = np.where(session >= 0, own[first], own)
+        earlier = pd.Series(session).map(self._sessions).to_numpy(dtype=float)
+        known = (session >= 0) & ~np.isnan(earlier)
+        trial[known] = earlier[known].astype(np.int64)
+        leads = (session >= 0) & (first == rows) & ~known
+        self._sessions.update(zip(session[leads].tolist(), trial[leads].tolist(), strict=True))
+        return trial

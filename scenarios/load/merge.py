@@ -14,6 +14,7 @@ Memory is one chunk of the schedule and its parts, whatever the run's length.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,32 +51,52 @@ def part_ranges(paths: list[Path]) -> list[PartRange]:
 
 
 def merge_to_file(schedule_path: Path, part_paths: list[Path], out: Path, *, documents_via_jobs: bool = False,
-                  chunk_rows: int = DEFAULT_CHUNK_ROWS) -> int:
-    """Write `out` (atomically) with one row per scheduled request; returns the rows written."""
+                  chunk_rows: int = DEFAULT_CHUNK_ROWS, keep: Mapping[str, str] | None = None) -> int:
+    """Write `out` (atomically) with one row per scheduled request; returns the rows written.
+    `keep` names schedule columns carried onto every row with their types (an A/B run's arm and trial)."""
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows!r}.")
+    batches = pq.ParquetFile(schedule_path).iter_batches(batch_size=chunk_rows)
+    return merge_chunks_to_file((batch.to_pandas() for batch in batches), part_paths, out,
+                                documents_via_jobs=documents_via_jobs, keep=keep,
+                                empty=lambda: pq.read_table(schedule_path).to_pandas())
+
+
+def merge_chunks_to_file(chunks: Iterable[pd.DataFrame], part_paths: list[Path], out: Path, *,
+                         documents_via_jobs: bool = False, keep: Mapping[str, str] | None = None,
+                         empty: Callable[[], pd.DataFrame] | None = None) -> int:
+    """`merge_to_file` over the schedule's chunks given in order (a schedule drawn again rather than
+    read back); `empty` gives the schedule's columns when no chunk comes."""
     ranges = part_ranges(part_paths)
     tmp = out.with_name(out.name + ".tmp")
     writer: pq.ParquetWriter | None = None
     start = 0
     try:
-        for batch in pq.ParquetFile(schedule_path).iter_batches(batch_size=chunk_rows):
-            schedule = batch.to_pandas()
+        for schedule in chunks:
             stop = start + len(schedule)
-            merged = merge_requests(schedule, _parts_between(ranges, start, stop),
-                                    documents_via_jobs=documents_via_jobs)
+            merged = _merged(schedule, _parts_between(ranges, start, stop), documents_via_jobs, keep or {})
             table = pa.Table.from_pandas(merged, preserve_index=False)
             writer = writer or pq.ParquetWriter(tmp, table.schema)
             writer.write_table(table.cast(writer.schema))
             start = stop
         if writer is None:  # a schedule without rows: the columns alone
-            empty = merge_requests(pq.read_table(schedule_path).to_pandas(), read_parts([]))
-            pq.write_table(pa.Table.from_pandas(empty, preserve_index=False), tmp)
+            if empty is None:
+                raise ValueError(f'No schedule chunk was given for "{out}"; a requests file needs the columns.')
+            frame = _merged(empty(), read_parts([]), documents_via_jobs, keep or {})
+            pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp)
     finally:
         if writer is not None:
             writer.close()
     os.replace(tmp, out)
     return start
+
+
+def _merged(schedule: pd.DataFrame, parts: pd.DataFrame, documents_via_jobs: bool,
+            keep: Mapping[str, str]) -> pd.DataFrame:
+    merged = merge_requests(schedule, parts, documents_via_jobs=documents_via_jobs)
+    for column, dtype in keep.items():
+        merged[column] = schedule[column].to_numpy().astype(dtype)
+    return merged
 
 
 def _parts_between(ranges: list[PartRange], start: int, stop: int) -> pd.DataFrame:

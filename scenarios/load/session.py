@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from scenarios.load.locust import (
     worker_env,
 )
 from scenarios.load.master_relay import REJECTIONS_FILE
+from scenarios.load.merge import DEFAULT_CHUNK_ROWS as MERGE_CHUNK_ROWS
 from scenarios.load.merge import merge_to_file
 from scenarios.load.openloop import monotonic_anchor
 from scenarios.load.parts import list_parts, merge_requests, read_parts
@@ -137,8 +139,10 @@ class LoadSession:
         return merge_requests(schedule, read_parts(list_parts(self.parts_dir)),
                               documents_via_jobs=self.settings.jobs_in_use)
 
-    def write_requests(self, out: Path) -> int:
+    def write_requests(self, out: Path, *, chunk_rows: int = MERGE_CHUNK_ROWS,
+                       keep: Mapping[str, str] | None = None) -> int:
         """Every part merged onto the schedule file a chunk at a time, written to `out` (the same
-        rows as `requests`, without holding the schedule or the parts whole); rows written."""
+        rows as `requests`, without holding the schedule or the parts whole), with the schedule's
+        `keep` columns carried over; rows written."""
         return merge_to_file(self.settings.schedule_path, list_parts(self.parts_dir), out,
-                             documents_via_jobs=self.settings.jobs_in_use)
+                             documents_via_jobs=self.settings.jobs_in_use, chunk_rows=chunk_rows, keep=keep)

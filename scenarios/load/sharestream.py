@@ -60,9 +60,10 @@ def share_size(path: Path, index: int, workers: int) -> int:
     return max(0, (total - index + workers - 1) // workers)
 
 
-def share_stream(settings: LoadSettings, index: int, text_for: Callable[[int, int], str]) -> Iterator[Share]:
+def share_stream(settings: LoadSettings, index: int, text_for: Callable[[int, int], str], *,
+                 batch_rows: int = SHARE_BATCH_ROWS) -> Iterator[Share]:
     """The share as `Share`s of one batch each, their plain-Python columns already built."""
-    for frame in share_frames(settings.schedule_path, index, settings.workers):
+    for frame in share_frames(settings.schedule_path, index, settings.workers, batch_rows=batch_rows):
         share = Share(rows=frame, settings=settings, text_for=text_for)
         _ = share.columns, share.sessions
         yield share

@@ -12,16 +12,16 @@ from __future__ import annotations
 import gc
 import os
 import time
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
 import gevent
-import pandas as pd
 
-from scenarios.load.openloop import OpenLoopFirer, Sender, Share, worker_share
+from scenarios.load.openloop import OpenLoopFirer, Sender, Share
 from scenarios.load.parts import PartWriter
 from scenarios.load.settings import LoadSettings
-from scenarios.load.sharestream import Prefetched, share_size, share_stream
+from scenarios.load.sharestream import SHARE_BATCH_ROWS, Prefetched, share_size, share_stream
 
 START_FILE = "start"
 START_WAIT_S = 120.0
@@ -36,11 +36,10 @@ def _text_for(text_id: int, chars: int) -> str:
     return text_for(text_id, chars)
 
 
-def load_share(settings: LoadSettings, index: int) -> Share:
-    """Worker `index`'s whole share of the schedule, ready to fire (the closed loop's personas
-    take rows in any order; the open loop reads its share in batches instead)."""
-    schedule = pd.read_parquet(settings.schedule_path)
-    return Share(rows=worker_share(schedule, index, settings.workers), settings=settings, text_for=_text_for)
+def share_batches(settings: LoadSettings, index: int, *, batch_rows: int = SHARE_BATCH_ROWS) -> Iterator[Share]:
+    """Worker `index`'s share of the schedule, `batch_rows` schedule rows read at a time, ready to
+    fire (the open loop fires each batch at its times; the closed loop's personas take its rows)."""
+    return share_stream(settings, index, _text_for, batch_rows=batch_rows)
 
 
 def warm_up(share: Share) -> None:
@@ -77,7 +76,7 @@ def run_worker(settings: LoadSettings, index: int, send: Sender, *, send_job: Se
     control = settings.control_dir
     if not claim_share(control, index):
         return False
-    batches = share_stream(settings, index, _text_for)
+    batches = share_batches(settings, index)
     share = next(batches)
     warm_up(share)
     writer = PartWriter(settings.parts_dir, index)

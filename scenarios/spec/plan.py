@@ -82,8 +82,8 @@ class DrillPlan:
 
     @cached_property
     def schedule(self) -> pd.DataFrame:
-        """The whole schedule in memory, drawn on first use: for the commands that need it whole
-        (`ab` assigns trials across it); a drill writes and reads it in chunks instead."""
+        """The whole schedule in memory, drawn on first use, for checks on a short one; `run` and
+        `ab` draw, write and read it in chunks instead (`draw.chunks`)."""
         return self.draw.whole()
 
 

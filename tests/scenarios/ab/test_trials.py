@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scenarios.ab.trials import DesignError, TrialDesign, assign_rows, default_trials
+from scenarios.ab.trials import DesignError, TrialDesign, assign_rows, assigned_chunks, default_trials
 from scenarios.cli.run import prepare
 from scenarios.spec.plan import Overrides
 
@@ -64,3 +64,14 @@ def test_per_request_design_pairs_both_arms_of_each_slice() -> None:
     assert (arm == np.where(rows["trial"] % 2, "candidate", "baseline")).all()
     assert 0.4 < (arm == "candidate").mean() < 0.6
     pd.testing.assert_frame_equal(rows, assign_rows(plan.schedule, design, URLS))  # the seed fixes it
+
+
+@pytest.mark.parametrize("interleave", ["requests", "trials"])
+@pytest.mark.parametrize("chunk_rows", [7, 100, 100_000])
+def test_assigned_chunks_equal_the_whole_assignment(interleave: str, chunk_rows: int) -> None:
+    plan = prepare("scenarios/smoke.yaml", Overrides(traffic="constant:20", duration="20s", seed=5),
+                   allow_remote=False)
+    design = TrialDesign.build(plan.duration_s, 8, seed=5, interleave=interleave)
+    chunks = list(assigned_chunks(plan.draw.chunks(chunk_rows), design, URLS))
+    assert all(len(chunk) <= chunk_rows for chunk in chunks)
+    pd.testing.assert_frame_equal(pd.concat(chunks, ignore_index=True), assign_rows(plan.draw.whole(), design, URLS))

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scenarios.load.merge import merge_to_file, part_ranges
+from scenarios.load.merge import merge_chunks_to_file, merge_to_file, part_ranges
 from scenarios.load.parts import PART_COLUMNS, merge_requests, read_parts
 from traffic_models import generate_schedule, load_traffic_model
 from traffic_models.chunked import iter_schedule, write_schedule
@@ -83,3 +83,22 @@ def test_a_schedule_nobody_fired_gives_every_row_not_sent(tmp_path: Path) -> Non
     merge_to_file(schedule_path, [], out, chunk_rows=2_000)
     requests = pd.read_parquet(out)
     assert len(requests) == len(schedule) and (requests["error"] == "not sent").all()
+
+
+def test_kept_schedule_columns_ride_along_and_drawn_chunks_merge_like_the_file(tmp_path: Path) -> None:
+    schedule_path, paths, schedule = _drill_folder(tmp_path)
+    keep = {"tenant": "object", "text_id": "int64"}
+    from_file, from_chunks = tmp_path / "file.parquet", tmp_path / "chunks.parquet"
+    merge_to_file(schedule_path, paths, from_file, chunk_rows=5_000, keep=keep)
+    chunks = iter_schedule(load_traffic_model("constant:400"), seed=2, duration_s=30, chunk_rows=5_000)
+    assert merge_chunks_to_file(chunks, paths, from_chunks, keep=keep) == len(schedule)
+    whole = merge_requests(schedule, read_parts(paths))
+    for column, dtype in keep.items():
+        whole[column] = schedule[column].to_numpy().astype(dtype)
+    pd.testing.assert_frame_equal(pd.read_parquet(from_file), whole)
+    pd.testing.assert_frame_equal(pd.read_parquet(from_chunks), whole)
+
+
+def test_merging_no_chunk_without_the_columns_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="No schedule chunk was given"):
+        merge_chunks_to_file(iter(()), [], tmp_path / "requests.parquet")
