@@ -3,7 +3,7 @@
 Runs `rushhour capacity SCENARIO --calibrate` with a fresh, empty state directory (no cached
 figure to start next to), times it from the outside, and reads every search
 it ran (`capacity/runs/*/capacity.json`): the throughput probe and the plan made from it, each
-step's rate, verdict and wall time. Prints a table and writes the figures as JSON.
+step's rate, verdict, measured window and wall time. Prints a table and writes the figures as JSON.
 
 Usage: python -m benchmarks.first_calibration [--scenario scenarios/promo-day.yaml] [--out F]
 """
@@ -38,7 +38,8 @@ def _searches(state: Path) -> list[dict[str, Any]]:
                 "capacity_rps": entry.get("capacity_rps"),
                 "step_duration_s": (entry.get("plan") or document["settings"])["step_duration_s"],
                 "steps": [{"index": s["index"], "rate_rps": s["offered_rps"], "verdict": s["verdict"],
-                           "limiting": s.get("limiting"), "wall_s": s["wall_s"], "reason": s.get("reason")}
+                           "limiting": s.get("limiting"), "measured_s": s.get("measured_s"), "wall_s": s["wall_s"],
+                           "reason": s.get("reason")}
                           for s in steps]})
     return found
 
@@ -72,7 +73,7 @@ def main(scenario: Path, out: Path | None) -> None:
     for search in figures["searches"]:
         probe = (search["probe"] or {}).get("throughput_rps", "-")
         steps = ", ".join(f"{s['rate_rps']:.1f} {s['verdict']} ({s['wall_s']:.0f})" for s in search["steps"])
-        click.echo(f"| {search['search']} | {probe} | {len(search['steps'])} x {search['step_duration_s']:g} s | "
+        click.echo(f"| {search['search']} | {probe} | {len(search['steps'])}, the first {search['step_duration_s']:g} s | "
                    f"{steps} | {search['summary']} | {search['wall_s']} |")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,8 @@ from scenarios.capacity.job import step_rules
 from scenarios.capacity.search import SearchSettings, StepVerdict, search
 from scenarios.capacity.steps import SETTLE_S, StepRules
 
-__all__ = ["MDC", "STREAMING", "Queue", "SearchFigures", "found_capacities", "search_figures", "simulate_step"]
+__all__ = ["MDC", "STREAMING", "Queue", "SearchFigures", "found_capacities", "search_figures", "simulate_step",
+           "simulate_timed_step"]
 
 MAX_LAG_P99_MS = 250.0
 
@@ -95,10 +96,18 @@ def _starts(arrive: np.ndarray, workers: int, service_s: float) -> np.ndarray:
 
 
 def simulate_step(queue: Queue, rate: float, rules: StepRules, rng: np.random.Generator) -> StepVerdict:
-    """One step against the simulated queue, judged as `rushhour capacity` judges it: a fixed count
-    of Poisson arrivals over warm-up plus window (the queue empty at the start), and at each
+    """One step against the simulated queue, judged as `rushhour capacity` judges it
+    (`simulate_timed_step`)."""
+    return simulate_timed_step(queue, rate, rules, rng)[0]
+
+
+def simulate_timed_step(queue: Queue, rate: float, rules: StepRules, rng: np.random.Generator
+                        ) -> tuple[StepVerdict, float]:
+    """One step against the simulated queue and the moment (step clock) its verdict came: a fixed
+    count of Poisson arrivals over warm-up plus window (the queue empty at the start), and at each
     planned look the window's requests due so far, those still unanswered counted as unknown
-    (or, for a response time, bad once they have waited past the threshold)."""
+    (or, for a response time, bad once they have waited past the threshold). The last look comes
+    at the window's end or, when requests of the window are still in flight, at the last answer."""
     count = round(rate * rules.schedule_s)
     arrive = np.sort(rng.uniform(0.0, rules.schedule_s, count))
     done = _starts(arrive, queue.workers, queue.service_ms / 1000.0) + queue.service_ms / 1000.0
@@ -108,7 +117,7 @@ def simulate_step(queue: Queue, rate: float, rules: StepRules, rng: np.random.Ge
     for look in range(1, rules.looks + 1):
         final = look == rules.looks
         rows = (arrive >= rules.warmup_s) & (arrive < rules.look_end(look))
-        now = float(done.max()) if final else rules.look_end(look) + settle
+        now = float(max(done.max(initial=0.0), rules.schedule_s)) if final else rules.look_end(look) + settle
         pending = done[rows] > now
         waited = (now - arrive[rows]) * 1000.0
         latency = judged_ms[rows]
@@ -118,9 +127,9 @@ def simulate_step(queue: Queue, rate: float, rules: StepRules, rng: np.random.Ge
         call = look_call(~good & ~unknown, unknown, queue.allowed, look=look, looks=rules.looks, score=score,
                          floor=PILOT_FLOOR * threshold)
         if call.met[0]:
-            return StepVerdict(rate, "pass")
+            return StepVerdict(rate, "pass"), now
         if call.missed[0] or final:
-            return StepVerdict(rate, "fail", "slo", "missed" if call.missed[0] else "not shown met")
+            return StepVerdict(rate, "fail", "slo", "missed" if call.missed[0] else "not shown met"), now
     raise AssertionError("the last look always decides")
 
 

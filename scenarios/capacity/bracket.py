@@ -3,51 +3,87 @@
 A search bracketed from the scenario's whole range spends most of its steps far from the knee:
 doubling up from the lowest rate that can show every SLO met, then bisecting back. The
 saturated throughput X (what the service completes with every slot busy) bounds the knee from
-above, and a service's SLO capacity lies a little below it (the long-run truth is 87% and 86%
-of it on the ground-truth tests' two M/D/c queues), so the search starts at `START_SHARE` x X and moves by one precision at a
-time: in the common case three steps (a pass, a failure one precision above or below it, the
-confirmation). A step is as long as the slowest SLO needs at the first rate, with a margin, no
-longer: a P99 over 28% of the mix needs 314 requests of that share per step, which takes 60 s
-at 19 req/s but 20 s at 58. Its lowest rate is where that length holds exactly what each SLO
-needs; the search goes no lower.
+above, and how far below it the knee lies depends on how much queueing the SLOs allow: a P99 of
+500 ms on a queue that completes 40 answers/s leaves little room (the long-run truth is 87% of
+X), a P99 of 2 s at 50 answers/s a great deal (97%). `knee_share` estimates it from X and the
+thresholds alone, and the search starts there and moves by one precision at a time: when the
+estimate is right, three steps (a pass, a failure one precision above or below it, the
+confirmation), whichever side of the knee the first step falls.
+
+Each step is as long as the slowest SLO needs at *its* rate, with a margin, no longer: a P99
+over 28% of the mix needs 314 requests of that share per step, which takes 60 s at 19 req/s but
+20 s at 58. A step above the first rate is therefore shorter than the first, one below it
+longer; the lowest rate is where the longest step holds just what each SLO needs, and the search
+goes no lower.
 
 Nothing here changes how a step is judged: each step keeps its planned looks, error spending,
-effective sample size and the confirmation. The plan only chooses rates and a step length;
-when the knee is not where the probe put it, the search walks on (and a calibration falls
+effective sample size and the confirmation. The plan only chooses rates and step lengths;
+when the knee is not where the estimate put it, the search walks on (and a calibration falls
 back to the scenario's whole range with longer steps).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from reports.schema import SloSpec
 from scenarios.capacity.job import SloFloor
 from scenarios.capacity.search import SearchSettings
 
-__all__ = ["ProbePlan", "plan_from_throughput", "step_length"]
+__all__ = ["ProbePlan", "knee_share", "plan_from_throughput", "step_length", "window_s"]
 
-START_SHARE = 0.8
-"""The first rate as a share of the saturated throughput."""
+HIGHEST_START = 0.95
+"""The first rate is at most this share of the throughput: at X itself no queue is stable."""
+QUEUEING_KINDS = ("latency", "ttft")
+"""Objectives on a time that includes the wait in the queue (per-token gaps hardly do)."""
 TOP_SHARE = 1.1
 """The highest rate the plan may try: a little above the throughput, which no rate beyond can be served at."""
 MARGIN = 1.25
-"""A step holds this many times the requests each SLO needs at the first rate (a pass near the
-knee must survive a bad request or two, and latencies that cluster)."""
+"""A step holds this many times the requests each SLO needs at its rate (a pass near the knee
+must survive a latency burst: the effective sample size shrinks when latencies cluster)."""
 SHORTEST_STEP_S = 15.0
 LONGEST_STEP_S = 60.0
 GROWTH_EDGE = 0.999
 """Growth a hair under 1 + precision, so one step up or down is already narrow enough."""
 
 
+def knee_share(throughput_rps: float, slos: Sequence[SloSpec]) -> float:
+    """The share of the throughput at which the tightest queueing SLO is estimated to give way.
+
+    Kingman's heavy-traffic law: with the bottleneck completing X per second at utilisation rho,
+    the wait in the queue is about exponential with mean rho / (1 - rho) / X, taking service
+    times as variable as Poisson arrivals (cautious for a model's near-fixed batch times). Its
+    p-quantile, ln(1 / (1 - p)) times the mean, stays within the threshold T while
+    rho / (1 - rho) <= q = T X / ln(1 / (1 - p)), so the knee is q / (1 + q) of X. Leaving the
+    service time out of T is the optimistic side, which the cautious variability offsets: 0.81
+    on the M/D/c queues of the ground-truth tests (truth 0.87 and 0.86), 0.96 for promo-day's
+    paid P99 of 2 s (measured about 0.97). Capped at HIGHEST_START (also without such an SLO).
+    """
+    shares = [HIGHEST_START]
+    for slo in slos:
+        if slo.kind in QUEUEING_KINDS and slo.threshold_ms and 0 < slo.allowed_bad_share < 1:
+            q = slo.threshold_ms / 1000.0 * throughput_rps / math.log(1.0 / slo.allowed_bad_share)
+            shares.append(q / (1.0 + q))
+    return min(shares)
+
+
 @dataclass(frozen=True)
 class ProbePlan:
-    """A search's rates and step length from a measured throughput."""
+    """A search's rates and step lengths from a measured throughput."""
 
     throughput_rps: float
     start_rps: float
     measure_s: float
+    """The first step's window; `measure_at` gives any rate's."""
     settings: SearchSettings
+    floors: tuple[SloFloor, ...] = ()
+    longest_s: float = LONGEST_STEP_S
+
+    def measure_at(self, rate_rps: float) -> float:
+        """Seconds of window for a step at `rate_rps`."""
+        return window_s(list(self.floors), rate_rps, self.longest_s)
 
     def as_dict(self) -> dict[str, float]:
         return {"throughput_rps": round(self.throughput_rps, 2), "start_rps": round(self.start_rps, 2),
@@ -60,18 +96,23 @@ def step_length(floors: list[SloFloor], rate_rps: float) -> float:
     return max((f.needed / (f.share * rate_rps) for f in floors if f.share > 0), default=0.0)
 
 
+def window_s(floors: list[SloFloor], rate_rps: float, longest_s: float = LONGEST_STEP_S) -> float:
+    """A step's window at `rate_rps`: MARGIN x what every SLO needs, at least SHORTEST_STEP_S."""
+    return float(min(max(math.ceil(MARGIN * step_length(floors, rate_rps)), SHORTEST_STEP_S), longest_s))
+
+
 def plan_from_throughput(throughput_rps: float, floors: list[SloFloor], *, precision: float,
-                         longest_s: float = LONGEST_STEP_S) -> ProbePlan | None:
-    """The search around `throughput_rps`; None when it gives no usable plan (no throughput, or
-    a knee so low that even the longest step cannot show every SLO met near it)."""
+                         slos: Sequence[SloSpec] = (), longest_s: float = LONGEST_STEP_S) -> ProbePlan | None:
+    """The search around `throughput_rps`, starting at `knee_share` of it for `slos`; None when it
+    gives no usable plan (no throughput, or a knee so low that even the longest step cannot show
+    every SLO met near it)."""
     if not floors or not math.isfinite(throughput_rps) or throughput_rps <= 0 or any(f.share <= 0 for f in floors):
         return None
     growth = 1.0 + precision * GROWTH_EDGE
-    start = START_SHARE * throughput_rps
-    measure_s = min(max(math.ceil(MARGIN * step_length(floors, start)), SHORTEST_STEP_S), longest_s)
-    lowest = step_length(floors, 1.0) / measure_s  # below it a step of that length cannot show every SLO met
+    start = knee_share(throughput_rps, slos) * throughput_rps
+    lowest = step_length(floors, 1.0) / longest_s  # below it even the longest step cannot show every SLO met
     top = TOP_SHARE * throughput_rps
     if not lowest < start < top:
         return None
     settings = SearchSettings(min_rps=lowest, max_rps=top, precision=precision, growth=growth)
-    return ProbePlan(throughput_rps, start, float(measure_s), settings)
+    return ProbePlan(throughput_rps, start, window_s(floors, start, longest_s), settings, tuple(floors), longest_s)

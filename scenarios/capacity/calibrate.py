@@ -174,14 +174,17 @@ def _run_capacity(job: CapacityJob, say: Say) -> dict[str, Any]:
 def _attempts(scenario: Scenario, condition: str, *, source: str, base_dir: Path,
               known_fail: float | None) -> Iterator[CapacityJob]:
     """The searches a measurement tries in turn until one ends above its lowest rate: a first
-    measurement starts around the probed throughput (`scenarios.capacity.bracket`); then the
-    scenario's whole range with 60 s steps, then 180 s steps for a machine too slow for them."""
+    measurement starts around the probed throughput (`scenarios.capacity.bracket`), then searches
+    the scenario's whole range with 180 s steps for a machine too slow for 60 s ones (the probed
+    search already reaches down to the lowest rate a 60 s step can show, and with no plan it
+    is the 60 s search); a re-measure searches with 60 s steps, then 180 s ones."""
     jobs = (calibration_job(scenario, condition, source=source, base_dir=base_dir, step_s=step_s,
                             known_fail=known_fail) for step_s in CALIBRATION_STEPS_S)
     first = next(jobs)
     if first.start_rps is None and known_fail is None:
         yield dataclasses.replace(first, probe=True, out_dir=first.out_dir.with_name(first.out_dir.name + "-probed"))
-    yield first
+    else:
+        yield first
     yield from jobs
 
 

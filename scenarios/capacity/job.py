@@ -9,6 +9,7 @@ that many. A search below the floor could only ever fail, so it is refused with 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +62,8 @@ class CapacityJob:
     floors: list[SloFloor] = field(default_factory=list)
     probe: bool = False
     """Measure the saturated throughput first and search around it (`scenarios.capacity.bracket`)."""
+    measure_at: Callable[[float], float] | None = None
+    """A step's window at a given rate, when steps are sized to their rate; None: `rules.measure_s` for every step."""
 
     @property
     def cost_model(self) -> CostModel | None:

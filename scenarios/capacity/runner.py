@@ -41,6 +41,7 @@ from scenarios.capacity.probe import settle
 from scenarios.capacity.record import condition_entry, step_entry, verdict_of
 from scenarios.capacity.search import SearchResult, StepVerdict, search
 from scenarios.capacity.stepper import StepRunner
+from scenarios.capacity.steps import StepRules
 from scenarios.capacity.target import Target, open_target
 from scenarios.capacity.targetprobe import probe_capacity_target
 from scenarios.capacity.throughput import measure_throughput
@@ -95,17 +96,27 @@ def _planned(job: CapacityJob, target: Target, label: str, say: Callable[[str], 
     settle(target.url)
     _flush_cache(target)
     saturation = measure_throughput(job, target.url)
-    plan = plan_from_throughput(saturation.throughput_rps, job.floors, precision=job.settings.precision)
+    # steps no longer than the job's own: the plan's lowest rate is then the job's, and a search
+    # that ends below it is not worth repeating over the job's whole range
+    plan = plan_from_throughput(saturation.throughput_rps, job.floors, precision=job.settings.precision, slos=job.slos,
+                                longest_s=job.rules.measure_s)
     levels = ", ".join(f"{level.users}: {level.ok_rps:.1f}" for level in saturation.levels)
     say(f"[{label}] throughput probe, closed loop (users: answers/s) {levels} in {saturation.seconds:.0f} s")
     if plan is None:
         say(f"[{label}] the probe gives no plan; searching {job.settings.min_rps:g}-{job.settings.max_rps:g} req/s")
         return job, {"probe": saturation.as_dict(), "plan": None}
     say(f"[{label}] searching {plan.settings.min_rps:.1f}-{plan.settings.max_rps:.1f} req/s from "
-        f"{plan.start_rps:.1f}, {plan.measure_s:g} s steps")
-    planned = dataclasses.replace(job, settings=plan.settings, start_rps=plan.start_rps,
+        f"{plan.start_rps:.1f} ({plan.start_rps / plan.throughput_rps:.2f} of the throughput), each step as long "
+        f"as its rate needs ({plan.measure_s:g} s at the first)")
+    planned = dataclasses.replace(job, settings=plan.settings, start_rps=plan.start_rps, measure_at=plan.measure_at,
                                   rules=step_rules(plan.measure_s, job.scenario.load.max_lag_p99_ms))
     return planned, {"probe": saturation.as_dict(), "plan": plan.as_dict()}
+
+
+def _rules_at(job: CapacityJob) -> Callable[[float], StepRules] | None:
+    """Each step's rules from its rate, for a job whose steps are sized to their rate."""
+    measure_at, max_lag = job.measure_at, job.scenario.load.max_lag_p99_ms
+    return None if measure_at is None else (lambda rate: step_rules(measure_at(rate), max_lag))
 
 
 def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable[[str], None], *,
@@ -123,10 +134,10 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
         condition.check()
         assert runner is not None
         record = runner.run(rate)
-        entries.append(step_entry(record, rules=job.rules, slots_per_node=target.slots_per_node,
+        entries.append(step_entry(record, rules=record.rules, slots_per_node=target.slots_per_node,
                                   cost_model=job.cost_model))
         verdict = verdict_of(record)
-        say(f"[{label}] step {record.index}: {rate:.1f} req/s -> {verdict.verdict}"
+        say(f"[{label}] step {record.index}: {rate:.1f} req/s for {record.rules.measure_s:g} s -> {verdict.verdict}"
             + (f" ({verdict.limiting})" if verdict.limiting else "")
             + f" after {record.assessment.now_s:.0f} s{' (early)' if record.early else ''}: {verdict.reason}")
         return verdict
@@ -138,7 +149,8 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
     try:
         job, planning = _planned(job, target, label, say)
         runner = StepRunner(url=target.url, mix=job.mix, specs=job.slos, load=job.scenario.load, rules=job.rules,
-                            work_dir=job.out_dir / label, seed=job.seed, target=job.protocol, serves_jobs=serves_jobs)
+                            work_dir=job.out_dir / label, seed=job.seed, target=job.protocol, serves_jobs=serves_jobs,
+                            rules_at=_rules_at(job))
         search(step, job.settings, start_rps=job.start_rps if planning and planning["plan"] else start_rps,
                into=result)
     except KeyboardInterrupt:

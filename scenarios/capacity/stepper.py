@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +68,8 @@ class StepRecord:
     wall_s: float
     early: bool
     work_dir: Path
+    rules: StepRules
+    """The step's own length and looks (steps sized to their rate differ)."""
 
 
 @dataclass
@@ -85,23 +88,26 @@ class StepRunner:
     """The protocol the target speaks; None: the rushhour protocol."""
     serves_jobs: bool = False
     """Whether the target's probe found the jobs API (`scenarios.capacity.targetprobe`)."""
+    rules_at: Callable[[float], StepRules] | None = None
+    """A step's rules at a given rate, when steps are sized to their rate; None: `rules` for every step."""
 
     def run(self, rate_rps: float) -> StepRecord:
         """One step at `rate_rps`: schedule, fire, judge as results come in, stop."""
         self.index += 1
         began = time.monotonic()
+        rules = self.rules_at(rate_rps) if self.rules_at is not None else self.rules
         step_dir = self.work_dir / f"step-{self.index:02d}"
         step_dir.mkdir(parents=True, exist_ok=True)
-        schedule = step_schedule(self.mix, rate_rps=rate_rps, duration_s=self.rules.schedule_s,
+        schedule = step_schedule(self.mix, rate_rps=rate_rps, duration_s=rules.schedule_s,
                                  seed=self.seed + self.index)
         schedule.to_parquet(step_dir / SCHEDULE_FILE, index=False)
-        session = StepSession(self._settings(step_dir, schedule))
+        session = StepSession(self._settings(step_dir, schedule, rules))
         sampler: StatusSampler | None = None
         parts: list[pd.DataFrame] = []
         try:
             t0 = session.start()
             sampler = StatusSampler(self.url, origin=t0).start()
-            verdict = self._watch(session, schedule, parts, t0)
+            verdict = self._watch(session, schedule, parts, t0, rules)
         except LoadError as exc:
             verdict = Assessment("invalid", GENERATOR, f"the load generator failed: {exc}", 0.0)
         finally:
@@ -110,18 +116,19 @@ class StepRunner:
         parts.append(session.poll())
         frame = live_frame(schedule, pd.concat(parts, ignore_index=True), verdict.now_s,
                            documents_via_jobs=session.settings.jobs_in_use)
-        early = verdict.now_s < self.rules.schedule_s
-        return StepRecord(self.index, rate_rps, verdict, frame, samples, time.monotonic() - began, early, step_dir)
+        early = verdict.now_s < rules.schedule_s
+        return StepRecord(self.index, rate_rps, verdict, frame, samples, time.monotonic() - began, early, step_dir,
+                          rules)
 
-    def _settings(self, step_dir: Path, schedule: pd.DataFrame) -> LoadSettings:
+    def _settings(self, step_dir: Path, schedule: pd.DataFrame, rules: StepRules) -> LoadSettings:
         return LoadSettings.from_spec(
             self.load, schedule, host=self.url, schedule_path=step_dir / SCHEDULE_FILE, work_dir=step_dir / "load",
-            duration_s=self.rules.schedule_s, target=self.target, mode="open",
+            duration_s=rules.schedule_s, target=self.target, mode="open",
             documents_via_jobs=self.load.documents_via_jobs and self.serves_jobs,
         )
 
     def _watch(self, session: LoadSession, schedule: pd.DataFrame, parts: list[pd.DataFrame],
-               t0: float) -> Assessment:
+               t0: float, rules: StepRules | None = None) -> Assessment:
         """Poll the session; judge at each planned look (`steps.look_times`), and at the end.
 
         An interim look is taken at its planned time, or sooner once every request it covers has
@@ -130,7 +137,7 @@ class StepRunner:
         pending; before that, only a call that already holds with every pending request counted
         against it (a pass, or an SLO missed) ends the step.
         """
-        rules = self.rules
+        rules = rules or self.rules
         cpu: list[float] = []
         interim = look_times(rules, self.specs)
         # a generator whose schedule is spent may end before the step does (its last request due

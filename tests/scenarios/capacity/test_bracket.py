@@ -2,27 +2,32 @@
 
 The M/D/c queues of the ground-truth tests saturate at exactly workers / service time, so the
 throughput probe's answer is known; the searches run unchanged against the simulated queue
-(`benchmarks.mdc_search.simulate_step`), each step judged with its planned looks.
+(`benchmarks.mdc_search.simulate_step`), each step judged with its planned looks and sized to
+its rate as `rushhour capacity` sizes it.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from benchmarks.mdc_search import MDC, STREAMING, Queue, found_capacities, simulate_step
-from scenarios.capacity.bracket import MARGIN, START_SHARE, plan_from_throughput, step_length
+from benchmarks.mdc_search import MDC, STREAMING, Queue, found_capacities, simulate_timed_step
+from reports.schema import SloSpec
+from scenarios.capacity.bracket import HIGHEST_START, MARGIN, knee_share, plan_from_throughput, step_length
 from scenarios.capacity.job import SloFloor, load_mix, slo_floors, step_rules
-from scenarios.capacity.search import search
+from scenarios.capacity.search import SearchResult, StepVerdict, search
 from scenarios.spec.model import load_scenario
 
 ROOT = Path(__file__).resolve().parents[3]
 SEARCHES = 30
 WRONG_MET_RATE = 0.05
+LOOSE = Queue(name="M/D/c, P99 <= 1.5 s", workers=16, service_ms=300.0, threshold_ms=1500.0, percentile=99.0,
+              min_rps=10.0, max_rps=80.0)
+"""A queue whose objective leaves room for queueing, as promo-day's do: its knee lies close to
+its throughput (53.3 answers/s), where a search started at 0.8 of it walks up one step at a time."""
 
 
 def _floors(queue: Queue) -> list[SloFloor]:
@@ -30,34 +35,105 @@ def _floors(queue: Queue) -> list[SloFloor]:
     return [SloFloor("objective", 1.0, needed, 0.0)]
 
 
+def _slos(queue: Queue) -> list[SloSpec]:
+    kind = "latency" if queue.first_ms is None else "ttft"
+    return [SloSpec(name="objective", kind=kind, percentile=queue.percentile, threshold_ms=queue.threshold_ms)]
+
+
 def _saturation(queue: Queue) -> float:
     return queue.workers * 1000.0 / queue.service_ms
 
 
-def _promo_floors() -> list[SloFloor]:
+def _promo() -> tuple[list[SloFloor], list[SloSpec]]:
     scenario = load_scenario(ROOT / "scenarios" / "promo-day.yaml")
     mix = load_mix(scenario, source="promo-day", base_dir=ROOT / "scenarios")
-    return slo_floors(mix, list(scenario.slos), 60.0)
+    return slo_floors(mix, list(scenario.slos), 60.0), list(scenario.slos)
 
 
-def test_plan_starts_below_the_throughput_with_steps_as_long_as_the_first_rate_needs() -> None:
-    floors = _promo_floors()
-    plan = plan_from_throughput(72.0, floors, precision=0.1)
+def _planned_search(queue: Queue, probe_rps: float, seed: int) -> tuple[SearchResult, float]:
+    """One simulated search planned from `probe_rps`, each step sized to its rate; the result and
+    the seconds its steps took on the step clock."""
+    plan = plan_from_throughput(probe_rps, _floors(queue), precision=0.1, slos=_slos(queue))
     assert plan is not None
-    assert plan.start_rps == pytest.approx(START_SHARE * 72.0)
+    rng = np.random.default_rng([17, seed])
+    seconds = [0.0]
+
+    def step(rate: float) -> StepVerdict:
+        verdict, now_s = simulate_timed_step(queue, rate, step_rules(plan.measure_at(rate), 250.0), rng)
+        seconds[0] += now_s
+        return verdict
+
+    return search(step, plan.settings, start_rps=plan.start_rps), seconds[0]
+
+
+def test_knee_share_leaves_room_for_the_queueing_each_objective_allows() -> None:
+    tight = knee_share(40.0, _slos(MDC))  # P99 <= 500 ms at 40 answers/s
+    assert 0.75 < tight < 0.87  # the long-run truth of that M/D/c is 0.87 of its throughput
+    assert knee_share(40.0, [*_slos(MDC), *_slos(LOOSE)]) == tight  # the tightest objective decides
+    assert tight < knee_share(53.3, _slos(LOOSE)) <= HIGHEST_START
+    # objectives on errors or shares say nothing of queueing: the cap alone
+    availability = SloSpec(name="a", kind="availability", objective=0.99)
+    assert knee_share(40.0, [availability]) == knee_share(40.0, []) == HIGHEST_START
+
+
+def test_plan_starts_at_the_estimated_knee_with_each_step_as_long_as_its_rate_needs() -> None:
+    floors, slos = _promo()
+    plan = plan_from_throughput(72.0, floors, precision=0.1, slos=slos)
+    assert plan is not None
+    assert plan.start_rps == pytest.approx(knee_share(72.0, slos) * 72.0)
+    assert plan.start_rps > 0.9 * 72.0  # promo-day's P99s of 2 s and 5 s leave room near the throughput
     paid = next(f for f in floors if f.name == "p99-paid")
     assert step_length(floors, plan.start_rps) == pytest.approx(paid.needed / (paid.share * plan.start_rps))
-    assert plan.measure_s == math.ceil(MARGIN * step_length(floors, plan.start_rps)) < 60.0
-    # the lowest rate is exactly where a step of that length holds what every SLO needs
-    assert step_length(floors, plan.settings.min_rps) == pytest.approx(plan.measure_s)
+    assert plan.measure_s == plan.measure_at(plan.start_rps) == math.ceil(MARGIN * step_length(floors, plan.start_rps))
+    # a step above the first rate is shorter, one below it longer, none past the longest
+    below, above = plan.start_rps / plan.settings.growth, plan.start_rps * plan.settings.growth
+    assert plan.measure_at(above) < plan.measure_s < plan.measure_at(below) <= 60.0
+    # the lowest rate is exactly where the longest step holds what every SLO needs
+    assert step_length(floors, plan.settings.min_rps) == pytest.approx(60.0)
+    assert plan.measure_at(plan.settings.min_rps) == 60.0
     assert plan.settings.min_rps < plan.start_rps < 72.0 < plan.settings.max_rps
     # one move of the growth factor is already within the precision: pass, fail, confirm
-    pass_rate = plan.start_rps
-    assert (pass_rate * plan.settings.growth - pass_rate) / pass_rate <= 0.1
+    assert (plan.start_rps * plan.settings.growth - plan.start_rps) / plan.start_rps <= 0.1
+
+
+@pytest.mark.parametrize("knee_share_of_throughput", [0.97, 0.91], ids=["knee-above-start", "knee-below-start"])
+def test_planned_search_near_a_knee_close_to_the_throughput_takes_three_steps(knee_share_of_throughput: float) -> None:
+    """promo-day's calibration probed 52.7 answers/s and found its knee at 51.0 req/s (0.97); a
+    plan at 0.8 of the throughput took five steps to it (three passes on the way up). Started at
+    the estimated knee the search needs a pass, a failure one precision away and the
+    confirmation, whichever side of the knee the first step falls."""
+    floors, slos = _promo()
+    plan = plan_from_throughput(52.7, floors, precision=0.1, slos=slos)
+    assert plan is not None
+    knee = knee_share_of_throughput * 52.7
+    tried: list[float] = []
+
+    def step(rate: float) -> StepVerdict:
+        tried.append(rate)
+        return StepVerdict(rate, "pass" if rate <= knee else "fail", None if rate <= knee else "p99-free")
+
+    result = search(step, plan.settings, start_rps=plan.start_rps)
+    assert len(tried) == 3 and result.confirmed, tried
+    assert result.capacity_rps is not None and result.capacity_rps <= knee < (result.first_fail or 0.0)
+
+
+def test_simulated_search_of_a_queue_with_room_reaches_a_confirmed_capacity_in_few_steps() -> None:
+    """The queue of LOOSE, simulated, with the probe reading 10% low, exactly or 10% high: a plan
+    at 0.8 of the throughput takes 4.9 steps on average (6.1 with the probe low), this plan 3.6,
+    and each search ends with a rate that passed."""
+    steps, seconds = [], []
+    for k in range(SEARCHES):
+        probe = _saturation(LOOSE) * (0.9, 1.0, 1.1)[k % 3]
+        result, took = _planned_search(LOOSE, probe, k)
+        assert result.capacity_rps is not None, result.steps
+        steps.append(len(result.steps))
+        seconds.append(took)
+    assert float(np.mean(steps)) <= 4.0, steps
+    assert float(np.mean(seconds)) <= 4.0 * 15.0 + 15.0, seconds  # 15 s windows at these rates, plus warm-ups
 
 
 def test_plan_refuses_what_gives_no_search() -> None:
-    floors = _promo_floors()
+    floors = _promo()[0]
     assert plan_from_throughput(0.0, floors, precision=0.1) is None
     assert plan_from_throughput(float("nan"), floors, precision=0.1) is None
     # a knee so low that even 60 s steps cannot show the paid P99 met at the first rate
@@ -67,8 +143,8 @@ def test_plan_refuses_what_gives_no_search() -> None:
 
 
 def test_plan_steps_never_shorter_than_the_shortest_step() -> None:
-    plan = plan_from_throughput(2000.0, _promo_floors(), precision=0.1)
-    assert plan is not None and plan.measure_s == 15.0
+    plan = plan_from_throughput(2000.0, _promo()[0], precision=0.1)
+    assert plan is not None and plan.measure_s == plan.measure_at(plan.settings.max_rps) == 15.0
 
 
 @pytest.mark.slow
@@ -77,13 +153,9 @@ def test_planned_search_finds_what_the_whole_range_search_finds_in_fewer_steps(q
     """Started from the known saturated throughput, the search reports above the long-run truth
     no more often than the stated 5%, lands where the ground-truth tests' search over the whole
     bracket lands (median within 10%), and takes fewer steps."""
-    plan = plan_from_throughput(_saturation(queue), _floors(queue), precision=0.1)
-    assert plan is not None
-    rules = step_rules(plan.measure_s, 250.0)
     found, steps = np.zeros(SEARCHES), np.zeros(SEARCHES)
     for k in range(SEARCHES):
-        step = functools.partial(simulate_step, queue, rules=rules, rng=np.random.default_rng([17, k]))
-        result = search(step, plan.settings, start_rps=plan.start_rps)
+        result, _seconds = _planned_search(queue, _saturation(queue), k)
         found[k], steps[k] = result.capacity_rps or 0.0, len(result.steps)
     truth = queue.truth()
     wide, wide_steps = found_capacities(queue, step_s=wide_step_s, searches=SEARCHES, seed=17, precision=0.1)

@@ -203,8 +203,9 @@ def test_calibrate_no_recalibrate_makes_a_stale_figure_an_invalid_run(tmp_path: 
 
 
 def test_calibrate_a_first_measurement_searches_around_the_probed_throughput_first(tmp_path: Path) -> None:
-    """The first search probes the throughput; one that ends below its lowest rate (the knee far
-    from where the probe put it) is followed by the scenario's whole range with 60 s steps."""
+    """The first search probes the throughput; one that ends below its lowest rate (the knee below
+    what a 60 s step can show) is followed by the scenario's whole range with 180 s steps: the
+    probed search already reached the lowest rate of the 60 s whole-range search."""
     scenario, path = _scenario(tmp_path)
     jobs: list[CapacityJob] = []
     said: list[str] = []
@@ -216,8 +217,10 @@ def test_calibrate_a_first_measurement_searches_around_the_probed_throughput_fir
     figure = calibrate.measure(scenario, "none", source=str(path), base_dir=path.parent, say=said.append, run=run)
     probed, whole = jobs
     assert probed.probe and not whole.probe and figure == 33.0
-    assert whole.rules.measure_s == 60.0 and whole.start_rps is None and probed.out_dir != whole.out_dir
-    assert "its throughput first" in said[0] and "60 s steps" in said[1]
+    assert probed.rules.measure_s == 60.0 and whole.rules.measure_s == 180.0
+    assert whole.start_rps is None and probed.out_dir != whole.out_dir
+    assert whole.settings.min_rps < probed.settings.min_rps
+    assert "its throughput first" in said[0] and "180 s steps" in said[1]
 
 
 def _recording(jobs: list[CapacityJob], capacity: float) -> Callable[[CapacityJob], dict[str, Any]]:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import yaml
 
-from scenarios.capacity.bracket import START_SHARE
+from scenarios.capacity.bracket import knee_share
 from scenarios.capacity.runner import _planned
 from scenarios.capacity.steps import step_schedule
 from scenarios.capacity.target import Target
@@ -92,7 +92,8 @@ def test_closed_loop_over_http_finds_the_mdc_servers_saturated_throughput(mdc_ur
 @pytest.mark.slow
 def test_a_probed_job_is_planned_around_the_mdc_servers_throughput(tmp_path: Path, mdc_url: str) -> None:
     """The runner's planning step: the probe under the condition, then the job's rates and step
-    length from it (40 answers/s saturated: the search starts near 32 req/s with 15 s steps)."""
+    lengths from it (40 answers/s saturated: the search starts near 32 req/s, the estimated knee of
+    a P99 of 500 ms, with 15 s steps)."""
     data = {"name": "mdc", "traffic": {"model": "constant:1", "duration": "60s", "seed": 3},
             "target": {"url": mdc_url}, "load": {"max_lag_p99_ms": 250},
             "slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 500}]}
@@ -106,9 +107,10 @@ def test_a_probed_job_is_planned_around_the_mdc_servers_throughput(tmp_path: Pat
     assert planning is not None and planning["plan"] is not None, said
     throughput = planning["probe"]["throughput_rps"]
     assert 0.8 * 40.0 <= throughput <= 1.1 * 40.0, said
-    assert planned.start_rps == pytest.approx(START_SHARE * throughput, rel=0.01)
+    assert planned.start_rps == pytest.approx(knee_share(throughput, job.slos) * throughput, rel=0.01)
     assert planned.rules.measure_s == planning["plan"]["step_duration_s"] < job.rules.measure_s
     assert planned.start_rps is not None
+    assert planned.measure_at is not None and planned.measure_at(planned.start_rps) == planned.rules.measure_s
     assert planned.settings.min_rps < planned.start_rps < 40.0 < planned.settings.max_rps
     assert any("throughput probe" in line for line in said) and any("searching" in line for line in said)
     unplanned, nothing = _planned(job, Target(mdc_url, None, mdc_url), "none", said.append)
