@@ -2,7 +2,7 @@
 
     search.py      bracket upward, then bisect to the precision (pure: a step is a function)
     throughput.py  the saturated throughput in seconds (a closed loop of doubling size)
-    bracket.py     a search's rates and step length planned around that throughput (pure)
+    bracket.py     a search's rates and step lengths planned around that throughput (pure)
     steps.py       one step as data: constant-rate schedule, what is known mid-step, the verdict
     stepper.py     one step for real: a Locust session, judged at its planned looks, stopped at the first call
     probe.py       the target's /v1/status during a step (utilisation) and calm between steps
