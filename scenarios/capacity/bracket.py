@@ -38,8 +38,11 @@ HIGHEST_START = 0.95
 """The first rate is at most this share of the throughput: at X itself no queue is stable."""
 QUEUEING_KINDS = ("latency", "ttft")
 """Objectives on a time that includes the wait in the queue (per-token gaps hardly do)."""
-TOP_SHARE = 1.1
-"""The highest rate the plan may try: a little above the throughput, which no rate beyond can be served at."""
+TOP_SHARE = 1.3
+"""The highest rate the plan may try. No rate above the throughput can be served, but a closed loop
+of a few users can read a batching service's throughput low (its batches stay small): the search
+walks up one precision at a time anyway, and only a search whose every rate passed (widened with
+60 s steps) costs more than a step or two past X."""
 MARGIN = 1.15
 """A step holds this many times the requests each SLO needs at its rate, so that a pass near the
 knee survives the chance shortfall of an SLO's count (a 28% share of 1,250 requests varies by
