@@ -5,7 +5,7 @@ doubling up from the lowest rate that can show every SLO met, then bisecting bac
 saturated throughput X (what the service completes with every slot busy) bounds the knee from
 above, and how far below it the knee lies depends on how much queueing the SLOs allow: a P99 of
 500 ms on a queue that completes 40 answers/s leaves little room (the long-run truth is 87% of
-X), a P99 of 2 s at 50 answers/s a great deal (97%). `knee_share` estimates it from X and the
+X), a P99 of 2 s at 50 answers/s a great deal (promo-day's calibrations found 97%). `knee_share` estimates it from X and the
 thresholds alone, and the search starts there and moves by one precision at a time: when the
 estimate is right, three steps (a pass, a failure one precision above or below it, the
 confirmation), whichever side of the knee the first step falls.
@@ -46,7 +46,7 @@ walks up one precision at a time anyway, and only a search whose every rate pass
 MARGIN = 1.15
 """A step holds this many times the requests each SLO needs at its rate, so that a pass near the
 knee survives the chance shortfall of an SLO's count (a 28% share of 1,250 requests varies by
-about 4%) and latencies that cluster a little (an effective sample size down to 1/1.15 of the
+about 4.5%) and latencies that cluster a little (an effective sample size down to 1/1.15 of the
 count). A longer margin buys little: one bad request already needs half as many again."""
 SHORTEST_STEP_S = 15.0
 LONGEST_STEP_S = 60.0
