@@ -6,9 +6,10 @@ saturated throughput X (what the service completes with every slot busy) bounds 
 above, and how far below it the knee lies depends on how much queueing the SLOs allow: a P99 of
 500 ms on a queue that completes 40 answers/s leaves little room (the long-run truth is 87% of
 X), a P99 of 2 s at 50 answers/s a great deal (promo-day's calibrations found 97%).
-`knee_share` estimates it from X and the thresholds alone, and the search starts there and moves by one precision at a time: when the
-estimate is right, three steps (a pass, a failure one precision above or below it, the
-confirmation), whichever side of the knee the first step falls.
+`knee_share` estimates it from X and the thresholds alone, and the search starts there and
+moves by one precision at a time: when the estimate is right, three steps (a pass, a failure
+one precision above or below it, the confirmation), whichever side of the knee the first step
+falls.
 
 Each step is as long as the slowest SLO needs at *its* rate, with a margin, no longer: a P99
 over 28% of the mix needs 314 requests of that share per step, which takes 60 s at 19 req/s but
