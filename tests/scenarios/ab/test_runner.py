@@ -7,7 +7,10 @@ row names, so what is checked is everything the run does around the load, with n
 
 from __future__ import annotations
 
+import functools
 import io
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,22 +20,27 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
+import yaml
+from click.testing import CliRunner
 
 from kernel.contract import AB_COLUMNS, REQUESTS_FILE, SCHEDULE_FILE
+from kernel.processes import free_port, stop_process
 from reference_server.launch import LaunchError
 from scenarios.ab.runner import AbRun
 from scenarios.ab.targets import ArmTarget
 from scenarios.ab.trials import TrialDesign, assign_rows
-from scenarios.cli.ab import each_arm_at_full_rate
+from scenarios.cli.ab import ab, each_arm_at_full_rate
 from scenarios.cli.run import prepare
 from scenarios.load.parts import PART_COLUMNS, list_parts, merge_requests, read_parts
 from scenarios.load.session import LoadSession
 from scenarios.load.sharestream import share_frames
 from scenarios.spec.plan import DrillPlan, Overrides, ScheduleDraw
+from tests.support.waiting import wait_for_http
 
 URLS = {"baseline": "http://127.0.0.1:1", "candidate": "http://127.0.0.1:2"}
 SERVICE_S = {URLS["baseline"]: 0.100, URLS["candidate"]: 0.130}
 CHUNK_ROWS = 97
+TIMED_TARGET = Path(__file__).resolve().parents[2] / "support" / "timed_target.py"
 
 
 class StandInSession(LoadSession):
@@ -108,11 +116,8 @@ def chunks_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
             sizes.append(len(frame))
             yield frame
 
-    def whole(_draw: ScheduleDraw) -> pd.DataFrame:
-        raise AssertionError("the A/B run drew its whole schedule")
-
     monkeypatch.setattr(ScheduleDraw, "chunks", spied)
-    monkeypatch.setattr(ScheduleDraw, "whole", whole)
+    monkeypatch.setattr(ScheduleDraw, "whole", _no_whole)
     monkeypatch.setattr("scenarios.ab.runner.LoadSession", StandInSession)
     monkeypatch.setattr("scenarios.ab.runner.machine_facts", dict)
     StandInSession.given = {}
@@ -170,3 +175,57 @@ def _whole(plan: DrillPlan) -> pd.DataFrame:
     d = plan.draw
     return generate_schedule(d.model, seed=d.seed, rate_scale=d.rate_scale, time_scale=d.time_scale,
                              start_clock_s=d.start_clock_s, duration_s=d.duration_s)
+
+
+@pytest.fixture
+def two_timed_targets() -> Iterator[dict[str, str]]:
+    """Two ground-truth targets (`tests/support/timed_target.py`), 50 and 60 ms; stopped by PID."""
+    started: list[subprocess.Popen[bytes]] = []
+    urls = {}
+    try:
+        for arm, delay_ms in (("baseline", 50), ("candidate", 60)):
+            port = free_port()
+            started.append(subprocess.Popen([sys.executable, str(TIMED_TARGET), str(port), str(delay_ms)],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            urls[arm] = f"http://127.0.0.1:{port}"
+            assert wait_for_http(urls[arm], proc=started[-1]), "the timed target did not start"
+        yield urls
+    finally:
+        for proc in started:
+            stop_process(proc, grace_s=2.0)
+
+
+@pytest.mark.slow
+def test_ab_command_through_locust_writes_the_whole_schedule_paths_files(
+        tmp_path: Path, two_timed_targets: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rushhour ab` end to end (Locust firing), its schedule in chunks of 37 rows: the same files
+    as the whole-schedule path, and the whole schedule never drawn."""
+    monkeypatch.setattr("scenarios.ab.runner.AbRun", functools.partial(AbRun, chunk_rows=37))
+    monkeypatch.setattr(ScheduleDraw, "whole", _no_whole)
+    scenario = tmp_path / "abt.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "name": "abt", "traffic": {"model": "constant:10", "duration": "8s", "seed": 11},
+        "target": {"url": "http://127.0.0.1:9"}, "load": {"max_lag_p99_ms": 500},
+        "slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 5000}]}))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(ab, [str(scenario), "--baseline", two_timed_targets["baseline"], "--candidate",
+                                     two_timed_targets["candidate"], "--trials", "8", "--out", str(out)])
+    assert result.exit_code in (0, 1, 3) and (out / REQUESTS_FILE).is_file(), result.output
+    monkeypatch.undo()
+    plan = each_arm_at_full_rate(prepare(str(scenario), Overrides(no_chaos=True), allow_remote=False))
+    design = TrialDesign.build(plan.duration_s, 8, 11, "requests")
+    schedule = pd.read_parquet(out / SCHEDULE_FILE)
+    pd.testing.assert_frame_equal(schedule, assign_rows(plan.draw.whole(), design, two_timed_targets))
+    assert len(schedule) > 3 * 37 and max(_row_groups(out / SCHEDULE_FILE)) <= 37
+    expected = merge_requests(schedule, read_parts(list_parts(out / "load" / "parts")))
+    for column, dtype in AB_COLUMNS.items():
+        expected[column] = schedule[column].to_numpy().astype(dtype)
+    requests = pd.read_parquet(out / REQUESTS_FILE)
+    pd.testing.assert_frame_equal(requests, expected)
+    assert max(_row_groups(out / REQUESTS_FILE)) <= 37 and requests["ok"].mean() > 0.9
+    ok = requests[requests["ok"]]
+    assert (ok.groupby("arm")["latency_ms"].min() > pd.Series({"baseline": 49.0, "candidate": 59.0})).all()
+
+
+def _no_whole(_draw: ScheduleDraw) -> pd.DataFrame:
+    raise AssertionError("the A/B run drew its whole schedule")
