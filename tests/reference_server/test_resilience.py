@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 
 from tests.support.load import run_load, start_load
-from tests.support.server import RunningServer, module_server, reset_after_each
+from tests.support.server import SMALL_CONFIG, RunningServer, module_server, reset_after_each
 
 DEADLINE_MS = 2000
 RATE_KILLED = 20.0  # requests/s sent while a node is killed, on an idle machine
 RESTART_S = 9.0  # a node's restart on an idle machine; a loaded one gets 3x its own measured start
+BREAKER = SMALL_CONFIG["breaker"]  # the module's server: open_s 1 s, min_calls 3
 
 
 def _all_healthy(status: dict[str, Any]) -> bool:
@@ -45,6 +46,12 @@ def _metric(server: RunningServer, name: str, **labels: str) -> float:
 
 
 _CALLS = itertools.count()
+
+
+def _unique(text: str) -> str:
+    """The text with a number no earlier call used: the module's server keeps its caches from test
+    to test (and into a rerun), and a cached answer would never reach the node the test is about."""
+    return f"{text} ({next(_CALLS)})"
 
 
 def _body(tag: str, *, repeat: int = 1, **fields: Any) -> Callable[[int], dict[str, Any]]:
@@ -120,14 +127,14 @@ def test_resilience_all_quality_nodes_down_degrades_to_fast(server: RunningServe
     assert scaled.status_code == 200, scaled.text
     assert scaled.json()["nodes"] == []
     for i in range(5):
-        response = server.translate(f"No quality node is left to translate sentence {i}.", mode="auto")
+        response = server.translate(_unique(f"No quality node is left to translate sentence {i}."), mode="auto")
         assert response.status_code == 200, response.text
         body = response.json()
         assert body["degraded"] is True and body["model"] == "fast" and body["node"] == "fast-0"
     assert server.admin("POST", "/admin/reset").status_code == 200
     restored = server.wait_for(_all_healthy, timeout_s=30)
     assert sorted(n["id"] for n in restored["nodes"]) == ["fast-0", "quality-0", "quality-1"]
-    body = server.translate("The quality pool is back.", mode="auto").json()
+    body = server.translate(_unique("The quality pool is back."), mode="auto").json()
     assert body["model"] == "quality" and body["degraded"] is False
 
 
@@ -135,11 +142,11 @@ def test_resilience_all_quality_nodes_down_degrades_to_fast(server: RunningServe
 def test_resilience_both_quality_nodes_killed_degrades_until_restarted(server: RunningServer) -> None:
     for node_id in ("quality-0", "quality-1"):
         assert server.admin("POST", f"/admin/nodes/{node_id}/kill").json()["state"] == "down"
-    body = server.translate("Both quality nodes were just killed.", mode="auto").json()
+    body = server.translate(_unique("Both quality nodes were just killed."), mode="auto").json()
     assert body["degraded"] is True and body["model"] == "fast"
     status = server.wait_for(lambda s: all(_node(s, n)["state"] == "ready" for n in ("quality-0", "quality-1")), timeout_s=20)
     assert all(_node(status, n)["restarts"] >= 1 for n in ("quality-0", "quality-1"))
-    body = server.translate("The supervisor brought them back.", mode="auto").json()
+    body = server.translate(_unique("The supervisor brought them back."), mode="auto").json()
     assert body["model"] == "quality" and body["degraded"] is False
 
 
@@ -150,7 +157,7 @@ def test_resilience_fault_ttl_heals_without_a_call(server: RunningServer) -> Non
     assert _node(server.status(), "quality-1")["faults"]
     time.sleep(1.3)
     assert _node(server.status(), "quality-1")["faults"] == []
-    nodes = {server.translate(f"After the fault expired, sentence {i}.").json()["node"] for i in range(6)}
+    nodes = {server.translate(_unique(f"After the fault expired, sentence {i}.")).json()["node"] for i in range(6)}
     assert "quality-1" in nodes
 
 
@@ -158,7 +165,7 @@ def test_resilience_fault_ttl_heals_without_a_call(server: RunningServer) -> Non
 def test_resilience_latency_fault_shows_in_timing(server: RunningServer) -> None:
     fault = {"kind": "latency", "latency_ms": 400, "ttl_s": 30}
     assert server.admin("POST", "/admin/nodes/quality-0/faults", json=fault).status_code == 200
-    bodies = [server.translate(f"Slow road to node zero, sentence {i}.").json() for i in range(8)]
+    bodies = [server.translate(_unique(f"Slow road to node zero, sentence {i}.")).json() for i in range(8)]
     by_node: dict[str, list[float]] = {}
     for body in bodies:
         by_node.setdefault(body["node"], []).append(body["timing"]["total_ms"])
@@ -169,15 +176,25 @@ def test_resilience_latency_fault_shows_in_timing(server: RunningServer) -> None
 
 @pytest.mark.slow
 def test_resilience_error_fault_opens_breaker_and_other_node_serves(server: RunningServer) -> None:
+    """Node zero fails every call: its breaker opens after `min_calls` failures and from then on
+    lets one probe through per `open_s` (the probe fails and opens it again). So the requests that
+    fail are those few, however long the requests take on a busy machine, and the other node
+    serves the rest."""
+    opened_before = _metric(server, "rushhour_breaker_transitions_total", node="quality-0", to="open")
     fault = {"kind": "errors", "error_rate": 1, "ttl_s": 30}
     assert server.admin("POST", "/admin/nodes/quality-0/faults", json=fault).status_code == 200
-    responses = [server.translate(f"Errors on node zero, sentence {i}.") for i in range(20)]
+    started = time.monotonic()
+    responses = [server.translate(_unique(f"Errors on node zero, sentence {i}.")) for i in range(20)]
+    elapsed_s = time.monotonic() - started
     assert {r.status_code for r in responses} <= {200, 503}
-    for failed in (r for r in responses if r.status_code == 503):
-        assert failed.json()["error"]["code"] == "node_error" and "Retry-After" in failed.headers
+    failed = [r for r in responses if r.status_code == 503]
+    for response in failed:
+        assert response.json()["error"]["code"] == "node_error" and "Retry-After" in response.headers
     assert _node(server.status(), "quality-0")["breaker"] in ("open", "half_open")
-    assert all(r.json()["node"] == "quality-1" for r in responses[-5:]), [r.status_code for r in responses]
-    assert sum(r.status_code == 200 for r in responses) >= 15
+    assert _metric(server, "rushhour_breaker_transitions_total", node="quality-0", to="open") > opened_before
+    assert all(r.json()["node"] == "quality-1" for r in responses if r.status_code == 200)
+    probes = elapsed_s / BREAKER["open_s"] + 1  # at most one half-open window per open_s, one failed probe each
+    assert len(failed) <= BREAKER["min_calls"] + probes, (len(failed), elapsed_s)
 
 
 @pytest.mark.slow
@@ -186,11 +203,11 @@ def test_resilience_reset_heals_everything(server: RunningServer) -> None:
     assert server.admin("POST", "/admin/nodes/quality-1/faults", json={"kind": "latency", "latency_ms": 50, "ttl_s": 60}).status_code == 200
     assert server.admin("POST", "/admin/nodes/fast-0/kill").status_code == 200
     for i in range(6):
-        server.translate(f"Break the breaker {i}.")
+        server.translate(_unique(f"Break the breaker {i}."))
     assert server.admin("POST", "/admin/reset").json()["reset"] is True
     status = server.wait_for(_all_healthy, timeout_s=30)
     assert len(status["nodes"]) == 3
-    assert server.translate("Everything is healed.", mode="fast").json()["node"] == "fast-0"
+    assert server.translate(_unique("Everything is healed."), mode="fast").json()["node"] == "fast-0"
 
 
 @pytest.mark.parametrize(
