@@ -64,7 +64,7 @@ class FakeCoreV1:
     def list_namespaced_endpoints(self, namespace: str, **kwargs: Any) -> V1EndpointsList:  # the name Watch reads
         self.calls.append({"namespace": namespace, **kwargs})
         if kwargs.get("watch"):
-            return FakeResponse(self.events)  # type: ignore[return-value]  # as the real API: a watch gets the raw stream
+            return FakeResponse(self.events)  # as the real API: a watch gets the raw stream
         if self.fail_lists:
             self.fail_lists -= 1
             raise client.ApiException(status=403, reason="Forbidden")

@@ -23,9 +23,8 @@ server = module_server("streaming", CONFIG)
 @pytest.fixture(scope="module")
 def client(server: RunningServer) -> Iterator[openai.OpenAI]:
     http = httpx.Client(trust_env=False, timeout=30.0)
-    # the openai stubs name their vendored httpx; at run time any httpx.Client is taken
-    yield openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", http_client=http,  # type: ignore[arg-type]
-                        max_retries=0)
+    # at run time the SDK takes any httpx.Client (its own annotations name its vendored httpx)
+    yield openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", http_client=http, max_retries=0)
     http.close()
 
 
@@ -76,7 +75,7 @@ def test_chat_completion_answers_the_last_user_message(server: RunningServer, cl
     text = sample_text(300, salt=4)
     messages = [{"role": "system", "content": "translate"}, {"role": "user", "content": "not this"},
                 {"role": "assistant", "content": "ok"}, {"role": "user", "content": text}]
-    answer = client.chat.completions.create(model="quality", messages=messages, user="tenant-a")  # type: ignore[arg-type]
+    answer = client.chat.completions.create(model="quality", messages=messages, user="tenant-a")
     assert answer.choices[0].message.content == server.translate(text, mode="quality").json()["translation"]
     assert answer.choices[0].finish_reason == "stop" and answer.object == "chat.completion"
     assert answer.usage is not None and answer.usage.completion_tokens == 300 // 4 + 1
