@@ -80,6 +80,7 @@ def mdc_url() -> Iterator[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("cpu-c")  # a closed loop judged against the server's known throughput: in a CPU lane
 def test_closed_loop_over_http_finds_the_mdc_servers_saturated_throughput(mdc_url: str) -> None:
     """4 workers holding each request 100 ms: 40 answers/s with every worker busy, never more."""
     rows = step_schedule(load_traffic_model("constant:1"), rate_rps=100.0, duration_s=10.0, seed=3)
@@ -90,6 +91,7 @@ def test_closed_loop_over_http_finds_the_mdc_servers_saturated_throughput(mdc_ur
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("cpu-c")
 def test_a_probed_job_is_planned_around_the_mdc_servers_throughput(tmp_path: Path, mdc_url: str) -> None:
     """The runner's planning step: the probe under the condition, then the job's rates and step
     lengths from it (40 answers/s saturated: the search starts near 32 req/s, the estimated knee of
