@@ -1,11 +1,11 @@
 """Packaging that cannot mix ONNX Runtime's CPU and GPU builds.
 
 The fast tests read pyproject.toml and the Makefile. The slow one (built once per session by a
-module fixture, about half a minute with a reachable index) asks pip what `rushhour[gpu]`
-resolves to, then installs that ONNX Runtime into a throwaway virtual environment and checks
-that it offers CUDA, is the only ONNX Runtime there, and — with no GPU here — falls back to the
-CPU, which is what `require_provider: cuda` catches. It skips, saying why, when the package
-index cannot be reached.
+module fixture) asks pip what `rushhour[gpu]` resolves to, then installs that ONNX Runtime, with
+the packages it needs exactly as the resolver chose them (no second resolution, nothing
+byte-compiled), into a throwaway virtual environment and checks that it offers CUDA, is the only
+ONNX Runtime there, and — with no GPU here — falls back to the CPU, which is what
+`require_provider: cuda` catches. It skips, saying why, when the package index cannot be reached.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from reference_server.model.providers import RUNTIME_DISTRIBUTIONS, installed_runtimes
 
@@ -87,6 +89,33 @@ def _tiny_model(path: Path) -> Path:
     return path
 
 
+def _runtime_closure(items: list[dict]) -> list[dict]:
+    """The resolved ONNX Runtime builds and, transitively, the resolved packages they require
+    without an extra: what installing the runtime alone brings, each as the resolver chose it."""
+    by_name = {canonicalize_name(item["metadata"]["name"]): item for item in items}
+    todo, seen = [name for name in by_name if name in RUNTIME_DISTRIBUTIONS], []
+    while todo:
+        name = todo.pop(0)
+        if name in seen:
+            continue
+        seen.append(name)
+        for text in by_name[name]["metadata"].get("requires_dist") or []:
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(canonicalize_name(requirement.name))
+    return [by_name[name] for name in seen]
+
+
+def test_the_runtime_closure_follows_requirements_without_extras() -> None:
+    def item(name: str, *requires: str) -> dict:
+        return {"metadata": {"name": name, "version": "1", "requires_dist": list(requires)}}
+
+    items = [item("rushhour", "numpy", "onnxruntime-gpu[cuda]"), item("onnxruntime-gpu", "numpy>=1", "Packaging",
+             'nvidia-cuda-runtime; extra == "cuda"', 'sympy; extra == "symbolic"'), item("numpy"),
+             item("packaging"), item("nvidia-cuda-runtime")]
+    assert [i["metadata"]["name"] for i in _runtime_closure(items)] == ["onnxruntime-gpu", "numpy", "packaging"]
+
+
 @pytest.fixture(scope="module")
 def gpu_env(tmp_path_factory: pytest.TempPathFactory) -> GpuEnv:
     work = tmp_path_factory.mktemp("gpu-extra")
@@ -102,8 +131,8 @@ def gpu_env(tmp_path_factory: pytest.TempPathFactory) -> GpuEnv:
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    pins = [f"{name}=={version}" for name, version in runtimes]
-    installed = _pip("--python", str(python), "install", "--quiet", *pins)
+    artifacts = [f"{item['metadata']['name']} @ {item['download_info']['url']}" for item in _runtime_closure(items)]
+    installed = _pip("--python", str(python), "install", "--quiet", "--no-deps", "--no-compile", *artifacts)
     assert installed.returncode == 0, installed.stderr[-3000:]
     checked = subprocess.run([str(python), "-c", _CHECK, str(_tiny_model(work / "tiny.onnx"))], capture_output=True,
                              text=True, timeout=120, check=False)
