@@ -28,12 +28,12 @@ def report(results_dir: Path, baseline: Path | None) -> None:
     from reports.results import ResultsError
     from scenarios.run.rebuild import rebuild_results
 
-    if results_dir.is_dir() and baseline is None:
-        _report_ab(results_dir)
     rebuilt = rebuild_results(results_dir) if results_dir.is_dir() else None
     if rebuilt is not None:
         click.echo(f"rebuilt the results of an interrupted run: {rebuilt.recorded} answered request(s) from "
                    f"{rebuilt.parts} part file(s); {rebuilt.survivors} process(es) of the run still alive", err=True)
+    if results_dir.is_dir() and baseline is None:
+        _report_ab(results_dir)
     try:
         summary = build_reports(results_dir, baseline=baseline)
     except ResultsError as exc:

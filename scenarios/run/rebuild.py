@@ -5,7 +5,9 @@ they go; only the merge into `requests.parquet`, the leak audit and the final ev
 teardown. A results folder whose timeline has no `run_end` never got that far, and
 `rushhour report DIR` calls `rebuild_results` first: it merges the part files onto the schedule
 (unsent rows stay "not sent"), checks which recorded processes of the run are still alive, and
-closes the timeline with an `abort` (so the verdict is "invalid") and a `run_end`.
+closes the timeline with an `abort` (so the verdict is "invalid") and a `run_end`. A killed
+`rushhour ab` run keeps its arm and trial columns (they are in its schedule), so the rebuilt
+folder is still an A/B run, judged invalid by its own report.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from kernel.atomic import write_json_atomic, write_parquet_atomic
-from kernel.contract import EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE, SERVER_METRICS_FILE
+from kernel.contract import AB_COLUMNS, EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE, SERVER_METRICS_FILE
 from scenarios.load.merge import merge_to_file
 from scenarios.load.parts import list_parts
 from scenarios.run.audit import AUDIT_FILE, LeakAudit, process_findings
@@ -71,12 +74,20 @@ def _via_jobs(root: Path) -> bool:
     return scenario.load.jobs_in_use
 
 
+def _carried(schedule: Path) -> dict[str, str] | None:
+    """The A/B columns the schedule holds (an `ab` run's), carried into requests.parquet."""
+    names = set(pq.read_schema(schedule).names)
+    carried = {name: dtype for name, dtype in AB_COLUMNS.items() if name in names}
+    return carried or None
+
+
 def rebuild_results(root: Path) -> Rebuilt | None:
     """Rebuild an interrupted run's results in `root`; None when there is nothing to rebuild."""
     if not needs_rebuild(root):
         return None
     parts = list_parts(root / PARTS_DIR)
-    merge_to_file(root / SCHEDULE_FILE, parts, root / REQUESTS_FILE, documents_via_jobs=_via_jobs(root))
+    merge_to_file(root / SCHEDULE_FILE, parts, root / REQUESTS_FILE, documents_via_jobs=_via_jobs(root),
+                  keep=_carried(root / SCHEDULE_FILE))
     requests = pd.read_parquet(root / REQUESTS_FILE, columns=["done_s"])
     if not (root / SERVER_METRICS_FILE).is_file():
         write_parquet_atomic(metrics_frame([]), root / SERVER_METRICS_FILE)

@@ -85,3 +85,29 @@ def test_finished_run_is_never_rebuilt(tmp_path: Path) -> None:
     (tmp_path / "events.jsonl").write_text('{"type": "run_end", "t_s": 3.0, "duration_s": 3.0}\n')
     assert not needs_rebuild(tmp_path) and rebuild_results(tmp_path) is None
     assert not needs_rebuild(tmp_path / "nothing-here")
+
+
+@pytest.mark.slow
+def test_report_rebuilds_a_killed_ab_run_as_an_ab_run_and_calls_it_invalid(
+        tmp_path: Path, make_schedule: Callable[..., pd.DataFrame]) -> None:
+    from scenarios.ab.trials import TrialDesign
+
+    design = TrialDesign.build(4.0, 8, 5)
+    schedule = make_schedule(10.0, 4.0)
+    trial = (schedule["offset_s"].to_numpy() // design.trial_s).astype("int64")
+    schedule = schedule.assign(trial=trial, arm=np.array(design.arms, dtype=object)[trial])
+    root = tmp_path / "killed-ab"
+    _killed_run(root, schedule, answered=20)
+    ab_event = {"type": "ab", "t_s": 0.0, "threshold": 1.1, "confidence": 0.9, "design": design.as_dict(),
+                "targets": {"baseline": "http://127.0.0.1:1", "candidate": "http://127.0.0.1:2"}}
+    events = (root / "events.jsonl").read_text().split("\n")
+    (root / "events.jsonl").write_text("\n".join([events[0], json.dumps(ab_event), events[1]]))
+    result = CliRunner().invoke(report, [str(root)])
+    assert result.exit_code == 3, result.output
+    assert "rebuilt the results of an interrupted run: 20 answered request(s)" in result.output
+    requests = pd.read_parquet(root / "requests.parquet")
+    assert requests["arm"].tolist() == schedule["arm"].tolist()
+    assert requests["trial"].tolist() == schedule["trial"].tolist()
+    doc = json.loads((root / "ab.json").read_text())
+    assert doc["exit_code"] == 3 and any("rebuilt them from 2 part file(s)" in reason for reason in doc["aborted"])
+    assert not (root / "summary.json").exists()  # judged as the A/B run it was, not as a drill
