@@ -174,14 +174,19 @@ def test_slowdown_worker_sleeps_factor_minus_one_times_compute() -> None:
 
 @pytest.mark.slow
 def test_slowdown_factor_two_doubles_infer_time_and_halves_throughput() -> None:
+    """Measured side by side: three rounds of an untouched node then a slowed one, judged on the
+    median of the rounds' ratios, so a stall of the machine during one run moves one round."""
     count = 10
-    base_times, base_wall = asyncio.run(_serve(None, count))
-    slow_times, slow_wall = asyncio.run(_serve(2.0, count))
-    base_ms, slow_ms = statistics.median(base_times), statistics.median(slow_times)
-    assert base_ms >= COMPUTE_S * 1000 * 0.9
-    assert 1.7 < slow_ms / base_ms < 2.6, (base_ms, slow_ms)
-    base_rps, slow_rps = count / base_wall, count / slow_wall
-    assert 0.38 < slow_rps / base_rps < 0.6, (base_rps, slow_rps)  # capacity halves, not only latency
+    time_ratios, rate_ratios = [], []
+    for _ in range(3):
+        base_times, base_wall = asyncio.run(_serve(None, count))
+        slow_times, slow_wall = asyncio.run(_serve(2.0, count))
+        base_ms, slow_ms = statistics.median(base_times), statistics.median(slow_times)
+        assert base_ms >= COMPUTE_S * 1000 * 0.9
+        time_ratios.append(slow_ms / base_ms)
+        rate_ratios.append((count / slow_wall) / (count / base_wall))
+    assert 1.7 < statistics.median(time_ratios) < 2.6, time_ratios
+    assert 0.38 < statistics.median(rate_ratios) < 0.6, rate_ratios  # capacity halves, not only latency
 
 
 def test_slowdown_debt_of_decode_steps_is_slept_in_slices(monkeypatch: pytest.MonkeyPatch) -> None:
