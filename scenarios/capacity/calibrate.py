@@ -211,7 +211,7 @@ def measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path, 
             wider = widened(job, entry)
             if wider is None:
                 break
-            say(f"every rate up to {job.settings.max_rps:g} req/s passed: that is a lower bound, searching above it")
+            say(f"every rate up to {wider.settings.min_rps:g} req/s passed: that is a lower bound, searching above it")
             job = wider
         if not entry.get("below_min"):
             break

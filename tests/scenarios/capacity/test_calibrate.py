@@ -244,3 +244,21 @@ def test_calibrate_a_remeasure_starts_next_to_the_known_figure_without_a_probe(t
     calibrate.measure(scenario, "none", source=str(path), base_dir=path.parent, say=lambda _t: None,
                       run=_recording(jobs, 30.0), known_fail=40.0)
     assert [job.probe for job in jobs] == [False] and jobs[0].settings.max_rps == 40.0
+
+
+def test_calibrate_names_the_highest_rate_that_passed_when_a_planned_search_ends_at_its_top(tmp_path: Path) -> None:
+    """A search planned around the probe tops out below the scenario's whole range: the widening
+    message names the top it reached, not the range's."""
+    scenario, path = _scenario(tmp_path)
+    said: list[str] = []
+    jobs: list[CapacityJob] = []
+
+    def run(job: CapacityJob) -> dict[str, Any]:
+        jobs.append(job)
+        return _search_document(job.settings.max_rps * 0.4, ceiling=True) if len(jobs) == 1 else _search_document(
+            job.settings.min_rps * 1.2)
+
+    calibrate.measure(scenario, "none", source=str(path), base_dir=path.parent, say=said.append, run=run)
+    top = jobs[0].settings.max_rps * 0.4
+    [message] = [line for line in said if "lower bound" in line]
+    assert message.startswith(f"every rate up to {top:g} req/s passed")
