@@ -112,7 +112,7 @@ class RowAssigner:
 
     Each row's coin (the per-request design) comes from one stream drawn in row order, a chunk's
     rows at a time; numpy draws uniforms one by one, so the pieces hold the numbers one draw for
-    the whole schedule would. A conversation whose first turn lay in an earlier chunk keeps that
+    the whole schedule would. A conversation whose first turn lay in a chunk before this one keeps that
     turn's trial: the sessions seen are remembered (a schedule of conversations comes whole anyway).
     """
 
