@@ -39,11 +39,13 @@ HIGHEST_START = 0.95
 """The first rate is at most this share of the throughput: at X itself no queue is stable."""
 QUEUEING_KINDS = ("latency", "ttft")
 """Objectives on a time that includes the wait in the queue (per-token gaps hardly do)."""
-TOP_SHARE = 1.3
+TOP_SHARE = 4.0
 """The highest rate the plan may try. No rate above the throughput can be served, but a closed loop
-of a few users can read a batching service's throughput low (its batches stay small): the search
-walks up one precision at a time anyway, and only a search whose every rate passed (widened with
-60 s steps) costs more than a step or two past X."""
+of a few users can read a batching service's throughput low (its batches stay small, or the
+machine was busy for the probe's few seconds): past the throughput the search's growth squares
+with each pass (1.1, 1.21, 1.46, 2), so a probe that read half the truth costs two or three more
+steps in the same search, and only a search whose every rate up to here passed is searched again
+(widened, with the calibration's fixed steps)."""
 MARGIN = 1.15
 """A step holds this many times the requests each SLO needs at its rate, so that a pass near the
 knee survives the chance shortfall of an SLO's count (a 28% share of 1,250 requests varies by
@@ -120,5 +122,6 @@ def plan_from_throughput(throughput_rps: float, floors: list[SloFloor], *, preci
     top = TOP_SHARE * throughput_rps
     if not lowest < start < top:
         return None
-    settings = SearchSettings(min_rps=lowest, max_rps=top, precision=precision, growth=growth)
+    settings = SearchSettings(min_rps=lowest, max_rps=top, precision=precision, growth=growth,
+                              accelerate_above=throughput_rps)
     return ProbePlan(throughput_rps, start, window_s(floors, start, longest_s), settings, tuple(floors), longest_s)

@@ -149,9 +149,9 @@ def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir
     previous = _previous(scenario, condition) or (_previous(scenario, HEALTHY) if condition == N_MINUS_ONE else None)
     previous = previous if previous is not None and previous > low and known_fail is None else None
     top = known_fail if known_fail is not None and known_fail > low else max(low * CALIBRATION_SPAN, (previous or 0) * 2)
-    settings = SearchSettings(min_rps=low, max_rps=top,
-                              precision=CALIBRATION_PRECISION,
-                              growth=REMEASURE_GROWTH if previous else 2.0)
+    # the drill runs on the same generator: a rate it cannot drive bounds the calibration
+    settings = SearchSettings(min_rps=low, max_rps=top, precision=CALIBRATION_PRECISION,
+                              growth=REMEASURE_GROWTH if previous else 2.0, generator_limits=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return CapacityJob(
         scenario=scenario, source=source, base_dir=base_dir, mix=mix, slos=list(scenario.slos),

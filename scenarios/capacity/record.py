@@ -99,7 +99,8 @@ def _text(result: SearchResult, require_rps: float | None) -> str:
         return f">= {result.last_pass:.1f} req/s: every rate up to --max-rps passed"
     if result.last_pass is None or result.first_fail is None:  # interrupted before a bracket
         return "not measured: the search stopped before it bracketed the capacity"
-    text = f"{result.last_pass:.1f} req/s (fails at {result.first_fail:.1f}, limited by {result.limiting}"
+    limited = "the load generator" if result.limiting == GENERATOR else result.limiting
+    text = f"{result.last_pass:.1f} req/s (fails at {result.first_fail:.1f}, limited by {limited}"
     text += ", confirmed by a second step)" if result.confirmed else ")"
     if require_rps is not None:
         text += f"; required {require_rps:g}"
@@ -114,7 +115,8 @@ def condition_entry(name: str, result: SearchResult, steps: list[dict[str, Any]]
         "condition": name, "capacity_rps": result.capacity_rps,
         "bracket": [result.last_pass, result.first_fail],
         "limiting_slo": None if result.limiting == GENERATOR else result.limiting,
-        "generator_bound": result.generator_bound, "ceiling": result.ceiling, "below_min": result.below_min,
+        "generator_bound": result.generator_bound, "generator_limit": result.generator_limit,
+        "ceiling": result.ceiling, "below_min": result.below_min,
         "confirmed": result.confirmed,
         "meets_requirement": None if require_rps is None else bool(
             result.capacity_rps is not None and result.capacity_rps >= require_rps),

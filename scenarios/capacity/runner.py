@@ -108,7 +108,8 @@ def _planned(job: CapacityJob, target: Target, label: str, say: Callable[[str], 
     say(f"[{label}] searching {plan.settings.min_rps:.1f}-{plan.settings.max_rps:.1f} req/s from "
         f"{plan.start_rps:.1f} ({plan.start_rps / plan.throughput_rps:.2f} of the throughput), each step as long "
         f"as its rate needs ({plan.measure_s:g} s at the first)")
-    planned = dataclasses.replace(job, settings=plan.settings, start_rps=plan.start_rps, measure_at=plan.measure_at,
+    settings = dataclasses.replace(plan.settings, generator_limits=job.settings.generator_limits)
+    planned = dataclasses.replace(job, settings=settings, start_rps=plan.start_rps, measure_at=plan.measure_at,
                                   rules=step_rules(plan.measure_s, job.scenario.load.max_lag_p99_ms))
     return planned, {"probe": saturation.as_dict(), "plan": plan.as_dict()}
 

@@ -8,6 +8,11 @@ passing rate below the lowest failing one.
 Before a capacity is reported it is confirmed: one more step at that rate. Each step's wrong
 "met" has a chance of at most 5%, and a search takes many steps, so the one figure printed is
 checked twice; a confirmation that fails makes that rate a failure and the search goes on below.
+
+A step the load generator could not drive (invalid) ends the search by default: the answer is
+then "at least the last pass". A calibration, whose drill runs on the same generator, asks for
+`generator_limits` instead: such a rate is the highest this machine can offer, so it counts as a
+failure limited by the generator and the search goes on below it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ __all__ = ["SearchResult", "SearchSettings", "StepVerdict", "search"]
 Verdict = Literal["pass", "fail", "invalid"]
 MAX_STEPS = 40
 MAX_CONFIRMATIONS = 2
+GENERATOR_LIMIT = "generator"
+"""The `limiting` of a failure that is the generator's (with `generator_limits`)."""
+MAX_GROWTH = 2.0
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,13 @@ class SearchSettings:
     growth: float = 2.0
     max_steps: int = MAX_STEPS
     confirm: bool = True
+    accelerate_above: float | None = None
+    """From a pass at or above this rate, each further pass squares the growth (1.1, 1.21, 1.46,
+    then at most 2): a search planned from a throughput that read low climbs to the knee in a few
+    steps instead of one precision at a time."""
+    generator_limits: bool = False
+    """Count a step the generator could not drive as a failure limited by the generator (and go
+    on below it) instead of ending the search there."""
 
     def __post_init__(self) -> None:
         if not 0 < self.min_rps < self.max_rps:
@@ -68,6 +83,8 @@ class SearchResult:
     limiting: str | None = None
     confirmed: bool | None = None
     """True when a second step at the capacity passed too; None when no confirmation ran."""
+    generator_limit: float | None = None
+    """The lowest rate the generator could not drive, with `generator_limits` (None: none seen)."""
 
     @property
     def capacity_rps(self) -> float | None:
@@ -102,7 +119,8 @@ def search(step: StepFn, settings: SearchSettings, *, start_rps: float | None = 
         return result
     for _ in range(MAX_CONFIRMATIONS):
         _bisect(step, settings, result)
-        if not settings.confirm or result.generator_bound or result.last_pass is None or _confirm(step, result):
+        if (not settings.confirm or result.generator_bound or result.last_pass is None
+                or _confirm(step, result, settings)):
             break
         if result.last_pass is None and not _walk_below(step, settings, result):
             break
@@ -121,17 +139,17 @@ def _walk_below(step: StepFn, settings: SearchSettings, result: SearchResult) ->
 def _bisect(step: StepFn, settings: SearchSettings, result: SearchResult) -> None:
     while not result.narrow_enough(settings.precision) and len(result.steps) < settings.max_steps:
         assert result.last_pass is not None and result.first_fail is not None
-        if not _take(step, math.sqrt(result.last_pass * result.first_fail), result):
+        if not _take(step, math.sqrt(result.last_pass * result.first_fail), result, settings):
             break
 
 
-def _confirm(step: StepFn, result: SearchResult) -> bool:
+def _confirm(step: StepFn, result: SearchResult, settings: SearchSettings) -> bool:
     """One more step at the capacity; True when the search is over (confirmed, or cannot go on).
     A failed confirmation makes that rate the first failure and the highest pass below it (if
     any) the new candidate."""
     rate = result.last_pass
     assert rate is not None
-    if not _take(step, rate, result):
+    if not _take(step, rate, result, settings):
         return True
     if result.steps[-1].verdict == "pass":
         result.confirmed = True
@@ -145,8 +163,9 @@ def _confirm(step: StepFn, result: SearchResult) -> bool:
 
 def _bracket(step: StepFn, settings: SearchSettings, result: SearchResult, rate: float) -> bool:
     """Walk up until a failure (True), or stop at the ceiling, below the minimum or when invalid."""
+    growth = settings.growth
     while len(result.steps) < settings.max_steps:
-        if not _take(step, rate, result):
+        if not _take(step, rate, result, settings):
             return False
         if result.first_fail is not None:
             if result.last_pass is None and rate > settings.min_rps:
@@ -155,13 +174,18 @@ def _bracket(step: StepFn, settings: SearchSettings, result: SearchResult, rate:
             return result.last_pass is not None
         if rate >= settings.max_rps:
             return False
-        rate = min(rate * settings.growth, settings.max_rps)
+        if settings.accelerate_above is not None and rate >= settings.accelerate_above:
+            growth = min(growth * growth, MAX_GROWTH)
+        rate = min(rate * growth, settings.max_rps)
     return False
 
 
-def _take(step: StepFn, rate: float, result: SearchResult) -> bool:
+def _take(step: StepFn, rate: float, result: SearchResult, settings: SearchSettings) -> bool:
     """Run one step and fold it in; False when the search cannot go on (generator-bound)."""
     verdict = step(rate)
+    if verdict.verdict == "invalid" and settings.generator_limits:
+        result.generator_limit = min(rate, result.generator_limit or rate)
+        verdict = StepVerdict(rate, "fail", GENERATOR_LIMIT, verdict.reason)
     result.steps.append(verdict)
     if verdict.verdict == "invalid":
         result.generator_bound = True

@@ -236,6 +236,7 @@ def test_calibrate_a_probed_search_that_finds_the_capacity_is_the_only_one(tmp_p
     figure = calibrate.measure(scenario, "none", source=str(path), base_dir=path.parent, say=lambda _t: None,
                                run=_recording(jobs, 41.0))
     assert figure == 41.0 and [job.probe for job in jobs] == [True]
+    assert jobs[0].settings.generator_limits  # the drill's own generator bounds what it may report
 
 
 def test_calibrate_a_remeasure_starts_next_to_the_known_figure_without_a_probe(tmp_path: Path) -> None:

@@ -55,6 +55,39 @@ def test_search_generator_bound_answers_at_least_the_last_pass() -> None:
     assert result.generator_bound and result.capacity_rps == 40 and tried == [10, 20, 40, 80]
 
 
+def test_search_with_generator_limits_walks_down_from_a_first_step_it_could_not_drive() -> None:
+    """A calibration's first step at a rate the generator cannot drive is a failure of the
+    machine: the search goes on below it and reports a confirmed pass under that rate."""
+    step, tried = _service(500.0, generator_limit=85.0)
+    settings = SearchSettings(min_rps=20, max_rps=120, precision=0.1, growth=1.0999, generator_limits=True)
+    result = search(step, settings, start_rps=88.9)
+    assert tried[0] == 88.9 and not result.generator_bound and result.generator_limit == 88.9
+    assert result.capacity_rps is not None and result.capacity_rps <= 85.0 and result.confirmed
+    assert result.first_fail is not None and (result.first_fail - result.capacity_rps) / result.capacity_rps <= 0.1
+    assert result.limiting == "generator"
+
+
+def test_search_with_generator_limits_keeps_the_service_limit_below_the_generator_limit() -> None:
+    step, _ = _service(40.0, generator_limit=85.0)
+    result = search(step, SearchSettings(min_rps=10, max_rps=200, precision=0.1, generator_limits=True))
+    assert result.capacity_rps is not None and result.capacity_rps <= 40.0 < (result.first_fail or 0)
+    assert result.limiting == "p99" and result.generator_limit is None
+
+
+def test_search_accelerates_past_the_given_rate_and_reaches_a_far_knee_in_few_steps() -> None:
+    """A plan from a throughput that read half the truth: one precision at a time up to it, then
+    each pass squares the growth, and the bisection narrows the wider bracket."""
+    step, tried = _service(78.0)
+    settings = SearchSettings(min_rps=10, max_rps=4 * 42.0, precision=0.1, growth=1.0999, accelerate_above=42.0)
+    result = search(step, settings, start_rps=40.0)
+    assert [round(rate, 1) for rate in tried[:5]] == [40.0, 44.0, 53.2, 77.9, 155.8]
+    assert result.capacity_rps is not None and result.capacity_rps <= 78.0 < (result.first_fail or 0)
+    assert result.confirmed and len(tried) <= 9
+    plain, plain_tried = _service(78.0)
+    search(plain, SearchSettings(min_rps=10, max_rps=4 * 42.0, precision=0.1, growth=1.0999), start_rps=40.0)
+    assert len(tried) < len(plain_tried)
+
+
 def test_search_a_start_above_capacity_walks_down_then_bisects() -> None:
     step, tried = _service(30.0)
     result = search(step, SearchSettings(min_rps=5, max_rps=200, precision=0.1), start_rps=50)

@@ -104,8 +104,8 @@ def test_a_probed_job_is_planned_around_the_mdc_servers_throughput(tmp_path: Pat
     job = build_job(str(path), target_url=mdc_url, slos=(), faults="none", min_rps=20.0, max_rps=80.0,
                     precision=0.1, step_s=60.0, require_rps=None, out=tmp_path / "out", allow_remote=False, seed=None)
     said: list[str] = []
-    planned, planning = _planned(dataclasses.replace(job, probe=True), Target(mdc_url, None, mdc_url), "none",
-                                 said.append)
+    calibrating = dataclasses.replace(job, probe=True, settings=dataclasses.replace(job.settings, generator_limits=True))
+    planned, planning = _planned(calibrating, Target(mdc_url, None, mdc_url), "none", said.append)
     assert planning is not None and planning["plan"] is not None, said
     throughput = planning["probe"]["throughput_rps"]
     assert 0.8 * 40.0 <= throughput <= 1.1 * 40.0, said
@@ -114,6 +114,7 @@ def test_a_probed_job_is_planned_around_the_mdc_servers_throughput(tmp_path: Pat
     assert planned.start_rps is not None
     assert planned.measure_at is not None and planned.measure_at(planned.start_rps) == planned.rules.measure_s
     assert planned.settings.min_rps < planned.start_rps < 40.0 < planned.settings.max_rps
+    assert planned.settings.generator_limits and planned.settings.accelerate_above == pytest.approx(throughput)
     assert any("throughput probe" in line for line in said) and any("searching" in line for line in said)
     unplanned, nothing = _planned(job, Target(mdc_url, None, mdc_url), "none", said.append)
     assert unplanned is job and nothing is None
