@@ -17,7 +17,7 @@ ORT_OTHER := onnxruntime-gpu
 STAMP     := $(VENV)/.rushhour-installed
 endif
 
-.PHONY: install install-gpu drill test test-fast bench clean redis-server prometheus kserve
+.PHONY: install install-gpu drill test test-deps debian-packages test-fast bench clean redis-server prometheus kserve
 
 INSTALL_LOG := $(VENV)/install.log
 
@@ -46,12 +46,14 @@ drill: $(STAMP)
 
 # The L2-cache tests need a real redis-server; install it when missing and we may (root),
 # otherwise those tests skip and say why.
+REDIS_SERVER = command -v redis-server >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; } || true
 redis-server:
-	@command -v redis-server >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; } || true
+	@$(REDIS_SERVER)
 
 # The live-metrics test needs a real Prometheus and promtool: same rule as redis-server.
+PROMETHEUS = command -v prometheus >/dev/null && command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; } || true
 prometheus:
-	@command -v prometheus >/dev/null && command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; } || true
+	@$(PROMETHEUS)
 
 # The KServe ModelServer test drills a real KServe server, which cannot share .venv
 # (kserve needs pandas<3 and protobuf<7): it gets its own, built once. Without the package index
@@ -69,6 +71,16 @@ $(KSERVE_STAMP):
 
 kserve: $(KSERVE_STAMP)
 
+# What make test needs, installed side by side: the package into .venv, kserve into its own
+# environment and the Debian packages do not depend on one another (the Debian packages go one
+# after the other, since apt holds a lock).
+test-deps:
+	@$(MAKE) --no-print-directory -j3 $(STAMP) debian-packages kserve
+
+debian-packages:
+	@$(REDIS_SERVER)
+	@$(PROMETHEUS)
+
 # The suite runs in parallel (pytest-xdist): four workers on two cores, since many tests wait
 # (servers booting, drills running in real time). Tests of one xdist_group run on one worker: a
 # module's shared server boots once, and the drills, capacity searches and timing-sensitive server
@@ -82,7 +94,7 @@ TEST_WORKERS ?= 4
 TEST_RERUNS  ?= 2
 PYTEST_ARGS  ?=
 
-test: $(STAMP) redis-server prometheus kserve
+test: test-deps
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder -rR \
 		--reruns $(TEST_RERUNS) --reruns-delay 5 $(PYTEST_ARGS)
 
