@@ -14,9 +14,9 @@ import pandas as pd
 
 from reports.cost import compute_cost
 from reports.schema import CostModel
-from scenarios.capacity.search import SearchResult, StepVerdict
+from scenarios.capacity.search import GENERATOR, SearchResult, StepVerdict
 from scenarios.capacity.stepper import StepRecord
-from scenarios.capacity.steps import GENERATOR, StepRules
+from scenarios.capacity.steps import StepRules
 
 __all__ = ["condition_entry", "pool_usage", "step_entry", "verdict_of"]
 

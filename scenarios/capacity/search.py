@@ -27,8 +27,9 @@ __all__ = ["SearchResult", "SearchSettings", "StepVerdict", "search"]
 Verdict = Literal["pass", "fail", "invalid"]
 MAX_STEPS = 40
 MAX_CONFIRMATIONS = 2
-GENERATOR_LIMIT = "generator"
-"""The `limiting` of a failure that is the generator's (with `generator_limits`)."""
+GENERATOR = "generator"
+"""The `limiting` of a step the load generator could not drive (and of the failure it counts as,
+with `generator_limits`)."""
 MAX_GROWTH = 2.0
 
 
@@ -185,7 +186,7 @@ def _take(step: StepFn, rate: float, result: SearchResult, settings: SearchSetti
     verdict = step(rate)
     if verdict.verdict == "invalid" and settings.generator_limits:
         result.generator_limit = min(rate, result.generator_limit or rate)
-        verdict = StepVerdict(rate, "fail", GENERATOR_LIMIT, verdict.reason)
+        verdict = StepVerdict(rate, "fail", GENERATOR, verdict.reason)
     result.steps.append(verdict)
     if verdict.verdict == "invalid":
         result.generator_bound = True

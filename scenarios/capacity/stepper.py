@@ -20,8 +20,8 @@ import pandas as pd
 from kernel.contract import SCHEDULE_FILE
 from reports.schema import SloSpec
 from scenarios.capacity.probe import StatusSampler
+from scenarios.capacity.search import GENERATOR
 from scenarios.capacity.steps import (
-    GENERATOR,
     Assessment,
     StepRules,
     assess,

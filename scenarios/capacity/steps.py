@@ -21,6 +21,7 @@ import pandas as pd
 from reports.schema import LATENCY_KINDS, SloSpec
 from reports.sequential import LOOKS, look_fractions
 from reports.stepstats import SloCall, judge_slos, step_figures
+from scenarios.capacity.search import GENERATOR
 from scenarios.load.health import generator_figures
 from scenarios.load.parts import merge_requests
 from traffic_models import generate_schedule
@@ -33,7 +34,6 @@ DEFAULT_MEASURE_S = 30.0
 ACHIEVED_SHARE = 0.98
 CPU_SATURATED = 0.95
 THROUGHPUT = "throughput"
-GENERATOR = "generator"
 SPARE_ROWS = 1.3  # draw the mix at a higher rate, so that rate x duration rows are (nearly) always there
 SETTLE_S = 5.0
 
