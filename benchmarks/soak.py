@@ -38,25 +38,10 @@ WARM_S = 60.0
 MB = 1024 * 1024
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of a process and all its descendants (0 once it is gone)."""
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return 0
-    total = 0
-    for proc in procs:
-        try:
-            total += proc.memory_info().rss
-        except psutil.NoSuchProcess:
-            continue
-    return total
-
-
-def rss_by_process(pid: int) -> dict[str, float]:
-    """Resident MB of the drill's own process ("run") and of each process under it, named by
-    its executable and PID, so a growth can be traced to the process that grows."""
+def rss_by_process(pid: int) -> dict[str, int]:
+    """Resident bytes of the drill's own process ("run") and of each process under it, named by
+    its executable and PID, so a growth can be traced to the process that grows ({} once it is
+    gone); their sum is the harness's total."""
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
@@ -65,8 +50,7 @@ def rss_by_process(pid: int) -> dict[str, float]:
     out = {}
     for proc in procs:
         try:
-            name = "run" if proc.pid == pid else f"{proc.name()}-{proc.pid}"
-            out[name] = round(proc.memory_info().rss / MB, 1)
+            out["run" if proc.pid == pid else f"{proc.name()}-{proc.pid}"] = proc.memory_info().rss
         except psutil.NoSuchProcess:
             continue
     return out
@@ -104,8 +88,8 @@ def run_soak(rate: float, duration: str, every_s: float, workdir: Path) -> dict[
         with (workdir / "drill.log").open("w") as log:
             drill = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
             loads: list[float] = []
-            by_process: list[tuple[float, dict[str, float]]] = []
-            samples = _sample(drill, every_s, loads, by_process)
+            by_process = _sample(drill, every_s, loads)
+            samples = [(t, sum(procs.values())) for t, procs in by_process]
         summary = json.loads((workdir / "run" / "summary.json").read_text())
         aborts = [e.get("reason") for e in _events(workdir / "run" / "events.jsonl") if e.get("type") == "abort"]
         log_tail = (workdir / "drill.log").read_text(errors="replace").splitlines()[-12:]
@@ -116,7 +100,8 @@ def run_soak(rate: float, duration: str, every_s: float, workdir: Path) -> dict[
     load_end_s = parse_duration(duration)
     return {"command": " ".join(["rushhour", *command[1:]]), "rate_rps": rate, "duration_s": load_end_s,
             "sample_every_s": every_s, "samples": [[round(t, 1), round(r / MB, 1)] for t, r in samples],
-            "samples_by_process": [[round(t, 1), procs] for t, procs in by_process],
+            "samples_by_process": [[round(t, 1), {name: round(rss / MB, 1) for name, rss in procs.items()}]
+                                   for t, procs in by_process],
             "growth": growth(samples, load_end_s), "exit_code": drill.returncode, "file_bytes": files,
             "aborts": aborts, "drill_log_tail": log_tail, "niceness": os.nice(0),
             "loadavg_1m": {"min": round(min(loads), 2), "median": round(float(np.median(loads)), 2),
@@ -124,17 +109,13 @@ def run_soak(rate: float, duration: str, every_s: float, workdir: Path) -> dict[
             "requests": summary.get("requests"), "generator": summary.get("generator")}
 
 
-def _sample(drill: subprocess.Popen[bytes], every_s: float, loads: list[float],
-            by_process: list[tuple[float, dict[str, float]]]) -> list[tuple[float, int]]:
-    """The harness's RSS every `every_s` until the drill ends, in all and per process; the
-    1-minute load average beside it (other work on a shared machine shows there, and the RSS is
-    what is judged)."""
+def _sample(drill: subprocess.Popen[bytes], every_s: float, loads: list[float]) -> list[tuple[float, dict[str, int]]]:
+    """The harness's RSS per process every `every_s` until the drill ends; the 1-minute load
+    average beside it (other work on a shared machine shows there, and the RSS is what is judged)."""
     start = time.monotonic()
     samples = []
     while drill.poll() is None:
-        now = time.monotonic() - start
-        samples.append((now, tree_rss(drill.pid)))
-        by_process.append((now, rss_by_process(drill.pid)))
+        samples.append((time.monotonic() - start, rss_by_process(drill.pid)))
         loads.append(os.getloadavg()[0])
         time.sleep(every_s)
     return samples
