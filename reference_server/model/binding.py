@@ -18,7 +18,6 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
 
-from .graph_builder import FLOAT, INT64, GraphBuilder
 from .tokenizer import lang_token
 
 __all__ = ["BoundDecoder", "build_compaction"]
@@ -26,6 +25,8 @@ __all__ = ["BoundDecoder", "build_compaction"]
 
 def build_compaction(d_model: int) -> bytes:
     """(memory [B,S,D], state [B,D], rows [K], width [1]) -> memory[rows, :width], state[rows]."""
+    from .graph_builder import FLOAT, INT64, GraphBuilder  # the onnx package: only when a graph is built
+
     gb = GraphBuilder("compact-rows")
     memory = gb.input("memory", FLOAT, ["batch", "src_len", d_model])
     state = gb.input("state", FLOAT, ["batch", d_model])

@@ -18,10 +18,8 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import onnx
-
-from .graphs import build_decoder_step, build_encoder, build_prefill_stages
 from .spec import ModelSpec, get_spec, spec_hash
 
 __all__ = [
@@ -44,6 +42,9 @@ DECODER_FILE = "decoder_step.onnx"
 PREFILL_PROJECT_FILE = "encoder_project.onnx"
 PREFILL_ATTEND_FILE = "encoder_attend.onnx"
 SPEC_FILE = "spec.json"
+
+if TYPE_CHECKING:
+    import onnx
 
 
 def resolve_cache_dir(cache_dir: Path | None = None) -> Path:
@@ -88,7 +89,12 @@ def ensure_built(spec: ModelSpec, cache_dir: Path | None = None, *, fp16: bool =
 
 def _write_build(spec: ModelSpec, out: Path, *, fp16: bool) -> None:
     """Write the graphs (quantized for INT8 tiers, halved for fp16) and, last, the spec stamp: the
-    encoder, the decoder step, and the encoder's two chunked-prefill stages."""
+    encoder, the decoder step, and the encoder's two chunked-prefill stages. The onnx package is
+    imported here, not with the module: a server that finds its build in place never loads it."""
+    import onnx
+
+    from .graphs import build_decoder_step, build_encoder, build_prefill_stages
+
     project, attend = build_prefill_stages(spec)
     graphs = ((build_encoder(spec), ENCODER_FILE), (build_decoder_step(spec), DECODER_FILE),
               (project, PREFILL_PROJECT_FILE), (attend, PREFILL_ATTEND_FILE))

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.metadata
 import json
 from dataclasses import dataclass
 
-import onnx
 import onnxruntime
 
 __all__ = ["FORMAT_VERSION", "ModelSpec", "SPECS", "TIERS", "get_spec", "spec_hash"]
@@ -83,7 +83,7 @@ def spec_hash(spec: ModelSpec) -> str:
     payload = {
         "spec": dataclasses.asdict(spec),
         "layout": GRAPH_LAYOUT,
-        "onnx": onnx.__version__,
+        "onnx": importlib.metadata.version("onnx"),
         "onnxruntime": onnxruntime.__version__,
     }
     blob = json.dumps(payload, sort_keys=True).encode()

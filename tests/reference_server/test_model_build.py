@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -69,3 +71,13 @@ def test_build_model_rejects_unknown_tier(tmp_path: Path) -> None:
     message = "Unknown model tier 'large'; expected one of quality, fast."
     with pytest.raises(ValueError, match=message):
         build_model("large", cache_dir=tmp_path)
+
+
+def test_a_server_whose_build_is_in_place_never_loads_the_onnx_package() -> None:
+    """The onnx package (and ml_dtypes under it) takes about half a second of CPU to import; every
+    gateway and node boot would pay it for files it only reads through ONNX Runtime."""
+    code = ("import sys, reference_server.node.serve, reference_server.gateway.app, reference_server.model; "
+            "print(sorted(m for m in sys.modules if m == 'onnx' or m.startswith(('onnx.', 'ml_dtypes'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
