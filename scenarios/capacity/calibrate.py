@@ -9,8 +9,10 @@ figure it plans at the search's starting rate and says so.
 
 A cached figure is checked before it is used (`scenarios.capacity.freshness`): one short step at
 that rate; if it shows an SLO missed the machine carries less now, and the figure is measured
-again (or, told not to, the run is invalid). A search whose every rate passed is searched again
-above its ceiling, since a lower bound taken for the capacity would under-load the drill.
+again (or, told not to, the run is invalid). The re-measure probes the throughput and steps around
+it like a first measurement, starting from the check's failure: it never steps at that rate
+again. A search whose every rate passed is searched again above its ceiling, since a lower bound
+taken for the capacity would under-load the drill.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE
-from scenarios.capacity.freshness import RunFn, age_text, check_job, checked, load_average, widened
+from scenarios.capacity.freshness import CheckResult, RunFn, age_text, check_job, checked, load_average, widened
 from scenarios.capacity.job import CapacityJob, load_mix, slo_floors, step_rules
-from scenarios.capacity.search import SearchSettings
+from scenarios.capacity.search import SearchSettings, StepVerdict
 from scenarios.capacity.target import embedded_config
 from scenarios.run.envinfo import machine_facts
 from scenarios.spec.model import Scenario, ScenarioError
@@ -138,9 +140,10 @@ def remember(job: CapacityJob, document: dict[str, Any]) -> list[Path]:
 
 
 def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir: Path,
-                    step_s: float = CALIBRATION_STEP_S, known_fail: float | None = None) -> CapacityJob:
+                    step_s: float = CALIBRATION_STEP_S, known_fail: StepVerdict | None = None) -> CapacityJob:
     """The quick search a calibration runs: all SLOs, 60 s steps, 10% precision. `known_fail` is a
-    rate just seen failing (a cached figure that missed its check): the search starts afresh below it."""
+    step just seen failing (a cached figure that missed its check): the search starts afresh below
+    its rate, which counts as the search's first failure."""
     mix = load_mix(scenario, source=source, base_dir=base_dir)
     floors = slo_floors(mix, list(scenario.slos), step_s)
     low = max(1.0, math.ceil(max((f.floor_rps for f in floors), default=1.0) * 10) / 10)
@@ -148,7 +151,9 @@ def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir
     # rarely carries more), so the search walks down from there in a few quick failures
     previous = _previous(scenario, condition) or (_previous(scenario, HEALTHY) if condition == N_MINUS_ONE else None)
     previous = previous if previous is not None and previous > low and known_fail is None else None
-    top = known_fail if known_fail is not None and known_fail > low else max(low * CALIBRATION_SPAN, (previous or 0) * 2)
+    if known_fail is not None and known_fail.rate_rps <= low:
+        known_fail = None  # below every rate the search may try: nothing to start from
+    top = known_fail.rate_rps if known_fail is not None else max(low * CALIBRATION_SPAN, (previous or 0) * 2)
     # the drill runs on the same generator: a rate it cannot drive bounds the calibration
     settings = SearchSettings(min_rps=low, max_rps=top, precision=CALIBRATION_PRECISION,
                               growth=REMEASURE_GROWTH if previous else 2.0, generator_limits=True)
@@ -158,7 +163,7 @@ def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir
         conditions=[condition], settings=settings,
         rules=step_rules(step_s, scenario.load.max_lag_p99_ms),
         out_dir=cache_dir() / "runs" / f"{scenario.name}-{condition}-{stamp}", seed=scenario.traffic.seed,
-        start_rps=previous * REMEASURE_START if previous else None, floors=floors)
+        start_rps=previous * REMEASURE_START if previous else None, floors=floors, known_fail=known_fail)
 
 
 Say = Callable[[str], None]
@@ -172,16 +177,17 @@ def _run_capacity(job: CapacityJob, say: Say) -> dict[str, Any]:
 
 
 def _attempts(scenario: Scenario, condition: str, *, source: str, base_dir: Path,
-              known_fail: float | None) -> Iterator[CapacityJob]:
+              known_fail: StepVerdict | None) -> Iterator[CapacityJob]:
     """The searches a measurement tries in turn until one ends above its lowest rate: a first
-    measurement starts around the probed throughput (`scenarios.capacity.bracket`), then searches
-    the scenario's whole range with 180 s steps for a machine too slow for 60 s ones (the probed
-    search already reaches down to the lowest rate a 60 s step can show, and with no plan it
-    is the 60 s search); a re-measure searches with 60 s steps, then 180 s ones."""
+    measurement, or a re-measure after a failed check, starts around the probed throughput
+    (`scenarios.capacity.bracket`; below the failed rate), then searches the scenario's whole range
+    with 180 s steps for a machine too slow for 60 s ones (the probed search already reaches down
+    to the lowest rate a 60 s step can show, and with no plan it is the 60 s search); a re-measure
+    of a figure that changed key starts next to it with 60 s steps, then 180 s ones."""
     jobs = (calibration_job(scenario, condition, source=source, base_dir=base_dir, step_s=step_s,
                             known_fail=known_fail) for step_s in CALIBRATION_STEPS_S)
     first = next(jobs)
-    if first.start_rps is None and known_fail is None:
+    if first.start_rps is None:
         yield dataclasses.replace(first, probe=True, out_dir=first.out_dir.with_name(first.out_dir.name + "-probed"))
     else:
         yield first
@@ -189,7 +195,7 @@ def _attempts(scenario: Scenario, condition: str, *, source: str, base_dir: Path
 
 
 def measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path, say: Say,
-            run: RunFn | None = None, known_fail: float | None = None) -> float:
+            run: RunFn | None = None, known_fail: StepVerdict | None = None) -> float:
     """Search the capacity now and cache it; `run` runs one capacity job (default: for real).
 
     A first measurement searches around the target's probed throughput; a search that ends below
@@ -229,13 +235,13 @@ def measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path, 
 
 
 def _still_holds(scenario: Scenario, condition: str, figure: float, *, source: str, base_dir: Path, say: Say,
-                 run: RunFn | None) -> tuple[bool, str]:
+                 run: RunFn | None) -> CheckResult:
     """One short step at the cached figure (`freshness.checked`)."""
     job = check_job(calibration_job(scenario, condition, source=source, base_dir=base_dir), figure)
     say(f"checking the cached capacity: one {job.rules.measure_s:g} s step at {figure:g} req/s ...")
     result = checked((run or (lambda j: _run_capacity(j, say)))(job))
     say(("held: " if result.held else "missed: ") + result.reason)
-    return result.held, result.reason
+    return result
 
 
 def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, base_dir: Path,
@@ -254,8 +260,8 @@ def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, 
         figure, note = float(cached["capacity_rps"]), f"measured {cached.get('measured_at', '?')}, cached, not checked"
     elif cached is not None:
         figure = float(cached["capacity_rps"])
-        held, reason = _still_holds(scenario, relative.condition, figure, source=source, base_dir=base_dir, say=say,
-                                    run=run)
+        check = _still_holds(scenario, relative.condition, figure, source=source, base_dir=base_dir, say=say, run=run)
+        held, reason = check.held, check.reason
         facts |= {"measured_at": cached.get("measured_at"), "load_then": cached.get("loadavg_1m"), "check": reason}
         note = (f"measured {cached.get('measured_at', '?')} ({age_text(cached.get('measured_at'))} ago) at load "
                 f"average {_load(cached.get('loadavg_1m'))}, now {_load(facts['load_now'])}; checked: {reason}")
@@ -265,7 +271,7 @@ def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, 
                                      f"again; the drill would be mis-loaded, so it is invalid.")
         if not held:
             figure = measure(scenario, relative.condition, source=source, base_dir=base_dir, say=say, run=run,
-                             known_fail=figure)
+                             known_fail=check.failure)
             note = f"re-measured now at load average {_load(load_average())}: the cached figure failed its check ({reason})"
             facts |= {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "load_then": load_average()}
     elif dry_run:

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from scenarios.capacity.job import CapacityJob, step_rules
-from scenarios.capacity.search import SearchSettings
+from scenarios.capacity.search import GENERATOR, SearchSettings, StepVerdict
 from scenarios.capacity.steps import THROUGHPUT
 
 __all__ = ["CHECK_STEP_S", "CheckResult", "RunFn", "age_text", "check_job", "checked", "load_average", "widened"]
@@ -37,6 +37,8 @@ class CheckResult:
 
     held: bool
     reason: str
+    failure: StepVerdict | None = None
+    """The check step as a failure a new search starts from (None when it held or did not run)."""
 
 
 def load_average() -> float | None:
@@ -66,10 +68,12 @@ def checked(document: dict[str, Any]) -> CheckResult:
     step = steps[0]
     missed = [call["name"] for call in step.get("slos") or [] if call.get("decision") == "missed"]
     if missed or step.get("limiting") == THROUGHPUT:
-        return CheckResult(False, f"a {CHECK_STEP_S:g} s step at {step['offered_rps']:g} req/s missed "
-                                  f"{', '.join(missed) or 'its throughput'}: {step.get('reason', '')}")
+        reason = f"a {CHECK_STEP_S:g} s step at {step['offered_rps']:g} req/s missed {', '.join(missed) or 'its throughput'}"
+        failure = StepVerdict(float(step["offered_rps"]), "fail", missed[0] if missed else THROUGHPUT, reason)
+        return CheckResult(False, f"{reason}: {step.get('reason', '')}", failure)
     if step.get("verdict") == "invalid":
-        return CheckResult(False, f"the check step was invalid: {step.get('reason', '')}")
+        reason = f"the check step was invalid: {step.get('reason', '')}"
+        return CheckResult(False, reason, StepVerdict(float(step["offered_rps"]), "fail", GENERATOR, reason))
     shown = "every SLO met" if step.get("passed") else "no SLO shown missed"
     return CheckResult(True, f"a {CHECK_STEP_S:g} s step at {step['offered_rps']:g} req/s: {shown}")
 

@@ -18,7 +18,7 @@ import pandas as pd
 from reports.schema import CostModel, SloSpec
 from reports.selection import slo_scope
 from reports.stepstats import samples_to_pass
-from scenarios.capacity.search import SearchSettings
+from scenarios.capacity.search import SearchSettings, StepVerdict
 from scenarios.capacity.steps import StepRules, step_schedule
 from scenarios.spec.model import Scenario, ScenarioError
 from scenarios.spec.target import TargetProtocol
@@ -64,6 +64,9 @@ class CapacityJob:
     """Measure the saturated throughput first and search around it (`scenarios.capacity.bracket`)."""
     measure_at: Callable[[float], float] | None = None
     """A step's window at a given rate, when steps are sized to their rate; None: `rules.measure_s` for every step."""
+    known_fail: StepVerdict | None = None
+    """A failure seen just before this job (a cached capacity's check step): the search starts from
+    it as its first failure and never steps at or above that rate (`SearchResult.after`)."""
 
     @property
     def cost_model(self) -> CostModel | None:

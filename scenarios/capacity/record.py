@@ -100,7 +100,9 @@ def _text(result: SearchResult, require_rps: float | None) -> str:
     if result.last_pass is None or result.first_fail is None:  # interrupted before a bracket
         return "not measured: the search stopped before it bracketed the capacity"
     limited = "the load generator" if result.limiting == GENERATOR else result.limiting
-    text = f"{result.last_pass:.1f} req/s (fails at {result.first_fail:.1f}, limited by {limited}"
+    known = result.known_fail is not None and result.first_fail == result.known_fail.rate_rps
+    text = (f"{result.last_pass:.1f} req/s (fails at {result.first_fail:.1f}{' in the check step' if known else ''}, "
+            f"limited by {limited}")
     text += ", confirmed by a second step)" if result.confirmed else ")"
     if require_rps is not None:
         text += f"; required {require_rps:g}"
@@ -118,6 +120,9 @@ def condition_entry(name: str, result: SearchResult, steps: list[dict[str, Any]]
         "generator_bound": result.generator_bound, "generator_limit": result.generator_limit,
         "ceiling": result.ceiling, "below_min": result.below_min,
         "confirmed": result.confirmed,
+        "known_fail": None if result.known_fail is None else {
+            "rate_rps": _round(result.known_fail.rate_rps), "limiting": result.known_fail.limiting,
+            "reason": result.known_fail.reason},
         "meets_requirement": None if require_rps is None else bool(
             result.capacity_rps is not None and result.capacity_rps >= require_rps),
         "summary": _text(result, require_rps), "wall_s": round(wall_s, 1),

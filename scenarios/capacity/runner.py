@@ -105,13 +105,22 @@ def _planned(job: CapacityJob, target: Target, label: str, say: Callable[[str], 
     if plan is None:
         say(f"[{label}] the probe gives no plan; searching {job.settings.min_rps:g}-{job.settings.max_rps:g} req/s")
         return job, {"probe": saturation.as_dict(), "plan": None}
-    say(f"[{label}] searching {plan.settings.min_rps:.1f}-{plan.settings.max_rps:.1f} req/s from "
-        f"{plan.start_rps:.1f} ({plan.start_rps / plan.throughput_rps:.2f} of the throughput), each step as long "
-        f"as its rate needs ({plan.measure_s:g} s at the first)")
     settings = dataclasses.replace(plan.settings, generator_limits=job.settings.generator_limits)
-    planned = dataclasses.replace(job, settings=settings, start_rps=plan.start_rps, measure_at=plan.measure_at,
-                                  rules=step_rules(plan.measure_s, job.scenario.load.max_lag_p99_ms))
-    return planned, {"probe": saturation.as_dict(), "plan": plan.as_dict()}
+    if job.known_fail is not None:  # nothing at or above a rate just seen failing
+        if job.known_fail.rate_rps <= settings.min_rps:
+            say(f"[{label}] {job.known_fail.rate_rps:.1f} req/s, which just failed, is at or below the plan's lowest "
+                f"rate; searching {job.settings.min_rps:g}-{job.settings.max_rps:g} req/s")
+            return job, {"probe": saturation.as_dict(), "plan": None}
+        settings = dataclasses.replace(settings, max_rps=min(settings.max_rps, job.known_fail.rate_rps))
+    start = plan.start_rps if job.known_fail is None else min(plan.start_rps, settings.max_rps / settings.growth)
+    say(f"[{label}] searching {settings.min_rps:.1f}-{settings.max_rps:.1f} req/s from "
+        f"{start:.1f} ({start / plan.throughput_rps:.2f} of the throughput), each step as long "
+        f"as its rate needs ({plan.measure_at(start):g} s at the first)")
+    planned = dataclasses.replace(job, settings=settings, start_rps=start, measure_at=plan.measure_at,
+                                  rules=step_rules(plan.measure_at(start), job.scenario.load.max_lag_p99_ms))
+    applied = {"start_rps": round(start, 2), "max_rps": round(settings.max_rps, 2),
+               "step_duration_s": round(plan.measure_at(start), 1)}
+    return planned, {"probe": saturation.as_dict(), "plan": plan.as_dict() | applied}
 
 
 def _rules_at(job: CapacityJob) -> Callable[[float], StepRules] | None:
@@ -126,7 +135,7 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
     label = Path(name).stem if name not in (HEALTHY, N_MINUS_ONE) else name
     condition = _condition(name, job, target)
     entries: list[dict[str, Any]] = []
-    result = SearchResult()
+    result = SearchResult() if job.known_fail is None else SearchResult.after(job.known_fail)
     runner: StepRunner | None = None
 
     def step(rate: float) -> StepVerdict:

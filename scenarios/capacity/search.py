@@ -9,6 +9,10 @@ Before a capacity is reported it is confirmed: one more step at that rate. Each 
 "met" has a chance of at most 5%, and a search takes many steps, so the one figure printed is
 checked twice; a confirmation that fails makes that rate a failure and the search goes on below.
 
+A search can start from a failure already seen (`SearchResult.after`: a cached capacity whose
+check step just missed): that rate is its first failure from the start, so the search never
+steps there again and bisects below it as soon as a rate passes.
+
 A step the load generator could not drive (invalid) ends the search by default: the answer is
 then "at least the last pass". A calibration, whose drill runs on the same generator, asks for
 `generator_limits` instead: such a rate is the highest this machine can offer, so it counts as a
@@ -86,6 +90,15 @@ class SearchResult:
     """True when a second step at the capacity passed too; None when no confirmation ran."""
     generator_limit: float | None = None
     """The lowest rate the generator could not drive, with `generator_limits` (None: none seen)."""
+    known_fail: StepVerdict | None = None
+    """The failure the search started from (`after`), not one of its own steps."""
+
+    @classmethod
+    def after(cls, failure: StepVerdict) -> SearchResult:
+        """A search that starts knowing `failure`: its rate is the first failure until a lower one fails."""
+        if failure.verdict != "fail":
+            raise ValueError(f"A search can only start from a failure, not a {failure.verdict!r} step.")
+        return cls(first_fail=failure.rate_rps, limiting=failure.limiting, known_fail=failure)
 
     @property
     def capacity_rps(self) -> float | None:
@@ -98,7 +111,8 @@ class SearchResult:
 
     @property
     def below_min(self) -> bool:
-        return self.last_pass is None and self.first_fail is not None
+        """True when every rate the search tried failed (a known failure alone is not a search)."""
+        return self.last_pass is None and self.first_fail is not None and bool(self.steps)
 
     def narrow_enough(self, precision: float) -> bool:
         if self.last_pass is None or self.first_fail is None:
@@ -116,6 +130,8 @@ def search(step: StepFn, settings: SearchSettings, *, start_rps: float | None = 
     """
     result = into if into is not None else SearchResult()
     rate = min(max(start_rps or settings.min_rps, settings.min_rps), settings.max_rps)
+    if result.first_fail is not None and rate >= result.first_fail:  # started from a known failure
+        rate = max(result.first_fail / settings.growth, settings.min_rps)
     if not _bracket(step, settings, result, rate) and (result.generator_bound or result.last_pass is None):
         return result
     for _ in range(MAX_CONFIRMATIONS):

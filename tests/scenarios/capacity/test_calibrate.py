@@ -18,7 +18,9 @@ from scenarios.capacity.calibrate import (
     calibration_key,
     remember,
 )
+from scenarios.capacity.freshness import checked
 from scenarios.capacity.job import CapacityJob
+from scenarios.capacity.search import GENERATOR, StepVerdict
 from scenarios.spec.model import Scenario, load_scenario
 from scenarios.spec.peak import RelativePeak
 
@@ -172,7 +174,11 @@ def test_calibrate_a_cached_figure_the_machine_no_longer_carries_is_measured_aga
 
     calibration = calibrated_peak(scenario, RelativePeak(0.5, "none"), source=str(path), base_dir=path.parent, run=run)
     assert checks == [400.0] and calibration.capacity_rps == 36.0 and calibration.peak_rps == 18.0
-    assert searches and searches[0].settings.max_rps == 400.0 and searches[0].start_rps is None  # afresh, below
+    # afresh below the check's rate, which is the search's first failure, around the probed throughput
+    first = searches[0]
+    assert first.settings.max_rps == 400.0 and first.start_rps is None and first.probe
+    assert first.known_fail is not None and (first.known_fail.rate_rps, first.known_fail.verdict) == (400.0, "fail")
+    assert first.known_fail.limiting == "p99" and "missed p99" in first.known_fail.reason
     assert "re-measured" in calibration.note and "missed p99" in calibration.note
     with pytest.raises(calibrate.CalibrationInvalid, match="no-recalibrate"):
         remember(calibration_job(scenario, "none", source=str(path), base_dir=path.parent), _document(400.0))
@@ -239,12 +245,30 @@ def test_calibrate_a_probed_search_that_finds_the_capacity_is_the_only_one(tmp_p
     assert jobs[0].settings.generator_limits  # the drill's own generator bounds what it may report
 
 
-def test_calibrate_a_remeasure_starts_next_to_the_known_figure_without_a_probe(tmp_path: Path) -> None:
+def test_calibrate_a_remeasure_after_a_failed_check_probes_below_the_failure(tmp_path: Path) -> None:
     scenario, path = _scenario(tmp_path)
     jobs: list[CapacityJob] = []
+    failure = StepVerdict(40.0, "fail", "p99", "a 20 s step at 40 req/s missed p99")
     calibrate.measure(scenario, "none", source=str(path), base_dir=path.parent, say=lambda _t: None,
-                      run=_recording(jobs, 30.0), known_fail=40.0)
-    assert [job.probe for job in jobs] == [False] and jobs[0].settings.max_rps == 40.0
+                      run=_recording(jobs, 30.0), known_fail=failure)
+    assert [job.probe for job in jobs] == [True] and jobs[0].settings.max_rps == 40.0
+    assert jobs[0].known_fail == failure
+
+
+def test_calibrate_a_known_failure_below_every_rate_a_step_can_show_is_dropped(tmp_path: Path) -> None:
+    scenario, path = _scenario(tmp_path)
+    low = calibration_job(scenario, "none", source=str(path), base_dir=path.parent).settings.min_rps
+    job = calibration_job(scenario, "none", source=str(path), base_dir=path.parent,
+                          known_fail=StepVerdict(low * 0.9, "fail", "p99", "r"))
+    assert job.known_fail is None and job.settings.max_rps > low
+
+
+def test_calibrate_a_generator_invalid_check_is_a_failure_limited_by_the_generator() -> None:
+    document = _check_document(80.0)
+    document["steps"][0] |= {"verdict": "invalid", "reason": "send lag P99 400 ms"}  # type: ignore[index]
+    result = checked(document)
+    assert not result.held and result.failure == StepVerdict(80.0, "fail", GENERATOR, result.reason)
+    assert checked(_check_document(80.0)).failure is None  # open: it held, nothing to start from
 
 
 def test_calibrate_names_the_highest_rate_that_passed_when_a_planned_search_ends_at_its_top(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scenarios.capacity.record import condition_entry
-from scenarios.capacity.search import SearchSettings, StepVerdict, search
+from scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict, search
 
 
 def _entry(capacity: float, generator_limit: float) -> dict:
@@ -27,3 +27,19 @@ def test_record_a_service_limit_below_the_generator_names_its_slo() -> None:
     entry = _entry(60.0, 85.0)
     assert entry["limiting_slo"] == "p99" and "limited by p99" in entry["summary"]
     assert entry["generator_limit"] == 88.9  # seen on the way down, but not what limits the figure
+
+
+def test_record_a_search_from_a_known_failure_says_where_it_failed() -> None:
+    """A re-measure that started from the check step's failure at 70.2 and found no lower one."""
+    known = StepVerdict(70.2, "fail", "p95-batch", "a 20 s step at 70.2 req/s missed p95-batch")
+
+    def step(rate: float) -> StepVerdict:
+        return StepVerdict(rate, "pass")
+
+    settings = SearchSettings(min_rps=20, max_rps=70.2, precision=0.1, growth=1.0999)
+    entry = condition_entry("n-1", search(step, settings, start_rps=60.0, into=SearchResult.after(known)), [],
+                            require_rps=None, wall_s=1.0)
+    assert entry["bracket"][1] == 70.2 and entry["limiting_slo"] == "p95-batch" and not entry["ceiling"]
+    assert "fails at 70.2 in the check step, limited by p95-batch" in entry["summary"]
+    assert entry["known_fail"] == {"rate_rps": 70.2, "limiting": "p95-batch", "reason": known.reason}
+    assert entry["capacity_rps"] is not None and entry["capacity_rps"] < 70.2

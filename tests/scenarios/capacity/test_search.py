@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from scenarios.capacity.search import SearchSettings, StepVerdict, search
+from scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict, search
 
 
 def _service(capacity: float, *, generator_limit: float = float("inf")):
@@ -147,3 +147,38 @@ def test_search_without_confirmation_takes_no_extra_step() -> None:
 def test_search_settings_reject_bad_values_naming_them(fields: dict[str, Any], text: str) -> None:
     with pytest.raises(ValueError, match=text.replace("(", r"\(").replace(")", r"\)")):
         SearchSettings(**fields)
+
+
+def test_search_after_a_known_failure_never_steps_there_and_bisects_below_it() -> None:
+    """A re-measure after a cached figure missed its check (70.2 req/s, true capacity 44): the
+    check's rate is the first failure from the start, so the first pass already brackets."""
+    step, tried = _service(44.0)
+    known = StepVerdict(70.2, "fail", "p95-batch", "a 20 s step at 70.2 req/s missed p95-batch")
+    result = search(step, SearchSettings(min_rps=18.7, max_rps=70.2, precision=0.10), start_rps=38.0,
+                    into=SearchResult.after(known))
+    assert max(tried) < 70.2 and tried[0] == 38.0
+    assert result.capacity_rps is not None and result.first_fail is not None and result.confirmed
+    assert result.capacity_rps <= 44.0 < result.first_fail and result.first_fail < 70.2
+    assert result.limiting == "p99" and result.known_fail == known and result.steps[0].rate_rps == 38.0
+    # the same search without the check's failure climbs to 70.2 itself before it can bisect
+    fresh, fresh_tried = _service(44.0)
+    search(fresh, SearchSettings(min_rps=18.7, max_rps=70.2, precision=0.10), start_rps=38.0)
+    assert 70.2 in fresh_tried and len(fresh_tried) > len(tried)
+
+
+def test_search_after_a_known_failure_at_its_start_walks_down_from_below_it() -> None:
+    step, tried = _service(20.0)
+    known = StepVerdict(30.0, "fail", "p99", "check")
+    result = search(step, SearchSettings(min_rps=10, max_rps=30, precision=0.10, growth=1.1), start_rps=40.0,
+                    into=SearchResult.after(known))
+    assert tried[0] == pytest.approx(30.0 / 1.1) and max(tried) < 30.0
+    assert result.capacity_rps is not None and result.first_fail is not None
+    assert result.capacity_rps <= 20.0 < result.first_fail < 30.0
+    assert result.limiting == "p99" and result.steps[-1].verdict == "pass"  # the search's own failure took over
+
+
+def test_search_a_known_failure_alone_is_neither_below_the_minimum_nor_a_capacity() -> None:
+    result = SearchResult.after(StepVerdict(30.0, "fail", "p99"))
+    assert not result.below_min and not result.ceiling and result.capacity_rps is None
+    with pytest.raises(ValueError, match="only start from a failure"):
+        SearchResult.after(StepVerdict(30.0, "pass"))

@@ -118,3 +118,40 @@ def test_a_probed_job_is_planned_around_the_mdc_servers_throughput(tmp_path: Pat
     assert any("throughput probe" in line for line in said) and any("searching" in line for line in said)
     unplanned, nothing = _planned(job, Target(mdc_url, None, mdc_url), "none", said.append)
     assert unplanned is job and nothing is None
+
+
+def test_a_plan_after_a_known_failure_stays_below_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A re-measure's plan (the cached figure just missed its check at 30 req/s): the probe reads 40
+    answers/s, whose estimated knee (~32) lies above the failure, so the search tops out at 30 and
+    starts one precision below it, with the step length of that rate."""
+    from scenarios.capacity import runner
+    from scenarios.capacity.search import StepVerdict
+    from scenarios.capacity.throughput import Saturation
+
+    monkeypatch.setattr(runner, "settle", lambda _url: None)
+    monkeypatch.setattr(runner, "_flush_cache", lambda _target: None)
+    monkeypatch.setattr(runner, "measure_throughput",
+                        lambda _job, _url: Saturation((Level(4, 1.5, 45, 0), Level(8, 1.5, 60, 0)), True))
+    url = "http://127.0.0.1:9"
+    data = {"name": "mdc", "traffic": {"model": "constant:1", "duration": "60s", "seed": 3}, "target": {"url": url},
+            "slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 500}]}
+    path = tmp_path / "mdc.yaml"
+    path.write_text(yaml.safe_dump(data))
+    job = build_job(str(path), target_url=url, slos=(), faults="none", min_rps=6.0, max_rps=80.0,
+                    precision=0.1, step_s=60.0, require_rps=None, out=tmp_path / "out", allow_remote=False, seed=None)
+    said: list[str] = []
+    known = StepVerdict(30.0, "fail", "p99", "check")
+    free, _ = runner._planned(dataclasses.replace(job, probe=True), Target(url, None, url), "none", said.append)
+    assert free.start_rps is not None and free.start_rps > 30.0  # the knee estimate alone would start above it
+    planned, planning = runner._planned(dataclasses.replace(job, probe=True, known_fail=known),
+                                        Target(url, None, url), "none", said.append)
+    assert planning is not None and planning["plan"] is not None
+    assert planned.settings.max_rps == 30.0 and planned.start_rps == pytest.approx(30.0 / planned.settings.growth)
+    assert planning["plan"]["start_rps"] == pytest.approx(planned.start_rps, abs=0.01)
+    assert planned.measure_at is not None and planned.start_rps is not None
+    assert planned.rules.measure_s == planned.measure_at(planned.start_rps)
+    too_low = StepVerdict(planned.settings.min_rps * 0.9, "fail", "p99", "check")
+    unplanned, nothing = runner._planned(dataclasses.replace(job, probe=True, known_fail=too_low),
+                                         Target(url, None, url), "none", said.append)
+    assert nothing is not None and nothing["plan"] is None and unplanned.settings == job.settings
+    assert "which just failed" in said[-1]
