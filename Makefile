@@ -20,16 +20,21 @@ endif
 .PHONY: install install-gpu drill test test-deps debian-packages test-fast bench clean redis-server prometheus kserve
 
 INSTALL_LOG := $(VENV)/install.log
+UV          := $(VENV)/bin/uv
 
-# Quiet unless it fails: pip's and setuptools' chatter goes to $(INSTALL_LOG), and a failure
-# prints its end and what to do. Switching builds uninstalls both first: they write the same
-# files, so removing one after the other was installed over it would break the survivor.
+# Quiet unless it fails: the installers' chatter goes to $(INSTALL_LOG), and a failure prints its
+# end and what to do. The packages go in with uv (from the package index, into the environment),
+# which resolves and unpacks in parallel: seconds where pip takes most of a minute; pip does it
+# if uv cannot. uv compiles no bytecode: Python writes it on first import (see PYRUN).
+# Switching builds uninstalls both first: they write the same files, so removing one after the
+# other was installed over it would break the survivor.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "rushhour: installing into $(VENV) with the $(ORT_EXTRA) build of ONNX Runtime (log: $(INSTALL_LOG)) ..."
 	@{ $(PY) -m pip install --upgrade pip \
 		&& { ! $(PY) -m pip show -q $(ORT_OTHER) 2>/dev/null || $(PY) -m pip uninstall -y onnxruntime onnxruntime-gpu; } \
-		&& $(PY) -m pip install -e '.[$(ORT_EXTRA),test]'; } > $(INSTALL_LOG) 2>&1 || { \
+		&& { { $(PY) -m pip install uv && $(UV) pip install --python $(PY) -e '.[$(ORT_EXTRA),test]'; } \
+			|| $(PY) -m pip install -e '.[$(ORT_EXTRA),test]'; }; } > $(INSTALL_LOG) 2>&1 || { \
 		tail -n 30 $(INSTALL_LOG); \
 		echo "rushhour: the install failed; the whole log is $(INSTALL_LOG). It needs Python 3.11+ and the package index."; \
 		exit 1; }
@@ -41,8 +46,13 @@ install: $(STAMP)
 install-gpu:
 	@$(MAKE) --no-print-directory install RUSHHOUR_GPU=1
 
+# The commands below let Python keep the bytecode it compiles (even where PYTHONDONTWRITEBYTECODE is set):
+# a drill or a test run starts hundreds of Python processes (servers, nodes, Locust, the CLI), and
+# without the cache each one compiles every module it imports again, a few seconds of CPU apiece.
+PYRUN := PYTHONDONTWRITEBYTECODE=
+
 drill: $(STAMP)
-	$(VENV)/bin/rushhour run scenarios/promo-day.yaml
+	$(PYRUN) $(VENV)/bin/rushhour run scenarios/promo-day.yaml
 
 # The L2-cache tests need a real redis-server; install it when missing and we may (root),
 # otherwise those tests skip and say why.
@@ -65,7 +75,8 @@ KSERVE_LOG   := $(VENV)/kserve-install.log
 $(KSERVE_STAMP):
 	@mkdir -p $(VENV)
 	@echo "rushhour: installing kserve into $(KSERVE_VENV) for the KServe tests (log: $(KSERVE_LOG)) ..."
-	@{ $(PYTHON) -m venv $(KSERVE_VENV) && $(KSERVE_VENV)/bin/python -m pip install -q 'kserve==0.21.0'; } > $(KSERVE_LOG) 2>&1 \
+	@{ $(PYTHON) -m venv $(KSERVE_VENV) && $(KSERVE_VENV)/bin/python -m pip install -q uv \
+		&& $(KSERVE_VENV)/bin/uv pip install --python $(KSERVE_VENV)/bin/python 'kserve==0.21.0'; } > $(KSERVE_LOG) 2>&1 \
 		&& touch $(KSERVE_STAMP) \
 		|| { rm -rf $(KSERVE_VENV); echo "rushhour: could not install kserve into $(KSERVE_VENV) (log: $(KSERVE_LOG)); the KServe tests will skip."; }
 
@@ -95,15 +106,15 @@ TEST_RERUNS  ?= 2
 PYTEST_ARGS  ?=
 
 test: test-deps
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder -rR \
+	$(PYRUN) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder -rR \
 		--reruns $(TEST_RERUNS) --reruns-delay 5 $(PYTEST_ARGS)
 
 # The edit loop: unit tests only (no server booted, no drill, no subprocess), in under two minutes.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	$(PYRUN) $(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 bench: $(STAMP)
-	$(PY) -m benchmarks.server
+	$(PYRUN) $(PY) -m benchmarks.server
 
 clean:
 	rm -rf $(VENV) results .pytest_cache
