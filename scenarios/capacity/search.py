@@ -11,7 +11,8 @@ checked twice; a confirmation that fails makes that rate a failure and the searc
 
 A search can start from a failure already seen (`SearchResult.after`: a cached capacity whose
 check step just missed): that rate is its first failure from the start, so the search never
-steps there again and bisects below it as soon as a rate passes.
+steps there again; it climbs by its growth while the next rate stays below that failure, and
+bisects once it would not (or once a rate of its own failed).
 
 A step the load generator could not drive (invalid) ends the search by default: the answer is
 then "at least the last pass". A calibration, whose drill runs on the same generator, asks for
@@ -188,13 +189,23 @@ def _bracket(step: StepFn, settings: SearchSettings, result: SearchResult, rate:
             if result.last_pass is None and rate > settings.min_rps:
                 rate = max(rate / settings.growth, settings.min_rps)  # started high: walk down
                 continue
-            return result.last_pass is not None
+            if not _only_the_known_failure(result) or result.steps[-1].verdict != "pass":
+                return result.last_pass is not None
         if rate >= settings.max_rps:
             return False
         if settings.accelerate_above is not None and rate >= settings.accelerate_above:
             growth = min(growth * growth, MAX_GROWTH)
         rate = min(rate * growth, settings.max_rps)
+        if result.first_fail is not None and rate >= result.first_fail:
+            return True  # the climb reached the known failure: bisect below it
     return False
+
+
+def _only_the_known_failure(result: SearchResult) -> bool:
+    """True while the search's one failure is the one it started from: a known failure far above
+    the first passes only bounds the climb (climbing by the growth reaches the knee in fewer steps
+    than bisecting towards a rate that may lie twice as high)."""
+    return result.known_fail is not None and result.first_fail == result.known_fail.rate_rps
 
 
 def _take(step: StepFn, rate: float, result: SearchResult, settings: SearchSettings) -> bool:

@@ -182,3 +182,25 @@ def test_search_a_known_failure_alone_is_neither_below_the_minimum_nor_a_capacit
     assert not result.below_min and not result.ceiling and result.capacity_rps is None
     with pytest.raises(ValueError, match="only start from a failure"):
         SearchResult.after(StepVerdict(30.0, "pass"))
+
+
+def test_search_after_a_known_failure_far_above_climbs_by_its_growth() -> None:
+    """The cached figure was twice what the machine carries now (120 req/s; true capacity 62): the
+    probed plan starts at 53 and climbs as a first search would (by 10%, squared past the probed
+    throughput of 55.8), instead of bisecting towards 120 (79.8, 65, 72, ...)."""
+    step, tried = _service(62.0)
+    known = StepVerdict(120.0, "fail", "p99-free", "check")
+    settings = SearchSettings(min_rps=18.7, max_rps=120.0, precision=0.10, growth=1.0999, accelerate_above=55.8)
+    result = search(step, settings, start_rps=53.0, into=SearchResult.after(known))
+    assert tried == pytest.approx([53.0, 58.29, 70.52, 64.12, 58.29], rel=1e-3)
+    assert result.capacity_rps == pytest.approx(58.29, rel=1e-3) and result.confirmed
+    assert result.first_fail == pytest.approx(64.12, rel=1e-3) and result.limiting == "p99"
+
+
+def test_search_after_a_known_failure_never_steps_at_it_even_when_growing_fast() -> None:
+    step, tried = _service(1000.0)  # every rate below the failure passes
+    known = StepVerdict(100.0, "fail", "p99", "check")
+    settings = SearchSettings(min_rps=10, max_rps=100.0, precision=0.05, growth=1.5, accelerate_above=20.0)
+    result = search(step, settings, start_rps=20.0, into=SearchResult.after(known))
+    assert max(tried) < 100.0 and result.first_fail == 100.0 and not result.ceiling
+    assert result.capacity_rps is not None and (100.0 - result.capacity_rps) / result.capacity_rps <= 0.05
