@@ -71,4 +71,12 @@ def _redis_listeners(port: int) -> list[int]:
     """PIDs of redis-server processes listening on `port` (a restarted server is a test's to stop too)."""
     pids = {c.pid for c in psutil.net_connections("tcp")
             if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid}
-    return [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).name() == "redis-server"]
+    return [pid for pid in pids if _name(pid) == "redis-server"]
+
+
+def _name(pid: int) -> str | None:
+    """The process's name, None once it has exited (between two looks, too)."""
+    try:
+        return psutil.Process(pid).name()
+    except psutil.NoSuchProcess:
+        return None

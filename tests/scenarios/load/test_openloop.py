@@ -48,7 +48,9 @@ def test_openloop_keeps_schedule_while_server_stalls(
     assert len(requests) == len(schedule)
     assert requests["ok"].all(), requests["error"].value_counts()
     lag_ms = (requests["sent_s"] - requests["intended_s"]) * 1000.0
-    assert np.percentile(lag_ms, 99) < 100.0  # sent on time although replies stopped for 2 s
+    # sent on time although replies stopped for 2 s (a closed loop would lag by the whole stall);
+    # the bound leaves a busy machine's late wake-ups room, a fifth of the stall
+    assert np.percentile(lag_ms, 99) < 0.2 * state.stall_s * 1000.0  # type: ignore[attr-defined]
     corrected_p99 = np.percentile(requests["latency_ms"], 99)
     assert corrected_p99 > 1500.0
     # the stall hit every request scheduled during it, not just one reply as in a closed loop

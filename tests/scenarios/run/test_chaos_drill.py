@@ -40,6 +40,14 @@ def _scenario(tmp_path: Path, *, chaos: list[dict], duration: str) -> Path:
     return path
 
 
+def _running(pid: int) -> bool:
+    """True while `pid` is a process that has not exited (one reaped between two looks has)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def _events(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
 
@@ -99,9 +107,8 @@ def test_drill_ctrl_c_during_partition_rolls_back_and_leaves_nothing(tmp_path: P
     healed = [r for r in journal["rollbacks"] if "heal" in r["activity"]["name"] or "reset" in r["activity"]["name"]]
     assert healed, "a rollback that heals the partition must have run"
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-                                              for pid in family):
+    while time.monotonic() < deadline and any(_running(pid) for pid in family):
         time.sleep(0.2)
-    alive = [pid for pid in family if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    alive = [pid for pid in family if _running(pid)]
     assert alive == []
     assert (out / "summary.json").is_file() and (out / "report.html").is_file()
