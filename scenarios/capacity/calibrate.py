@@ -3,9 +3,10 @@
 The capacity is what `rushhour capacity` measures for the scenario (its mix, all its SLOs, its
 embedded server), cached per machine, server configuration and version under the state
 directory (`$RUSHHOUR_STATE_DIR`, default ~/.rushhour), in `capacity/<key>.json`. When any of
-them changes the key changes, and the next run re-measures quickly: a coarser precision,
-starting next to the last figure this scenario had. A dry run never measures: without a cached
-figure it plans at the search's starting rate and says so.
+them changes the key changes, and the next run measures again the way a first measurement does
+(a probe of the throughput, then steps sized to their rate around it; starting next to the last
+figure this scenario had when the probe gives no plan). A dry run never measures: without a
+cached figure it plans at the search's starting rate and says so.
 
 A cached figure is checked before it is used (`scenarios.capacity.freshness`): one short step at
 that rate; if it shows an SLO missed the machine carries less now, and the figure is measured
@@ -178,19 +179,15 @@ def _run_capacity(job: CapacityJob, say: Say) -> dict[str, Any]:
 
 def _attempts(scenario: Scenario, condition: str, *, source: str, base_dir: Path,
               known_fail: StepVerdict | None) -> Iterator[CapacityJob]:
-    """The searches a measurement tries in turn until one ends above its lowest rate: a first
-    measurement, or a re-measure after a failed check, starts around the probed throughput
-    (`scenarios.capacity.bracket`; below the failed rate), then searches the scenario's whole range
-    with 180 s steps for a machine too slow for 60 s ones (the probed search already reaches down
-    to the lowest rate a 60 s step can show, and with no plan it is the 60 s search); a re-measure
-    of a figure that changed key starts next to it with 60 s steps, then 180 s ones."""
+    """The searches a measurement tries in turn until one ends above its lowest rate: first the
+    search around the probed throughput (`scenarios.capacity.bracket`; below the failed rate after
+    a failed check), then the scenario's whole range with 180 s steps for a machine too slow for
+    60 s ones. The probed search already reaches down to the lowest rate a 60 s step can show, and
+    with no plan it is the 60 s search (starting next to the last figure, if there is one)."""
     jobs = (calibration_job(scenario, condition, source=source, base_dir=base_dir, step_s=step_s,
                             known_fail=known_fail) for step_s in CALIBRATION_STEPS_S)
     first = next(jobs)
-    if first.start_rps is None:
-        yield dataclasses.replace(first, probe=True, out_dir=first.out_dir.with_name(first.out_dir.name + "-probed"))
-    else:
-        yield first
+    yield dataclasses.replace(first, probe=True, out_dir=first.out_dir.with_name(first.out_dir.name + "-probed"))
     yield from jobs
 
 

@@ -245,6 +245,19 @@ def test_calibrate_a_probed_search_that_finds_the_capacity_is_the_only_one(tmp_p
     assert jobs[0].settings.generator_limits  # the drill's own generator bounds what it may report
 
 
+def test_calibrate_a_figure_of_another_version_is_measured_again_probed_first(tmp_path: Path) -> None:
+    """A changed server (or version) changes the key: the new measurement probes the throughput
+    and sizes its steps to their rate like a first one, starting next to the old figure only
+    when the probe gives no plan."""
+    scenario, path = _scenario(tmp_path)
+    remember(calibration_job(scenario, "none", source=str(path), base_dir=path.parent), _document(40.0))
+    changed, changed_path = _scenario(tmp_path, target__embedded={"nodes": 3})
+    jobs: list[CapacityJob] = []
+    calibrate.measure(changed, "none", source=str(changed_path), base_dir=changed_path.parent, say=lambda _t: None,
+                      run=_recording(jobs, 38.0))
+    assert [job.probe for job in jobs] == [True] and jobs[0].start_rps == pytest.approx(36.0)
+
+
 def test_calibrate_a_remeasure_after_a_failed_check_probes_below_the_failure(tmp_path: Path) -> None:
     scenario, path = _scenario(tmp_path)
     jobs: list[CapacityJob] = []
