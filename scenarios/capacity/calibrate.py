@@ -37,7 +37,7 @@ from scenarios.run.envinfo import machine_facts
 from scenarios.spec.model import Scenario, ScenarioError
 from scenarios.spec.peak import Calibration, RelativePeak
 
-__all__ = ["CalibrationInvalid", "cache_dir", "calibrated_peak", "calibration_key", "measure", "remember"]
+__all__ = ["CalibrationAborted", "CalibrationInvalid", "cache_dir", "calibrated_peak", "calibration_key", "measure", "remember"]
 
 REFERENCE_SERVER = Path(__file__).resolve().parents[2] / "reference_server"
 CALIBRATION_STEP_S = 60.0
@@ -54,6 +54,11 @@ MAX_WIDENINGS = 2
 
 class CalibrationInvalid(Exception):
     """The cached capacity no longer holds and the run was told not to measure it again."""
+
+
+class CalibrationAborted(Exception):
+    """The measurement stopped before its end (Ctrl-C, SIGTERM, a server that would not boot):
+    nothing of it is cached, and no further search is tried."""
 
 
 def cache_dir() -> Path:
@@ -115,8 +120,8 @@ def _previous(scenario: Scenario, condition: str) -> float | None:
 
 def remember(job: CapacityJob, document: dict[str, Any]) -> list[Path]:
     """Cache every condition a job measured, when the job is the calibration's kind of measurement:
-    the scenario's embedded server and all its SLOs. Returns the files written."""
-    if job.target_url is not None or job.scenario.target.embedded is None:
+    the scenario's embedded server and all its SLOs, run to its end. Returns the files written."""
+    if job.target_url is not None or job.scenario.target.embedded is None or document.get("aborted"):
         return []
     if [slo.name for slo in job.slos] != [slo.name for slo in job.scenario.slos]:
         return []
@@ -209,6 +214,10 @@ def measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path, 
                 "its throughput first, then steps around it ..." if job.probe else
                 f"{job.settings.min_rps:g}-{job.settings.max_rps:g} req/s, {job.rules.measure_s:g} s steps ..."))
             document = runner(job)
+            if document.get("aborted"):  # a search cut short is neither a figure nor a reason to search on
+                raise CalibrationAborted(f"{source}: traffic.peak_rps: the capacity measurement stopped "
+                                         f"({document['aborted']}); nothing was cached. See "
+                                         f"{document.get('out_dir') or 'the calibration results'}.")
             remember(job, document)
             entry = (document.get("conditions") or [{}])[0]
             wider = widened(job, entry)
@@ -223,8 +232,8 @@ def measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path, 
         raise ScenarioError(f"{source}: traffic.peak_rps: every rate up to {entry.get('capacity_rps')} req/s passed "
                             f"after {MAX_WIDENINGS} wider searches, so the capacity is only known to be above it; "
                             f"give peak_rps as a number instead. See {where}.")
-    if entry.get("capacity_rps") is None or entry.get("generator_bound") or document.get("aborted"):
-        reason = document.get("aborted") or entry.get("summary") or "no step ran"
+    if entry.get("capacity_rps") is None or entry.get("generator_bound"):
+        reason = entry.get("summary") or "no step ran"
         raise ScenarioError(f"{source}: traffic.peak_rps: the capacity could not be measured ({reason}); "
                             f"see {where}.")
     say(f"capacity {entry['summary']}; cached.")

@@ -18,19 +18,25 @@ from pathlib import Path
 import click
 
 from kernel.contract import ExitCode
-from scenarios.capacity.calibrate import CalibrationInvalid, calibrated_peak
+from scenarios.capacity.calibrate import CalibrationAborted, CalibrationInvalid, calibrated_peak
 from scenarios.capacity.conditions import HEALTHY
 from scenarios.spec.model import Scenario
 from scenarios.spec.peak import Calibration, RelativePeak
 from scenarios.spec.plan import with_calibration
 
-__all__ = ["StaleCalibration", "calibrate", "calibrate_scenario"]
+__all__ = ["CalibrationStopped", "StaleCalibration", "calibrate", "calibrate_scenario"]
 
 Say = Callable[[str], None]
 
 
 class StaleCalibration(click.ClickException):
     """The cached capacity failed its check and re-measuring was forbidden: the run is invalid."""
+
+    exit_code = ExitCode.INVALID
+
+
+class CalibrationStopped(click.ClickException):
+    """The calibration was interrupted or could not run to its end: the run is aborted."""
 
     exit_code = ExitCode.INVALID
 
@@ -47,6 +53,8 @@ def calibrate(scenario: Scenario, relative: RelativePeak | None = None, *, sourc
                                       say=lambda text: say(f"calibrating: {text}"), recalibrate=recalibrate)
     except CalibrationInvalid as exc:
         raise StaleCalibration(str(exc)) from exc
+    except CalibrationAborted as exc:
+        raise CalibrationStopped(str(exc)) from exc
     if not dry_run:  # a dry run shows it in its plan
         say(f"capacity   {calibration.text}")
     return calibration

@@ -92,6 +92,7 @@ def test_calibrate_remember_caches_only_full_embedded_measurements(tmp_path: Pat
     assert [p.name for p in written] == [f"{_key(scenario, path)}.json"]
     assert json.loads(written[0].read_text())["capacity_rps"] == 42.0
     assert remember(job, _document(None)) == [] and remember(job, _document(42.0, generator_bound=True)) == []
+    assert remember(job, _document(42.0) | {"aborted": "interrupted by SIGTERM"}) == []  # a search cut short
     partial = calibration_job(scenario, "none", source=str(path), base_dir=path.parent)
     object.__setattr__(partial, "slos", [])
     assert remember(partial, _document(42.0)) == []
@@ -300,3 +301,30 @@ def test_calibrate_names_the_highest_rate_that_passed_when_a_planned_search_ends
     top = jobs[0].settings.max_rps * 0.4
     [message] = [line for line in said if "lower bound" in line]
     assert message.startswith(f"every rate up to {top:g} req/s passed")
+
+
+@pytest.mark.parametrize("entry", [{"below_min": True}, {}], ids=["only-failures", "a-pass"])
+def test_calibrate_an_interrupted_search_stops_the_calibration_and_caches_nothing(
+        tmp_path: Path, entry: dict[str, object]) -> None:
+    """Ctrl-C in the middle of a search: whatever its steps showed so far (all failures, which
+    look like "below the lowest rate", or an unconfirmed pass) is neither cached nor followed by
+    the next search; the command ends as interrupted (exit 3)."""
+    from scenarios.cli.calibration import CalibrationStopped
+    from scenarios.cli.calibration import calibrate as calibration_step
+
+    scenario, path = _scenario(tmp_path)
+    jobs: list[CapacityJob] = []
+
+    def run(job: CapacityJob) -> dict[str, Any]:
+        jobs.append(job)
+        return _document(None if entry else 44.0, **entry) | {"aborted": "interrupted by the operator (Ctrl-C)"}
+
+    with pytest.raises(calibrate.CalibrationAborted, match="interrupted by the operator"):
+        calibrate.measure(scenario, "none", source=str(path), base_dir=path.parent, say=lambda _t: None, run=run)
+    assert len(jobs) == 1 and not any(cache_dir().glob("*.json"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(calibrate, "_run_capacity", lambda job, say: run(job))
+        with pytest.raises(CalibrationStopped) as raised:
+            calibration_step(scenario, RelativePeak(0.5, "none"), source=str(path), base_dir=path.parent,
+                             dry_run=False, say=lambda _t: None)
+    assert raised.value.exit_code == 3 and "nothing was cached" in raised.value.message
