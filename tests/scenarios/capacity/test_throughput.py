@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from scenarios.capacity.bracket import knee_share
+from scenarios.capacity.job import CapacityJob
 from scenarios.capacity.runner import _planned
 from scenarios.capacity.steps import step_schedule
 from scenarios.capacity.target import Target
@@ -90,19 +91,24 @@ def test_closed_loop_over_http_finds_the_mdc_servers_saturated_throughput(mdc_ur
     assert 0.8 * 40.0 <= saturation.throughput_rps <= 40.0 * 1.1, saturation
 
 
+def _p99_job(tmp_path: Path, url: str, *, min_rps: float) -> CapacityJob:
+    """A capacity job against `url`: one request kind, a P99 within 500 ms, 60 s steps."""
+    data = {"name": "mdc", "traffic": {"model": "constant:1", "duration": "60s", "seed": 3},
+            "target": {"url": url}, "load": {"max_lag_p99_ms": 250},
+            "slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 500}]}
+    path = tmp_path / "mdc.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return build_job(str(path), target_url=url, slos=(), faults="none", min_rps=min_rps, max_rps=80.0,
+                     precision=0.1, step_s=60.0, require_rps=None, out=tmp_path / "out", allow_remote=False, seed=None)
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("cpu-c")
 def test_a_probed_job_is_planned_around_the_mdc_servers_throughput(tmp_path: Path, mdc_url: str) -> None:
     """The runner's planning step: the probe under the condition, then the job's rates and step
     lengths from it (40 answers/s saturated: the search starts near 32 req/s, the estimated knee of
     a P99 of 500 ms, with 15 s steps)."""
-    data = {"name": "mdc", "traffic": {"model": "constant:1", "duration": "60s", "seed": 3},
-            "target": {"url": mdc_url}, "load": {"max_lag_p99_ms": 250},
-            "slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 500}]}
-    path = tmp_path / "mdc.yaml"
-    path.write_text(yaml.safe_dump(data))
-    job = build_job(str(path), target_url=mdc_url, slos=(), faults="none", min_rps=20.0, max_rps=80.0,
-                    precision=0.1, step_s=60.0, require_rps=None, out=tmp_path / "out", allow_remote=False, seed=None)
+    job = _p99_job(tmp_path, mdc_url, min_rps=20.0)
     said: list[str] = []
     calibrating = dataclasses.replace(job, probe=True, settings=dataclasses.replace(job.settings, generator_limits=True))
     planned, planning = _planned(calibrating, Target(mdc_url, None, mdc_url), "none", said.append)
@@ -133,12 +139,7 @@ def test_a_plan_after_a_known_failure_stays_below_it(tmp_path: Path, monkeypatch
     monkeypatch.setattr(runner, "measure_throughput",
                         lambda _job, _url: Saturation((Level(4, 1.5, 45, 0), Level(8, 1.5, 60, 0)), True))
     url = "http://127.0.0.1:9"
-    data = {"name": "mdc", "traffic": {"model": "constant:1", "duration": "60s", "seed": 3}, "target": {"url": url},
-            "slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 500}]}
-    path = tmp_path / "mdc.yaml"
-    path.write_text(yaml.safe_dump(data))
-    job = build_job(str(path), target_url=url, slos=(), faults="none", min_rps=6.0, max_rps=80.0,
-                    precision=0.1, step_s=60.0, require_rps=None, out=tmp_path / "out", allow_remote=False, seed=None)
+    job = _p99_job(tmp_path, url, min_rps=6.0)
     said: list[str] = []
     known = StepVerdict(30.0, "fail", "p99", "check")
     free, _ = runner._planned(dataclasses.replace(job, probe=True), Target(url, None, url), "none", said.append)
