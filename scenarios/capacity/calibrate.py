@@ -245,7 +245,11 @@ def _still_holds(scenario: Scenario, condition: str, figure: float, *, source: s
     """One short step at the cached figure (`freshness.checked`)."""
     job = check_job(calibration_job(scenario, condition, source=source, base_dir=base_dir), figure)
     say(f"checking the cached capacity: one {job.rules.measure_s:g} s step at {figure:g} req/s ...")
-    result = checked((run or (lambda j: _run_capacity(j, say)))(job))
+    document = (run or (lambda j: _run_capacity(j, say)))(job)
+    if document.get("aborted"):  # Ctrl-C during the check stops the calibration, it is no miss
+        raise CalibrationAborted(f"{source}: traffic.peak_rps: the check of the cached capacity stopped "
+                                 f"({document['aborted']}); nothing was measured.")
+    result = checked(document)
     say(("held: " if result.held else "missed: ") + result.reason)
     return result
 

@@ -328,3 +328,17 @@ def test_calibrate_an_interrupted_search_stops_the_calibration_and_caches_nothin
             calibration_step(scenario, RelativePeak(0.5, "none"), source=str(path), base_dir=path.parent,
                              dry_run=False, say=lambda _t: None)
     assert raised.value.exit_code == 3 and "nothing was cached" in raised.value.message
+
+
+def test_calibrate_a_check_step_cut_short_stops_instead_of_measuring_again(tmp_path: Path) -> None:
+    scenario, path = _scenario(tmp_path)
+    remember(calibration_job(scenario, "none", source=str(path), base_dir=path.parent), _document(40.0))
+    jobs: list[CapacityJob] = []
+
+    def run(job: CapacityJob) -> dict[str, Any]:
+        jobs.append(job)
+        return _check_document(job.start_rps) | {"aborted": "interrupted by the operator (Ctrl-C)"}
+
+    with pytest.raises(calibrate.CalibrationAborted, match="check of the cached capacity stopped"):
+        calibrated_peak(scenario, RelativePeak(0.5, "none"), source=str(path), base_dir=path.parent, run=run)
+    assert len(jobs) == 1 and jobs[0].settings.max_steps == 1  # the check alone, no search after it
