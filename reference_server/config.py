@@ -115,7 +115,9 @@ class PoolConfig(_Strict):
         description="continuous: encoder token-passes one decode step may run for joining rows (chunked prefill); "
                     "0 runs a joining row's whole encoder in the step that admits it")
     intra_op_threads: int = Field(1, ge=1, le=64)
-    warmup_lengths: list[int] = Field(default_factory=lambda: [32, 256, 1024])
+    warmup_lengths: list[int] = Field(
+        default_factory=lambda: [32, 256, 1024],
+        description="text lengths a node warms before it is ready: each on CUDA, the shortest on the CPU")
     required: bool = True
     autoscale: AutoscaleConfig | None = None
 

@@ -36,6 +36,7 @@ __all__ = [
     "probe",
     "runs_on_gpu",
     "warmup_batch_sizes",
+    "warmup_text_lengths",
 ]
 
 CUDA = "CUDAExecutionProvider"
@@ -153,6 +154,16 @@ def check_in_use(tier: str, int8: bool, in_use: str, require: str | None, availa
         return
     if in_use != REQUIREMENTS[require]:
         raise ProviderRequirementError(_why_not(tier, in_use, available))
+
+
+def warmup_text_lengths(lengths: Sequence[int], device: str) -> list[int]:
+    """Text lengths a warm-up runs. On CUDA each one (its shapes pick kernels and grow the arena);
+    on the CPU the shortest only: its one-time costs (threads, arena, first kernels) are paid by
+    any shape, and a 1,024-character text then runs as fast on its first call as after a warm-up
+    at that length (docs/benchmarks.md, "Node warm-up")."""
+    if device == "cuda" or not lengths:
+        return list(lengths)
+    return [min(lengths)]
 
 
 def warmup_batch_sizes(max_batch_size: int, device: str) -> list[int]:

@@ -25,6 +25,7 @@ from reference_server.model.providers import (
     REQUIRE_ENV,
     parse_requirement,
     warmup_batch_sizes,
+    warmup_text_lengths,
 )
 from reference_server.node.protocol import EXIT_REFUSED, parse_slowdown
 
@@ -189,7 +190,7 @@ class ModelWorker:
             raise RuntimeError("warm-up needs a loaded model")
         device = str(getattr(self._model, "device", "cpu"))
         sizes = warmup_batch_sizes(self.settings.max_batch_size, device)
-        for length in self.settings.warmup_lengths:
+        for length in warmup_text_lengths(self.settings.warmup_lengths, device):
             text = (WARMUP_TEXT * (length // len(WARMUP_TEXT) + 1))[:length]
             for size in sizes:
                 self._model.translate_batch([ModelInput(text, "en", "de")] * size)

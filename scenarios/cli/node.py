@@ -46,7 +46,8 @@ def _lengths(value: str) -> list[int]:
               help="Continuous: encoder token-passes per decode step for joining rows (chunked prefill; 0: none).")
 @click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True, help="ONNX Runtime intra-op threads.")
 @click.option("--cold", is_flag=True, help="Skip warm-up: ready at once, the first requests pay for the start.")
-@click.option("--warmup-lengths", default="32,256,1024", show_default=True, help="Text lengths warmed up before ready.")
+@click.option("--warmup-lengths", default="32,256,1024", show_default=True,
+              help="Text lengths warmed up before ready (on the CPU the shortest only).")
 @click.option("--model-cache-dir", type=click.Path(path_type=Path), default=None, help="Where the model is built and kept.")
 @click.option("--require-provider", type=click.Choice(["cuda"]), default=None,
               help="Exit (code 2) instead of serving a quality model from the CPU.")

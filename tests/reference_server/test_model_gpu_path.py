@@ -11,7 +11,14 @@ from onnx import TensorProto
 
 from reference_server.model import ModelInput
 from reference_server.model.build import ensure_built, model_dir
-from reference_server.model.providers import CPU, CUDA, SessionPlan, plan_session, warmup_batch_sizes
+from reference_server.model.providers import (
+    CPU,
+    CUDA,
+    SessionPlan,
+    plan_session,
+    warmup_batch_sizes,
+    warmup_text_lengths,
+)
 from reference_server.model.runtime import OnnxSeq2SeqModel, load_model
 from reference_server.model.samples import sample_text
 from reference_server.model.spec import get_spec
@@ -61,6 +68,16 @@ def test_plan_refuses_requested_provider_not_offered() -> None:
 )
 def test_warmup_batch_sizes_cover_every_power_of_two_on_cuda(max_batch: int, device: str, sizes: list[int]) -> None:
     assert warmup_batch_sizes(max_batch, device) == sizes
+
+
+@pytest.mark.parametrize(
+    ("lengths", "device", "warmed"),
+    [([32, 256, 1024], "cuda", [32, 256, 1024]), ([32, 256, 1024], "cpu", [32]), ([512, 64], "cpu", [64]),
+     ([], "cpu", [])],
+)
+def test_warmup_text_lengths_are_all_on_cuda_and_the_shortest_on_the_cpu(lengths: list[int], device: str,
+                                                                       warmed: list[int]) -> None:
+    assert warmup_text_lengths(lengths, device) == warmed
 
 
 @pytest.mark.slow
