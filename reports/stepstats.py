@@ -40,10 +40,10 @@ from reports.faults import SHED_STATUSES
 from reports.goodput import per_request_good
 from reports.schema import LATENCY_KINDS, SloSpec
 from reports.selection import slo_scope
-from reports.sequential import ALPHA, LOOKS, PILOT_FLOOR, look_call, nominal_levels
+from reports.sequential import ALPHA, LOOKS, PILOT_FLOOR, look_call, nominal_levels, share_calls
 from reports.stats import ci_ranks, summary_percentiles
 
-__all__ = ["ONE_SIDED", "SloCall", "judge_slos", "samples_to_pass", "step_figures"]
+__all__ = ["ONE_SIDED", "SloCall", "judge_slos", "reachable", "samples_to_pass", "step_figures"]
 
 ONE_SIDED = 1.0 - ALPHA
 Decision = Literal["met", "missed", "open"]
@@ -80,6 +80,20 @@ def samples_to_pass(spec: SloSpec, looks: int = LOOKS) -> int:
     """Fewest requests in scope with which `spec` can be shown met at the final look (none bad)."""
     level = float(nominal_levels(looks)[-1])
     return math.ceil(math.log(level) / math.log(1.0 - spec.allowed_bad_share) - 1e-9)
+
+
+def reachable(call: SloCall, allowed: float, remaining: int, looks: int = LOOKS) -> bool:
+    """Whether `call`'s SLO can still be shown met at the final look of `looks`.
+
+    The best a pass can hope for: each of the `remaining` requests still due in the SLO's scope
+    turns out good, and the requests are independent (a design effect of 1; a larger one only
+    widens the bound). When even then the bad share's upper bound stays past `allowed`, the final
+    look cannot call the SLO met, whatever the rest of the step brings.
+    """
+    level = float(nominal_levels(looks)[-1])
+    bad = np.array([call.bad])
+    met, _, _, _ = share_calls(bad, bad, call.samples + remaining, allowed, np.ones(1), level)
+    return bool(np.asarray(met).reshape(-1)[0])
 
 
 def judge_slos(requests: pd.DataFrame, specs: list[SloSpec], now_s: float, *, look: int = LOOKS,

@@ -25,6 +25,7 @@ from scenarios.capacity.steps import (
     Assessment,
     StepRules,
     assess,
+    curtailed,
     live_frame,
     look_times,
     step_schedule,
@@ -129,7 +130,8 @@ class StepRunner:
 
     def _watch(self, session: LoadSession, schedule: pd.DataFrame, parts: list[pd.DataFrame],
                t0: float, rules: StepRules | None = None) -> Assessment:
-        """Poll the session; judge at each planned look (`steps.look_times`), and at the end.
+        """Poll the session; judge at each planned look (`steps.look_times`), and at the end; at
+        every poll, end the step once its final look can no longer pass (`steps.curtailed`).
 
         An interim look is taken at its planned time, or sooner once every request it covers has
         been answered and recorded: its data are then final, so the call is the one the planned
@@ -155,11 +157,16 @@ class StepRunner:
                 return Assessment("invalid", GENERATOR, "the load generator stopped before the step's end; "
                                   "see its locust.log", now)
             final = now >= rules.schedule_s
-            if not final and not (look < rules.looks and now >= rules.look_end(look) + rules.record_lag_s):
+            if not final and now <= rules.window[0]:
                 continue
             frame = live_frame(schedule, pd.concat(parts, ignore_index=True), now,
                                documents_via_jobs=session.settings.jobs_in_use)
-            judge = functools.partial(assess, frame, self.specs, rules, now, cpu_max=max(cpu[1:], default=0.0))
+            cpu_max = max(cpu[1:], default=0.0)
+            if (cut := curtailed(frame, schedule, self.specs, rules, now, cpu_max=cpu_max)) is not None:
+                return cut
+            if not final and not (look < rules.looks and now >= rules.look_end(look) + rules.record_lag_s):
+                continue
+            judge = functools.partial(assess, frame, self.specs, rules, now, cpu_max=cpu_max)
             if final:
                 verdict = judge(look=rules.looks)
                 settled = done or now >= rules.deadline_s or not _pending(frame, rules.window)

@@ -19,15 +19,17 @@ import numpy as np
 import pandas as pd
 
 from reports.schema import LATENCY_KINDS, SloSpec
+from reports.selection import slo_scope
 from reports.sequential import LOOKS, look_fractions
-from reports.stepstats import SloCall, judge_slos, step_figures
+from reports.stepstats import SloCall, judge_slos, reachable, step_figures
 from scenarios.capacity.search import GENERATOR
 from scenarios.load.health import generator_figures
 from scenarios.load.parts import merge_requests
 from traffic_models import generate_schedule
 from traffic_models.model import TrafficModel
 
-__all__ = ["Assessment", "StepRules", "assess", "completions", "from_send", "live_frame", "look_times", "step_schedule"]
+__all__ = ["Assessment", "StepRules", "assess", "completions", "curtailed", "from_send", "live_frame", "look_times",
+           "step_schedule"]
 
 Decision = Literal["pass", "fail", "invalid", "continue"]
 DEFAULT_MEASURE_S = 30.0
@@ -185,6 +187,46 @@ def assess(frame: pd.DataFrame, specs: list[SloSpec], rules: StepRules, now_s: f
     return Assessment("fail", unclear.name, f"{unclear.name} not shown met with 95% confidence "
                       f"({unclear.samples} requests, {unclear.bad} bad, {unclear.pending} unanswered)",
                       now_s, calls, figures)
+
+
+def curtailed(frame: pd.DataFrame, schedule: pd.DataFrame, specs: list[SloSpec], rules: StepRules, now_s: float, *,
+              cpu_max: float = 0.0) -> Assessment | None:
+    """A failure now, when the step's final look can no longer pass; None while it still can.
+
+    An SLO whose bad requests already rule out a pass at the final look, even with every request
+    still due in the window good and no design effect (`reports.stepstats.reachable`), ends the
+    step "not met" at its end whatever else happens, so the step ends now with that call. This
+    is no extra look: the outcome is the one the final look would give, so it spends no error
+    and may be checked at every poll. While the generator is in doubt the looks decide, since
+    such a step may end invalid rather than failed.
+    """
+    start, end = rules.window
+    if now_s <= start:
+        return None
+    intended = frame["intended_s"].to_numpy(dtype=float)
+    measured = frame[(intended >= start) & (intended < min(now_s, end))].reset_index(drop=True)
+    generator = generator_figures(measured) | {"cpu_max": cpu_max}
+    if not len(measured) or _generator_problems(generator, rules):
+        return None
+    offsets = schedule["offset_s"].to_numpy(dtype=float)
+    due = schedule[(offsets >= now_s) & (offsets < end)]
+    calls = judge_slos(measured, specs, now_s, look=rules.looks, looks=rules.looks, record_lag_s=rules.record_lag_s)
+    for spec, call in zip(specs, calls, strict=True):
+        remaining = int(slo_scope(due, pd.Series("", index=due.index), spec).sum())
+        if not reachable(call, spec.allowed_bad_share, remaining, rules.looks):
+            window = (start, min(now_s, end))
+            figures = step_figures(measured, window=window, completions=completions(frame), specs=specs)
+            figures |= generator | {"achieved_share": _achieved_share(frame, measured, window)}
+            return Assessment("fail", call.name, _unreachable_text(call, remaining), now_s, calls, figures)
+    return None
+
+
+def _unreachable_text(call: SloCall, remaining: int) -> str:
+    if call.bad == 0:
+        return (f"{call.name} cannot be shown met in this step: its {call.samples + remaining} requests are too few "
+                "even if every one is good")
+    return (f"{call.name} can no longer be shown met in this step: {call.bad} of {call.samples} requests bad so far, "
+            f"too many even if the {remaining} still due are all good")
 
 
 def _generator_problems(generator: dict[str, Any], rules: StepRules) -> list[str]:

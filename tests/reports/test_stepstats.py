@@ -11,7 +11,7 @@ import pytest
 
 from reports.schema import SloSpec
 from reports.sequential import nominal_levels
-from reports.stepstats import judge_slos, samples_to_pass, step_figures
+from reports.stepstats import judge_slos, reachable, samples_to_pass, step_figures
 
 P99 = SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=500)
 AVAILABILITY = SloSpec(name="avail", kind="availability", objective=0.95)
@@ -166,3 +166,13 @@ def test_stepstats_goodput_counts_hung_requests_as_not_good() -> None:
     done = frame["done_s"].to_numpy()
     figures = step_figures(frame, window=(0.0, 10.0), completions=done[frame["ok"].to_numpy()], specs=[P99])
     assert figures["goodput_rps"] == pytest.approx(40.0)  # 400 good in 10 s, not 50 x 400 / 400
+
+
+@pytest.mark.parametrize("bad", [0, 1, 2, 3])
+def test_stepstats_reachable_agrees_with_the_final_look_over_every_request_good(bad: int) -> None:
+    """A P99 over 600 requests with `bad` of the first 150 slow: a pass is reachable exactly when
+    the final look, with the other 450 answered fast, calls it met."""
+    first = judge_slos(_frame(150, slow=bad), [P99], 100.0)[0]
+    final = judge_slos(_frame(600, slow=bad), [P99], 100.0)[0]
+    assert first.bad == bad
+    assert reachable(first, P99.allowed_bad_share, 450) == (final.decision == "met"), (first, final)

@@ -66,9 +66,11 @@ def test_stepper_a_generator_whose_schedule_is_spent_is_judged_at_the_step_end()
 class _OpenSession(_SpentSession):
     """A generator still running: every answer recorded except those of `unanswered` rows."""
 
-    def __init__(self, offsets: np.ndarray, *, status: int = 200, unanswered: tuple[int, ...] = ()) -> None:
+    def __init__(self, offsets: np.ndarray, *, status: int = 200, unanswered: tuple[int, ...] = (),
+                 failed: tuple[int, ...] = ()) -> None:
         super().__init__(offsets)
         self._parts["status"] = status
+        self._parts.loc[list(failed), "status"] = 500
         self._parts = self._parts.drop(index=list(unanswered))
 
     def finished(self) -> bool:
@@ -85,12 +87,14 @@ def _watch_open(rules: StepRules, spec: SloSpec, offsets: np.ndarray, **session:
 @pytest.mark.slow
 def test_stepper_an_interim_look_whose_requests_are_all_answered_is_taken_before_its_planned_time() -> None:
     """Every request failed and was recorded at once: the first look's data are final as soon as
-    its quarter of the window is due, so it calls the SLO missed then, not 5 s later."""
+    its quarter of the window is due, so it calls the SLO missed then, not 5 s later. (A median
+    objective: a pass stays possible until half the window has failed, so the look, not the
+    curtailing, ends the step.)"""
     rules = StepRules(measure_s=4.0, warmup_s=0.5, tail_s=5.0, record_lag_s=0.0)
-    spec = SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=5000)
+    spec = SloSpec(name="p50", kind="latency", percentile=50, threshold_ms=5000)
     planned = look_times(rules, [spec])[0]
     verdict = _watch_open(rules, spec, np.linspace(0.0, 4.4, 300), status=500)
-    assert verdict.decision == "fail" and verdict.limiting == "p99" and "missed" in verdict.reason
+    assert verdict.decision == "fail" and verdict.limiting == "p50" and "missed" in verdict.reason
     assert verdict.calls[0].look == 1 and verdict.now_s < planned - 2.0, (verdict.now_s, planned)
 
 
@@ -103,3 +107,16 @@ def test_stepper_a_pass_that_holds_with_its_pending_requests_counted_bad_ends_th
     verdict = _watch_open(rules, spec, np.linspace(0.5, 1.49, 300), unanswered=(150,))
     assert verdict.decision == "pass" and verdict.calls[0].pending == 1, verdict
     assert verdict.now_s < rules.deadline_s - 10.0, verdict.now_s
+
+
+@pytest.mark.slow
+def test_stepper_a_step_that_can_no_longer_pass_ends_at_the_next_poll() -> None:
+    """Two failures early in a 700-request window: the final look could not show the P99 met
+    even with every later request good, so the step ends at the first poll after the warm-up
+    instead of at its first look."""
+    rules = StepRules(measure_s=4.0, warmup_s=0.5, tail_s=5.0, record_lag_s=0.0)
+    offsets = np.linspace(0.0, 4.4, 700)
+    early = tuple(int(i) for i in np.flatnonzero((offsets > 0.5) & (offsets < 0.9))[:2])
+    verdict = _watch_open(rules, P99, offsets, failed=early)
+    assert verdict.decision == "fail" and verdict.limiting == "p99" and "no longer" in verdict.reason, verdict
+    assert verdict.now_s < rules.look_end(1), verdict.now_s

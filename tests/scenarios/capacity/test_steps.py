@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from reports.schema import SloSpec
-from scenarios.capacity.steps import StepRules, assess, live_frame, look_times, step_schedule
+from scenarios.capacity.steps import StepRules, assess, curtailed, live_frame, look_times, step_schedule
 from traffic_models import load_traffic_model
 
 P99 = SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=500)
@@ -104,3 +104,68 @@ def test_steps_a_service_failing_even_from_the_actual_send_is_a_failure_not_inva
 def test_steps_generator_cpu_saturation_is_invalid(cpu: float, expected: str) -> None:
     verdict = assess(_requests(50.0, 22.0), [P99], RULES, 22.5, look=RULES.looks, cpu_max=cpu)
     assert verdict.decision == expected
+
+
+def _schedule(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.rename(columns={"intended_s": "offset_s"})[["offset_s", "kind", "priority", "mode"]]
+
+
+def _bad_at(frame: pd.DataFrame, times: list[float]) -> pd.DataFrame:
+    """`frame` with the requests intended nearest `times` answered after 900 ms."""
+    out = frame.copy()
+    intended, sent, done = (out[c].to_numpy(dtype=float).copy() for c in ("intended_s", "sent_s", "done_s"))
+    for t in times:
+        row = int(np.argmin(np.abs(intended - t)))
+        done[row] = sent[row] + 0.9
+    out["done_s"] = done
+    out["latency_ms"] = (out["done_s"] - out["intended_s"]) * 1000.0
+    return out
+
+
+def test_steps_a_step_whose_final_look_can_no_longer_pass_fails_at_once() -> None:
+    """600 requests in the window: at the final look a P99 survives one bad request, not two."""
+    full = _requests(30.0, RULES.schedule_s)
+    schedule = _schedule(full)
+    now = 6.0
+
+    def so_far(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[frame["intended_s"] < now].reset_index(drop=True)
+
+    assert curtailed(so_far(_bad_at(full, [3.0])), schedule, [P99], RULES, now) is None
+    verdict = curtailed(so_far(_bad_at(full, [3.0, 5.0])), schedule, [P99], RULES, now)
+    assert verdict is not None and verdict.decision == "fail" and verdict.limiting == "p99"
+    assert verdict.now_s == now and "2 of" in verdict.reason and "still due" in verdict.reason
+    # the final look agrees: two bad requests fail the step, one passes it
+    assert assess(_bad_at(full, [3.0, 5.0]), [P99], RULES, RULES.schedule_s + 1.0, look=RULES.looks).decision == "fail"
+    assert assess(_bad_at(full, [3.0]), [P99], RULES, RULES.schedule_s + 1.0, look=RULES.looks).decision == "pass"
+
+
+def test_steps_curtailing_never_ends_a_step_the_final_look_would_pass() -> None:
+    """Wherever the bad requests fall and whenever it is asked, a curtailed step is one whose
+    final look, with every later request good, does not pass."""
+    full = _requests(30.0, RULES.schedule_s)
+    schedule = _schedule(full)
+    rng = np.random.default_rng(7)
+    curtailed_steps = 0
+    for _ in range(60):
+        bad_times = sorted(rng.uniform(RULES.warmup_s, 10.0, int(rng.integers(0, 5))).tolist())
+        now = float(rng.uniform(RULES.warmup_s + 0.5, 12.0))
+        frame = _bad_at(full, [t for t in bad_times if t < now - 1.0])
+        verdict = curtailed(frame[frame["intended_s"] < now].reset_index(drop=True), schedule, [P99], RULES, now)
+        if verdict is not None:
+            curtailed_steps += 1
+            assert assess(frame, [P99], RULES, RULES.schedule_s + 1.0, look=RULES.looks).decision != "pass"
+    assert curtailed_steps >= 10
+
+
+def test_steps_too_few_requests_for_any_pass_are_curtailed_with_the_reason() -> None:
+    full = _requests(5.0, RULES.schedule_s)  # 100 requests: a P99 needs more even with none bad
+    verdict = curtailed(full[full["intended_s"] < 4.0].reset_index(drop=True), _schedule(full), [P99], RULES, 4.0)
+    assert verdict is not None and "too few" in verdict.reason
+
+
+def test_steps_curtailing_waits_out_the_warm_up_and_a_doubtful_generator() -> None:
+    full = _bad_at(_requests(30.0, RULES.schedule_s), [0.5, 1.0, 1.5])
+    assert curtailed(full[full["intended_s"] < 1.9], _schedule(full), [P99], RULES, 1.9) is None  # warm-up
+    lagging = _bad_at(_requests(30.0, RULES.schedule_s, lag_ms=120.0), [3.0, 4.0, 5.0])
+    assert curtailed(lagging[lagging["intended_s"] < 6.0], _schedule(lagging), [P99], RULES, 6.0) is None
