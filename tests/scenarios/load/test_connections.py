@@ -100,8 +100,11 @@ def test_a_request_that_never_got_a_connection_ends_at_its_time_out(tmp_path: Pa
     parts = read_parts(list_parts(tmp_path)).sort_values("row")
     assert parts["sent_s"].isna().all()  # never on the wire, but attempted: it has an end
     assert (parts["error"] == "timeout waiting for a connection").all(), parts["error"]
-    np.testing.assert_allclose(parts["done_s"] - parts["intended_s"], 0.5, atol=0.05)
-    np.testing.assert_allclose(parts["pool_wait_ms"], 500.0, atol=50.0)
+    # at its time-out: never before it, and after it only by how late a busy machine wakes the
+    # firer (more than 50 ms late with the suite beside it), not at some later event
+    ended = (parts["done_s"] - parts["intended_s"]).to_numpy()
+    assert ((ended >= 0.49) & (ended < 0.75)).all(), ended
+    assert ((parts["pool_wait_ms"] >= 490.0) & (parts["pool_wait_ms"] < 750.0)).all(), parts["pool_wait_ms"]
 
 
 def test_only_the_first_connection_of_a_send_stamps_it() -> None:
