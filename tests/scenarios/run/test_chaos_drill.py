@@ -25,8 +25,10 @@ def _scenario(tmp_path: Path, *, chaos: list[dict], duration: str) -> Path:
         # what is tested here is not the generator's validity: a node's restart shares the two cores
         # with it and with the tests beside it (a lag P99 of 325 ms was seen), so its limit leaves room
         "load": {"processes": 1, "max_lag_p99_ms": 2000},
+        # what is tested is the fault and the recovery from it: the latency objective leaves room for
+        # a machine whose P99 is 2-3 s beside the other tests (a recovery was missed at 3 s)
         "slos": [
-            {"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 3000},
+            {"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 10000},
             {"name": "availability", "kind": "availability", "objective": 0.9},
         ],
         "cost": {"source": "test prices", "date": "2026-11-30",
@@ -57,7 +59,9 @@ def _events(out: Path) -> list[dict]:
 def test_drill_with_node_loss_records_fault_and_recovery(tmp_path: Path, drill_process: list) -> None:
     # the node's restart loads its model on the same two cores: on a busy machine that takes tens of
     # seconds, and the recovery is measured only if the drill lasts until the node serves again
-    scenario = _scenario(tmp_path, chaos=[{"at": "00:00:04", "experiment": "experiments/gpu-node-loss.json", "hold": "3s"}], duration="40s")
+    # at 4 req/s a 5 s recovery window holds about 20 requests, the default minimum: ask for 10
+    loss = {"at": "00:00:04", "experiment": "experiments/gpu-node-loss.json", "hold": "3s", "recovery_min_requests": 10}
+    scenario = _scenario(tmp_path, chaos=[loss], duration="40s")
     out = tmp_path / "results"
     proc = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", str(scenario), "--out", str(out)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
