@@ -155,12 +155,11 @@ def assess(frame: pd.DataFrame, specs: list[SloSpec], rules: StepRules, now_s: f
     """Look `look` of `rules.looks` at `now_s`: pass, fail, invalid or continue (module doc)."""
     final = look >= rules.looks
     measured, window = _window(frame, rules, now_s, look)
-    figures = step_figures(measured, window=window, completions=completions(frame), specs=specs)
     judge = functools.partial(judge_slos, look=look, looks=rules.looks, record_lag_s=rules.record_lag_s)
     calls = judge(measured, specs, now_s)
     generator = generator_figures(measured) | {"cpu_max": cpu_max}
     generator_problems = _generator_problems(generator, rules)
-    figures = figures | generator | {"achieved_share": _achieved_share(frame, measured, window)}
+    figures = _figures(frame, measured, window, specs, generator)
     missed = [call for call in calls if call.decision == "missed"]
     if generator_problems:
         own = [c for c in judge(from_send(measured), specs, now_s) if c.decision == "missed"]
@@ -203,8 +202,7 @@ def curtailed(frame: pd.DataFrame, schedule: pd.DataFrame, specs: list[SloSpec],
     start, end = rules.window
     if now_s <= start:
         return None
-    intended = frame["intended_s"].to_numpy(dtype=float)
-    measured = frame[(intended >= start) & (intended < min(now_s, end))].reset_index(drop=True)
+    measured, window = _window(frame, rules, now_s, rules.looks)
     generator = generator_figures(measured) | {"cpu_max": cpu_max}
     if not len(measured) or _generator_problems(generator, rules):
         return None
@@ -214,11 +212,16 @@ def curtailed(frame: pd.DataFrame, schedule: pd.DataFrame, specs: list[SloSpec],
     for spec, call in zip(specs, calls, strict=True):
         remaining = int(slo_scope(due, pd.Series("", index=due.index), spec).sum())
         if not reachable(call, spec.allowed_bad_share, remaining, rules.looks):
-            window = (start, min(now_s, end))
-            figures = step_figures(measured, window=window, completions=completions(frame), specs=specs)
-            figures |= generator | {"achieved_share": _achieved_share(frame, measured, window)}
-            return Assessment("fail", call.name, _unreachable_text(call, remaining), now_s, calls, figures)
+            return Assessment("fail", call.name, _unreachable_text(call, remaining), now_s, calls,
+                              _figures(frame, measured, window, specs, generator))
     return None
+
+
+def _figures(frame: pd.DataFrame, measured: pd.DataFrame, window: tuple[float, float], specs: list[SloSpec],
+             generator: dict[str, Any]) -> dict[str, object]:
+    """A verdict's evidence: the step's figures over `measured`, the generator's, the achieved share."""
+    figures = step_figures(measured, window=window, completions=completions(frame), specs=specs)
+    return figures | generator | {"achieved_share": _achieved_share(frame, measured, window)}
 
 
 def _unreachable_text(call: SloCall, remaining: int) -> str:
