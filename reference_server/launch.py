@@ -17,8 +17,6 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import httpx
-
 from kernel.processes import die_with_parent, free_port, stop_process
 from reference_server.config import PoolConfig, ServerConfig
 
@@ -146,6 +144,8 @@ class ServerProcess:
             raise
 
     def _wait_ready(self, limit_s: float) -> None:
+        import httpx  # here, not above: a node process imports this module for `listen` alone
+
         give_up = time.monotonic() + limit_s
         with httpx.Client(timeout=2.0, trust_env=False) as client:
             while time.monotonic() < give_up:

@@ -1,8 +1,8 @@
 """Packaging that cannot mix ONNX Runtime's CPU and GPU builds.
 
 The fast tests read pyproject.toml and the Makefile. The slow one (built once per session by a
-module fixture) asks pip what `rushhour[gpu]` resolves to, then installs that ONNX Runtime, with
-the packages it needs exactly as the resolver chose them (no second resolution, nothing
+module fixture) asks uv, the installer `make install` uses, what `rushhour[gpu]` resolves to,
+then installs that ONNX Runtime alone, held to the versions the resolver chose (nothing
 byte-compiled), into a throwaway virtual environment and checks that it offers CUDA, is the only
 ONNX Runtime there, and — with no GPU here — falls back to the CPU, which is what
 `require_provider: cuda` catches. It skips, saying why, when the package index cannot be reached.
@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from reference_server.model.providers import RUNTIME_DISTRIBUTIONS, installed_runtimes
 
 REPO = Path(__file__).resolve().parents[2]
-PIP_TIMEOUT_S = 600
+UV = Path(sys.executable).parent / "uv"
+INSTALL_TIMEOUT_S = 600
+UNREACHABLE = ("Failed to fetch", "error sending request", "dns error")  # uv's words for a network failure
 _CHECK = """
 import json
 from importlib import metadata
@@ -75,8 +76,14 @@ class GpuEnv:
     check: dict
 
 
-def _pip(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=PIP_TIMEOUT_S, check=False)
+def _uv(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(UV), *args], capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False)
+
+
+def _pins(text: str) -> list[tuple[str, str]]:
+    """(name, version) of every `name==version` line of a compiled requirements file."""
+    return [(canonicalize_name(name), version.split()[0]) for name, _, version in
+            (line.partition("==") for line in text.splitlines() if "==" in line and not line.startswith("#"))]
 
 
 def _tiny_model(path: Path) -> Path:
@@ -89,50 +96,25 @@ def _tiny_model(path: Path) -> Path:
     return path
 
 
-def _runtime_closure(items: list[dict]) -> list[dict]:
-    """The resolved ONNX Runtime builds and, transitively, the resolved packages they require
-    without an extra: what installing the runtime alone brings, each as the resolver chose it."""
-    by_name = {canonicalize_name(item["metadata"]["name"]): item for item in items}
-    todo, seen = [name for name in by_name if name in RUNTIME_DISTRIBUTIONS], []
-    while todo:
-        name = todo.pop(0)
-        if name in seen:
-            continue
-        seen.append(name)
-        for text in by_name[name]["metadata"].get("requires_dist") or []:
-            requirement = Requirement(text)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                todo.append(canonicalize_name(requirement.name))
-    return [by_name[name] for name in seen]
-
-
-def test_the_runtime_closure_follows_requirements_without_extras() -> None:
-    def item(name: str, *requires: str) -> dict:
-        return {"metadata": {"name": name, "version": "1", "requires_dist": list(requires)}}
-
-    items = [item("rushhour", "numpy", "onnxruntime-gpu[cuda]"), item("onnxruntime-gpu", "numpy>=1", "Packaging",
-             'nvidia-cuda-runtime; extra == "cuda"', 'sympy; extra == "symbolic"'), item("numpy"),
-             item("packaging"), item("nvidia-cuda-runtime")]
-    assert [i["metadata"]["name"] for i in _runtime_closure(items)] == ["onnxruntime-gpu", "numpy", "packaging"]
-
-
 @pytest.fixture(scope="module")
 def gpu_env(tmp_path_factory: pytest.TempPathFactory) -> GpuEnv:
+    if not UV.exists():
+        pytest.skip(f"uv is not installed at {UV} (`make install` installs it)")
     work = tmp_path_factory.mktemp("gpu-extra")
-    reach = _pip("index", "versions", "onnxruntime-gpu")
-    if reach.returncode != 0:
-        pytest.skip(f"the package index cannot be reached (pip index versions onnxruntime-gpu: {reach.stderr.strip()[-300:]})")
-    report = work / "report.json"
-    resolved = _pip("install", "--dry-run", "--ignore-installed", "--quiet", "--report", str(report), f"{REPO}[gpu]")
+    pins = work / "pins.txt"
+    resolved = _uv("pip", "compile", str(REPO / "pyproject.toml"), "--extra", "gpu", "--python", sys.executable,
+                   "--quiet", "--no-header", "--output-file", str(pins))
+    if resolved.returncode != 0 and any(word in resolved.stderr for word in UNREACHABLE):
+        pytest.skip(f"the package index cannot be reached (uv pip compile: {resolved.stderr.strip()[-300:]})")
     assert resolved.returncode == 0, resolved.stderr[-3000:]
-    items = json.loads(report.read_text())["install"]
-    runtimes = [(i["metadata"]["name"].lower(), i["metadata"]["version"]) for i in items
-                if i["metadata"]["name"].lower() in RUNTIME_DISTRIBUTIONS]
+    runtimes = [(name, version) for name, version in _pins(pins.read_text()) if name in RUNTIME_DISTRIBUTIONS]
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    artifacts = [f"{item['metadata']['name']} @ {item['download_info']['url']}" for item in _runtime_closure(items)]
-    installed = _pip("--python", str(python), "install", "--quiet", "--no-deps", "--no-compile", *artifacts)
+    # the runtime without extras (no CUDA wheels: this machine has no GPU to load them), every
+    # package it needs held by the constraints to the version the project's resolution chose
+    installed = _uv("pip", "install", "--python", str(python), "--quiet", "--constraint", str(pins),
+                    *(f"{name}=={version}" for name, version in runtimes))
     assert installed.returncode == 0, installed.stderr[-3000:]
     checked = subprocess.run([str(python), "-c", _CHECK, str(_tiny_model(work / "tiny.onnx"))], capture_output=True,
                              text=True, timeout=120, check=False)
