@@ -10,13 +10,30 @@ It sits beside `reports`, `experiments` and `reference_server`, above the shared
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from kernel.clock import parse_clock
 from traffic_models.errors import TrafficModelError
-from traffic_models.loader import bundled_models, load_traffic_model
 from traffic_models.model import TrafficModel
 from traffic_models.phases import Phase, phases
-from traffic_models.schedule import generate_schedule, rate_curve
 from traffic_models.text import text_for
+
+if TYPE_CHECKING:
+    from traffic_models.loader import bundled_models, load_traffic_model
+    from traffic_models.schedule import generate_schedule, rate_curve
+
+_LATER = {"bundled_models": "traffic_models.loader", "load_traffic_model": "traffic_models.loader",
+          "generate_schedule": "traffic_models.schedule", "rate_curve": "traffic_models.schedule"}
+
+
+def __getattr__(name: str) -> object:
+    """The loader's and the schedule's names are imported on first use: they need pandas, which a
+    load generator's process does without (it needs `text_for` and the model's types)."""
+    if name not in _LATER:
+        raise AttributeError(f"module 'traffic_models' has no attribute {name!r}")
+    return getattr(import_module(_LATER[name]), name)
+
 
 __all__ = [
     "Phase",

@@ -7,12 +7,15 @@ one phase; where events overlap, peak beats ramp beats recovery beats base.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from traffic_models.model import TrafficModel
 from traffic_models.window import Window, resolve_window
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 WARM_UP_FRACTION = 0.05
 RANK = {"base": 0, "recovery": 1, "ramp": 2, "peak": 3}
@@ -59,6 +62,8 @@ def phase_column(run_phases: list[Phase], offsets: np.ndarray) -> pd.Categorical
     index = np.clip(np.searchsorted(starts, offsets, side="right") - 1, 0, len(run_phases) - 1)
     names = list(dict.fromkeys(p.name for p in run_phases))
     codes = np.array([names.index(p.name) for p in run_phases])[index]
+    import pandas as pd  # here: a load generator imports this module (through the package) without pandas
+
     return pd.Categorical.from_codes(codes, categories=pd.Index(names))
 
 

@@ -51,7 +51,7 @@ from scenarios.load.master_relay import (
     MSG_START,
     MasterRelay,
 )
-from scenarios.load.parts import list_parts
+from scenarios.load.partwriter import list_parts
 from scenarios.load.settings import LoadSettings
 from scenarios.load.worker import publish_start
 from scenarios.load.worker_local import WorkerLocal

@@ -27,7 +27,7 @@ from reports.faults import SHED_STATUSES
 from scenarios.load.parts import merge_requests
 from scenarios.run.live_hist import LogHistogram, TimeRing
 from scenarios.run.live_rows import ScheduleRows
-from traffic_models.chunked import LABEL_COLUMNS
+from traffic_models.facts import LABEL_COLUMNS
 
 LABELS = LABEL_COLUMNS
 _RENARD = (1.0, 1.25, 1.6, 2.0, 2.5, 3.2, 4.0, 5.0, 6.4, 8.0)

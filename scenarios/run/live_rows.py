@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from traffic_models.chunked import LABEL_COLUMNS
+from traffic_models.facts import LABEL_COLUMNS
 
 KEEP_GROUPS = 3
 ORDER_BATCH_ROWS = 50_000

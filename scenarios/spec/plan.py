@@ -21,7 +21,8 @@ from scenarios.spec.chaos import PlannedFault, plan_faults
 from scenarios.spec.model import Scenario, ScenarioError, format_errors
 from scenarios.spec.peak import Calibration
 from traffic_models import Phase, TrafficModelError, generate_schedule, load_traffic_model, phases, rate_curve
-from traffic_models.chunked import DEFAULT_CHUNK_ROWS, ScheduleFacts, iter_schedule
+from traffic_models.chunked import DEFAULT_CHUNK_ROWS, iter_schedule
+from traffic_models.facts import ScheduleFacts
 from traffic_models.model import TrafficModel
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]

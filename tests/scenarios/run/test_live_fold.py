@@ -14,7 +14,8 @@ from scenarios.run.live_fold import COUNTERS, LATENCY_BUCKETS_S, LiveFold
 from scenarios.run.live_rows import KEEP_GROUPS
 from scenarios.run.live_slo import SloBoard, burn_windows, window_name
 from traffic_models import load_traffic_model
-from traffic_models.chunked import ScheduleFacts, iter_schedule, write_schedule
+from traffic_models.chunked import iter_schedule, write_schedule
+from traffic_models.facts import ScheduleFacts
 
 
 def _schedule() -> pd.DataFrame:
