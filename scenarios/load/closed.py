@@ -20,7 +20,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 from gevent.lock import Semaphore
 
 from scenarios.load.openloop import OpenLoopFirer, Sender, Share, monotonic_anchor
-from scenarios.load.parts import PartWriter
+from scenarios.load.partwriter import PartWriter
 from scenarios.load.settings import LoadSettings
 from scenarios.load.sharestream import SHARE_BATCH_ROWS, Prefetched, share_size
 from scenarios.load.worker import share_batches, wait_for_start, warm_up
@@ -86,7 +86,7 @@ class ClosedDrill:
     def _take(self, share: Share) -> None:
         assert self._writer is not None
         self._firer = OpenLoopFirer(share, _no_sender, self._writer)
-        self._offsets = share.rows["offset_s"].to_numpy(dtype=float).tolist()
+        self._offsets = share.offsets.tolist()
         self._next = 0
 
     def _claim_row(self) -> tuple[OpenLoopFirer, int, float] | None:

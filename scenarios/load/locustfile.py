@@ -24,6 +24,7 @@ from locust.runners import STATE_CLEANUP, STATE_STOPPED
 from scenarios.load.direct import DirectSender
 from scenarios.load.handoff import stamp_connections
 from scenarios.load.jobs import JOB_POLL_NAME, JOBS_PATH, JobFollower, Reply
+from scenarios.load.partwriter import keep_pandas_out
 from scenarios.load.settings import ENV_SETTINGS, LoadSettings
 from scenarios.load.wire import no_response
 from scenarios.load.worker import run_worker
@@ -41,6 +42,7 @@ RELAY: list[object] = []
 
 @events.init.add_listener
 def _install_relay(environment: Any, **_kwargs: Any) -> None:
+    keep_pandas_out()  # a Locust process: see the function
     relay = install_relay(environment.runner)
     if relay is not None:
         RELAY.append(relay)

@@ -14,6 +14,7 @@ from locust import FastHttpUser, LoadTestShape, constant_pacing, events, task
 
 from scenarios.load.closed import PACING_S, ClosedDrill, shape_users
 from scenarios.load.handoff import stamp_connections
+from scenarios.load.partwriter import keep_pandas_out
 from scenarios.load.settings import LoadSettings
 from scenarios.load.wire import WireSender
 from scenarios.protocols.base import make_protocol
@@ -28,6 +29,11 @@ def _shared(environment: Any) -> ClosedDrill:
     if _drill is None:
         _drill = ClosedDrill(LoadSettings.from_env(), environment.runner.worker_index)
     return _drill
+
+
+@events.init.add_listener
+def _lean(**_kwargs: Any) -> None:
+    keep_pandas_out()  # a Locust process: see the function
 
 
 @events.test_stop.add_listener

@@ -21,13 +21,13 @@ from itertools import chain
 
 import gevent
 import numpy as np
-import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]
 from gevent import GreenletExit
 from gevent.pool import Group
 
 from scenarios.load import handoff
-from scenarios.load.parts import PartWriter
-from scenarios.load.settings import LoadSettings, longest_wait_s
+from scenarios.load.partwriter import PartWriter
+from scenarios.load.settings import LoadSettings, wait_limit_s
 from scenarios.load.turns import Message, answer_text, conversation, prompt_text, sessions_of
 from scenarios.protocols.outcome import Outcome
 
@@ -50,33 +50,51 @@ def monotonic_anchor(t0: float) -> float:
     return time.monotonic() + (t0 - time.time())
 
 
-def worker_share(schedule: pd.DataFrame, index: int, count: int) -> pd.DataFrame:
+def worker_share(schedule: pa.Table, index: int, count: int) -> pa.Table:
     """The rows this worker fires: schedule row numbers with `row % count == index`, or, for the
     turns of a conversation, `session % count == index` (a session's turns follow each other)."""
-    rows = np.arange(len(schedule))
+    rows = np.arange(schedule.num_rows)
     key = rows
-    if "session" in schedule:
-        session = schedule["session"].to_numpy(dtype=np.int64)
+    if "session" in schedule.column_names:
+        session = np.asarray(_ints(schedule, "session"), dtype=np.int64)
         key = np.where(session >= 0, session, rows)
-    share = schedule.iloc[key % count == index].copy()
-    share.insert(0, "row", rows[key % count == index])
-    return share.reset_index(drop=True)
+    mine = np.flatnonzero(key % count == index)
+    return rows_at(schedule, mine, mine)
+
+
+def rows_at(table: pa.Table, positions: np.ndarray, numbers: np.ndarray) -> pa.Table:
+    """`table`'s rows at `positions`, numbered `numbers` (their rows in the whole schedule) in a first
+    column `row`."""
+    return table.take(_int64(positions)).add_column(0, "row", _int64(numbers))
+
+
+def _int64(values: np.ndarray) -> pa.Array:
+    """`values` as an Arrow array over the same memory. Between numpy and Arrow a load generator goes
+    through buffers and Python lists: `pyarrow.array` and `to_numpy` import pandas (about 0.4 s of
+    CPU in a process that otherwise does without it)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
 
 
 @dataclass(frozen=True)
 class Share:
-    """The rows of the schedule one worker fires and the run's settings it fires them by, ready to
-    turn rows into payloads."""
+    """The rows of the schedule one worker fires (an Arrow table: a load generator's process does
+    without pandas) and the run's settings it fires them by, ready to turn rows into payloads."""
 
-    rows: pd.DataFrame
+    rows: pa.Table
     settings: LoadSettings
     text_for: Callable[[int, int], str]
 
     @cached_property
     def columns(self) -> RowColumns:
-        """The share as plain Python lists: reading a pandas row costs ~100 us, a list item ~50 ns,
-        and the firer reads one row per request."""
+        """The share as plain Python lists: reading a table's row costs tens of microseconds, a list
+        item ~50 ns, and the firer reads one row per request."""
         return RowColumns.of(self.rows, self.settings.languages)
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """Each row's intended send, seconds from the start."""
+        return np.asarray(_floats(self.rows, "offset_s"), dtype=float)
 
     @cached_property
     def via_name(self) -> str:
@@ -168,30 +186,34 @@ class RowColumns:
     think_s: list[float]
 
     @classmethod
-    def of(cls, rows: pd.DataFrame, languages: tuple[str, ...]) -> RowColumns:
-        number = rows["row"].to_numpy(dtype=np.int64)
+    def of(cls, rows: pa.Table, languages: tuple[str, ...]) -> RowColumns:
+        number = _ints(rows, "row")
         pairs = [tuple(pair.split("-", 1)) for pair in languages]
-        n = len(rows)
+        n = rows.num_rows
         return cls(
-            row=number.tolist(), text_id=rows["text_id"].to_numpy(dtype=np.int64).tolist(),
-            chars=rows["chars"].to_numpy(dtype=np.int64).tolist(),
-            pair=[pairs[k] for k in (number % len(pairs)).tolist()],
+            row=number, text_id=_ints(rows, "text_id"), chars=_ints(rows, "chars"),
+            pair=[pairs[k % len(pairs)] for k in number],
             mode=_strings(rows, "mode", n), priority=_strings(rows, "priority", n), tenant=_strings(rows, "tenant", n),
-            deadline_ms=rows["deadline_ms"].to_numpy(dtype=float).tolist(), kind=_strings(rows, "kind", n),
-            max_tokens=(rows["max_tokens"].to_numpy(dtype=np.int64).tolist() if "max_tokens" in rows else [0] * n),
-            base_url=_strings(rows, "base_url", n),
-            prompt=(rows["prompt"].fillna("").astype(str).tolist() if "prompt" in rows else [""] * n),
-            session=_numbers(rows, "session", n, -1), turn=_numbers(rows, "turn", n, 0),
-            think_s=rows["think_s"].to_numpy(dtype=float).tolist() if "think_s" in rows else [0.0] * n,
+            deadline_ms=_floats(rows, "deadline_ms"), kind=_strings(rows, "kind", n),
+            max_tokens=_ints(rows, "max_tokens", n, 0), base_url=_strings(rows, "base_url", n),
+            prompt=([("" if value is None else str(value)) for value in rows.column("prompt").to_pylist()]
+                    if "prompt" in rows.column_names else [""] * n),
+            session=_ints(rows, "session", n, -1), turn=_ints(rows, "turn", n, 0),
+            think_s=_floats(rows, "think_s") if "think_s" in rows.column_names else [0.0] * n,
         )
 
 
-def _numbers(rows: pd.DataFrame, name: str, n: int, missing: int) -> list[int]:
-    return rows[name].to_numpy(dtype=np.int64).tolist() if name in rows else [missing] * n
+def _ints(rows: pa.Table, name: str, n: int = 0, missing: int = 0) -> list[int]:
+    """The column's values as Python ints; `missing` for each row when the table has no such column."""
+    return [int(value) for value in rows.column(name).to_pylist()] if name in rows.column_names else [missing] * n
 
 
-def _strings(rows: pd.DataFrame, name: str, n: int) -> list[str]:
-    return rows[name].astype(str).tolist() if name in rows else [""] * n
+def _floats(rows: pa.Table, name: str) -> list[float]:
+    return [float(value) for value in rows.column(name).to_pylist()]
+
+
+def _strings(rows: pa.Table, name: str, n: int) -> list[str]:
+    return [str(value) for value in rows.column(name).to_pylist()] if name in rows.column_names else [""] * n
 
 
 class OpenLoopFirer:
@@ -225,7 +247,7 @@ class OpenLoopFirer:
 
     def _fire(self, m0: float) -> None:
         """Spawn each row of this share at its time (each greenlet keeps this firer, so its share)."""
-        offsets = self._share.rows["offset_s"].to_numpy(dtype=float)
+        offsets = self._share.offsets
         session, turn = self._share.columns.session, self._share.columns.turn
         for i, offset in enumerate(offsets):
             if turn[i] > 0:
@@ -248,15 +270,18 @@ class OpenLoopFirer:
             answers[j] = self.shoot(j, m0, offset, answers=answers).text
 
     def _max_timeout(self) -> float:
-        if self._share.rows.empty:
+        c = self._share.columns
+        if not c.row:
             return 0.0
         settings = self._share.settings
-        each = longest_wait_s(self._share.rows, settings.request_timeout_s, settings.timeout_margin_s) + 1.0
+        each = wait_limit_s(max(c.deadline_ms), settings.request_timeout_s, settings.timeout_margin_s) + 1.0
         if not self._share.sessions:
             return each
-        rows = self._share.rows.assign(turns=1)
-        per_session = rows[rows["session"] >= 0].groupby("session").agg(think=("think_s", "sum"), turns=("turns", "sum"))
-        return float((per_session["think"] + per_session["turns"] * each).max())
+        session = np.asarray(c.session)
+        turns = session >= 0
+        _, which = np.unique(session[turns], return_inverse=True)
+        think = np.bincount(which, weights=np.asarray(c.think_s)[turns])
+        return float((think + np.bincount(which) * each).max())
 
     def shoot(self, i: int, m0: float, offset: float, send: Sender | None = None, *,
               answers: dict[int, str] | None = None) -> Outcome:

@@ -13,15 +13,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kernel.validation import format_validation_errors
 from scenarios.spec.model import LoadSpec, jobs_in_use
 from scenarios.spec.target import TargetProtocol
-from traffic_models.chunked import ScheduleFacts
+from traffic_models.facts import ScheduleFacts
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["DEFAULT_MASTER_BIND", "ENV_SETTINGS", "LoadSettings", "SettingsError", "longest_wait_s"]
 
@@ -147,10 +149,16 @@ def longest_wait_s(schedule: pd.DataFrame | ScheduleFacts, request_timeout_s: fl
                    timeout_margin_s: float) -> float:
     """The longest any row of `schedule` may take: the fixed time-out, else the longest deadline
     plus the margin."""
+    if isinstance(schedule, ScheduleFacts):
+        longest_ms = schedule.longest_deadline_ms
+    else:
+        longest_ms = float(schedule["deadline_ms"].max()) if len(schedule) else 0.0
+    return wait_limit_s(longest_ms, request_timeout_s, timeout_margin_s)
+
+
+def wait_limit_s(longest_deadline_ms: float, request_timeout_s: float | None, timeout_margin_s: float) -> float:
+    """The longest a row may take, given the longest deadline among the rows: the fixed time-out,
+    else that deadline plus the margin."""
     if request_timeout_s is not None:
         return request_timeout_s
-    if isinstance(schedule, ScheduleFacts):
-        longest = schedule.longest_deadline_ms / 1000.0
-    else:
-        longest = float(schedule["deadline_ms"].max()) / 1000.0 if len(schedule) else 0.0
-    return longest + timeout_margin_s
+    return longest_deadline_ms / 1000.0 + timeout_margin_s

@@ -1,11 +1,12 @@
 """A worker's share of the schedule read a batch of rows at a time, the next batch made ready on
 a real thread while the current one fires.
 
-A soak's schedule has millions of rows; a worker that read its whole share would hold each row as
-a pandas row and again as plain Python values (`RowColumns`), a gigabyte an hour at 1,000 req/s.
+A soak's schedule has millions of rows; a worker that read its whole share would hold each row in
+a table and again as plain Python values (`RowColumns`), a gigabyte an hour at 1,000 req/s.
 Here the schedule file is read `SHARE_BATCH_ROWS` rows at a time (`pyarrow.parquet.ParquetFile.
 iter_batches`), each batch cut to this worker's rows (`row % workers == index`, as `worker_share`
-cuts the whole) and turned into a `Share`. The batches laid end to end are the whole share, row for
+cuts the whole) and turned into a `Share`, in Arrow tables throughout (the load generator's
+processes do without pandas). The batches laid end to end are the whole share, row for
 row (tests/scenarios/load/test_sharestream.py). A schedule of conversations is read whole: a
 session's turns must stay with one worker, and such schedules come from a log read whole anyway.
 
@@ -23,10 +24,10 @@ from typing import Generic, TypeVar, cast
 
 import gevent
 import numpy as np
-import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from scenarios.load.openloop import Share, worker_share
+from scenarios.load.openloop import Share, rows_at, worker_share
 from scenarios.load.settings import LoadSettings
 
 SHARE_BATCH_ROWS = 50_000
@@ -34,28 +35,24 @@ SHARE_BATCH_ROWS = 50_000
 T = TypeVar("T")
 
 
-def share_frames(path: Path, index: int, workers: int, *, batch_rows: int = SHARE_BATCH_ROWS) -> Iterator[pd.DataFrame]:
+def share_tables(path: Path, index: int, workers: int, *, batch_rows: int = SHARE_BATCH_ROWS) -> Iterator[pa.Table]:
     """Worker `index`'s rows of the schedule at `path`, a batch at a time, each with its `row` number."""
     schedule = pq.ParquetFile(path)
     if "session" in schedule.schema_arrow.names or schedule.metadata.num_rows == 0:
-        yield worker_share(pd.read_parquet(path), index, workers)
+        yield worker_share(schedule.read(), index, workers)  # pq.read_table would import pandas
         return
     start = 0
     for batch in schedule.iter_batches(batch_size=batch_rows):
-        frame = batch.to_pandas()
-        rows = np.arange(start, start + len(frame))
-        mine = rows % workers == index
-        share = frame.iloc[mine].reset_index(drop=True)
-        share.insert(0, "row", rows[mine])
-        start += len(frame)
-        yield share
+        mine = np.flatnonzero((np.arange(batch.num_rows) + start) % workers == index)
+        yield rows_at(pa.Table.from_batches([batch]), mine, mine + start)
+        start += batch.num_rows
 
 
 def share_size(path: Path, index: int, workers: int) -> int:
     """How many rows worker `index` fires, from the file's footer (a schedule of conversations is counted)."""
     schedule = pq.ParquetFile(path)
     if "session" in schedule.schema_arrow.names:
-        return sum(len(frame) for frame in share_frames(path, index, workers))
+        return sum(table.num_rows for table in share_tables(path, index, workers))
     total = schedule.metadata.num_rows
     return max(0, (total - index + workers - 1) // workers)
 
@@ -63,9 +60,9 @@ def share_size(path: Path, index: int, workers: int) -> int:
 def share_stream(settings: LoadSettings, index: int, text_for: Callable[[int, int], str], *,
                  batch_rows: int = SHARE_BATCH_ROWS) -> Iterator[Share]:
     """The share as `Share`s of one batch each, their plain-Python columns already built."""
-    for frame in share_frames(settings.schedule_path, index, settings.workers, batch_rows=batch_rows):
-        share = Share(rows=frame, settings=settings, text_for=text_for)
-        _ = share.columns, share.sessions
+    for table in share_tables(settings.schedule_path, index, settings.workers, batch_rows=batch_rows):
+        share = Share(rows=table, settings=settings, text_for=text_for)
+        _ = share.columns, share.sessions, share.offsets
         yield share
 
 

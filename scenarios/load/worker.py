@@ -19,7 +19,7 @@ from pathlib import Path
 import gevent
 
 from scenarios.load.openloop import OpenLoopFirer, Sender, Share
-from scenarios.load.parts import PartWriter
+from scenarios.load.partwriter import PartWriter
 from scenarios.load.settings import LoadSettings
 from scenarios.load.sharestream import SHARE_BATCH_ROWS, Prefetched, share_size, share_stream
 
@@ -45,7 +45,7 @@ def share_batches(settings: LoadSettings, index: int, *, batch_rows: int = SHARE
 def warm_up(share: Share) -> None:
     """Build one payload before the clock starts: the first import of the text generator
     costs ~100 ms, which would otherwise show up as schedule lag on the first requests. Then
-    move every object loaded so far (Locust, pandas, the share) out of the cyclic collector's
+    move every object loaded so far (Locust, pyarrow, the share) out of the cyclic collector's
     reach: a full collection walks them all and pauses the event loop for tens of milliseconds."""
     if len(share.rows):
         share.payload(0)

@@ -33,7 +33,7 @@ from scenarios.cli.ab import ab, each_arm_at_full_rate
 from scenarios.cli.run import prepare
 from scenarios.load.parts import PART_COLUMNS, list_parts, merge_requests, read_parts
 from scenarios.load.session import LoadSession
-from scenarios.load.sharestream import share_frames
+from scenarios.load.sharestream import share_tables
 from scenarios.spec.plan import DrillPlan, Overrides, ScheduleDraw
 from tests.support.waiting import wait_for_http
 
@@ -52,8 +52,9 @@ class StandInSession(LoadSession):
         rng = np.random.default_rng(4)
         self.parts_dir.mkdir(parents=True, exist_ok=True)
         for index in range(self.settings.workers):
-            for seq, share in enumerate(share_frames(self.settings.schedule_path, index, self.settings.workers,
+            for seq, table in enumerate(share_tables(self.settings.schedule_path, index, self.settings.workers,
                                                      batch_rows=CHUNK_ROWS)):
+                share = table.to_pandas()
                 for url, mine in share.groupby("base_url"):
                     StandInSession.given.setdefault(str(url), []).extend(mine["row"].tolist())
                 rows = share[rng.random(len(share)) < 0.97]  # a few never sent

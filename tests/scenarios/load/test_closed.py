@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
 from scenarios.load import closed
@@ -50,7 +50,7 @@ def _settings(path: Path, tmp_path: Path, processes: int) -> LoadSettings:
 @pytest.mark.parametrize("processes", [1, 3])
 def test_users_curve_read_in_batches_equals_the_whole_schedules(schedule_file: Path, tmp_path: Path,
                                                                 processes: int) -> None:
-    offsets = pd.read_parquet(schedule_file)["offset_s"].to_numpy()
+    offsets = pq.read_table(schedule_file).column("offset_s").to_numpy()
     whole = users_curve(offsets, 30.0, minimum=processes)
     assert np.unique(whole).size > 2  # the rate changes over the run
     np.testing.assert_array_equal(shape_users(_settings(schedule_file, tmp_path, processes), batch_rows=97), whole)
@@ -58,7 +58,7 @@ def test_users_curve_read_in_batches_equals_the_whole_schedules(schedule_file: P
 
 def _closed_run(settings: LoadSettings, index: int, batch_rows: int) -> tuple[list[dict[str, object]], list[int]]:
     """Every row a ClosedDrill sends (its payload) and the rows of each batch it read; reading the
-    schedule whole with pandas fails the test."""
+    schedule whole fails the test."""
     sent: list[dict[str, object]] = []
     held: list[int] = []
     batches = closed.share_batches
@@ -68,7 +68,7 @@ def _closed_run(settings: LoadSettings, index: int, batch_rows: int) -> tuple[li
             held.append(len(share.rows))
             yield share
 
-    def whole(*_args: object, **_kwargs: object) -> pd.DataFrame:
+    def whole(*_args: object, **_kwargs: object) -> object:
         raise AssertionError("the closed loop read the schedule whole")
 
     def send(payload: dict[str, object], _timeout_s: float) -> Outcome:
@@ -78,7 +78,7 @@ def _closed_run(settings: LoadSettings, index: int, batch_rows: int) -> tuple[li
     drill = ClosedDrill(settings, index, batch_rows=batch_rows)
     with pytest.MonkeyPatch.context() as patched:
         patched.setattr(closed, "share_batches", spied)
-        patched.setattr(pd, "read_parquet", whole)
+        patched.setattr(pq, "read_table", whole)
         try:
             while drill.step(send):
                 pass
@@ -93,11 +93,11 @@ def test_closed_drill_sends_the_whole_share_a_batch_at_a_time(schedule_file: Pat
     settings.control_dir.mkdir(parents=True)
     publish_start(settings.control_dir, time.time() - 3600.0)  # begun long ago: no row waits for its time
     sent, held = _closed_run(settings, 1, 97)
-    share = Share(rows=worker_share(pd.read_parquet(schedule_file), 1, 2), settings=settings, text_for=text_for)
+    share = Share(rows=worker_share(pq.read_table(schedule_file), 1, 2), settings=settings, text_for=text_for)
     assert len(held) > 3 and max(held) <= 49  # a batch of 97 schedule rows at a time, never the whole share
     assert sent == [share.payload(i) for i in range(len(share.rows))]  # the same rows in the same order
     parts = read_parts(list_parts(settings.parts_dir)).sort_values("row")
-    assert parts["row"].tolist() == share.rows["row"].tolist() and (parts["status"] == 200).all()
-    np.testing.assert_array_equal(parts["intended_s"], share.rows["offset_s"])
+    assert parts["row"].tolist() == share.rows.column("row").to_pylist() and (parts["status"] == 200).all()
+    np.testing.assert_array_equal(parts["intended_s"], share.offsets)
     assert (settings.control_dir / "ready-1").read_text() == str(len(share.rows))
     assert (settings.control_dir / "done-1").is_file()

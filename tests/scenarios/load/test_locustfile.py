@@ -77,3 +77,46 @@ def test_worker_env_drops_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("KEEP_ME", "1")
     env = worker_env(config)
     assert not {"HTTP_PROXY", "https_proxy", "ALL_PROXY"} & set(env) and env["KEEP_ME"] == "1"
+
+
+FIRING = """
+import sys
+import types
+import locust.main  # noqa: F401 - what a Locust process imports first
+import scenarios.load.locustfile, scenarios.load.locustfile_closed  # noqa: F401, E401
+from locust import events
+from scenarios.load.partwriter import PartWriter, list_parts
+from scenarios.load.settings import LoadSettings
+from scenarios.load.sharestream import share_stream
+from traffic_models import text_for
+
+# as Locust does once it has loaded the locustfiles (a runner on one machine: no relay)
+events.init.fire(environment=types.SimpleNamespace(runner=None), runner=None, web_ui=None)
+settings = LoadSettings.arrive(sys.argv[1], source="the test")
+shares = list(share_stream(settings, 0, text_for))
+writer = PartWriter(settings.parts_dir, 0)
+for share in shares:
+    for i in range(share.rows.num_rows):
+        writer.add(row=share.row_number(i), intended_s=float(share.offsets[i]), status=200, via=share.via_name,
+                   error="", model=share.payload(i)["mode"], cached=i % 2)  # 0/1 for a bool: converted
+writer.flush()
+heavy = sorted({name.split(".")[0] for name in sys.modules} & {"pandas", "scipy", "matplotlib"})
+print(sum(share.rows.num_rows for share in shares), len(list_parts(settings.parts_dir)), heavy)
+"""
+
+
+def test_a_load_generator_process_reads_fires_and_records_without_pandas(tmp_path: Path) -> None:
+    """A Locust process starts for every run, every capacity step and every --processes: it reads
+    its share and writes its parts with pyarrow alone, since importing pandas would add about 0.4 s
+    of CPU and tens of MB to each one."""
+    from traffic_models import load_traffic_model
+    from traffic_models.chunked import iter_schedule, write_schedule
+
+    schedule = tmp_path / "schedule.parquet"
+    rows = write_schedule(schedule, iter_schedule(load_traffic_model("constant:20"), seed=3, duration_s=5))
+    settings = LoadSettings(host="http://127.0.0.1:1", schedule_path=schedule, work_dir=tmp_path / "load",
+                            duration_s=5.0, processes=2)
+    done = subprocess.run([sys.executable, "-c", FIRING, settings.to_env()], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == f"{(rows + 1) // 2} 1 []"  # worker 0 of 2: every even row

@@ -9,6 +9,7 @@ from pathlib import Path
 import gevent
 import numpy as np
 import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 
 from scenarios.load.openloop import OpenLoopFirer, worker_share
@@ -85,10 +86,12 @@ def test_openloop_corrects_for_generator_stall(tmp_path: Path) -> None:
 
 def test_worker_share_splits_rows_without_overlap(make_schedule: Callable[..., pd.DataFrame]) -> None:
     schedule = make_schedule(rate=10, duration_s=2.0)
-    shares = [worker_share(schedule, i, 3) for i in range(3)]
+    shares = [worker_share(pa.Table.from_pandas(schedule, preserve_index=False), i, 3).to_pandas() for i in range(3)]
     rows = np.concatenate([s["row"].to_numpy() for s in shares])
     assert sorted(rows) == list(range(len(schedule)))
     assert all((s["row"] % 3 == i).all() for i, s in enumerate(shares))
+    for share in shares:  # each row's fields as the schedule has them
+        pd.testing.assert_frame_equal(share.drop(columns="row"), schedule.iloc[share["row"]].reset_index(drop=True))
 
 
 def test_merge_requests_gives_unanswered_rows_status_zero(

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
 from scenarios.load.openloop import OpenLoopFirer, worker_share
 from scenarios.load.parts import PartWriter, list_parts, read_parts
-from scenarios.load.sharestream import Prefetched, share_frames, share_size
+from scenarios.load.sharestream import Prefetched, share_size, share_tables
 from scenarios.protocols.outcome import Outcome
 from tests.scenarios.load.truth import share_of
 from traffic_models import load_traffic_model
@@ -28,21 +30,22 @@ def schedule_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_batches_laid_end_to_end_are_the_whole_share(schedule_file: Path, workers: int) -> None:
-    whole = pd.read_parquet(schedule_file)
+    whole = pq.read_table(schedule_file)
     for index in range(workers):
-        batches = list(share_frames(schedule_file, index, workers, batch_rows=777))
-        assert len(batches) > 1 and all(len(b) <= 777 for b in batches)  # a batch at a time, never the file
-        pd.testing.assert_frame_equal(pd.concat(batches, ignore_index=True), worker_share(whole, index, workers))
-        assert share_size(schedule_file, index, workers) == len(worker_share(whole, index, workers))
+        batches = list(share_tables(schedule_file, index, workers, batch_rows=777))
+        assert len(batches) > 1 and all(b.num_rows <= 777 for b in batches)  # a batch at a time, never the file
+        pd.testing.assert_frame_equal(pa.concat_tables(batches).to_pandas(), worker_share(whole, index, workers).to_pandas())
+        assert share_size(schedule_file, index, workers) == worker_share(whole, index, workers).num_rows
 
 
 def test_a_schedule_of_conversations_is_read_whole(tmp_path: Path) -> None:
     rows = pd.DataFrame({"offset_s": np.arange(6) * 0.1, "session": [0, 1, 0, 1, 2, 2], "turn": [0, 0, 1, 1, 0, 1]})
     path = tmp_path / "schedule.parquet"
     rows.to_parquet(path, index=False)
-    batches = list(share_frames(path, 1, 2, batch_rows=2))
+    batches = list(share_tables(path, 1, 2, batch_rows=2))
     assert len(batches) == 1  # a session's turns stay with one worker, whatever the batch size
-    pd.testing.assert_frame_equal(batches[0], worker_share(rows, 1, 2))
+    assert batches[0].to_pydict() == {"row": [1, 3], **rows.iloc[[1, 3]].to_dict(orient="list")}
+    assert batches[0].equals(worker_share(pq.read_table(path), 1, 2))
     assert share_size(path, 1, 2) == 2
 
 

@@ -16,6 +16,7 @@ from typing import cast
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 
 from scenarios.load.openloop import worker_share
@@ -88,7 +89,7 @@ class TurnChecker:
 def test_a_plan_s_turns_carry_their_history_and_stay_on_one_worker(tmp_path: Path) -> None:
     schedule = _schedule(tmp_path, SESSIONS)
     assert (schedule.groupby("session").size() == 3).all()
-    shares = [worker_share(schedule, k, 2) for k in range(2)]
+    shares = [worker_share(pa.Table.from_pandas(schedule, preserve_index=False), k, 2).to_pandas() for k in range(2)]
     assert all(share.groupby("session").size().eq(3).all() for share in shares)
     plan = share_of(shares[0], text_for=text_for)
     first, second, third = plan.sessions[int(plan.columns.session[0])]

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]
 
 from scenarios.load.openloop import Share
 from scenarios.load.session import LoadSession
@@ -33,12 +34,13 @@ def plain_text(_text_id: int, chars: int) -> str:
     return "x" * chars
 
 
-def share_of(rows: pd.DataFrame, *, text_for: Callable[[int, int], str] = plain_text, **settings: Any) -> Share:
+def share_of(rows: pd.DataFrame | pa.Table, *, text_for: Callable[[int, int], str] = plain_text, **settings: Any) -> Share:
     """`rows` as one worker's share, fired by settings of which a test names only what the firer
-    reads (the paths are never touched)."""
+    reads (the paths are never touched); a frame's rows become the table a worker holds."""
     fields: dict[str, Any] = {"host": "", "schedule_path": Path("schedule.parquet"), "work_dir": Path("load"),
                               "duration_s": 0.0, "timeout_margin_s": 1.0, **settings}
-    return Share(rows=rows, settings=LoadSettings(**fields), text_for=text_for)
+    table = pa.Table.from_pandas(rows, preserve_index=False) if isinstance(rows, pd.DataFrame) else rows
+    return Share(rows=table, settings=LoadSettings(**fields), text_for=text_for)
 
 
 @dataclass(frozen=True)
