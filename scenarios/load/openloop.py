@@ -188,7 +188,7 @@ class RowColumns:
     @classmethod
     def of(cls, rows: pa.Table, languages: tuple[str, ...]) -> RowColumns:
         number = _ints(rows, "row")
-        pairs = [tuple(pair.split("-", 1)) for pair in languages]
+        pairs = [(source, target) for source, _, target in (pair.partition("-") for pair in languages)]
         n = rows.num_rows
         return cls(
             row=number, text_id=_ints(rows, "text_id"), chars=_ints(rows, "chars"),
