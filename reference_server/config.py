@@ -14,24 +14,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kernel.validation import format_validation_errors
+from reference_server.defaults import DEFAULT_PREFILL_TOKENS, Batching, default_batching
 
 DEFAULT_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ko")
 PRIORITIES = ("paid", "free", "batch")
 DEFAULT_CACHE_MAX_BYTES = 64 * 1024 * 1024
 REDIS_ENV = "RUSHHOUR_REDIS_URL"
-Batching = Literal["dynamic", "continuous"]
-# Continuous batching with chunked prefill serves both bundled tiers best (docs/benchmarks.md,
-# "Reference server batching"); dynamic batching stays a pool's choice.
-DEFAULT_BATCHING: dict[str, Batching] = {"quality": "continuous", "fast": "continuous"}
-# A 128-pass chunk costs about one decode step of eight rows, and the chunked encoder stays close to
-# the whole one (smaller chunks pay ONNX Runtime's per-run cost more often): docs/benchmarks.md.
-DEFAULT_PREFILL_TOKENS = 128
 MIN_PREFILL_TOKENS = 4
-
-
-def default_batching(tier: str) -> Batching:
-    """The batching mode a pool or node of `tier` gets when its configuration names none."""
-    return DEFAULT_BATCHING.get(tier, "dynamic")
 
 
 class ConfigError(ValueError):

@@ -10,15 +10,17 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import httpx
+
 from kernel.processes import die_with_parent, free_port, stop_process
 from reference_server.config import PoolConfig, ServerConfig
+from reference_server.listening import LaunchError, listen
 
 __all__ = ["LaunchError", "ServerProcess", "listen", "serve"]
 
@@ -26,25 +28,6 @@ READY_WAIT_S = 180.0
 STOP_GRACE_S = 15.0
 
 log = logging.getLogger(__name__)
-
-
-class LaunchError(RuntimeError):
-    """The server could not listen, exited early or never became ready; the message says why."""
-
-
-def listen(host: str, port: int) -> socket.socket:
-    """The listening socket, claimed before any node process picks a port."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise LaunchError(f"Cannot listen on {host}:{port}: {exc.strerror}.") from exc
-    sock.listen(2048)
-    sock.set_inheritable(False)
-    return sock
 
 
 def serve(config: ServerConfig, *, log_level: str = "info") -> None:
@@ -144,8 +127,6 @@ class ServerProcess:
             raise
 
     def _wait_ready(self, limit_s: float) -> None:
-        import httpx  # here, not above: a node process imports this module for `listen` alone
-
         give_up = time.monotonic() + limit_s
         with httpx.Client(timeout=2.0, trust_env=False) as client:
             while time.monotonic() < give_up:

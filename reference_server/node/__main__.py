@@ -8,8 +8,8 @@ import socket
 import sys
 from pathlib import Path
 
-from reference_server.config import DEFAULT_PREFILL_TOKENS, default_batching
-from reference_server.launch import LaunchError
+from reference_server.defaults import DEFAULT_PREFILL_TOKENS, default_batching
+from reference_server.listening import LaunchError
 from reference_server.node.serve import inherited_socket, listen_socket, serve_node
 from reference_server.node.worker import NodeSettings
 

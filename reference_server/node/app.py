@@ -1,8 +1,10 @@
 """HTTP face of a node: `POST /infer` into the batcher, `GET /health` for the gateway's supervisor,
 `GET /healthz` (the process answers) and `GET /readyz` (warmed and serving) for Kubernetes probes.
 
-The routes sit on a module-level router and reach the node's worker and batcher through the
-`get_node` dependency; `create_node_app` only builds those two and assembles the app. The
+The routes sit on a module-level router and reach the node's worker and batcher on the app's
+state; `create_node_app` only builds those two and assembles the app. A node is plain Starlette:
+it has four routes that read their own bodies, and FastAPI's import (models built for an OpenAPI
+schema the node never serves) would add a tenth of a second to every node's start. The
 batcher is the dynamic one or, with `batching: continuous`, the continuous one; `/infer` with
 `"stream": true` answers NDJSON lines (see `reference_server.node.streaming`).
 """
@@ -16,10 +18,11 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, Router
 
 from reference_server.batcher import (
     CannotMeetDeadline,
@@ -44,21 +47,16 @@ class Node:
     batcher: DynamicBatcher[ModelInput, str] | ContinuousBatcher[ModelInput]
 
 
-async def get_node(request: Request) -> Node:
-    """`async` so that FastAPI calls it in place, not through its thread pool."""
+def _node(request: Request) -> Node:
     node: Node = request.app.state.node
     return node
-
-
-NodeDep = Annotated[Node, Depends(get_node)]
-router = APIRouter()
 
 
 _error = error_json
 
 
-@router.post("/infer")
-async def infer(request: Request, node: NodeDep) -> Response:
+async def infer(request: Request) -> Response:
+    node = _node(request)
     worker, settings = node.worker, node.worker.settings
     if worker.state != "ready":
         return _error(503, "not_ready", f"Node {settings.node_id} is {worker.state}.")
@@ -99,8 +97,8 @@ def source_tokens(item: ModelInput) -> int:
     return 1 + -(-len(item.text) // CHARS_PER_PIECE)
 
 
-@router.get("/health")
-async def health(node: NodeDep) -> Response:
+async def health(request: Request) -> Response:
+    node = _node(request)
     worker, settings, batcher = node.worker, node.worker.settings, node.batcher
     stats = batcher.stats
     return JSONResponse(
@@ -127,22 +125,29 @@ async def health(node: NodeDep) -> Response:
     )
 
 
-@router.get("/healthz")
-async def healthz(node: NodeDep) -> Response:
+async def healthz(request: Request) -> Response:
     """Liveness: 200 while the process serves HTTP, even while it warms up."""
-    return JSONResponse({"status": "alive", "id": node.worker.settings.node_id, "state": node.worker.state})
+    worker = _node(request).worker
+    return JSONResponse({"status": "alive", "id": worker.settings.node_id, "state": worker.state})
 
 
-@router.get("/readyz")
-async def readyz(node: NodeDep) -> Response:
+async def readyz(request: Request) -> Response:
     """Readiness: 200 once the model is loaded and warmed (a cold node: at once), 503 before."""
-    worker = node.worker
+    worker = _node(request).worker
     body = {"ready": worker.state == "ready", "id": worker.settings.node_id, "state": worker.state}
     return JSONResponse(body, status_code=200 if worker.state == "ready" else 503)
 
 
+router = Router([
+    Route("/infer", infer, methods=["POST"]),
+    Route("/health", health, methods=["GET"]),
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
+])
+
+
 @asynccontextmanager
-async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+async def lifespan(app: Starlette) -> AsyncIterator[None]:
     node: Node = app.state.node
     node.batcher.start()
     prepare = asyncio.get_running_loop().run_in_executor(None, node.worker.prepare)
@@ -153,7 +158,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await node.batcher.close()
 
 
-def create_node_app(worker: ModelWorker) -> FastAPI:
+def create_node_app(worker: ModelWorker) -> Starlette:
     settings = worker.settings
     batcher: DynamicBatcher[ModelInput, str] | ContinuousBatcher[ModelInput]
     if settings.batching == "continuous":
@@ -169,7 +174,6 @@ def create_node_app(worker: ModelWorker) -> FastAPI:
             max_queue=settings.max_queue,
             cost=lambda item: len(item.text) + FIXED_COST_CHARS,
         )
-    app = FastAPI(title=f"rushhour node {settings.node_id}", lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
+    app = Starlette(routes=router.routes, lifespan=lifespan)
     app.state.node = Node(worker, batcher)
-    app.include_router(router)
     return app

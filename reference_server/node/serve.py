@@ -11,7 +11,7 @@ import time
 
 import uvicorn
 
-from reference_server.launch import listen
+from reference_server.listening import listen
 from reference_server.node.app import create_node_app
 from reference_server.node.worker import ModelWorker, NodeSettings
 
