@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import fisher_exact
 
 __all__ = ["MIN_FAILURE_SHARE_CHANGE", "FailureShare", "judge_failures"]
 
@@ -40,6 +39,8 @@ def judge_failures(failed_baseline: int, attempted_baseline: int, failed_current
     cur = failed_current / attempted_current
     table = np.array([[failed_current, attempted_current - failed_current],
                       [failed_baseline, attempted_baseline - failed_baseline]])
+    from scipy.stats import fisher_exact  # here: `scipy.stats` costs half a second to import, and few reports compare
+
     p_value = float(fisher_exact(table, alternative="greater").pvalue)
     regression = p_value < alpha and cur - base >= MIN_FAILURE_SHARE_CHANGE
     return FailureShare(base, cur, p_value, bool(regression))

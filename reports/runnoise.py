@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from reports.gate import beta_draws, log_ratio, paired_draws, tail
 
@@ -53,7 +53,7 @@ class RunNoise:
     def band(self, confidence: float) -> float:
         """The ratio a same-code night may show from run effects alone (one side, `confidence`)."""
         side = (1.0 - confidence) / 2.0
-        return float(math.exp(norm.ppf(1.0 - side) * self.comparison_sd))
+        return float(math.exp(ndtri(1.0 - side) * self.comparison_sd))
 
 
 def run_noise(baselines: list[np.ndarray], percentile: float, paired: bool, rng: np.random.Generator,

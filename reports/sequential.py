@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.stats import beta, multivariate_normal, norm
+from scipy.special import betaincinv, ndtr, ndtri
 
 __all__ = ["ALPHA", "LOOKS", "PILOT_FLOOR", "LookCall", "design_effect", "look_call", "look_fractions", "nominal_levels", "share_calls"]
 
@@ -51,7 +50,7 @@ def look_fractions(looks: int = LOOKS) -> np.ndarray:
 
 def _spent(t: np.ndarray, alpha: float) -> np.ndarray:
     """Lan-DeMets O'Brien-Fleming spending: the error allowed up to information fraction t."""
-    return 2.0 - 2.0 * norm.cdf(norm.ppf(1.0 - alpha / 2.0) / np.sqrt(t))
+    return 2.0 - 2.0 * ndtr(ndtri(1.0 - alpha / 2.0) / np.sqrt(t))
 
 
 @lru_cache(maxsize=16)
@@ -59,7 +58,7 @@ def _boundaries(looks: int, alpha: float) -> tuple[float, ...]:
     t = look_fractions(looks)
     spent = _spent(t, alpha)
     corr = np.sqrt(np.minimum.outer(t, t) / np.maximum.outer(t, t))
-    bounds = [float(norm.ppf(1.0 - spent[0]))]
+    bounds = [float(ndtri(1.0 - spent[0]))]
     for k in range(1, looks):
         bounds.append(_next_bound(bounds, corr[: k + 1, : k + 1], float(spent[k] - spent[k - 1])))
     return tuple(bounds)
@@ -67,6 +66,11 @@ def _boundaries(looks: int, alpha: float) -> tuple[float, ...]:
 
 def _next_bound(bounds: list[float], corr: np.ndarray, target: float) -> float:
     """The boundary c of the next look: P(no earlier crossing, this one crosses c) = target."""
+    # here: `scipy.stats` and `scipy.optimize` cost half a second to import, and the boundaries are
+    # computed once per process, only where a capacity step is judged
+    from scipy.optimize import brentq
+    from scipy.stats import multivariate_normal
+
     k = len(bounds)
     below = float(multivariate_normal(mean=np.zeros(k), cov=corr[:k, :k], seed=MVN_SEED).cdf(np.array(bounds)))
     law = multivariate_normal(mean=np.zeros(k + 1), cov=corr, seed=MVN_SEED)
@@ -79,7 +83,7 @@ def _next_bound(bounds: list[float], corr: np.ndarray, target: float) -> float:
 
 def nominal_levels(looks: int = LOOKS, alpha: float = ALPHA) -> np.ndarray:
     """The one-sided level each look's bound is taken at (1 - Phi(boundary))."""
-    return 1.0 - norm.cdf(np.array(_boundaries(looks, alpha)))
+    return 1.0 - ndtr(np.array(_boundaries(looks, alpha)))
 
 
 def _batch_effect(x: np.ndarray) -> np.ndarray:
@@ -130,8 +134,8 @@ def share_calls(bad_high: np.ndarray, bad_low: np.ndarray, n: np.ndarray | int, 
     high_hits = np.asarray(bad_high, dtype=float) / effect
     low_hits = np.asarray(bad_low, dtype=float) / effect
     with np.errstate(invalid="ignore", divide="ignore"):
-        upper = np.where(high_hits < n_eff, beta.ppf(1.0 - level, high_hits + 1.0, n_eff - high_hits), 1.0)
-        lower = np.where(low_hits > 0, beta.ppf(level, low_hits, n_eff - low_hits + 1.0), 0.0)
+        upper = np.where(high_hits < n_eff, betaincinv(high_hits + 1.0, n_eff - high_hits, 1.0 - level), 1.0)
+        lower = np.where(low_hits > 0, betaincinv(low_hits, n_eff - low_hits + 1.0, level), 0.0)
     empty = n_eff <= 0
     upper, lower = np.where(empty, 1.0, upper), np.where(empty, 0.0, lower)
     return upper <= allowed, lower > allowed, lower, upper

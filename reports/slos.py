@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import beta
+from scipy import special
 
 from reports.burn import burn_rates
 from reports.drift import drift_slo, soak_section
@@ -102,8 +102,9 @@ def _share_measure(n_valid: int, n_bad: int,
         return None, None, None
     hits = n_valid - n_bad if good_is_measured else n_bad
     tail = (1.0 - CONFIDENCE) / 2.0
-    low = float(beta.ppf(tail, hits, n_valid - hits + 1)) if hits > 0 else 0.0
-    high = float(beta.ppf(1 - tail, hits + 1, n_valid - hits)) if hits < n_valid else 1.0
+    # the Beta quantiles of Clopper-Pearson (`betaincinv` is `scipy.stats.beta.ppf`'s own function)
+    low = float(special.betaincinv(hits, n_valid - hits + 1, tail)) if hits > 0 else 0.0
+    high = float(special.betaincinv(hits + 1, n_valid - hits, 1 - tail)) if hits < n_valid else 1.0
     return hits / n_valid, low, high
 
 

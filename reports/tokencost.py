@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from reports.stats import CONFIDENCE
 
@@ -35,7 +35,7 @@ def token_price(usd: float, tokens: np.ndarray) -> dict[str, Any]:
     if total <= 0:
         return {"tokens": int(total), "usd": usd, "usd_per_1m": None, "ci": [None, None]}
     spread = float(tokens.std(ddof=1)) * np.sqrt(len(tokens)) if len(tokens) > 1 else 0.0
-    z = float(norm.ppf(0.5 + CONFIDENCE / 2.0))
+    z = float(ndtri(0.5 + CONFIDENCE / 2.0))
     high_t, low_t = total + z * spread, total - z * spread
     return {"tokens": int(total), "usd": usd, "usd_per_1m": usd / total * PER,
             "ci": [usd / high_t * PER, usd / low_t * PER if low_t > 0 else None]}

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest, norm
+from scipy.special import ndtri
 
 from kernel.quantiles import percentile_value
 from reports.stats import grouped_percentiles
@@ -111,10 +111,10 @@ def ratio_test(baseline: ArmSample, candidate: ArmSample, percentile: float, pai
     """Hodges-Lehmann ratio over pairs with its two-sided `confidence` signed-rank interval."""
     logs = pair_log_ratios(baseline, candidate, percentile, pairs)
     centre, low, high = hodges_lehmann(logs, (1.0 - confidence) / 2.0)
-    z = float(norm.ppf(1.0 - (1.0 - confidence) / 2.0))
+    z = float(ndtri(1.0 - (1.0 - confidence) / 2.0))
     bounded = max(abs(low), abs(high)) < INFINITE_CUT
     se = (high - low) / (2.0 * z) if bounded else float("nan")
-    mde = float(np.exp(max(z * se, np.log(threshold)) + norm.ppf(POWER) * se)) if np.isfinite(se) else float("nan")
+    mde = float(np.exp(max(z * se, np.log(threshold)) + ndtri(POWER) * se)) if np.isfinite(se) else float("nan")
     base = percentile_value(baseline.values, percentile)
     cand = percentile_value(candidate.values, percentile)
     needed = int(np.ceil(np.log2(2.0 / (1.0 - confidence))))  # P(every pair one way) = 2^-n <= the tail
@@ -150,7 +150,7 @@ def _excluded(n: int, tail: float) -> int:
     P(T < c) <= tail, T the signed-rank statistic of n pairs under no difference."""
     if n > EXACT_PAIRS:
         mean, sd = n * (n + 1) / 4.0, np.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
-        return max(0, int(np.floor(mean - norm.ppf(1.0 - tail) * sd)))
+        return max(0, int(np.floor(mean - ndtri(1.0 - tail) * sd)))
     dist = np.zeros(n * (n + 1) // 2 + 1)
     dist[0] = 1.0
     for rank in range(1, n + 1):
@@ -172,8 +172,7 @@ def error_test(baseline: ArmSample, candidate: ArmSample, weights: np.ndarray, *
     low, high = _quantiles(shares[1] - shares[0], tail)
     failures = int(baseline.failed.sum() + candidate.failed.sum())
     expected = candidate.n / max(baseline.n + candidate.n, 1)
-    p_value = float(binomtest(int(candidate.failed.sum()), failures, expected, alternative="greater").pvalue) \
-        if failures else 1.0
+    p_value = _greater_p(int(candidate.failed.sum()), failures, expected) if failures else 1.0
     worse = bool(low > 0 and p_value < tail)
     return ErrorTest(observed[0], observed[1], observed[1] - observed[0], low, high, p_value, worse)
 
@@ -192,3 +191,11 @@ def _bootstrap_share(arm: ArmSample, weights: np.ndarray, pairs: int) -> np.ndar
     tried = np.bincount(arm.pair, minlength=pairs).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         return (weights @ failed) / (weights @ tried)
+
+
+def _greater_p(hits: int, n: int, p: float) -> float:
+    """One-sided binomial test's p-value (more hits than `p` predicts)."""
+    # imported here: `scipy.stats` costs half a second, and an A/B report needs it only for this test
+    from scipy.stats import binomtest
+
+    return float(binomtest(hits, n, p, alternative="greater").pvalue)

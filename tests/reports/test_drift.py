@@ -116,3 +116,19 @@ def test_a_short_run_without_a_drift_slo_keeps_the_soak_section_out_of_the_repor
     summary = build_reports(root)
     assert summary["soak"]["shown"] is False and len(summary["soak"]["windows"]) == 12
     assert "Soak: trends" not in (root / "report.html").read_text()
+
+
+def test_trend_is_scipy_stats_linregress_with_its_t_interval() -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(8)
+    for _ in range(200):
+        n = int(rng.integers(3, 120))
+        t_s = np.sort(rng.random(n)) * 8 * HOUR_S
+        values = rng.normal(size=n) + rng.normal() * t_s / HOUR_S
+        got, fit = trend(t_s, values), stats.linregress(t_s / HOUR_S, values)
+        half = stats.t.ppf(0.975, n - 2) * fit.stderr
+        assert got["slope_per_h"] == pytest.approx(fit.slope, rel=1e-9, abs=1e-12)
+        assert got["intercept"] == pytest.approx(fit.intercept, rel=1e-9, abs=1e-12)
+        assert got["ci"] == pytest.approx([fit.slope - half, fit.slope + half], rel=1e-9, abs=1e-12)
+

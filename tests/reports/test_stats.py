@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reports.stats import ci_ranks, grouped_percentiles, min_samples, nearest_rank, percentile_of, summary_percentiles
+from reports.stats import binom_ppf, ci_ranks, grouped_percentiles, min_samples, nearest_rank, percentile_of, summary_percentiles
 
 
 def test_percentile_nearest_rank_is_an_observed_value() -> None:
@@ -51,3 +51,13 @@ def test_grouped_percentiles_match_per_group() -> None:
     assert counts.tolist() == [4, 0, 2]
     tail, _ = grouped_percentiles(groups, values, 99, 3)
     assert tail[0] == pytest.approx(4.0)
+
+
+def test_binom_ppf_is_scipy_stats_binom_ppf_in_the_tails_the_ranks_use() -> None:
+    from scipy.stats import binom
+
+    sizes = [*range(0, 300), 1000, 4321, 100_000, 10**7]
+    for p in (0.0, 0.01, 0.1, 0.5, 0.9, 0.95, 0.99, 0.999, 0.9999, 1.0):
+        for prob in (0.005, 0.025, 0.05, 0.95, 0.975, 0.995):
+            assert [binom_ppf(prob, n, p) for n in sizes] == [int(binom.ppf(prob, n, p)) for n in sizes], (p, prob)
+
