@@ -3,7 +3,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reports.stats import binom_ppf, ci_ranks, grouped_percentiles, min_samples, nearest_rank, percentile_of, summary_percentiles
+from reports.stats import (
+    binom_ppf,
+    ci_ranks,
+    grouped_percentiles,
+    min_samples,
+    nearest_rank,
+    percentile_of,
+    summary_percentiles,
+)
 
 
 def test_percentile_nearest_rank_is_an_observed_value() -> None:
