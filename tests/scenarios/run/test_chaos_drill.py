@@ -14,13 +14,16 @@ import psutil
 import pytest
 import yaml
 
+from tests.support.traffic import short_texts
+
 REPO = Path(__file__).resolve().parents[3]
 
 
 def _scenario(tmp_path: Path, *, chaos: list[dict], duration: str) -> Path:
     spec = {
         "name": "chaos-test",
-        "traffic": {"model": "constant:4", "duration": duration, "seed": 3},
+        # chat-sized texts: the faults and the recovery are under test, not the documents' compute
+        "traffic": {"model": str(short_texts(tmp_path, 4)), "duration": duration, "seed": 3},
         "target": {"embedded": {"nodes": 2, "max_batch_size": 4}},
         # what is tested here is not the generator's validity: a node's restart shares the two cores
         # with it and with the tests beside it (a lag P99 of 325 ms was seen), so its limit leaves room

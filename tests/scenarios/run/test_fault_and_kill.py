@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from tests.support.server import REPO, TOKEN, RunningServer
+from tests.support.traffic import short_texts
 
 CHECK_WITHIN_S = 30.0
 SLO_ENV = {"RUSHHOUR_SLO_WINDOW_S": "1", "RUSHHOUR_SLO_P99_MS": "60000", "RUSHHOUR_SLO_MAX_ERROR_RATE": "1"}
@@ -31,7 +32,7 @@ SLO_ENV = {"RUSHHOUR_SLO_WINDOW_S": "1", "RUSHHOUR_SLO_P99_MS": "60000", "RUSHHO
 def _scenario(tmp_path: Path, target: dict[str, Any], chaos: dict[str, Any]) -> Path:
     spec = {
         "name": "fault-and-kill",
-        "traffic": {"model": "constant:3", "duration": "90s", "seed": 5},
+        "traffic": {"model": str(short_texts(tmp_path, 3)), "duration": "90s", "seed": 5},  # no documents: see the helper
         "target": target,
         "load": {"processes": 1},
         "slos": [{"name": "availability", "kind": "availability", "objective": 0.5}],

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.support.server import REPO
+from tests.support.traffic import short_texts
 
 
 def _leaky_experiment(tmp_path: Path) -> Path:
@@ -37,7 +38,7 @@ def _leaky_experiment(tmp_path: Path) -> Path:
 def test_interrupted_drill_ignores_more_signals_in_teardown_and_audits_a_leftover_fault(
         tmp_path: Path, drill_process: list) -> None:
     spec = {
-        "name": "leaky", "traffic": {"model": "constant:3", "duration": "60s", "seed": 2},
+        "name": "leaky", "traffic": {"model": str(short_texts(tmp_path, 3)), "duration": "60s", "seed": 2},
         "target": {"embedded": {"nodes": 1, "max_batch_size": 4}}, "load": {"processes": 1},
         "slos": [{"name": "availability", "kind": "availability", "objective": 0.5}],
         "chaos": [{"at": "00:00:01", "experiment": str(_leaky_experiment(tmp_path))}],

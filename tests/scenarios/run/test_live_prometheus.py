@@ -24,6 +24,7 @@ import yaml
 
 from kernel.processes import free_port
 from tests.support.promserver import PrometheusServer, binaries, check_metrics
+from tests.support.traffic import short_texts
 
 REPO = Path(__file__).resolve().parents[3]
 DASHBOARD = REPO / "reports" / "grafana" / "rushhour-drill.json"
@@ -34,7 +35,7 @@ GRAFANA_MACROS = {"$__rate_interval": "10s", "$__interval": "1s"}
 def _scenario(tmp_path: Path) -> Path:
     spec = {
         "name": "live-test",
-        "traffic": {"model": "constant:5", "duration": "20s", "seed": 5},
+        "traffic": {"model": str(short_texts(tmp_path, 5)), "duration": "20s", "seed": 5},  # no documents: see the helper
         "target": {"embedded": {"nodes": 2, "max_batch_size": 4}},
         # what is tested here is not the generator's validity: a node's restart shares the two cores
         # with it and with the tests beside it (a lag P99 of 325 ms was seen), so its limit leaves room

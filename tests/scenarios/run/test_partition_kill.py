@@ -19,13 +19,14 @@ import pytest
 
 from tests.support.processes import kill_tree
 from tests.support.server import REPO, TOKEN, RunningServer
+from tests.support.traffic import short_texts
 
 pytestmark = pytest.mark.slow
 HEAL_WITHIN_S = 30.0
 LEASE_S = 20.0  # the default lease (RUSHHOUR_LEASE_S unset)
 SCENARIO = """\
 name: partition-kill
-traffic: {{model: "constant:2", duration: 15m, seed: 1}}
+traffic: {{model: "{model}", duration: 15m, seed: 1}}
 target: {{url: "{url}"}}
 chaos:
   - {{at: "00:00:02", experiment: "{experiments}/network-partition.json", hold: 10m}}
@@ -42,7 +43,8 @@ def _chaos_runs(pid: int) -> list[psutil.Process]:
 
 def test_sigkill_of_run_mid_partition_heals_within_the_lease(uncached_server: RunningServer, tmp_path: Path) -> None:
     server = uncached_server
-    (tmp_path / "scenario.yaml").write_text(SCENARIO.format(url=server.url, experiments=REPO / "experiments"), encoding="utf-8")
+    scenario = SCENARIO.format(url=server.url, experiments=REPO / "experiments", model=short_texts(tmp_path, 2))
+    (tmp_path / "scenario.yaml").write_text(scenario, encoding="utf-8")
     env = {**os.environ, "RUSHHOUR_ADMIN_TOKEN": TOKEN}
     env.pop("RUSHHOUR_LEASE_S", None)
     with (tmp_path / "run.log").open("wb") as log:

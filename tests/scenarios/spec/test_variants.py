@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from scenarios.cli.run import run
 from scenarios.spec.model import EmbeddedTarget, parse_scenario
 from scenarios.spec.variants import deep_merge, embedded_server_data, expand_variants
+from tests.support.traffic import short_texts
 
 COST = {"source": "test prices", "date": "2026-11-30",
         "pools": {"quality": {"usd_per_node_hour": 2.5, "kind": "gpu"},
@@ -22,7 +23,7 @@ COST = {"source": "test prices", "date": "2026-11-30",
 
 
 def _scenario(tmp_path: Path, variants: list[dict[str, Any]], **extra: Any) -> Path:
-    data = {"name": "pol", "traffic": {"model": "constant:3", "duration": "6s", "seed": 5},
+    data = {"name": "pol", "traffic": {"model": str(short_texts(tmp_path, 3)), "duration": "6s", "seed": 5},
             "target": {"embedded": {"nodes": 1, "max_batch_size": 4}},
             "slos": [{"name": "availability", "kind": "availability", "objective": 0.5}],
             "cost": COST, "variants": variants, **extra}
