@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from kernel.contract import AB_HTML_FILE, AB_JSON_FILE, AB_MD_FILE, JUNIT_FILE, REQUESTS_FILE
 from kernel.processes import free_port, stop_process
 from scenarios.cli.ab import ab
+from tests.support.traffic import short_texts
 from tests.support.waiting import wait_for_http
 
 TIMED_TARGET = Path(__file__).resolve().parents[2] / "support" / "timed_target.py"
@@ -25,8 +26,9 @@ SLOS = [{"name": "p99-free", "kind": "latency", "percentile": 99, "threshold_ms"
         {"name": "p99-paid", "kind": "latency", "percentile": 99, "threshold_ms": 5000, "priority": "paid"}]
 
 
-def _scenario(tmp_path: Path, *, slos: list[dict] | None = None, rate: int = 20, duration: str = "18s") -> Path:
-    data = {"name": "abt", "traffic": {"model": f"constant:{rate}", "duration": duration, "seed": 7},
+def _scenario(tmp_path: Path, *, slos: list[dict] | None = None, rate: int = 20, duration: str = "18s",
+              model: str | None = None) -> Path:
+    data = {"name": "abt", "traffic": {"model": model or f"constant:{rate}", "duration": duration, "seed": 7},
             "target": {"embedded": {"nodes": 1, "max_batch_size": 4}},
             "load": {"max_lag_p99_ms": 200}, "slos": SLOS if slos is None else slos}
     path = tmp_path / "abt.yaml"
@@ -149,7 +151,8 @@ def test_ab_report_rebuilds_the_same_verdict(tmp_path: Path, slower_candidate: t
 
 @pytest.mark.slow
 def test_ab_two_embedded_reference_servers(tmp_path: Path) -> None:
-    path = _scenario(tmp_path, slos=[SLOS[0]], rate=4, duration="12s")
+    # chat-sized texts: what is tested is one server per arm and the verdict, not the documents' compute
+    path = _scenario(tmp_path, slos=[SLOS[0]], duration="12s", model=str(short_texts(tmp_path, 4)))
     code, output = _invoke(str(path), "--baseline", "embedded", "--candidate", "embedded", "--trials", "8",
                            "--out", str(tmp_path / "out"))
     doc = json.loads((tmp_path / "out" / AB_JSON_FILE).read_text())
