@@ -18,10 +18,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
+from typing import Any
 
 import gevent
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 from gevent import GreenletExit
 from gevent.pool import Group
 
@@ -196,7 +198,7 @@ class RowColumns:
             mode=_strings(rows, "mode", n), priority=_strings(rows, "priority", n), tenant=_strings(rows, "tenant", n),
             deadline_ms=_floats(rows, "deadline_ms"), kind=_strings(rows, "kind", n),
             max_tokens=_ints(rows, "max_tokens", n, 0), base_url=_strings(rows, "base_url", n),
-            prompt=([("" if value is None else str(value)) for value in rows.column("prompt").to_pylist()]
+            prompt=(pc.fill_null(pc.cast(rows.column("prompt"), pa.string()), "").to_pylist()
                     if "prompt" in rows.column_names else [""] * n),
             session=_ints(rows, "session", n, -1), turn=_ints(rows, "turn", n, 0),
             think_s=_floats(rows, "think_s") if "think_s" in rows.column_names else [0.0] * n,
@@ -204,16 +206,22 @@ class RowColumns:
 
 
 def _ints(rows: pa.Table, name: str, n: int = 0, missing: int = 0) -> list[int]:
-    """The column's values as Python ints; `missing` for each row when the table has no such column."""
-    return [int(value) for value in rows.column(name).to_pylist()] if name in rows.column_names else [missing] * n
+    """The column's values as Python ints; `missing` for each row when the table has no such column.
+    (Arrow casts the column, so no Python code runs per value: this is built on a thread beside the
+    event loop, and a per-value loop would hold the interpreter lock longer.)"""
+    return _as(rows, name, pa.int64()) if name in rows.column_names else [missing] * n
 
 
 def _floats(rows: pa.Table, name: str) -> list[float]:
-    return [float(value) for value in rows.column(name).to_pylist()]
+    return _as(rows, name, pa.float64())
 
 
 def _strings(rows: pa.Table, name: str, n: int) -> list[str]:
-    return [str(value) for value in rows.column(name).to_pylist()] if name in rows.column_names else [""] * n
+    return _as(rows, name, pa.string()) if name in rows.column_names else [""] * n
+
+
+def _as(rows: pa.Table, name: str, kind: pa.DataType) -> list[Any]:
+    return pc.cast(rows.column(name), kind).to_pylist()
 
 
 class OpenLoopFirer:
