@@ -1,10 +1,10 @@
 """Result parts read back and merged into `requests.parquet`.
 
 The workers write each finished request into part files (`scenarios.load.partwriter`). The runner
-joins the parts back onto the schedule, so every scheduled
-request gets exactly one row, answered or not: `fired` says how many times the generator
-started it (0 = never sent). A row started twice is a generator fault; the first firing is kept
-and the count stays visible (`duplicate_count`), never silently dropped.
+joins the parts back onto the schedule, so every scheduled request gets exactly one row, answered
+or not: `fired` says how many times the generator started it (0 = never sent). A row started twice
+is a generator fault; the first firing is kept and the count stays visible (`duplicate_count`),
+never silently dropped.
 """
 
 from __future__ import annotations
