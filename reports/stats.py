@@ -58,9 +58,11 @@ def ci_ranks(percentile: float, n: int, confidence: float = CONFIDENCE) -> tuple
 
 
 def binom_ppf(prob: float, n: int, p: float) -> int:
-    """The smallest k with P(Binomial(n, p) <= k) >= prob, for 0 < prob < 1: what
-    `scipy.stats.binom.ppf` gives, from the same special functions (the binomial CDF and its
-    continuous inverse), without importing `scipy.stats` (half a second in every report)."""
+    """The smallest k with P(Binomial(n, p) <= k) >= prob, for 0 < prob < 1, from the binomial CDF
+    and its continuous inverse in `scipy.special`, without importing `scipy.stats` (half a second in
+    every report). In the tails the ranks use it equals `scipy.stats.binom.ppf`
+    (tests/reports/test_stats.py); where `prob` is exactly a CDF value (a median of an odd n at
+    p = 0.5) rounding may put it one step apart."""
     if n == 0 or p <= 0.0:
         return 0  # every draw is 0
     if p >= 1.0:

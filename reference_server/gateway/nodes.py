@@ -18,7 +18,8 @@ from typing import Protocol
 import httpx
 
 from kernel.processes import stop_process
-from reference_server.config import PoolConfig, default_batching
+from reference_server.config import PoolConfig
+from reference_server.defaults import default_batching
 from reference_server.gateway.breaker import CircuitBreaker
 from reference_server.gateway.faults import FaultTransport
 

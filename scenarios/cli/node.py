@@ -12,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from reference_server.config import DEFAULT_PREFILL_TOKENS, MIN_PREFILL_TOKENS, default_batching
+from reference_server.config import MIN_PREFILL_TOKENS
+from reference_server.defaults import DEFAULT_PREFILL_TOKENS, default_batching
 from reference_server.launch import LaunchError
 from reference_server.model.providers import REQUIRE_ENV
 from reference_server.node.serve import listen_socket, serve_node
