@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from reports.sequential import PILOT_FLOOR, look_call, look_fractions
 
@@ -77,7 +77,7 @@ def wrong_calls(law: str, seed: int, steps: int) -> dict[float, dict[str, float]
             latency, threshold = md1(rng, steps), float(np.quantile(truth_sample, 1.0 - p))
         else:
             latency = independent(rng, steps) if law == "independent" else ar1(rng, steps)
-            threshold = float(np.exp(norm.ppf(1.0 - p)))
+            threshold = float(np.exp(ndtri(1.0 - p)))
         calls = sequential_calls(latency, threshold)
         out[p] = {"met": float(np.mean(calls == "met")), "missed": float(np.mean(calls == "missed"))}
     return out

@@ -7,7 +7,6 @@ import os
 from typing import Any
 
 import pytest
-from kubernetes.client import ApiClient
 
 from experiments.kubernetes import objects
 from tests.support.manifests import documents
@@ -41,6 +40,8 @@ def _normalise(value: Any) -> Any:
 def round_trip(body: dict[str, Any]) -> dict[str, Any]:
     """Deserialize into the client model and back: a misspelt field is dropped, a missing
     required one raises, so equality with the input means the object is well formed."""
+    from kubernetes.client import ApiClient  # the official client (0.4 s) only where a test uses it
+
     api = ApiClient()
     kind = MODELS[(body["apiVersion"], body["kind"])]
     model = api.deserialize(json.dumps(body), kind, "application/json")

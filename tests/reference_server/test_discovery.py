@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kubernetes import client
 
 if TYPE_CHECKING:
     from kubernetes.client import V1EndpointsList
@@ -65,6 +64,8 @@ class FakeCoreV1:
         self.calls.append({"namespace": namespace, **kwargs})
         if kwargs.get("watch"):
             return FakeResponse(self.events)  # as the real API: a watch gets the raw stream
+        from kubernetes import client  # the official client (0.4 s) only where a test talks to it
+
         if self.fail_lists:
             self.fail_lists -= 1
             raise client.ApiException(status=403, reason="Forbidden")
@@ -150,6 +151,8 @@ def test_discovery_retries_an_api_that_refuses() -> None:
 
 
 def test_discovery_port_by_number_and_ipv6() -> None:
+    from kubernetes import client
+
     model = client.ApiClient().deserialize(json.dumps(endpoints("fd00::5")), "V1Endpoints", "application/json")
     assert _urls(endpoint_addresses(model, port=9100)) == ["http://[fd00::5]:9100"]
     assert endpoint_addresses(model, port="grpc") == []

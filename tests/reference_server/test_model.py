@@ -5,9 +5,7 @@ from __future__ import annotations
 import collections
 from pathlib import Path
 
-import onnx
 import pytest
-from onnx import TensorProto
 
 from reference_server.model import (
     TIERS,
@@ -123,6 +121,9 @@ def test_build_writes_every_graph(cache_dir: Path) -> None:
 
 
 def test_fast_tier_is_quantized_and_quality_is_not(cache_dir: Path) -> None:
+    import onnx
+    from onnx import TensorProto
+
     for tier, expect_int8 in (("fast", True), ("quality", False)):
         graph = onnx.load(str(build_model(tier, cache_dir=cache_dir) / "decoder_step.onnx")).graph
         ops = collections.Counter(node.op_type for node in graph.node)
@@ -131,6 +132,8 @@ def test_fast_tier_is_quantized_and_quality_is_not(cache_dir: Path) -> None:
 
 
 def test_decoder_graph_has_documented_interface(cache_dir: Path) -> None:
+    import onnx
+
     graph = onnx.load(str(build_model("quality", cache_dir=cache_dir) / "decoder_step.onnx")).graph
     assert [i.name for i in graph.input] == ["prev_token", "state", "memory", "memory_mask"]
     assert [o.name for o in graph.output] == ["next_token", "new_state"]

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import onnx
 import pytest
-from onnx import TensorProto
 
 from reference_server.model import ModelInput
 from reference_server.model.build import ensure_built, model_dir
@@ -92,6 +90,9 @@ def test_io_bound_decode_on_cpu_matches_host_loop(cache_dir: Path) -> None:
 
 @pytest.mark.slow
 def test_fp16_build_halves_weights_and_keeps_fp32_interface(cache_dir: Path) -> None:
+    import onnx
+    from onnx import TensorProto
+
     spec = get_spec("quality")
     directory = ensure_built(spec, cache_dir, fp16=True)
     assert directory == model_dir(spec, cache_dir, fp16=True) != model_dir(spec, cache_dir)

@@ -23,6 +23,7 @@ DEADLINE_MS = 3000
 SLOTS = 2  # one quality node, batches of 2
 SLOT_TIMES_PER_DEADLINE = 8
 OVERLOAD_FACTOR = 5
+OVERLOAD_S = 7  # seconds of overload: the queue fills within the first deadline and sheds from then on
 MAX_RATE = 60.0  # what the test client can send on a small shared machine
 RSS_SLACK_BYTES = 150 * 2**20
 
@@ -78,7 +79,8 @@ def test_overload_sheds_keeps_deadlines_and_memory_then_recovers(server: Running
     deadline_ms = _deadline_ms(capacity)
     rss_before = _rss(server)
     rate = min(OVERLOAD_FACTOR * capacity, MAX_RATE)
-    outcomes = run_load(server.url, _body("overload", deadline_ms=deadline_ms), rate_per_s=rate, duration_s=10, workers=128)
+    outcomes = run_load(server.url, _body("overload", deadline_ms=deadline_ms), rate_per_s=rate, duration_s=OVERLOAD_S,
+                        workers=128)
     statuses = Counter(o.status for o in outcomes)
     # Shed (429/503), never a server error and never a request left to time out: admission sheds
     # what cannot get a slot in time, and a node sheds (503 cannot_meet_deadline) what its batch
@@ -115,7 +117,7 @@ def test_overload_paid_keeps_its_slo_while_free_is_shed(server: RunningServer) -
         priority = "paid" if i % paid_every == 0 else "free"
         return _body("mixed", priority=priority, tenant=f"{priority}-tenant", deadline_ms=deadline_ms)(i)
 
-    outcomes = run_load(server.url, body, rate_per_s=rate, duration_s=10, workers=128)
+    outcomes = run_load(server.url, body, rate_per_s=rate, duration_s=OVERLOAD_S, workers=128)
     paid = [o for o in outcomes if o.index % paid_every == 0]
     free = [o for o in outcomes if o.index % paid_every != 0]
     paid_ok = [o for o in paid if o.ok]

@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import httpx
-import openai
 import pytest
 
 from reference_server.model.samples import sample_text
 from tests.support.server import RunningServer, module_server
+
+if TYPE_CHECKING:
+    import openai
 
 CONFIG = {"pools": {"quality": {"batching": "continuous"}}, "cache": {"enabled": False}}
 
@@ -22,6 +25,8 @@ server = module_server("streaming", CONFIG)
 
 @pytest.fixture(scope="module")
 def client(server: RunningServer) -> Iterator[openai.OpenAI]:
+    import openai  # the SDK (0.6 s to import) only on the worker that runs these tests
+
     http = httpx.Client(trust_env=False, timeout=30.0)
     # at run time the SDK takes any httpx.Client (its own annotations name its vendored httpx)
     yield openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", http_client=http, max_retries=0)
@@ -107,6 +112,8 @@ def test_chat_completion_honours_max_tokens(client: openai.OpenAI) -> None:
 
 @pytest.mark.slow
 def test_chat_errors_keep_status_codes_in_openai_shape(server: RunningServer, client: openai.OpenAI) -> None:
+    import openai
+
     with pytest.raises(openai.UnprocessableEntityError) as unknown:
         client.chat.completions.create(model="gpt-9", messages=[{"role": "user", "content": "hi"}])
     assert unknown.value.code == "model_not_found" and "gpt-9" in unknown.value.message

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.stats import norm
 
 from reports.compare import compare_runs
 from reports.gate import paired_draws
@@ -59,6 +58,7 @@ def _write(root: Path, latency: np.ndarray) -> Path:
 
 @pytest.mark.slow
 def test_compare_counts_noise_once_with_committed_baseline_like_noise(tmp_path: Path) -> None:
+    from scipy.stats import norm
     # Five same-schedule baseline runs whose P99s spread as the committed nightly baseline's did
     # (x1 to x3.5), and a night x1.3 slower than their geometric mean. The documented rule: the
     # threshold is x1.10, not the runs' spread; the interval is the paired bootstrap's widened once

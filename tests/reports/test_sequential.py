@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import norm
 
 from benchmarks.sequential_sim import ALLOWED, TRUTHS, wrong_calls
 from reports.sequential import LOOKS, design_effect, look_fractions, nominal_levels
@@ -35,6 +34,7 @@ def test_sequential_wrong_calls_stay_within_five_percent(law: str, seed: int) ->
 
 
 def test_sequential_spending_adds_up_to_the_stated_error() -> None:
+    from scipy.stats import norm
     levels = nominal_levels()
     assert len(levels) == LOOKS and np.all(np.diff(levels) > 0)
     rng = np.random.default_rng(5)

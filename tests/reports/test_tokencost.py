@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import norm
 
 from reports.tokencost import token_costs, token_price
 from tests.reports.helpers import requests_frame
@@ -26,6 +25,7 @@ POOLS = [{"pool": "quality", "usd": 2.0}, {"pool": "fast", "usd": 0.3}]
 
 
 def test_price_per_million_tokens_and_its_delta_method_interval() -> None:
+    from scipy.stats import norm
     price = token_price(2.0, np.array([100.0, 300.0]))
     assert price["usd_per_1m"] == pytest.approx(2.0 / 400 * 1e6)  # 5000 USD per 1M
     spread = np.std([100.0, 300.0], ddof=1) * math.sqrt(2)  # 141.42 * 1.414 = 200 tokens

@@ -4,7 +4,8 @@ Loaded with `-p tests.support.suite_profile` and RUSHHOUR_SUITE_PROFILE=DIR: eac
 appends one JSON line per test to DIR/<worker>.jsonl (its id, xdist group, worker, wall start
 and end, and the CPU of the worker and of the children it reaped: servers and drills a test's
 fixtures started and stopped). `python -m benchmarks.suite_profile DIR` sums them by lane and
-by file. Without the variable the plugin does nothing.
+by file. Each failed attempt's report goes to DIR/<worker>.failures.txt, reruns included.
+Without the variable the plugin does nothing.
 """
 
 from __future__ import annotations
@@ -42,3 +43,15 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as out:
         out.write(json.dumps(row) + "\n")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """A failed attempt's report, kept in DIR/<worker>.failures.txt: a test that passed on a rerun
+    is listed by -rR without the reason it failed first."""
+    folder = os.environ.get("RUSHHOUR_SUITE_PROFILE")
+    if not folder or report.passed or report.skipped:
+        return
+    path = Path(folder) / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.failures.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as out:
+        out.write(f"==== {report.nodeid} ({report.when}) at {time.time():.0f}\n{report.longreprtext[-6000:]}\n")

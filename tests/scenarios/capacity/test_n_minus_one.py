@@ -35,7 +35,7 @@ from tests.support.server import TOKEN, RunningServer, start_server
 MIX = {
     "description": "short quality-tier requests of paying tenants, every text different",
     "duration": "24h", "base_rps": 1.0,
-    "mix": {"kinds": {"short": {"fraction": 1.0, "chars": {"median": 60, "sigma": 0.3, "min": 20, "max": 120}}},
+    "mix": {"kinds": {"short": {"fraction": 1.0, "chars": {"median": 24, "sigma": 0.3, "min": 12, "max": 40}}},
             "priorities": {"paid": {"fraction": 1.0, "deadline_ms": 5000, "tenants": 4}},
             "modes": {"quality": 1.0}, "repetition": None},
 }
