@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from kernel.processes import stop_process
+from tests.support.first_collect import pytest_collection as pytest_collection
+from tests.support.first_collect import pytest_unconfigure as pytest_unconfigure
 from tests.support.server import RunningServer, start_server
 from tests.support.xdist_groups import pytest_collection_finish as pytest_collection_finish
 
