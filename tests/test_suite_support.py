@@ -84,6 +84,9 @@ def test_suite_profile_keeps_each_failed_attempt(tmp_path: Path, monkeypatch: py
     for outcome, text in (("passed", ""), ("rerun", "AssertionError: first try"), ("skipped", "why"),
                           ("failed", "AssertionError: second try")):
         suite_profile.pytest_runtest_logreport(report(outcome, text))
+    relayed = report("failed", "AssertionError: relayed")  # the controller's copy of a worker's report
+    relayed.node = "gw2"
+    suite_profile.pytest_runtest_logreport(relayed)
     log = (tmp_path / "gw2.failures.txt").read_text()
     assert log.count("==== tests/test_x.py::test_y (call)") == 2
-    assert "first try" in log and "second try" in log and "why" not in log
+    assert "first try" in log and "second try" in log and "why" not in log and "relayed" not in log

@@ -49,8 +49,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """A failed attempt's report, kept in DIR/<worker>.failures.txt: a test that passed on a rerun
     is listed by -rR without the reason it failed first."""
     folder = os.environ.get("RUSHHOUR_SUITE_PROFILE")
-    if not folder or report.passed or report.skipped:
-        return
+    if not folder or report.passed or report.skipped or hasattr(report, "node"):
+        return  # (a report with `node` is a worker's, seen again by pytest-xdist's controller)
     path = Path(folder) / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.failures.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as out:
