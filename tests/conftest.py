@@ -25,6 +25,11 @@ LONG_FIRST = ("tests/test_architecture.py", "tests/scenarios/run/", "tests/scena
               "tests/scenarios/spec/test_variants.py", "tests/experiments/test_local_live.py",
               "tests/reference_server/test_gpu_packaging.py", "tests/docs/test_site.py",
               "tests/scenarios/capacity/test_interrupt.py")
+# Within its lane, a search judged against a real clock on small steps goes after the suite's first
+# minute, its busiest (every worker booting servers, the benchmark and overload tests saturating both
+# cores): there the TTFT search's answers came slow together so often that even its lowest rate could
+# not be shown met (0 of 218 answers late, too few independent-equivalent ones). Order only.
+LANE_LAST = ("tests/scenarios/capacity/test_ground_truth.py::test_ground_truth_search_on_ttft",)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
@@ -47,16 +52,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_order)
 
 
-def _order(item: pytest.Item) -> tuple[int, int]:
+def _order(item: pytest.Item) -> tuple[int, int, int]:
     group = item.get_closest_marker("xdist_group")
     lane = str(group.args[0]) if group is not None and group.args else ""
     if lane in LANES:
-        return 0, LANES.index(lane)
+        return 0, LANES.index(lane), int(item.nodeid.startswith(LANE_LAST))
     if item.get_closest_marker("slow") is None:
-        return 3, 0
+        return 3, 0, 0
     path = item.nodeid.split("::")[0]
     long = [i for i, prefix in enumerate(LONG_FIRST) if path.startswith(prefix)]
-    return (1, long[0]) if long else (2, 0)
+    return (1, long[0], 0) if long else (2, 0, 0)
 
 
 def _uses_a_module_fixture(item: pytest.Item) -> bool:
