@@ -160,6 +160,25 @@ async def flush(service: ServiceDep) -> dict[str, object]:
     return result
 
 
+@router.post("/cache/save")
+async def save_cache(service: ServiceDep) -> dict[str, object]:
+    """Keep a copy of the L1 cache as it is now, for `POST /admin/cache/restore`."""
+    return {"saved": service.cache.save()}
+
+
+@router.post("/cache/restore")
+async def restore_cache(service: ServiceDep) -> dict[str, object]:
+    """Return the L1 cache to what the last `POST /admin/cache/save` kept, and empty this server's L2
+    keys: each step of a capacity search starts from the same cache, however warm the last left it."""
+    restored = service.cache.restore()
+    if restored is None:
+        raise ApiError(409, "nothing_saved", "No cache was saved; POST /admin/cache/save first.")
+    result: dict[str, object] = {"restored": restored}
+    if service.l2 is not None:
+        result["l2_flushed"] = await service.l2.flush()
+    return result
+
+
 @router.post("/autoscale/epoch")
 async def autoscale_epoch(body: EpochBody, gateway: GatewayDep) -> dict[str, object]:
     """Anchor the autoscalers' schedules (`at_s`) at a wall time, e.g. a drill's start."""

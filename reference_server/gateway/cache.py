@@ -63,6 +63,7 @@ class TranslationCache:
         self.hits = 0
         self.misses = 0
         self.stale_hits = 0
+        self._saved: list[tuple[CacheKey, CachedTranslation]] | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -105,6 +106,21 @@ class TranslationCache:
         self._entries.clear()
         self._sizes.clear()
         self.bytes = 0
+
+    def save(self) -> int:
+        """Keep a copy of the entries as they are now (a later `restore` returns to it); their count."""
+        self._saved = list(self._entries.items())
+        return len(self._saved)
+
+    def restore(self) -> int | None:
+        """Hold exactly the entries `save` kept, in their recency order and fresh from now, so that a
+        run of measurements can each start from the same cache; None when nothing was saved."""
+        if self._saved is None:
+            return None
+        self.clear()
+        for key, entry in self._saved:
+            self.put(key, entry.translation, entry.model)
+        return len(self._entries)
 
 
 class Coalescer:

@@ -134,6 +134,35 @@ def test_cache_clear_empties_it() -> None:
     assert len(cache) == 0 and cache.get(_key("a")) is None
 
 
+
+def test_cache_restore_returns_to_the_saved_entries_fresh_and_in_their_order() -> None:
+    clock = FakeClock()
+    cache = TranslationCache(max_entries=2, ttl_s=60, clock=clock)
+    cache.put(_key("a"), "A", "m")
+    cache.put(_key("b"), "B", "m")
+    assert cache.save() == 2
+    cache.put(_key("c"), "C", "m")  # evicts "a"
+    clock.now = 100.0  # past every entry's TTL
+    assert cache.restore() == 2
+    assert cache.get(_key("c")) is None
+    cache.put(_key("d"), "D", "m")  # "a" was the older of the two saved: it goes first
+    assert cache.get(_key("a")) is None
+    restored = cache.get(_key("b"))
+    assert restored is not None and restored.translation == "B"
+
+
+def test_cache_restore_can_be_repeated_and_needs_a_save() -> None:
+    cache = TranslationCache(max_entries=10, ttl_s=60, clock=FakeClock())
+    assert cache.restore() is None
+    cache.put(_key("a"), "A", "m")
+    assert cache.restore() is None and len(cache) == 1  # nothing saved: the cache is left as it is
+    cache.save()
+    for text in ("b", "c"):
+        cache.put(_key(text), text.upper(), "m")
+        assert cache.restore() == 1
+        assert cache.get(_key(text)) is None and cache.get(_key("a")) is not None
+
+
 # ---- Coalescer --------------------------------------------------------------------------------
 
 

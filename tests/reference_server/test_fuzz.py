@@ -185,7 +185,8 @@ EVERY_ADMIN_CALL = st.sampled_from(
     [
         ("POST", "/admin/nodes/{node}/kill"), ("POST", "/admin/nodes/{node}/restart"), ("POST", "/admin/nodes/{node}/faults"),
         ("DELETE", "/admin/nodes/{node}/faults"), ("POST", "/admin/pools/{pool}/scale"), ("POST", "/admin/cache/flush"),
-        ("POST", "/admin/autoscale/epoch"), ("POST", "/admin/reset"),
+        ("POST", "/admin/cache/save"), ("POST", "/admin/cache/restore"), ("POST", "/admin/autoscale/epoch"),
+        ("POST", "/admin/reset"),
     ]
 )
 epoch_bodies = (st.fixed_dictionaries({"epoch": st.floats() | st.integers(-(2**70), 2**70) | json_scalars})

@@ -77,6 +77,18 @@ def test_routes_admin_token_is_a_dependency_of_every_admin_route(app: FastAPI) -
     assert _admin(app, "/admin/cache/flush", None).json() == {"flushed": 0}
 
 
+
+def test_routes_cache_restore_returns_to_what_was_saved(app: FastAPI) -> None:
+    cache = app.state.gateway.service.cache
+    refused = _admin(app, "/admin/cache/restore", None)
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "nothing_saved"
+    cache.put(("kept", "en", "de", "fast"), "K", "fast")
+    assert _admin(app, "/admin/cache/save", None).json() == {"saved": 1}
+    cache.put(("later", "en", "de", "fast"), "L", "fast")
+    assert _admin(app, "/admin/cache/restore", None).json() == {"restored": 1}
+    assert cache.get(("later", "en", "de", "fast")) is None and cache.get(("kept", "en", "de", "fast")) is not None
+    assert _admin(app, "/admin/cache/restore", None, token="wrong").status_code == 401
+
 def test_routes_a_test_can_override_the_gateway_dependency(app: FastAPI) -> None:
     other = create_app(ServerConfig(), admin_token="other").state.gateway
     other.events.record({"type": "marker"})
