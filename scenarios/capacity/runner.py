@@ -76,15 +76,35 @@ def _condition(name: str, job: CapacityJob, target: Target) -> Condition:
     return ExperimentHeld(experiment.resolve(), target.url, target.token, job.out_dir / "chaos")
 
 
-def _flush_cache(target: Target) -> None:
-    """Every step starts with a cold cache, so repeated texts do not favour the later steps."""
+def _cache_call(target: Target, action: str) -> bool:
+    """`POST /admin/cache/{action}` on a target whose admin token the job holds; True when it answered 2xx."""
     if not target.token:
-        return
+        return False
     try:
-        httpx.post(f"{target.url}/admin/cache/flush", headers={"Authorization": f"Bearer {target.token}"},
-                   timeout=10.0, trust_env=False)
+        answer = httpx.post(f"{target.url}/admin/cache/{action}", headers={"Authorization": f"Bearer {target.token}"},
+                            timeout=10.0, trust_env=False)
     except httpx.HTTPError:
-        pass
+        return False
+    return answer.is_success
+
+
+def _flush_cache(target: Target) -> None:
+    _cache_call(target, "flush")
+
+
+def _keep_cache(target: Target) -> None:
+    """The cache every step of the search starts from: what the throughput probe left in it (the
+    probe starts from an empty one), else empty."""
+    settle(target.url)
+    _cache_call(target, "save")
+
+
+def _start_cache(target: Target) -> None:
+    """Return the cache to the one the search kept, so repeated texts favour no step over another
+    (a cache that only grew would make each step's work lighter than the one before); a server
+    that cannot restore one is flushed instead."""
+    if not _cache_call(target, "restore"):
+        _flush_cache(target)
 
 
 def _planned(job: CapacityJob, target: Target, label: str, say: Callable[[str], None]
@@ -140,7 +160,7 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
 
     def step(rate: float) -> StepVerdict:
         settle(target.url)
-        _flush_cache(target)
+        _start_cache(target)
         condition.check()
         assert runner is not None
         record = runner.run(rate)
@@ -158,6 +178,9 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
     condition.hold()
     try:
         job, planning = _planned(job, target, label, say)
+        if not job.probe:
+            _flush_cache(target)
+        _keep_cache(target)
         runner = StepRunner(url=target.url, mix=job.mix, specs=job.slos, load=job.scenario.load, rules=job.rules,
                             work_dir=job.out_dir / label, seed=job.seed, target=job.protocol, serves_jobs=serves_jobs,
                             rules_at=_rules_at(job))

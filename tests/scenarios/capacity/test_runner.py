@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -12,7 +16,7 @@ from click.testing import CliRunner
 
 from scenarios.capacity.conditions import NMinusOne
 from scenarios.capacity.job import CapacityJob
-from scenarios.capacity.runner import _condition
+from scenarios.capacity.runner import _condition, _keep_cache, _start_cache
 from scenarios.capacity.target import Target
 from scenarios.cli.capacity import capacity
 from tests.support.targets import serve_target
@@ -71,3 +75,50 @@ def test_capacity_waits_for_the_n_minus_one_node_only_when_something_runs_after(
     assert not waits(["none", "n-1"], booted)
     assert waits(["n-1", "none"], booted)
     assert waits(["none", "n-1"], given)
+
+
+@contextmanager
+def _admin_recorder(answers: dict[str, int]) -> Iterator[tuple[str, list[tuple[str, str | None]]]]:
+    """A target that records each POST (path, Authorization) and answers `answers[path]` (200 by default)."""
+    calls: list[tuple[str, str | None]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_args: object) -> None:
+            pass
+
+        def _answer(self, status: int) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def do_GET(self) -> None:
+            self._answer(404)
+
+        def do_POST(self) -> None:
+            calls.append((self.path, self.headers.get("Authorization")))
+            self._answer(answers.get(self.path, 200))
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", calls
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_each_step_starts_from_the_cache_the_search_kept() -> None:
+    """The search keeps the cache once (after the probe); each step asks for it back, and a server
+    that cannot give it back is flushed instead, so no step inherits a warmer cache than another."""
+    answers: dict[str, int] = {}
+    with _admin_recorder(answers) as (url, calls):
+        target = Target(url, "secret", "embedded")
+        _keep_cache(target)
+        _start_cache(target)
+        answers["/admin/cache/restore"] = 409
+        _start_cache(target)
+        _start_cache(Target(url, None, url))  # a target the job holds no token for is left alone
+    assert [path for path, _ in calls] == ["/admin/cache/save", "/admin/cache/restore", "/admin/cache/restore",
+                                           "/admin/cache/flush"]
+    assert {auth for _, auth in calls} == {"Bearer secret"}
