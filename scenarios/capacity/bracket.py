@@ -6,10 +6,13 @@ saturated throughput X (what the service completes with every slot busy) bounds 
 above, and how far below it the knee lies depends on how much queueing the SLOs allow: a P99 of
 500 ms on a queue that completes 40 answers/s leaves little room (the long-run truth is 87% of
 X), a P99 of 2 s at 50 answers/s a great deal (promo-day's calibrations found 97%).
-`knee_share` estimates it from X and the thresholds alone, and the search starts there and
-moves by one precision at a time: when the estimate is right, three steps (a pass, a failure
-one precision above or below it, the confirmation), whichever side of the knee the first step
-falls.
+`knee_share` estimates it from X and the thresholds alone, and the search starts one move
+(one precision) above that estimate and moves by one precision at a time. The two ways of
+missing the knee do not cost the same: a step above the knee usually ends within seconds, as soon
+as its last look can no longer pass, while a step that passes runs its whole window. Started on
+the knee or one move above it, the search takes three steps (a failure, a pass one move below it,
+the confirmation; or a pass, a failure, the confirmation); started one move below it, it pays a
+whole passing step more, and two moves above it, only a failure that ends early.
 
 Each step is as long as the slowest SLO needs at *its* rate, with a margin, no longer: a P99
 over 28% of the mix needs 314 requests of that share per step, which takes 60 s at 19 req/s but
@@ -36,21 +39,25 @@ from scenarios.capacity.search import SearchSettings
 __all__ = ["ProbePlan", "knee_share", "plan_from_throughput", "step_length", "window_s"]
 
 HIGHEST_START = 0.95
-"""The first rate is at most this share of the throughput: at X itself no queue is stable."""
+"""The estimated knee is at most this share of the throughput: at X itself no queue is stable."""
 QUEUEING_KINDS = ("latency", "ttft")
 """Objectives on a time that includes the wait in the queue (per-token gaps hardly do)."""
 TOP_SHARE = 4.0
 """The highest rate the plan may try. No rate above the throughput can be served, but a closed loop
 of a few users can read a batching service's throughput low (its batches stay small, or the
-machine was busy for the probe's few seconds): past the throughput the search's growth squares
-with each pass (1.1, 1.21, 1.46, 2), so a probe that read half the truth costs two or three more
-steps in the same search, and only a search whose every rate up to here passed is searched again
-(widened, with the calibration's fixed steps)."""
+machine was busy for the probe's few seconds): once a step passes `PROBE_ERROR_MOVES` moves above
+the throughput, the search's growth squares with each pass (1.1, 1.21, 1.46, 2), so a probe that read
+half the truth costs two or three more steps in the same search, and only a search whose every
+rate up to here passed is searched again (widened, with the calibration's fixed steps)."""
 MARGIN = 1.15
 """A step holds this many times the requests each SLO needs at its rate, so that a pass near the
 knee survives the chance shortfall of an SLO's count (a 28% share of 1,250 requests varies by
 about 4.5%) and latencies that cluster a little (an effective sample size down to 1/1.15 of the
 count). A longer margin buys little: one bad request already needs half as many again."""
+PROBE_ERROR_MOVES = 2
+"""How many moves (precisions) above the throughput a pass may lie before the probe is taken to
+have read low and the climb speeds up: on promo-day the probe read 0.8 to 1.2 times the rate
+whose step passed, so a pass up to two moves above X says nothing yet about the probe."""
 SHORTEST_STEP_S = 15.0
 LONGEST_STEP_S = 60.0
 GROWTH_EDGE = 0.999
@@ -111,17 +118,18 @@ def window_s(floors: list[SloFloor], rate_rps: float, longest_s: float = LONGEST
 
 def plan_from_throughput(throughput_rps: float, floors: list[SloFloor], *, precision: float,
                          slos: Sequence[SloSpec] = (), longest_s: float = LONGEST_STEP_S) -> ProbePlan | None:
-    """The search around `throughput_rps`, starting at `knee_share` of it for `slos`; None when it
-    gives no usable plan (no throughput, or a knee so low that even the longest step cannot show
-    every SLO met near it)."""
+    """The search around `throughput_rps`, starting one move above `knee_share` of it for `slos`
+    (module doc); None when it gives no usable plan (no throughput, or a knee so low that even the
+    longest step cannot show every SLO met near it)."""
     if not floors or not math.isfinite(throughput_rps) or throughput_rps <= 0 or any(f.share <= 0 for f in floors):
         return None
     growth = 1.0 + precision * GROWTH_EDGE
-    start = knee_share(throughput_rps, slos) * throughput_rps
+    knee = knee_share(throughput_rps, slos) * throughput_rps
     lowest = step_length(floors, 1.0) / longest_s  # below it even the longest step cannot show every SLO met
     top = TOP_SHARE * throughput_rps
-    if not lowest < start < top:
+    if not lowest < knee < top:
         return None
+    start = knee * growth
     settings = SearchSettings(min_rps=lowest, max_rps=top, precision=precision, growth=growth,
-                              accelerate_above=throughput_rps)
+                              accelerate_above=throughput_rps * growth ** PROBE_ERROR_MOVES)
     return ProbePlan(throughput_rps, start, window_s(floors, start, longest_s), settings, tuple(floors), longest_s)

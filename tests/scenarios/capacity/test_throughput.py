@@ -115,12 +115,14 @@ def test_a_probed_job_is_planned_around_the_mdc_servers_throughput(tmp_path: Pat
     assert planning is not None and planning["plan"] is not None, said
     throughput = planning["probe"]["throughput_rps"]
     assert 0.8 * 40.0 <= throughput <= 1.1 * 40.0, said
-    assert planned.start_rps == pytest.approx(knee_share(throughput, job.slos) * throughput, rel=0.01)
+    assert planned.start_rps == pytest.approx(knee_share(throughput, job.slos) * throughput * planned.settings.growth,
+                                              rel=0.01)
     assert planned.rules.measure_s == planning["plan"]["step_duration_s"] < job.rules.measure_s
     assert planned.start_rps is not None
     assert planned.measure_at is not None and planned.measure_at(planned.start_rps) == planned.rules.measure_s
     assert planned.settings.min_rps < planned.start_rps < 40.0 < planned.settings.max_rps
-    assert planned.settings.generator_limits and planned.settings.accelerate_above == pytest.approx(throughput, rel=0.01)
+    assert planned.settings.generator_limits
+    assert planned.settings.accelerate_above == pytest.approx(throughput * planned.settings.growth ** 2, rel=0.01)
     assert any("throughput probe" in line for line in said) and any("searching" in line for line in said)
     unplanned, nothing = _planned(job, Target(mdc_url, None, mdc_url), "none", said.append)
     assert unplanned is job and nothing is None
