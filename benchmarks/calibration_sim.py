@@ -1,0 +1,102 @@
+"""Benchmark: how long a first calibration's search takes, simulated, for two ways of planning it.
+
+Each simulated search runs the real `scenarios.capacity.search` over a made-up service. The knee
+k is fixed; the probe reads k / `ratio` times a log-normal error; a step at rate r passes with a
+probability that falls around the knee over a few per cent (a logistic in r / k of width `fuzz`:
+near the knee a real step passes only with none of its few hundred paid requests slow). A passing
+step costs its warm-up and its whole window (sized as `scenarios.capacity.bracket.window_s` sizes
+promo-day's: 314 paid requests at a 28% share, with the margin); a failing one ends sooner the
+further above the knee it is, as the real steps do once their last look can no longer pass.
+
+Two plans are compared, each with the plan's own settings: "as now" (the first step one move
+above the estimated knee, the faster climb from a pass two moves past the probed throughput)
+and "at the knee" (the first step at the estimated knee, the faster climb from any pass past the
+throughput). The table gives the seconds of steps (without the boot and the probe, about 20 s on
+the two-core VM), the share of searches within 95 s of steps, the steps, and the capacity found
+over the knee.
+
+Usage: python -m benchmarks.calibration_sim [--searches 1500] [--out F]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from scenarios.capacity.bracket import HIGHEST_START, PROBE_ERROR_MOVES
+from scenarios.capacity.search import SearchSettings, StepVerdict, search
+
+KNEE = 60.0
+WARMUP_S = 5.0
+PAID_NEEDED, PAID_SHARE, MARGIN = 314, 0.28, 1.15
+PRECISION = 0.10
+PROBE_ERROR = 0.12
+QUICK_SHARE = 0.1
+PLANS = {"as now": (1, PROBE_ERROR_MOVES), "at the knee": (0, 0)}
+"""Each plan's first step (moves above the estimated knee) and faster climb (moves past X)."""
+
+
+def _window(rate: float) -> float:
+    return max(15.0, math.ceil(MARGIN * PAID_NEEDED / (PAID_SHARE * rate)))
+
+
+def _one(rng: np.random.Generator, plan: tuple[int, int], *, fuzz: float, ratio: float) -> tuple[float, int, float]:
+    """One search: (seconds of steps, steps, capacity over the knee)."""
+    growth = 1.0 + PRECISION * 0.999
+    throughput = KNEE / ratio * math.exp(rng.normal(0.0, PROBE_ERROR))
+    spent = [0.0]
+
+    def step(rate: float) -> StepVerdict:
+        window = _window(rate)
+        if rng.random() < 0.5 * (1.0 - math.tanh((rate / KNEE - 1.0) / fuzz / 2.0)):  # the logistic, overflow-free
+            spent[0] += WARMUP_S + window
+            return StepVerdict(rate, "pass")
+        share = min(1.0, max(QUICK_SHARE, 0.04 / max(rate / KNEE - 0.96, 1e-3)))
+        spent[0] += WARMUP_S + window * share
+        return StepVerdict(rate, "fail", "p99-paid")
+
+    start_moves, climb_moves = plan
+    settings = SearchSettings(min_rps=KNEE / 4, max_rps=4 * throughput, precision=PRECISION, growth=growth,
+                              accelerate_above=throughput * growth ** climb_moves, generator_limits=True)
+    result = search(step, settings, start_rps=HIGHEST_START * throughput * growth ** start_moves)
+    return spent[0], len(result.steps), (result.capacity_rps or 0.0) / KNEE
+
+
+def simulate(searches: int, *, fuzz: float, ratio: float, seed: int = 5) -> dict[str, dict[str, float]]:
+    """Every plan over the same `searches` services (same seed), summarised."""
+    rows = {}
+    for name, plan in PLANS.items():
+        rng = np.random.default_rng([seed, round(fuzz * 1000), round(ratio * 100)])
+        runs = np.array([_one(rng, plan, fuzz=fuzz, ratio=ratio) for _ in range(searches)])
+        rows[name] = {"mean_s": float(runs[:, 0].mean()), "p90_s": float(np.quantile(runs[:, 0], 0.9)),
+                      "within_95_s": float(np.mean(runs[:, 0] <= 95.0)), "steps": float(runs[:, 1].mean()),
+                      "capacity_over_knee_median": float(np.median(runs[:, 2]))}
+    return rows
+
+
+@click.command()
+@click.option("--searches", type=click.IntRange(min=10), default=1500, show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the table as JSON here.")
+def main(searches: int, out: Path | None) -> None:
+    """Print the simulated searches' time and steps for each plan, knee fuzz and probe bias."""
+    table: list[dict[str, Any]] = []
+    click.echo("| knee fuzz | knee / probe | plan | mean s of steps | p90 s | within 95 s | steps | capacity / knee |")
+    click.echo("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    for fuzz in (0.02, 0.04):
+        for ratio in (1.0, 1.1):
+            for name, row in simulate(searches, fuzz=fuzz, ratio=ratio).items():
+                table.append({"fuzz": fuzz, "knee_over_probe": ratio, "plan": name, **row})
+                click.echo(f"| {fuzz:g} | {ratio:g} | {name} | {row['mean_s']:.0f} | {row['p90_s']:.0f} | "
+                           f"{100 * row['within_95_s']:.0f}% | {row['steps']:.2f} | {row['capacity_over_knee_median']:.3f} |")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"searches": searches, "rows": table}, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
