@@ -56,8 +56,8 @@ about 4.5%) and latencies that cluster a little (an effective sample size down t
 count). A longer margin buys little: one bad request already needs half as many again."""
 PROBE_ERROR_MOVES = 2
 """How many moves (precisions) above the throughput a pass may lie before the probe is taken to
-have read low and the climb speeds up: on promo-day the probe read 0.8 to 1.2 times the rate
-whose step passed, so a pass up to two moves above X says nothing yet about the probe."""
+have read low and the climb speeds up: promo-day's calibrations found their capacity at 0.8 to 1.25
+times the probed throughput, so a pass up to two moves above X says nothing yet about the probe."""
 SHORTEST_STEP_S = 15.0
 LONGEST_STEP_S = 60.0
 GROWTH_EDGE = 0.999
