@@ -5,7 +5,7 @@ doubling up from the lowest rate that can show every SLO met, then bisecting bac
 saturated throughput X (what the service completes with every slot busy) bounds the knee from
 above, and how far below it the knee lies depends on how much queueing the SLOs allow: a P99 of
 500 ms on a queue that completes 40 answers/s leaves little room (the long-run truth is 87% of
-X), a P99 of 2 s at 50 answers/s a great deal (promo-day's calibrations found 0.8 to 1.25 of the probed X).
+X), a P99 of 2 s at 50 answers/s a great deal (promo-day's calibrations found 0.8 to 1.5 of the probed X).
 `knee_share` estimates it from X and the thresholds alone, and the search starts one move
 (one precision) above that estimate and moves by one precision at a time. The two ways of
 missing the knee do not cost the same: a step above the knee usually ends within seconds, as soon
@@ -56,7 +56,7 @@ about 4.5%) and latencies that cluster a little (an effective sample size down t
 count). A longer margin buys little: one bad request already needs half as many again."""
 PROBE_ERROR_MOVES = 2
 """How many moves (precisions) above the throughput a pass may lie before the probe is taken to
-have read low and the climb speeds up: promo-day's calibrations found their capacity at 0.8 to 1.25
+have read low and the climb speeds up: promo-day's calibrations found their capacity at 0.8 to 1.5
 times the probed throughput, so a pass up to two moves above X says nothing yet about the probe."""
 SHORTEST_STEP_S = 15.0
 LONGEST_STEP_S = 60.0
@@ -74,7 +74,7 @@ def knee_share(throughput_rps: float, slos: Sequence[SloSpec]) -> float:
     rho / (1 - rho) <= q = T X / ln(1 / (1 - p)), so the knee is q / (1 + q) of X. Leaving the
     service time out of T is the optimistic side, which the cautious variability offsets: 0.81
     on the M/D/c queues of the ground-truth tests (truth 0.87 and 0.86), 0.96 for promo-day's
-    paid P99 of 2 s (measured 0.8 to 1.25). Capped at HIGHEST_START (also without such an SLO).
+    paid P99 of 2 s (measured 0.8 to 1.5). Capped at HIGHEST_START (also without such an SLO).
     """
     shares = [HIGHEST_START]
     for slo in slos:
