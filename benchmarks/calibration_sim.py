@@ -8,10 +8,11 @@ step costs its warm-up and its whole window (sized as `scenarios.capacity.bracke
 promo-day's: 314 paid requests at a 28% share, with the margin); a failing one ends sooner the
 further above the knee it is, as the real steps do once their last look can no longer pass.
 
-Two plans are compared, each with the plan's own settings: "as now" (the first step one move
-above the estimated knee, the faster climb from a pass two moves past the probed throughput)
-and "at the knee" (the first step at the estimated knee, the faster climb from any pass past the
-throughput). The table gives the seconds of steps (without the boot and the probe, about 20 s on
+Two plans are compared: "as now" is `scenarios.capacity.bracket.plan_from_throughput` itself
+(the first step one move above the estimated knee, the faster climb from a pass two moves past
+the probed throughput, each step as long as its rate needs), and "at the knee" is the same plan
+with the first step at the estimated knee and the faster climb from any pass past the
+throughput. The table gives the seconds of steps (without the boot and the probe, about 20 s on
 the two-core VM), the share of searches within 95 s of steps, the steps, and the capacity found
 over the knee.
 
@@ -20,6 +21,7 @@ Usage: python -m benchmarks.calibration_sim [--searches 1500] [--out F]
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -28,31 +30,39 @@ from typing import Any
 import click
 import numpy as np
 
-from scenarios.capacity.bracket import HIGHEST_START, PROBE_ERROR_MOVES
+from reports.schema import SloSpec
+from scenarios.capacity.bracket import ProbePlan, plan_from_throughput
+from scenarios.capacity.job import SloFloor
 from scenarios.capacity.search import SearchSettings, StepVerdict, search
 
 KNEE = 60.0
 WARMUP_S = 5.0
-PAID_NEEDED, PAID_SHARE, MARGIN = 314, 0.28, 1.15
+PAID = SloSpec(name="p99-paid", kind="latency", percentile=99, threshold_ms=2000)
+FLOORS = [SloFloor("p99-paid", 0.28, 314, 0.0)]
+"""promo-day's paid P99: 28% of the mix, 314 requests to show it met (the longest step decides)."""
 PRECISION = 0.10
 PROBE_ERROR = 0.12
 QUICK_SHARE = 0.1
-PLANS = {"as now": (1, PROBE_ERROR_MOVES), "at the knee": (0, 0)}
-"""Each plan's first step (moves above the estimated knee) and faster climb (moves past X)."""
+PLANS = ("as now", "at the knee")
 
 
-def _window(rate: float) -> float:
-    return max(15.0, math.ceil(MARGIN * PAID_NEEDED / (PAID_SHARE * rate)))
+def _plan(name: str, throughput: float) -> tuple[SearchSettings, float, ProbePlan]:
+    """The settings and first rate of plan `name` for a probed `throughput`."""
+    plan = plan_from_throughput(throughput, FLOORS, precision=PRECISION, slos=[PAID])
+    assert plan is not None
+    if name == "as now":
+        return plan.settings, plan.start_rps, plan
+    settings = dataclasses.replace(plan.settings, accelerate_above=throughput)
+    return settings, plan.start_rps / settings.growth, plan
 
 
-def _one(rng: np.random.Generator, plan: tuple[int, int], *, fuzz: float, ratio: float) -> tuple[float, int, float]:
+def _one(rng: np.random.Generator, name: str, *, fuzz: float, ratio: float) -> tuple[float, int, float]:
     """One search: (seconds of steps, steps, capacity over the knee)."""
-    growth = 1.0 + PRECISION * 0.999
-    throughput = KNEE / ratio * math.exp(rng.normal(0.0, PROBE_ERROR))
+    settings, start, plan = _plan(name, KNEE / ratio * math.exp(rng.normal(0.0, PROBE_ERROR)))
     spent = [0.0]
 
     def step(rate: float) -> StepVerdict:
-        window = _window(rate)
+        window = plan.measure_at(rate)
         if rng.random() < 0.5 * (1.0 - math.tanh((rate / KNEE - 1.0) / fuzz / 2.0)):  # the logistic, overflow-free
             spent[0] += WARMUP_S + window
             return StepVerdict(rate, "pass")
@@ -60,19 +70,16 @@ def _one(rng: np.random.Generator, plan: tuple[int, int], *, fuzz: float, ratio:
         spent[0] += WARMUP_S + window * share
         return StepVerdict(rate, "fail", "p99-paid")
 
-    start_moves, climb_moves = plan
-    settings = SearchSettings(min_rps=KNEE / 4, max_rps=4 * throughput, precision=PRECISION, growth=growth,
-                              accelerate_above=throughput * growth ** climb_moves, generator_limits=True)
-    result = search(step, settings, start_rps=HIGHEST_START * throughput * growth ** start_moves)
+    result = search(step, settings, start_rps=start)
     return spent[0], len(result.steps), (result.capacity_rps or 0.0) / KNEE
 
 
 def simulate(searches: int, *, fuzz: float, ratio: float, seed: int = 5) -> dict[str, dict[str, float]]:
     """Every plan over the same `searches` services (same seed), summarised."""
     rows = {}
-    for name, plan in PLANS.items():
+    for name in PLANS:
         rng = np.random.default_rng([seed, round(fuzz * 1000), round(ratio * 100)])
-        runs = np.array([_one(rng, plan, fuzz=fuzz, ratio=ratio) for _ in range(searches)])
+        runs = np.array([_one(rng, name, fuzz=fuzz, ratio=ratio) for _ in range(searches)])
         rows[name] = {"mean_s": float(runs[:, 0].mean()), "p90_s": float(np.quantile(runs[:, 0], 0.9)),
                       "within_95_s": float(np.mean(runs[:, 0] <= 95.0)), "steps": float(runs[:, 1].mean()),
                       "capacity_over_knee_median": float(np.median(runs[:, 2]))}
