@@ -18,6 +18,7 @@ from typing import Any, Literal, cast
 import numpy as np
 import pandas as pd
 
+from kernel.quantiles import percentile_value
 from reports.schema import LATENCY_KINDS, SloSpec
 from reports.selection import slo_scope
 from reports.sequential import LOOKS, look_fractions
@@ -162,13 +163,11 @@ def assess(frame: pd.DataFrame, specs: list[SloSpec], rules: StepRules, now_s: f
     figures = _figures(frame, measured, window, specs, generator)
     missed = [call for call in calls if call.decision == "missed"]
     if generator_problems:
-        own = [c for c in judge(from_send(measured), specs, now_s) if c.decision == "missed"]
-        if own:
-            return Assessment("fail", own[0].name, f"{own[0].name} missed even timed from the actual send, so the "
-                              "service failed whatever the generator did", now_s, calls, figures, False)
-        if final or missed:
-            return Assessment("invalid", GENERATOR, "the load generator could not keep up: "
-                              + "; ".join(generator_problems), now_s, calls, figures, False)
+        own = judge(from_send(measured), specs, now_s)
+        verdict = _invalid_generator(own, now_s, calls, figures, "the load generator could not keep up: "
+                                     + "; ".join(generator_problems))
+        if verdict.decision == "fail" or final or missed:
+            return verdict
         return Assessment("continue", None, "", now_s, calls, figures, False)
     if missed:
         return Assessment("fail", missed[0].name, _missed_text(missed[0]), now_s, calls, figures)
@@ -196,25 +195,70 @@ def curtailed(frame: pd.DataFrame, schedule: pd.DataFrame, specs: list[SloSpec],
     still due in the window good and no design effect (`reports.stepstats.reachable`), ends the
     step "not met" at its end whatever else happens, so the step ends now with that call. This
     is no extra look: the outcome is the one the final look would give, so it spends no error
-    and may be checked at every poll. While the generator is in doubt the looks decide, since
-    such a step may end invalid rather than failed.
+    and may be checked at every poll.
+
+    The generator is judged the same way. A problem the rest of the window cannot clear (a
+    schedule lag or connection wait whose P99 stays past the limit even with every request
+    still unsent or due sent on time, a row fired twice, the generator's CPU at its limit) makes
+    the final look's generator invalid whatever else happens, so the step ends now as a look
+    with an invalid generator calls it: failed on an SLO missed even timed from the actual
+    send, else invalid. While the generator is only in doubt, the looks decide.
     """
     start, end = rules.window
     if now_s <= start:
         return None
     measured, window = _window(frame, rules, now_s, rules.looks)
     generator = generator_figures(measured) | {"cpu_max": cpu_max}
-    if not len(measured) or _generator_problems(generator, rules):
+    if not len(measured):
         return None
     offsets = schedule["offset_s"].to_numpy(dtype=float)
     due = schedule[(offsets >= now_s) & (offsets < end)]
-    calls = judge_slos(measured, specs, now_s, look=rules.looks, looks=rules.looks, record_lag_s=rules.record_lag_s)
+    judge = functools.partial(judge_slos, look=rules.looks, looks=rules.looks, record_lag_s=rules.record_lag_s)
+    if _generator_problems(generator, rules):
+        if not (settled := _generator_settled(measured, len(due), generator, rules)):
+            return None
+        return _invalid_generator(judge(from_send(measured), specs, now_s), now_s, judge(measured, specs, now_s),
+                                  _figures(frame, measured, window, specs, generator),
+                                  "the load generator cannot keep up, whatever the rest of the step brings: "
+                                  + "; ".join(settled))
+    calls = judge(measured, specs, now_s)
     for spec, call in zip(specs, calls, strict=True):
         remaining = int(slo_scope(due, pd.Series("", index=due.index), spec).sum())
         if not reachable(call, spec.allowed_bad_share, remaining, rules.looks):
             return Assessment("fail", call.name, _unreachable_text(call, remaining), now_s, calls,
                               _figures(frame, measured, window, specs, generator))
     return None
+
+
+def _generator_settled(measured: pd.DataFrame, due: int, generator: dict[str, Any], rules: StepRules) -> list[str]:
+    """The generator's problems that no later request can clear: its lag and connection-wait P99
+    recomputed with every request not yet recorded as sent, and the `due` ones still to come,
+    taken as sent on time (the best the rest of the window can do: more values at zero only
+    lower a P99); duplicates and the CPU's peak only ever grow."""
+    unsent = measured["sent_s"].isna().to_numpy()
+    lag = (measured["sent_s"].to_numpy(dtype=float) - measured["intended_s"].to_numpy(dtype=float)) * 1000.0
+    wait = measured["pool_wait_ms"].to_numpy(dtype=float) if "pool_wait_ms" in measured else np.full(len(lag), np.nan)
+    zeros = np.zeros(int(unsent.sum()) + due)
+    best = dict(generator)
+    best["lag_p99_ms"] = _finite_p99(np.concatenate([lag[~unsent], zeros]))
+    best["pool_wait_p99_ms"] = _finite_p99(np.concatenate([wait[~unsent], zeros]))
+    return _generator_problems(best, rules)
+
+
+def _finite_p99(values: np.ndarray) -> float | None:
+    value = percentile_value(values, 99)
+    return None if math.isnan(value) else value
+
+
+def _invalid_generator(own: list[SloCall], now_s: float, calls: list[SloCall], figures: dict[str, object],
+                       reason: str) -> Assessment:
+    """A look whose generator is invalid: failed on an SLO missed even timed from the actual send
+    (`own`, the service failed whatever the generator did), else invalid for `reason`."""
+    missed = next((call for call in own if call.decision == "missed"), None)
+    if missed is not None:
+        return Assessment("fail", missed.name, f"{missed.name} missed even timed from the actual send, so the "
+                          "service failed whatever the generator did", now_s, calls, figures, False)
+    return Assessment("invalid", GENERATOR, reason, now_s, calls, figures, False)
 
 
 def _figures(frame: pd.DataFrame, measured: pd.DataFrame, window: tuple[float, float], specs: list[SloSpec],

@@ -164,8 +164,77 @@ def test_steps_too_few_requests_for_any_pass_are_curtailed_with_the_reason() -> 
     assert verdict is not None and "too few" in verdict.reason
 
 
+def _lagging(frame: pd.DataFrame, rows: np.ndarray, lag_ms: float = 120.0) -> pd.DataFrame:
+    """`frame` with the requests at positions `rows` sent `lag_ms` late (and answered as late)."""
+    out = frame.copy()
+    shift = np.zeros(len(out))
+    shift[rows] = lag_ms / 1000.0
+    out["sent_s"] = out["sent_s"] + shift
+    out["done_s"] = out["done_s"] + shift
+    out["latency_ms"] = (out["done_s"] - out["intended_s"]) * 1000.0
+    return out
+
+
 def test_steps_curtailing_waits_out_the_warm_up_and_a_doubtful_generator() -> None:
     full = _bad_at(_requests(30.0, RULES.schedule_s), [0.5, 1.0, 1.5])
     assert curtailed(full[full["intended_s"] < 1.9], _schedule(full), [P99], RULES, 1.9) is None  # warm-up
-    lagging = _bad_at(_requests(30.0, RULES.schedule_s, lag_ms=120.0), [3.0, 4.0, 5.0])
+    # five late requests of the 120 so far put the lag P99 past 50 ms now, but not among the 600
+    # of the whole window if the rest are sent on time: only the final look can tell
+    base = _requests(30.0, RULES.schedule_s)
+    late = np.flatnonzero(base["intended_s"].to_numpy() >= RULES.warmup_s)[:5]
+    lagging = _bad_at(_lagging(base, late), [3.0, 4.0, 5.0])
+    assert assess(lagging[lagging["intended_s"] < 6.0], [P99], RULES, 6.0, look=RULES.looks).decision == "invalid"
     assert curtailed(lagging[lagging["intended_s"] < 6.0], _schedule(lagging), [P99], RULES, 6.0) is None
+    final = assess(lagging, [P99], RULES, RULES.schedule_s + 1.0, look=RULES.looks)
+    assert final.generator_valid and final.figures["lag_p99_ms"] == pytest.approx(1.0)
+
+
+def test_steps_a_generator_that_can_no_longer_be_valid_ends_the_step_invalid_at_once() -> None:
+    """Every request so far 120 ms late: 120 of the window's 600 already, so its lag P99 stays
+    past 50 ms even if every later one leaves on time. The step ends at the first ask after
+    the warm-up, and the final look agrees."""
+    full = _requests(30.0, RULES.schedule_s, lag_ms=120.0)
+    verdict = curtailed(full[full["intended_s"] < 6.0].reset_index(drop=True), _schedule(full), [P99], RULES, 6.0)
+    assert verdict is not None and verdict.decision == "invalid" and verdict.limiting == "generator"
+    assert not verdict.generator_valid and verdict.now_s == 6.0
+    assert "cannot keep up" in verdict.reason and "schedule lag P99 120.0 ms" in verdict.reason
+    assert assess(full, [P99], RULES, RULES.schedule_s + 1.0, look=RULES.looks).decision == "invalid"
+
+
+def test_steps_a_generator_ended_at_once_is_still_a_failure_when_the_service_missed_from_the_send() -> None:
+    full = _requests(30.0, RULES.schedule_s, lag_ms=120.0, slow_share=0.3)
+    verdict = curtailed(full[full["intended_s"] < 6.0].reset_index(drop=True), _schedule(full), [P99], RULES, 6.0)
+    assert verdict is not None and verdict.decision == "fail" and "actual send" in verdict.reason
+
+
+def test_steps_a_saturated_generator_cpu_ends_the_step_invalid_at_once() -> None:
+    full = _requests(30.0, RULES.schedule_s)
+    so_far = full[full["intended_s"] < 4.0].reset_index(drop=True)
+    assert curtailed(so_far, _schedule(full), [P99], RULES, 4.0, cpu_max=0.5) is None
+    verdict = curtailed(so_far, _schedule(full), [P99], RULES, 4.0, cpu_max=0.97)
+    assert verdict is not None and verdict.decision == "invalid" and "CPU peaked at 97%" in verdict.reason
+
+
+def test_steps_a_step_is_ended_for_its_generator_exactly_when_its_final_look_would_find_it_invalid() -> None:
+    """Wherever the late requests fall and whenever it is asked: with every later request sent on
+    time (the best the rest of the step can do), a step is ended invalid when, and only when, its
+    final look finds the generator invalid too."""
+    full = _requests(30.0, RULES.schedule_s)
+    schedule = _schedule(full)
+    intended = full["intended_s"].to_numpy()
+    rng = np.random.default_rng(11)
+    ended = kept = 0
+    for _ in range(80):
+        now = float(rng.uniform(RULES.warmup_s + 0.5, RULES.schedule_s))
+        so_far = np.flatnonzero((intended >= RULES.warmup_s) & (intended < now - 0.2))
+        rows = rng.choice(so_far, size=min(len(so_far), int(rng.integers(0, 12))), replace=False)
+        frame = _lagging(full, rows, float(rng.uniform(60.0, 350.0)))  # late, yet within 500 ms
+        verdict = curtailed(frame[frame["intended_s"] < now].reset_index(drop=True), schedule, [P99], RULES, now)
+        final = assess(frame, [P99], RULES, RULES.schedule_s + 1.0, look=RULES.looks)
+        if verdict is not None:
+            ended += 1
+            assert verdict.decision == "invalid" and final.decision == "invalid"
+        else:
+            kept += 1
+            assert final.generator_valid and final.decision != "invalid"
+    assert ended >= 10 and kept >= 10
