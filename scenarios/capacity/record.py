@@ -103,7 +103,7 @@ def _text(result: SearchResult, require_rps: float | None) -> str:
     known = result.known_fail is not None and result.first_fail == result.known_fail.rate_rps
     text = (f"{result.last_pass:.1f} req/s (fails at {result.first_fail:.1f}{' in the check step' if known else ''}, "
             f"limited by {limited}")
-    text += ", confirmed by a second step)" if result.confirmed else ")"
+    text += ", confirmed by a second pass at or above it)" if result.confirmed else ")"
     if require_rps is not None:
         text += f"; required {require_rps:g}"
     return text

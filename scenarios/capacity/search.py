@@ -5,9 +5,14 @@ comes next, so it is tested with a fake service in microseconds. Bisection is ge
 precision is relative), and the reported capacity is always a rate that *passed*: the highest
 passing rate below the lowest failing one.
 
-Before a capacity is reported it is confirmed: one more step at that rate. Each step's wrong
-"met" has a chance of at most 5%, and a search takes many steps, so the one figure printed is
-checked twice; a confirmation that fails makes that rate a failure and the search goes on below.
+Before a capacity is reported it is confirmed: it needs a second passing step at that rate or
+above it. Each step's wrong "met" has a chance of at most 5%, and a search takes many steps, so
+the one figure printed is checked twice; a confirmation that fails makes that rate a failure and
+the search goes on below. The search already takes a service's latency as growing with its
+arrival rate (it brackets and bisects on that), and under that order a pass at a higher rate is
+as strong a second look as one at the rate itself: for the figure to be wrong, both passes must
+be. So a capacity below a rate that passed and then failed its own confirmation is confirmed by
+that pass, with no step more.
 
 A search can start from a failure already seen (`SearchResult.after`: a cached capacity whose
 check step just missed): that rate is its first failure from the start, so the search never
@@ -88,7 +93,7 @@ class SearchResult:
     generator_bound: bool = False
     limiting: str | None = None
     confirmed: bool | None = None
-    """True when a second step at the capacity passed too; None when no confirmation ran."""
+    """True when a second step at the capacity or above it passed too; None when no confirmation ran."""
     generator_limit: float | None = None
     """The lowest rate the generator could not drive, with `generator_limits` (None: none seen)."""
     known_fail: StepVerdict | None = None
@@ -135,14 +140,25 @@ def search(step: StepFn, settings: SearchSettings, *, start_rps: float | None = 
         rate = max(result.first_fail / settings.growth, settings.min_rps)
     if not _bracket(step, settings, result, rate) and (result.generator_bound or result.last_pass is None):
         return result
-    for _ in range(MAX_CONFIRMATIONS):
-        _bisect(step, settings, result)
-        if (not settings.confirm or result.generator_bound or result.last_pass is None
-                or _confirm(step, result, settings)):
+    for attempt in range(MAX_CONFIRMATIONS + 1):
+        if attempt < MAX_CONFIRMATIONS:
+            _bisect(step, settings, result)
+        if not settings.confirm or result.generator_bound or result.last_pass is None:
+            break
+        if _passed_twice(result):
+            result.confirmed = True
+            break
+        if attempt == MAX_CONFIRMATIONS or _confirm(step, result, settings):
             break
         if result.last_pass is None and not _walk_below(step, settings, result):
             break
     return result
+
+
+def _passed_twice(result: SearchResult) -> bool:
+    """True when two steps at the capacity or above it passed: the figure is confirmed already."""
+    assert result.last_pass is not None
+    return sum(1 for s in result.steps if s.verdict == "pass" and s.rate_rps >= result.last_pass) >= 2
 
 
 def _walk_below(step: StepFn, settings: SearchSettings, result: SearchResult) -> bool:

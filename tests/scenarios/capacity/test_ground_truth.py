@@ -103,7 +103,7 @@ def test_simulated_step_passes_far_below_and_fails_above_the_capacity() -> None:
 
 @pytest.mark.parametrize(("queue", "step_s"), [(MDC, 20.0), (STREAMING, 15.0)])  # the benchmark's queues and steps
 def test_simulated_search_reports_above_the_truth_at_most_at_the_stated_rate(queue: Queue, step_s: float) -> None:
-    """A step's wrong "met" is at most 5% and the capacity is confirmed by a second step, so a
+    """A step's wrong "met" is at most 5% and the capacity is confirmed by a second pass at or above it, so a
     capacity above the long-run truth is rare; short steps land below it."""
     found, steps = found_capacities(queue, step_s=step_s, searches=30, seed=11)
     truth = queue.truth()

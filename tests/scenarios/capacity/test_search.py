@@ -120,6 +120,23 @@ def test_search_a_lucky_pass_that_fails_its_confirmation_is_searched_below() -> 
     assert result.confirmed and result.first_fail is not None and result.first_fail > result.capacity_rps
 
 
+def test_search_a_pass_above_the_capacity_confirms_it_without_another_step() -> None:
+    """Truly 40: the first step above it passes by luck and then fails its confirmation. 40 passed
+    before, and that lucky pass is its second look (latency grows with the rate), so 40 is not
+    stepped again."""
+    calls: dict[float, int] = {}
+
+    def step(rate: float) -> StepVerdict:
+        calls[rate] = calls.get(rate, 0) + 1
+        lucky = 40.0 < rate <= 46.0 and calls[rate] == 1
+        return StepVerdict(rate, "pass" if rate <= 40.0 or lucky else "fail", None if rate <= 40.0 else "p99")
+
+    result = search(step, SearchSettings(min_rps=10, max_rps=80, precision=0.1, growth=1.0989), start_rps=40.0)
+    tried = [round(s.rate_rps, 2) for s in result.steps]
+    assert tried == [40.0, 43.96, 48.3, 43.96]
+    assert result.capacity_rps == 40.0 and result.first_fail == pytest.approx(43.956) and result.confirmed
+
+
 def test_search_the_only_pass_failing_its_confirmation_walks_down_instead_of_giving_up() -> None:
     calls: dict[float, int] = {}
 
