@@ -11,7 +11,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["nearest_rank", "percentile_value"]
+__all__ = ["nearest_rank", "percentile_or_none", "percentile_value"]
 
 
 def nearest_rank(percentile: float, n: int) -> int:
@@ -27,3 +27,9 @@ def percentile_value(values: ArrayLike, percentile: float) -> float:
         return float("nan")
     rank = nearest_rank(percentile, int(data.size))
     return float(np.partition(data, rank - 1)[rank - 1])
+
+
+def percentile_or_none(values: ArrayLike, percentile: float) -> float | None:
+    """`percentile_value`, with None instead of NaN when there is no value (JSON has no NaN)."""
+    value = percentile_value(values, percentile)
+    return None if math.isnan(value) else value

@@ -18,7 +18,7 @@ from typing import Any, Literal, cast
 import numpy as np
 import pandas as pd
 
-from kernel.quantiles import percentile_value
+from kernel.quantiles import percentile_or_none
 from reports.schema import LATENCY_KINDS, SloSpec
 from reports.selection import slo_scope
 from reports.sequential import LOOKS, look_fractions
@@ -240,14 +240,9 @@ def _generator_settled(measured: pd.DataFrame, due: int, generator: dict[str, An
     wait = measured["pool_wait_ms"].to_numpy(dtype=float) if "pool_wait_ms" in measured else np.full(len(lag), np.nan)
     zeros = np.zeros(int(unsent.sum()) + due)
     best = dict(generator)
-    best["lag_p99_ms"] = _finite_p99(np.concatenate([lag[~unsent], zeros]))
-    best["pool_wait_p99_ms"] = _finite_p99(np.concatenate([wait[~unsent], zeros]))
+    best["lag_p99_ms"] = percentile_or_none(np.concatenate([lag[~unsent], zeros]), 99)
+    best["pool_wait_p99_ms"] = percentile_or_none(np.concatenate([wait[~unsent], zeros]), 99)
     return _generator_problems(best, rules)
-
-
-def _finite_p99(values: np.ndarray) -> float | None:
-    value = percentile_value(values, 99)
-    return None if math.isnan(value) else value
 
 
 def _invalid_generator(own: list[SloCall], now_s: float, calls: list[SloCall], figures: dict[str, object],

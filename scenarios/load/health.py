@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kernel.quantiles import percentile_value
+from kernel.quantiles import percentile_or_none
 from scenarios.load.parts import duplicate_count
 
 __all__ = ["generator_figures"]
@@ -39,5 +39,5 @@ def _column(requests: pd.DataFrame, name: str) -> np.ndarray:
 
 
 def _p99(values: np.ndarray) -> float | None:
-    value = percentile_value(values, 99)
-    return None if np.isnan(value) else round(value, 3)
+    value = percentile_or_none(values, 99)
+    return None if value is None else round(value, 3)
