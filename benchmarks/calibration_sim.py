@@ -14,9 +14,10 @@ the probed throughput, each step as long as its rate needs), and "at the knee" i
 with the first step at the estimated knee and the faster climb from any pass past the
 throughput. The table gives the seconds of steps (without the boot and the probe, about 20 s on
 the two-core VM), the share of searches within 95 s of steps, the steps, and the capacity found
-over the knee.
+over the knee. Both plans search with the calibration's precision unless `--precision` says
+otherwise.
 
-Usage: python -m benchmarks.calibration_sim [--searches 1500] [--out F]
+Usage: python -m benchmarks.calibration_sim [--searches 1500] [--precision P] [--out F]
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np
 
 from reports.schema import SloSpec
 from scenarios.capacity.bracket import ProbePlan, plan_from_throughput
+from scenarios.capacity.calibrate import CALIBRATION_PRECISION
 from scenarios.capacity.job import SloFloor
 from scenarios.capacity.search import SearchSettings, StepVerdict, search
 
@@ -40,15 +42,14 @@ WARMUP_S = 5.0
 PAID = SloSpec(name="p99-paid", kind="latency", percentile=99, threshold_ms=2000)
 FLOORS = [SloFloor("p99-paid", 0.28, 314, 0.0)]
 """promo-day's paid P99: 28% of the mix, 314 requests to show it met (the longest step decides)."""
-PRECISION = 0.10
 PROBE_ERROR = 0.12
 QUICK_SHARE = 0.1
 PLANS = ("as now", "at the knee")
 
 
-def _plan(name: str, throughput: float) -> tuple[SearchSettings, float, ProbePlan]:
+def _plan(name: str, throughput: float, precision: float) -> tuple[SearchSettings, float, ProbePlan]:
     """The settings and first rate of plan `name` for a probed `throughput`."""
-    plan = plan_from_throughput(throughput, FLOORS, precision=PRECISION, slos=[PAID])
+    plan = plan_from_throughput(throughput, FLOORS, precision=precision, slos=[PAID])
     assert plan is not None
     if name == "as now":
         return plan.settings, plan.start_rps, plan
@@ -56,9 +57,10 @@ def _plan(name: str, throughput: float) -> tuple[SearchSettings, float, ProbePla
     return settings, plan.start_rps / settings.growth, plan
 
 
-def _one(rng: np.random.Generator, name: str, *, fuzz: float, ratio: float) -> tuple[float, int, float]:
+def _one(rng: np.random.Generator, name: str, *, fuzz: float, ratio: float,
+         precision: float = CALIBRATION_PRECISION) -> tuple[float, int, float]:
     """One search: (seconds of steps, steps, capacity over the knee)."""
-    settings, start, plan = _plan(name, KNEE / ratio * math.exp(rng.normal(0.0, PROBE_ERROR)))
+    settings, start, plan = _plan(name, KNEE / ratio * math.exp(rng.normal(0.0, PROBE_ERROR)), precision)
     spent = [0.0]
 
     def step(rate: float) -> StepVerdict:
@@ -74,12 +76,13 @@ def _one(rng: np.random.Generator, name: str, *, fuzz: float, ratio: float) -> t
     return spent[0], len(result.steps), (result.capacity_rps or 0.0) / KNEE
 
 
-def simulate(searches: int, *, fuzz: float, ratio: float, seed: int = 5) -> dict[str, dict[str, float]]:
+def simulate(searches: int, *, fuzz: float, ratio: float, seed: int = 5,
+             precision: float = CALIBRATION_PRECISION) -> dict[str, dict[str, float]]:
     """Every plan over the same `searches` services (same seed), summarised."""
     rows = {}
     for name in PLANS:
         rng = np.random.default_rng([seed, round(fuzz * 1000), round(ratio * 100)])
-        runs = np.array([_one(rng, name, fuzz=fuzz, ratio=ratio) for _ in range(searches)])
+        runs = np.array([_one(rng, name, fuzz=fuzz, ratio=ratio, precision=precision) for _ in range(searches)])
         rows[name] = {"mean_s": float(runs[:, 0].mean()), "p90_s": float(np.quantile(runs[:, 0], 0.9)),
                       "within_95_s": float(np.mean(runs[:, 0] <= 95.0)), "steps": float(runs[:, 1].mean()),
                       "capacity_over_knee_median": float(np.median(runs[:, 2]))}
@@ -88,21 +91,23 @@ def simulate(searches: int, *, fuzz: float, ratio: float, seed: int = 5) -> dict
 
 @click.command()
 @click.option("--searches", type=click.IntRange(min=10), default=1500, show_default=True)
+@click.option("--precision", type=click.FloatRange(min=0.01, max=1.0), default=CALIBRATION_PRECISION,
+              show_default=True, help="The search's precision (the calibration's unless told).")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the table as JSON here.")
-def main(searches: int, out: Path | None) -> None:
+def main(searches: int, precision: float, out: Path | None) -> None:
     """Print the simulated searches' time and steps for each plan, knee fuzz and probe bias."""
     table: list[dict[str, Any]] = []
     click.echo("| knee fuzz | knee / probe | plan | mean s of steps | p90 s | within 95 s | steps | capacity / knee |")
     click.echo("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for fuzz in (0.02, 0.04):
         for ratio in (1.0, 1.1):
-            for name, row in simulate(searches, fuzz=fuzz, ratio=ratio).items():
+            for name, row in simulate(searches, fuzz=fuzz, ratio=ratio, precision=precision).items():
                 table.append({"fuzz": fuzz, "knee_over_probe": ratio, "plan": name, **row})
                 click.echo(f"| {fuzz:g} | {ratio:g} | {name} | {row['mean_s']:.0f} | {row['p90_s']:.0f} | "
                            f"{100 * row['within_95_s']:.0f}% | {row['steps']:.2f} | {row['capacity_over_knee_median']:.3f} |")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"searches": searches, "rows": table}, indent=2), encoding="utf-8")
+        out.write_text(json.dumps({"searches": searches, "precision": precision, "rows": table}, indent=2), encoding="utf-8")
 
 
 if __name__ == "__main__":

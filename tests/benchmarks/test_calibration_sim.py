@@ -5,13 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks.calibration_sim import _one, simulate
+from scenarios.capacity.calibrate import CALIBRATION_PRECISION
 
 
 def test_calibration_sim_never_reports_above_a_sharp_knee_and_confirms_within_a_precision() -> None:
     rng = np.random.default_rng(3)
-    for _ in range(50):
-        seconds, steps, found = _one(rng, "as now", fuzz=1e-4, ratio=1.0)
-        assert 0.9 <= found <= 1.0 and steps >= 3 and seconds > 0
+    for precision in (0.05, CALIBRATION_PRECISION):
+        for _ in range(50):
+            seconds, steps, found = _one(rng, "as now", fuzz=1e-4, ratio=1.0, precision=precision)
+            assert 1.0 / (1.0 + precision) - 1e-9 <= found <= 1.0 and steps >= 3 and seconds > 0
 
 
 def test_calibration_sim_starting_above_the_knee_costs_less_time_for_the_same_capacity() -> None:
