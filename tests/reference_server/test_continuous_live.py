@@ -3,6 +3,7 @@ cold starts, deadlines and the slowdown fault keep working."""
 
 from __future__ import annotations
 
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -57,9 +58,11 @@ def test_continuous_live_cold_start_deadline_and_slowdown(server: RunningServer)
     assert late.status_code in (503, 504)
     slow = {"kind": "slowdown", "factor": 3.0, "ttl_s": 30}
     text = sample_text(2000, salt=9)
-    started = time.monotonic()
-    assert server.translate(text, mode="quality").status_code == 200
-    normal_s = time.monotonic() - started
+    normal_s = math.inf
+    for variant in (text, text + " y"):  # the quicker of two, so a neighbour's burst cannot raise the bar
+        started = time.monotonic()
+        assert server.translate(variant, mode="quality").status_code == 200
+        normal_s = min(normal_s, time.monotonic() - started)
     assert server.admin("POST", "/admin/nodes/quality-0/faults", json=slow).status_code == 200
     started = time.monotonic()
     assert server.translate(text + " x", mode="quality").status_code == 200
