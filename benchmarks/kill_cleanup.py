@@ -35,6 +35,8 @@ import yaml
 
 from benchmarks.serverlib import bench_config, running_server
 from experiments.leases import LEASE_ENV, default_lease_s
+from kernel.contract import EVENTS_FILE
+from scenarios.run.rebuild import events_so_far
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENT = ROOT / "experiments" / "network-partition.json"
@@ -70,12 +72,6 @@ def _scenario(workdir: Path, target: dict[str, Any]) -> Path:
     return path
 
 
-def _events(out: Path) -> list[dict[str, Any]]:
-    path = out / "events.jsonl"
-    lines = path.read_text().splitlines() if path.exists() else []
-    return [json.loads(line) for line in lines if line.endswith("}")]
-
-
 def _alive(procs: list[psutil.Process]) -> int:
     count = 0
     for proc in procs:
@@ -97,8 +93,10 @@ def _kill_one(workdir: Path, target: dict[str, Any], url: str | None) -> dict[st
     drill = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", str(_scenario(workdir, target)),
                               "--out", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        start = _wait("the partition's start mark",
-                      lambda: next((e for e in _events(out) if e["type"] == "fault_start"), None) or drill.poll() is not None)
+        def started() -> Any:
+            return next((e for e in events_so_far(out / EVENTS_FILE) if e.get("type") == "fault_start"), None)
+
+        start = _wait("the partition's start mark", lambda: started() or drill.poll() is not None)
         if drill.poll() is not None:
             raise RuntimeError(f"rushhour run exited with {drill.returncode} before the partition.")
         if url is not None:

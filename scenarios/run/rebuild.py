@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
@@ -29,7 +30,7 @@ from scenarios.run.ledger import LEDGER_FILE, survivors
 from scenarios.run.scraper import metrics_frame
 from scenarios.spec.model import ScenarioError, load_scenario
 
-__all__ = ["Rebuilt", "needs_rebuild", "rebuild_results"]
+__all__ = ["Rebuilt", "events_so_far", "needs_rebuild", "rebuild_results"]
 
 PARTS_DIR = Path("load") / "parts"  # LoadSettings.work_dir is <results>/load, its parts under parts/
 ABORT_REASON = ("the harness stopped before writing its results (killed?); `rushhour report` rebuilt them "
@@ -45,7 +46,9 @@ class Rebuilt:
     survivors: int
 
 
-def _events(path: Path) -> list[dict[str, object]]:
+def events_so_far(path: Path) -> list[dict[str, Any]]:
+    """The events a timeline holds, read while it may still be written (or after a kill): a line
+    cut short is left out, a missing file is no events."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
@@ -63,7 +66,7 @@ def needs_rebuild(root: Path) -> bool:
     """A drill's folder (it has a schedule) whose timeline never reached `run_end`."""
     if not (root / SCHEDULE_FILE).is_file():
         return False
-    return not any(e.get("type") == "run_end" for e in _events(root / EVENTS_FILE))
+    return not any(e.get("type") == "run_end" for e in events_so_far(root / EVENTS_FILE))
 
 
 def _via_jobs(root: Path) -> bool:
@@ -99,7 +102,7 @@ def rebuild_results(root: Path) -> Rebuilt | None:
         audit.skip("processes", f"no {LEDGER_FILE} was written")
     else:
         audit.add("processes", process_findings(alive))
-    end_s = _last_time(requests, _events(root / EVENTS_FILE))
+    end_s = _last_time(requests, events_so_far(root / EVENTS_FILE))
     result = audit.result(end_s)
     write_json_atomic(result, root / AUDIT_FILE)
     _cut_partial_line(root / EVENTS_FILE)

@@ -22,6 +22,8 @@ import psutil
 import pytest
 import yaml
 
+from kernel.contract import EVENTS_FILE
+from scenarios.run.rebuild import events_so_far
 from tests.support.server import REPO, TOKEN, RunningServer
 from tests.support.traffic import short_texts
 
@@ -41,12 +43,6 @@ def _scenario(tmp_path: Path, target: dict[str, Any], chaos: dict[str, Any]) -> 
     path = tmp_path / "fault-and-kill.yaml"
     path.write_text(yaml.safe_dump(spec))
     return path
-
-
-def _events(out: Path) -> list[dict[str, Any]]:
-    path = out / "events.jsonl"
-    lines = path.read_text().splitlines() if path.exists() else []
-    return [json.loads(line) for line in lines if line.endswith("}")]
 
 
 def _wait(what: str, predicate: Callable[[], Any], *, timeout_s: float, proc: subprocess.Popen[bytes] | None = None) -> Any:
@@ -80,7 +76,7 @@ def _start_drill(scenario: Path, out: Path, drill_process: list, **env: str) -> 
 
 
 def _fault_start(out: Path, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
-    return _wait("the partition", lambda: next((e for e in _events(out) if e["type"] == "fault_start"), None),
+    return _wait("the partition", lambda: next((e for e in events_so_far(out / EVENTS_FILE) if e.get("type") == "fault_start"), None),
                  timeout_s=180, proc=proc)
 
 
