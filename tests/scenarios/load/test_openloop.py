@@ -81,7 +81,13 @@ def test_openloop_corrects_for_generator_stall(tmp_path: Path) -> None:
     latency = (parts["done_s"] - parts["intended_s"]) * 1000.0
     service = (parts["done_s"] - parts["sent_s"]) * 1000.0
     assert np.percentile(latency, 99) > 700.0
-    assert np.percentile(service, 99) < 200.0
+    # the rows due while the loop was blocked (from 0.5 s to 1.5 s on the firer's clock): their
+    # corrected latency carries the wait, their service time does not. Medians of the same rows, so
+    # that a neighbour slowing the whole test (or one reply caught in flight by the hog) moves both
+    stalled = ((parts["intended_s"] > 0.6) & (parts["intended_s"] < 1.4)).to_numpy()
+    assert stalled.sum() >= 70
+    assert np.median(latency[stalled]) > 300.0
+    assert np.median(service[stalled]) < 0.25 * np.median(latency[stalled])
 
 
 def test_worker_share_splits_rows_without_overlap(make_schedule: Callable[..., pd.DataFrame]) -> None:
