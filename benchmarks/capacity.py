@@ -34,6 +34,23 @@ HERE = Path(__file__).resolve().parent
 WORKERS, SERVICE_MS, THRESHOLD_MS = 4, 100.0, 500.0
 REFERENCE_SLOS = ("p99-free", "availability")
 STREAM_WORKERS, STREAM, TTFT_MS, TTFT_PERCENTILE = 8, (100.0, 10.0, 10), 300.0, 95.0
+STEP_S = 30.0
+MDC_RANGE = (11.0, 110.0)
+"""The M/D/c searches' 10x bracket. Its lowest rate is the lowest at which a default 30 s step holds
+the 314 requests a P99 needs to be shown met (10.5 req/s); `rushhour capacity` refuses a lower one."""
+
+
+def mdc_scenario(url: str, *, streaming: bool = False) -> dict[str, Any]:
+    """The scenario a search of the M/D/c service at `url` runs: its P99 (or, streaming, TTFT P95)."""
+    scenario: dict[str, Any] = {
+        "name": "mdc", "traffic": {"model": "constant:1", "duration": "60s", "seed": 3},
+        "target": {"url": url}, "load": {"max_lag_p99_ms": 250},
+        "slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": THRESHOLD_MS}]}
+    if streaming:
+        scenario["name"] = "mdc-stream"
+        scenario["target"] = {"url": url, "protocol": "openai-chat", "model": "m", "max_tokens": STREAM[2]}
+        scenario["slos"] = [{"name": "ttft", "kind": "ttft", "percentile": TTFT_PERCENTILE, "threshold_ms": TTFT_MS}]
+    return scenario
 
 
 def _mdc(work: Path, *, streaming: bool = False) -> tuple[subprocess.Popen[bytes], Path]:
@@ -49,13 +66,7 @@ def _mdc(work: Path, *, streaming: bool = False) -> tuple[subprocess.Popen[bytes
             break
         except httpx.HTTPError:
             time.sleep(0.05)
-    scenario = {"name": "mdc", "traffic": {"model": "constant:1", "duration": "60s", "seed": 3},
-                "target": {"url": url}, "load": {"max_lag_p99_ms": 250},
-                "slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": THRESHOLD_MS}]}
-    if streaming:
-        scenario["name"] = "mdc-stream"
-        scenario["target"] = {"url": url, "protocol": "openai-chat", "model": "m", "max_tokens": STREAM[2]}
-        scenario["slos"] = [{"name": "ttft", "kind": "ttft", "percentile": TTFT_PERCENTILE, "threshold_ms": TTFT_MS}]
+    scenario = mdc_scenario(url, streaming=streaming)
     path = work / f"{scenario['name']}.yaml"
     path.write_text(yaml.safe_dump(scenario))
     return proc, path
@@ -96,7 +107,7 @@ def _figure(document: dict[str, Any], path: Path) -> None:
 @click.option("--targets", default="mdc,reference", show_default=True,
               help="Comma-separated: mdc, mdc-stream (TTFT over openai-chat), reference.")
 @click.option("--faults", default="none", show_default=True, help="Conditions for the reference server.")
-@click.option("--step-duration", "step_s", default=30.0, show_default=True, help="Measured seconds per step.")
+@click.option("--step-duration", "step_s", default=STEP_S, show_default=True, help="Measured seconds per step.")
 @click.option("--precision", default=0.05, show_default=True, help="Relative precision of the bisection.")
 @click.option("--slos", default=",".join(REFERENCE_SLOS), show_default=True,
               help='The reference server\'s SLOs (of promo-day), comma-separated, or "all".')
@@ -115,7 +126,8 @@ def main(targets: str, faults: str, step_s: float, precision: float, slos: str, 
             proc, scenario = _mdc(work, streaming=name == "mdc-stream")
             try:
                 run = _search(str(scenario), _fresh(out.parent / f"bench-capacity-{name}"), slos=(),
-                              faults="none", min_rps=10.0, max_rps=100.0, step_s=step_s, precision=precision)
+                              faults="none", min_rps=MDC_RANGE[0], max_rps=MDC_RANGE[1], step_s=step_s,
+                              precision=precision)
             finally:
                 stop_process(proc, grace_s=2.0)
             truth = (true_ttft_capacity(TTFT_MS, workers=STREAM_WORKERS, stream=STREAM, percentile=TTFT_PERCENTILE)
