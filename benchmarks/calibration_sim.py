@@ -15,9 +15,11 @@ with the first step at the estimated knee and the faster climb from any pass pas
 throughput. The table gives the seconds of steps (without the boot and the probe, about 20 s on
 the two-core VM), the share of searches within 95 s of steps, the steps, and the capacity found
 over the knee. Both plans search with the calibration's precision unless `--precision` says
-otherwise.
+otherwise. `--start-moves` adds the plan as now with its first step moved that many moves (one
+precision each) up or down, to see whether one move above the estimated knee is still the best
+place to start.
 
-Usage: python -m benchmarks.calibration_sim [--searches 1500] [--precision P] [--out F]
+Usage: python -m benchmarks.calibration_sim [--searches 1500] [--precision P] [--start-moves -1,1] [--out F]
 """
 
 from __future__ import annotations
@@ -47,20 +49,22 @@ QUICK_SHARE = 0.1
 PLANS = ("as now", "at the knee")
 
 
-def _plan(name: str, throughput: float, precision: float) -> tuple[SearchSettings, float, ProbePlan]:
-    """The settings and first rate of plan `name` for a probed `throughput`."""
+def _plan(name: str, throughput: float, precision: float, moves: int = 0
+          ) -> tuple[SearchSettings, float, ProbePlan]:
+    """The settings and first rate of plan `name` for a probed `throughput`; with `moves`, the plan
+    as now with its first step that many moves up (or down, below zero)."""
     plan = plan_from_throughput(throughput, FLOORS, precision=precision, slos=[PAID])
     assert plan is not None
     if name == "as now":
-        return plan.settings, plan.start_rps, plan
+        return plan.settings, plan.start_rps * plan.settings.growth ** moves, plan
     settings = dataclasses.replace(plan.settings, accelerate_above=throughput)
     return settings, plan.start_rps / settings.growth, plan
 
 
 def _one(rng: np.random.Generator, name: str, *, fuzz: float, ratio: float,
-         precision: float = CALIBRATION_PRECISION) -> tuple[float, int, float]:
+         precision: float = CALIBRATION_PRECISION, moves: int = 0) -> tuple[float, int, float]:
     """One search: (seconds of steps, steps, capacity over the knee)."""
-    settings, start, plan = _plan(name, KNEE / ratio * math.exp(rng.normal(0.0, PROBE_ERROR)), precision)
+    settings, start, plan = _plan(name, KNEE / ratio * math.exp(rng.normal(0.0, PROBE_ERROR)), precision, moves)
     spent = [0.0]
 
     def step(rate: float) -> StepVerdict:
@@ -76,14 +80,21 @@ def _one(rng: np.random.Generator, name: str, *, fuzz: float, ratio: float,
     return spent[0], len(result.steps), (result.capacity_rps or 0.0) / KNEE
 
 
+def _label(moves: int) -> str:
+    return f"as now, first step {moves:+d} move{'s' if abs(moves) > 1 else ''}"
+
+
 def simulate(searches: int, *, fuzz: float, ratio: float, seed: int = 5,
-             precision: float = CALIBRATION_PRECISION) -> dict[str, dict[str, float]]:
-    """Every plan over the same `searches` services (same seed), summarised."""
+             precision: float = CALIBRATION_PRECISION, start_moves: tuple[int, ...] = ()) -> dict[str, dict[str, float]]:
+    """Every plan (and the plan as now with each of `start_moves`) over the same `searches`
+    services (same seed), summarised."""
     rows = {}
-    for name in PLANS:
+    variants = [(name, 0) for name in PLANS] + [("as now", moves) for moves in start_moves if moves]
+    for name, moves in variants:
         rng = np.random.default_rng([seed, round(fuzz * 1000), round(ratio * 100)])
-        runs = np.array([_one(rng, name, fuzz=fuzz, ratio=ratio, precision=precision) for _ in range(searches)])
-        rows[name] = {"mean_s": float(runs[:, 0].mean()), "p90_s": float(np.quantile(runs[:, 0], 0.9)),
+        runs = np.array([_one(rng, name, fuzz=fuzz, ratio=ratio, precision=precision, moves=moves)
+                         for _ in range(searches)])
+        rows[_label(moves) if moves else name] = {"mean_s": float(runs[:, 0].mean()), "p90_s": float(np.quantile(runs[:, 0], 0.9)),
                       "within_95_s": float(np.mean(runs[:, 0] <= 95.0)), "steps": float(runs[:, 1].mean()),
                       "capacity_over_knee_median": float(np.median(runs[:, 2]))}
     return rows
@@ -93,21 +104,30 @@ def simulate(searches: int, *, fuzz: float, ratio: float, seed: int = 5,
 @click.option("--searches", type=click.IntRange(min=10), default=1500, show_default=True)
 @click.option("--precision", type=click.FloatRange(min=0.01, max=1.0), default=CALIBRATION_PRECISION,
               show_default=True, help="The search's precision (the calibration's unless told).")
+@click.option("--start-moves", default="", help="Also the plan as now with its first step moved by these "
+              "moves, comma-separated (e.g. -1,1).")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the table as JSON here.")
-def main(searches: int, precision: float, out: Path | None) -> None:
+def main(searches: int, precision: float, start_moves: str, out: Path | None) -> None:
     """Print the simulated searches' time and steps for each plan, knee fuzz and probe bias."""
+    try:
+        moves = tuple(int(part) for part in start_moves.split(",") if part.strip())
+    except ValueError as exc:
+        raise click.BadParameter(f'"{start_moves}" is not a comma-separated list of whole numbers.',
+                                 param_hint="--start-moves") from exc
     table: list[dict[str, Any]] = []
     click.echo("| knee fuzz | knee / probe | plan | mean s of steps | p90 s | within 95 s | steps | capacity / knee |")
     click.echo("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for fuzz in (0.02, 0.04):
         for ratio in (1.0, 1.1):
-            for name, row in simulate(searches, fuzz=fuzz, ratio=ratio, precision=precision).items():
+            for name, row in simulate(searches, fuzz=fuzz, ratio=ratio, precision=precision,
+                                      start_moves=moves).items():
                 table.append({"fuzz": fuzz, "knee_over_probe": ratio, "plan": name, **row})
                 click.echo(f"| {fuzz:g} | {ratio:g} | {name} | {row['mean_s']:.0f} | {row['p90_s']:.0f} | "
                            f"{100 * row['within_95_s']:.0f}% | {row['steps']:.2f} | {row['capacity_over_knee_median']:.3f} |")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"searches": searches, "precision": precision, "rows": table}, indent=2), encoding="utf-8")
+        document = {"searches": searches, "precision": precision, "start_moves": list(moves), "rows": table}
+        out.write_text(json.dumps(document, indent=2), encoding="utf-8")
 
 
 if __name__ == "__main__":

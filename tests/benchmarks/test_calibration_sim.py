@@ -21,3 +21,12 @@ def test_calibration_sim_starting_above_the_knee_costs_less_time_for_the_same_ca
     now, before = rows["as now"], rows["at the knee"]
     assert now["mean_s"] < before["mean_s"] and now["within_95_s"] > before["within_95_s"]
     assert abs(now["capacity_over_knee_median"] - before["capacity_over_knee_median"]) < 0.02
+
+
+def test_calibration_sim_first_step_one_move_above_the_estimate_beats_its_neighbours() -> None:
+    on_the_probe = simulate(300, fuzz=0.02, ratio=1.0, start_moves=(-1, 1))
+    probe_low = simulate(300, fuzz=0.02, ratio=1.1, start_moves=(-1, 1))
+    assert set(on_the_probe) == {"as now", "at the knee", "as now, first step -1 move", "as now, first step +1 move"}
+    # one move higher pays for a failure it did not need; one lower, for a passing step it did not need
+    assert on_the_probe["as now"]["mean_s"] < on_the_probe["as now, first step +1 move"]["mean_s"]
+    assert probe_low["as now"]["mean_s"] < probe_low["as now, first step -1 move"]["mean_s"]
