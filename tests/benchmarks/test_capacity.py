@@ -25,7 +25,6 @@ def test_capacity_benchmark_mdc_search_passes_the_floor_check(tmp_path: Path, st
     path.write_text(yaml.safe_dump(mdc_scenario("http://127.0.0.1:9", streaming=streaming)))
     job = _job(str(path), tmp_path, low=MDC_RANGE[0], high=MDC_RANGE[1])
     assert (job.settings.min_rps, job.settings.max_rps) == MDC_RANGE
-    assert MDC_RANGE[1] == pytest.approx(10 * MDC_RANGE[0])
 
 
 def test_capacity_benchmark_mdc_range_is_the_lowest_the_p99_allows(tmp_path: Path) -> None:
