@@ -86,6 +86,10 @@ def test_gateway_drops_expired_requests_with_504(server_factory: Callable[..., R
     expired_before = sum(n["expired"] for n in server.status()["nodes"])
     with concurrent.futures.ThreadPoolExecutor(12) as pool:
         busy = [pool.submit(server.translate, long_text + str(i), deadline_ms=60_000) for i in range(4)]
+        # the documents must be at the nodes before the short requests leave, however busy the machine;
+        # then a moment more for the node to close the documents' batch (10 ms after its first request)
+        server.wait_for(lambda s: sum(n["inflight"] for n in s["nodes"]) >= len(busy), timeout_s=10.0,
+                        interval_s=0.02)
         time.sleep(0.15)
         late = [pool.submit(server.translate, f"tiny {i}", deadline_ms=300) for i in range(6)]
         late_codes = [f.result().status_code for f in late]
