@@ -3,7 +3,8 @@
 Runs `rushhour capacity SCENARIO --calibrate` with a fresh, empty state directory (no cached
 figure to start next to), times it from the outside, and reads every search
 it ran (`capacity/runs/*/capacity.json`): the throughput probe and the plan made from it, each
-step's rate, verdict, measured window and wall time. Prints a table and writes the figures as JSON.
+step's rate, verdict, measured window and wall time, and where each search's time went
+(`time_split`). Prints a table and writes the figures as JSON.
 
 With `--stale RPS` the state directory starts with a cached figure of RPS req/s for the
 scenario, as a drill finds one measured when the machine carried more: the calibration checks
@@ -42,10 +43,26 @@ def _searches(state: Path) -> list[dict[str, Any]]:
                 "capacity_rps": entry.get("capacity_rps"),
                 "step_duration_s": (entry.get("plan") or document["settings"])["step_duration_s"],
                 "steps": [{"index": s["index"], "rate_rps": s["offered_rps"], "verdict": s["verdict"],
-                           "limiting": s.get("limiting"), "measured_s": s.get("measured_s"), "wall_s": s["wall_s"],
+                           "limiting": s.get("limiting"), "warmup_s": s.get("warmup_s"),
+                           "measured_s": s.get("measured_s"), "wall_s": s["wall_s"], "settle_s": s.get("settle_s"),
                            "reason": s.get("reason")}
                           for s in steps]})
-    return found
+    return [search | {"time_split": time_split(search)} for search in found]
+
+
+def time_split(search: dict[str, Any]) -> dict[str, float]:
+    """Where a search's seconds went: measurement windows, warm-ups, the load generator's start and
+    stop, the drain before each step, and the rest (boot, condition, probe, planning), which is what
+    the search's wall time leaves over."""
+    steps = search["steps"]
+
+    def total(key: str) -> float:
+        return sum(float(step.get(key) or 0.0) for step in steps)
+
+    windows, warmups, walls, drains = total("measured_s"), total("warmup_s"), total("wall_s"), total("settle_s")
+    split = {"windows_s": windows, "warmups_s": warmups, "generator_s": walls - windows - warmups, "drain_s": drains,
+             "other_s": float(search.get("wall_s") or 0.0) - walls - drains}
+    return {key: round(value, 1) for key, value in split.items()}
 
 
 def _cache_stale_figure(scenario: Path, state: str, rate_rps: float) -> None:
@@ -111,6 +128,11 @@ def main(scenario: Path, stale_rps: float | None, out: Path | None) -> None:
         steps = ", ".join(f"{s['rate_rps']:.1f} {s['verdict']} ({s['wall_s']:.0f})" for s in search["steps"])
         click.echo(f"| {search['search']} | {probe} | {len(search['steps'])}, the first {search['step_duration_s']:g} s | "
                    f"{steps} | {search['summary']} | {search['wall_s']} |")
+    for search in figures["searches"]:
+        split = search["time_split"]
+        click.echo(f"{search['search']}: {split['windows_s']:g} s of windows, {split['warmups_s']:g} s of warm-ups, "
+                   f"{split['generator_s']:g} s starting and stopping the load generator, {split['drain_s']:g} s "
+                   f"waiting for the target to drain, {split['other_s']:g} s booting, holding the condition and probing")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(figures, indent=2), encoding="utf-8")

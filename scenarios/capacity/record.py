@@ -59,8 +59,10 @@ def _cost(record: StepRecord, window: tuple[float, float], model: CostModel | No
 
 
 def step_entry(record: StepRecord, *, rules: StepRules, slots_per_node: dict[str, int],
-               cost_model: CostModel | None) -> dict[str, Any]:
-    """One entry of `steps` in capacity.json."""
+               cost_model: CostModel | None, settle_s: float = 0.0) -> dict[str, Any]:
+    """One entry of `steps` in capacity.json. Where the step's time went: `warmup_s` and
+    `measured_s` of its own clock, `wall_s` from its schedule to its end (the load generator's start
+    and stop included), and `settle_s` waited before it for the target to drain."""
     a = record.assessment
     figures = a.figures
     start, end = rules.window
@@ -75,7 +77,8 @@ def step_entry(record: StepRecord, *, rules: StepRules, slots_per_node: dict[str
         "shed_rate": figures.get("shed_rate"), "requests": figures.get("requests"),
         "passed": a.decision == "pass", "verdict": a.decision if a.decision != "continue" else "fail",
         "limiting": a.limiting, "reason": a.reason, "early": record.early,
-        "measured_s": round(window[1] - window[0], 2), "wall_s": round(record.wall_s, 2),
+        "warmup_s": round(min(start, a.now_s), 2), "measured_s": round(window[1] - window[0], 2),
+        "wall_s": round(record.wall_s, 2), "settle_s": round(settle_s, 2),
         "slos": [call.as_dict() for call in a.calls],
         "generator": {key: figures.get(key) for key in ("lag_p99_ms", "pool_wait_p99_ms", "duplicates", "cpu_max")}
         | {"valid": a.generator_valid},

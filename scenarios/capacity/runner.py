@@ -107,6 +107,15 @@ def _start_cache(target: Target) -> None:
         _flush_cache(target)
 
 
+def _ready_for_step(target: Target, condition: Condition) -> float:
+    """Before each step: wait for what the last one left queued to drain, give back the cache the
+    search kept, and check the condition still holds. Returns the seconds the drain took."""
+    waited = settle(target.url)
+    _start_cache(target)
+    condition.check()
+    return waited
+
+
 def _planned(job: CapacityJob, target: Target, label: str, say: Callable[[str], None]
              ) -> tuple[CapacityJob, dict[str, Any] | None]:
     """With `job.probe`: the saturated throughput under the condition held, and the job's rates and
@@ -159,13 +168,11 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
     runner: StepRunner | None = None
 
     def step(rate: float) -> StepVerdict:
-        settle(target.url)
-        _start_cache(target)
-        condition.check()
+        drained_s = _ready_for_step(target, condition)
         assert runner is not None
         record = runner.run(rate)
         entries.append(step_entry(record, rules=record.rules, slots_per_node=target.slots_per_node,
-                                  cost_model=job.cost_model))
+                                  cost_model=job.cost_model, settle_s=drained_s))
         verdict = verdict_of(record)
         say(f"[{label}] step {record.index}: {rate:.1f} req/s for {record.rules.measure_s:g} s -> {verdict.verdict}"
             + (f" ({verdict.limiting})" if verdict.limiting else "")

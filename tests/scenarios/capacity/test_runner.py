@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -11,12 +12,16 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
+import pandas as pd
 import yaml
 from click.testing import CliRunner
 
-from scenarios.capacity.conditions import NMinusOne
+from scenarios.capacity.conditions import Healthy, NMinusOne
 from scenarios.capacity.job import CapacityJob
-from scenarios.capacity.runner import _condition, _keep_cache, _start_cache
+from scenarios.capacity.record import step_entry
+from scenarios.capacity.runner import _condition, _keep_cache, _ready_for_step, _start_cache
+from scenarios.capacity.stepper import StepRecord
+from scenarios.capacity.steps import Assessment, StepRules
 from scenarios.capacity.target import Target
 from scenarios.cli.capacity import capacity
 from tests.support.targets import serve_target
@@ -122,3 +127,46 @@ def test_each_step_starts_from_the_cache_the_search_kept() -> None:
     assert [path for path, _ in calls] == ["/admin/cache/save", "/admin/cache/restore", "/admin/cache/restore",
                                            "/admin/cache/flush"]
     assert {auth for _, auth in calls} == {"Bearer secret"}
+
+
+@contextmanager
+def _draining_target(busy_s: float) -> Iterator[str]:
+    """A target whose /v1/status shows one request queued until `busy_s` after it was started."""
+    until = time.monotonic() + busy_s
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            queued = 1 if time.monotonic() < until else 0
+            body = json.dumps({"pools": {"quality": {"queue_depth": queued, "inflight": 0}}}).encode()
+            self.send_response(200 if self.path == "/v1/status" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_each_step_records_how_long_the_target_took_to_drain_before_it(tmp_path: Path) -> None:
+    with _draining_target(0.8) as url:
+        drained = _ready_for_step(Target(url, None, url), Healthy())
+        again = _ready_for_step(Target(url, None, url), Healthy())
+    assert 0.7 <= drained < 2.0
+    assert again < 0.3  # nothing queued any more: the next step starts at once
+    rules = StepRules(measure_s=20.0, warmup_s=5.0)
+    early = StepRecord(1, 40.0, Assessment("fail", "p99", "missed", now_s=12.0), pd.DataFrame(), pd.DataFrame(),
+                       wall_s=14.5, early=True, work_dir=tmp_path / "step-01", rules=rules)
+    entry = step_entry(early, rules=rules, slots_per_node={}, cost_model=None, settle_s=drained)
+    assert (entry["warmup_s"], entry["measured_s"], entry["wall_s"]) == (5.0, 7.0, 14.5)
+    assert entry["settle_s"] == round(drained, 2)
+    in_warmup = StepRecord(2, 40.0, Assessment("fail", "p99", "missed", now_s=3.0), pd.DataFrame(), pd.DataFrame(),
+                           wall_s=5.0, early=True, work_dir=tmp_path / "step-02", rules=rules)
+    assert step_entry(in_warmup, rules=rules, slots_per_node={}, cost_model=None)["warmup_s"] == 3.0
