@@ -130,8 +130,9 @@ def test_each_step_starts_from_the_cache_the_search_kept() -> None:
 
 
 @contextmanager
-def _draining_target(busy_s: float) -> Iterator[str]:
-    """A target whose /v1/status shows one request queued until `busy_s` after it was started."""
+def _draining_target(busy_s: float) -> Iterator[tuple[str, float]]:
+    """A target whose /v1/status shows one request queued until `busy_s` after it was started:
+    (its url, the monotonic time its queue empties)."""
     until = time.monotonic() + busy_s
 
     class Handler(BaseHTTPRequestHandler):
@@ -149,17 +150,20 @@ def _draining_target(busy_s: float) -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"http://127.0.0.1:{server.server_address[1]}", until
     finally:
         server.shutdown()
         server.server_close()
 
 
 def test_each_step_records_how_long_the_target_took_to_drain_before_it(tmp_path: Path) -> None:
-    with _draining_target(0.8) as url:
+    with _draining_target(0.8) as (url, until):
+        called = time.monotonic()
         drained = _ready_for_step(Target(url, None, url), Healthy())
         again = _ready_for_step(Target(url, None, url), Healthy())
-    assert 0.7 <= drained < 2.0
+    # it waited out what was still queued when it was called, and not much longer
+    assert until - called - 0.05 <= drained < 2.0
+    assert until - called > 0.5
     assert again < 0.3  # nothing queued any more: the next step starts at once
     rules = StepRules(measure_s=20.0, warmup_s=5.0)
     early = StepRecord(1, 40.0, Assessment("fail", "p99", "missed", now_s=12.0), pd.DataFrame(), pd.DataFrame(),
