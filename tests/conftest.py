@@ -12,6 +12,8 @@ import pytest
 from kernel.processes import stop_process
 from tests.support.first_collect import pytest_collection as pytest_collection
 from tests.support.first_collect import pytest_unconfigure as pytest_unconfigure
+from tests.support.rerun_reasons import pytest_runtest_logreport as pytest_runtest_logreport
+from tests.support.rerun_reasons import pytest_terminal_summary as pytest_terminal_summary
 from tests.support.server import RunningServer, start_server
 from tests.support.xdist_groups import pytest_collection_finish as pytest_collection_finish
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import first_collect, suite_profile
+from tests.support import first_collect, rerun_reasons, suite_profile
 
 
 def _collect() -> float:
@@ -90,3 +90,28 @@ def test_suite_profile_keeps_each_failed_attempt(tmp_path: Path, monkeypatch: py
     log = (tmp_path / "gw2.failures.txt").read_text()
     assert log.count("==== tests/test_x.py::test_y (call)") == 2
     assert "first try" in log and "second try" in log and "why" not in log and "relayed" not in log
+
+
+def test_rerun_reasons_prints_why_each_rerun_test_failed_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rerun_reasons, "_REASONS", [])
+    long_line = "x" * 5000 + "the end of a log"
+    text = "\n".join([f"frame {i}" for i in range(40)] + [long_line, "E   AssertionError: first try"])
+    for outcome in ("passed", "rerun", "failed"):
+        rerun_reasons.pytest_runtest_logreport(SimpleNamespace(  # type: ignore[arg-type]
+            nodeid="tests/test_x.py::test_y", when="call", outcome=outcome, longreprtext=text))
+    lines: list[str] = []
+    reporter = SimpleNamespace(section=lambda title: lines.append(f"== {title}"), write_line=lines.append)
+    rerun_reasons.pytest_terminal_summary(reporter)  # type: ignore[arg-type]
+    printed = "\n".join(lines)
+    assert lines[:2] == ["== why tests were rerun", "--- tests/test_x.py::test_y (call)"]
+    assert printed.count("AssertionError: first try") == 1 and "the end of a log" in printed
+    assert "frame 39" in printed and "frame 10" not in printed  # only the last lines
+    assert max(len(line) for line in printed.splitlines()) <= rerun_reasons.LINE_CHARS + 3
+
+
+def test_rerun_reasons_prints_nothing_without_a_rerun(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rerun_reasons, "_REASONS", [])
+    lines: list[str] = []
+    reporter = SimpleNamespace(section=lines.append, write_line=lines.append)
+    rerun_reasons.pytest_terminal_summary(reporter)  # type: ignore[arg-type]
+    assert lines == []
