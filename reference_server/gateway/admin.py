@@ -179,6 +179,13 @@ async def restore_cache(service: ServiceDep) -> dict[str, object]:
     return result
 
 
+@router.post("/jobs/cancel")
+async def cancel_jobs(gateway: GatewayDep) -> dict[str, object]:
+    """Stop every queued or running document job: a capacity search's step that ended leaves its
+    documents' remaining segments queued, and the next step should not wait for them."""
+    return {"cancelled": await gateway.jobs.cancel_all()}
+
+
 @router.post("/autoscale/epoch")
 async def autoscale_epoch(body: EpochBody, gateway: GatewayDep) -> dict[str, object]:
     """Anchor the autoscalers' schedules (`at_s`) at a wall time, e.g. a drill's start."""

@@ -8,7 +8,9 @@ results are published strictly in order. Jobs are bounded: at most `max_running`
 once, at most `max_active` are queued or running (more answer 503), and the store keeps at most
 `max_jobs` jobs and about `max_bytes` bytes of text, the oldest finished evicted first; a job the
 unfinished ones leave no room for is refused (503). A job ends `done` or `failed`, whatever
-goes wrong in it.
+goes wrong in it; a job cancelled (`DELETE /v1/jobs/{id}`, or every job at once with
+`POST /admin/jobs/cancel`) ends `failed` with the code "cancelled", its untranslated segments
+never sent.
 """
 
 from __future__ import annotations
@@ -159,6 +161,20 @@ class JobManager:
             raise ApiError(404, "unknown_job", f'There is no job "{shorten(job_id)}"; it never existed or was evicted.')
         return job
 
+    async def cancel(self, job_id: str) -> Job:
+        """Stop a queued or running job: its segments not yet translated never are, and it ends
+        `failed` with the error code "cancelled". A finished job is answered as it is."""
+        job = self.get(job_id)
+        await _cancelled(job)
+        return job
+
+    async def cancel_all(self) -> int:
+        """Stop every queued or running job, streams included; how many were stopped."""
+        jobs = list(self._active)
+        for job in jobs:
+            await _cancelled(job)
+        return len(jobs)
+
     def status(self) -> dict[str, object]:
         return {
             "kept": len(self.jobs), "active": len(self._active), "bytes": self.stored_bytes, "max_jobs": self.config.max_jobs,
@@ -276,6 +292,14 @@ class JobManager:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _cancelled(job: Job) -> None:
+    """Cancel `job`'s task and wait until it has ended (its state then says so)."""
+    if job.task is None or job.task.done():
+        return
+    job.task.cancel()
+    await asyncio.gather(job.task, return_exceptions=True)
 
 
 def sse(event: str, data: object) -> str:

@@ -74,6 +74,13 @@ async def job_status(job_id: str, jobs: JobsDep) -> dict[str, object]:
     return jobs.get(job_id).view()
 
 
+@router.delete("/v1/jobs/{job_id:path}")
+async def cancel_job(job_id: str, jobs: JobsDep) -> dict[str, object]:
+    """Stop a queued or running job (it ends `failed`, code "cancelled"); a finished one is
+    answered as it is."""
+    return (await jobs.cancel(job_id)).view()
+
+
 @router.post("/v1/translate/stream")
 async def stream(req: TranslateRequest, gateway: GatewayDep, jobs: JobsDep) -> Response:
     """Translate a document and send each segment as a server-sent event as soon as it and

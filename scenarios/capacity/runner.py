@@ -107,9 +107,24 @@ def _start_cache(target: Target) -> None:
         _flush_cache(target)
 
 
+def _cancel_jobs(target: Target) -> None:
+    """Stop the document jobs the last step left running, on a server this job booted (every job
+    there is the search's own): Locust stops following them when a step ends, and their remaining
+    segments would only make the next step wait. A target given by URL is left alone."""
+    if target.server is None or not target.token:
+        return
+    try:
+        httpx.post(f"{target.url}/admin/jobs/cancel", headers={"Authorization": f"Bearer {target.token}"},
+                   timeout=10.0, trust_env=False)
+    except httpx.HTTPError:
+        pass  # the drain below still waits for them
+
+
 def _ready_for_step(target: Target, condition: Condition) -> float:
-    """Before each step: wait for what the last one left queued to drain, give back the cache the
-    search kept, and check the condition still holds. Returns the seconds the drain took."""
+    """Before each step: stop the documents the last one left, wait for what else it left queued to
+    drain, give back the cache the search kept, and check the condition still holds. Returns the
+    seconds the drain took."""
+    _cancel_jobs(target)
     waited = settle(target.url)
     _start_cache(target)
     condition.check()

@@ -4,7 +4,8 @@
 so far. The follower notes when the first segment became visible (the reader's time to first
 segment) and ends at the poll that shows the job `done` or `failed`. It never outlives its limit:
 a job still unfinished then is recorded like any request the client gave up on (status 0, error
-"timeout"), and is left to finish on the server, which has no cancel call.
+"timeout"), and is left to finish on the server, as a reader who stops waiting leaves it (a
+capacity search cancels what a step left on the server it booted, before the next step).
 
 A failed job answers its polls with 200, so its status is taken from the job's error code
 (`JOB_ERROR_STATUS`, 500 for codes not listed): a job that failed because every retry of a

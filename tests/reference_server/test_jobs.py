@@ -147,6 +147,60 @@ def test_stream_sends_segments_in_order_then_done() -> None:
     assert events[-1][1]["segments"] == 5
 
 
+def test_job_manager_cancel_stops_a_job_before_its_untranslated_segments() -> None:
+    async def main() -> None:
+        calls: list[str] = []
+        release = asyncio.Event()
+
+        async def translate(req: TranslateRequest) -> TranslateResponse:
+            calls.append(req.text)
+            if len(calls) > 1:
+                await release.wait()
+            return _answer(req)
+
+        manager = _manager(translate, concurrency=1)
+        job = manager.submit(_req("One. Two. Three. Four."))
+        while len(calls) < 2:  # the first segment done, the second waiting
+            await asyncio.sleep(0.001)
+        cancelled = await manager.cancel(job.id)
+        assert cancelled is job and job.state == "failed" and job.error is not None
+        assert job.error["code"] == "cancelled"
+        assert job.view()["progress"] == {"done": 1, "total": 4} and manager.status()["active"] == 0
+        release.set()
+        await asyncio.sleep(0.01)
+        assert calls == ["One.", "Two."]  # the third and fourth were never sent
+
+        done = manager.submit(_req("Five."))
+        await done.task  # type: ignore[misc]
+        assert (await manager.cancel(done.id)).state == "done"  # a finished job is answered as it is
+        with pytest.raises(ApiError) as unknown:
+            await manager.cancel("nope")
+        assert unknown.value.status == 404
+
+    asyncio.run(main())
+
+
+def test_job_manager_cancel_all_stops_every_active_job_streams_included() -> None:
+    async def main() -> None:
+        release = asyncio.Event()
+
+        async def translate(req: TranslateRequest) -> TranslateResponse:
+            await release.wait()
+            return _answer(req)
+
+        manager = _manager(translate, concurrency=1)
+        kept = manager.submit(_req("A. B."))
+        streamed = manager.submit(_req("C. D."), keep=False)
+        await asyncio.sleep(0.01)
+        assert manager.status()["active"] == 2
+        assert await manager.cancel_all() == 2
+        assert manager.status()["active"] == 0 and await manager.cancel_all() == 0
+        assert {kept.state, streamed.state} == {"failed"}
+        assert kept.error == streamed.error == {"code": "cancelled", "message": "The job was cancelled."}
+
+    asyncio.run(main())
+
+
 # ---- live ---------------------------------------------------------------------------------------
 SENTENCES = [f"Sentence number {i} of the long terms and conditions, which nobody reads to the end." for i in range(16)]
 SLOW_BATCHES = {"pools": {"quality": {"batching": "dynamic", "max_queue_delay_ms": 50}}, "jobs": {"concurrency": 1}}  # batches wait 50 ms
@@ -234,3 +288,24 @@ def test_job_manager_keeps_room_for_higher_priority_classes() -> None:
         await asyncio.gather(*(job.task for job in jobs))  # type: ignore[arg-type]
 
     asyncio.run(main())
+
+
+@pytest.mark.slow
+def test_job_live_delete_cancels_a_running_job_and_admin_cancels_them_all(server: RunningServer) -> None:
+    body = {"text": " ".join(s.replace("Sentence", "Clause") for s in SENTENCES), "source_lang": "en",
+            "target_lang": "es"}
+    job_id = server.client.post("/v1/jobs", json=body).json()["id"]
+    cancelled = server.client.delete(f"/v1/jobs/{job_id}")
+    assert cancelled.status_code == 200, cancelled.text
+    view = cancelled.json()
+    assert view["state"] == "failed" and view["error"]["code"] == "cancelled"
+    assert view["progress"]["done"] < len(SENTENCES)
+    assert server.client.get(f"/v1/jobs/{job_id}").json() == view  # it stays cancelled
+    assert server.client.delete("/v1/jobs/nope").status_code == 404
+
+    others = [server.client.post("/v1/jobs", json=body | {"target_lang": "fr"}).json()["id"] for _ in range(2)]
+    assert server.admin("POST", "/admin/jobs/cancel", token=None).status_code == 401
+    stopped = server.admin("POST", "/admin/jobs/cancel")
+    assert stopped.status_code == 200 and stopped.json() == {"cancelled": 2}
+    assert {server.client.get(f"/v1/jobs/{i}").json()["error"]["code"] for i in others} == {"cancelled"}
+    assert server.status()["jobs"]["active"] == 0

@@ -129,6 +129,19 @@ def test_each_step_starts_from_the_cache_the_search_kept() -> None:
     assert {auth for _, auth in calls} == {"Bearer secret"}
 
 
+def test_each_step_first_stops_the_jobs_left_on_a_server_the_search_booted() -> None:
+    """Documents the last step left half done are cancelled before the drain, on the embedded server
+    only: a server given by URL may run other people's jobs, whatever token the search holds."""
+    with _admin_recorder({}) as (url, calls):
+        _ready_for_step(Target(url, "secret", "embedded", server=cast(Any, object())), Healthy())
+        booted = [path for path, _ in calls]
+        calls.clear()
+        _ready_for_step(Target(url, "secret", "url"), Healthy())
+        given = [path for path, _ in calls]
+    assert booted == ["/admin/jobs/cancel", "/admin/cache/restore"]
+    assert given == ["/admin/cache/restore"]
+
+
 @contextmanager
 def _draining_target(busy_s: float) -> Iterator[tuple[str, float]]:
     """A target whose /v1/status shows one request queued until `busy_s` after it was started:
