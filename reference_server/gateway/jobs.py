@@ -35,6 +35,7 @@ RETRY_STATUSES = frozenset({429, 503, 504})
 MAX_ATTEMPTS = 6
 MAX_RETRY_SLEEP_S = 5.0
 SEGMENT_OVERHEAD_BYTES = 400  # a result dict, its keys and two list slots, roughly
+CANCELLED: dict[str, object] = {"code": "cancelled", "message": "The job was cancelled."}
 
 Translate = Callable[[TranslateRequest], Awaitable[TranslateResponse]]
 
@@ -165,15 +166,27 @@ class JobManager:
         """Stop a queued or running job: its segments not yet translated never are, and it ends
         `failed` with the error code "cancelled". A finished job is answered as it is."""
         job = self.get(job_id)
-        await _cancelled(job)
+        await self._cancel(job)
         return job
 
     async def cancel_all(self) -> int:
         """Stop every queued or running job, streams included; how many were stopped."""
         jobs = list(self._active)
         for job in jobs:
-            await _cancelled(job)
+            await self._cancel(job)
         return len(jobs)
+
+    async def _cancel(self, job: Job) -> None:
+        """Cancel `job`'s task and wait until it has ended. A task cancelled before its first step
+        never runs `_run` (nor its `finally`), so such a job is ended here."""
+        if job.task is not None and not job.task.done():
+            job.task.cancel()
+            await asyncio.gather(job.task, return_exceptions=True)
+        if not job.finished:
+            job.state, job.error = "failed", dict(CANCELLED)
+            self._active.discard(job)
+            job.notify()
+            self._evict()
 
     def status(self) -> dict[str, object]:
         return {
@@ -219,7 +232,7 @@ class JobManager:
         except ApiError as exc:
             job.state, job.error = "failed", {"code": exc.code, "message": exc.message}
         except asyncio.CancelledError:
-            job.state, job.error = "failed", {"code": "cancelled", "message": "The job was cancelled."}
+            job.state, job.error = "failed", dict(CANCELLED)
             raise
         except Exception as exc:  # a job must end, whatever broke in it
             log.exception("job %s failed", job.id)
@@ -292,14 +305,6 @@ class JobManager:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _cancelled(job: Job) -> None:
-    """Cancel `job`'s task and wait until it has ended (its state then says so)."""
-    if job.task is None or job.task.done():
-        return
-    job.task.cancel()
-    await asyncio.gather(job.task, return_exceptions=True)
 
 
 def sse(event: str, data: object) -> str:

@@ -198,6 +198,10 @@ def test_job_manager_cancel_all_stops_every_active_job_streams_included() -> Non
         assert {kept.state, streamed.state} == {"failed"}
         assert kept.error == streamed.error == {"code": "cancelled", "message": "The job was cancelled."}
 
+        unstarted = manager.submit(_req("E. F."))  # cancelled before its task ever ran
+        assert await manager.cancel_all() == 1
+        assert unstarted.state == "failed" and unstarted.error == kept.error and manager.status()["active"] == 0
+
     asyncio.run(main())
 
 
