@@ -76,12 +76,12 @@ def _condition(name: str, job: CapacityJob, target: Target) -> Condition:
     return ExperimentHeld(experiment.resolve(), target.url, target.token, job.out_dir / "chaos")
 
 
-def _cache_call(target: Target, action: str) -> bool:
-    """`POST /admin/cache/{action}` on a target whose admin token the job holds; True when it answered 2xx."""
+def _admin_post(target: Target, path: str) -> bool:
+    """`POST /admin/{path}` on a target whose admin token the job holds; True when it answered 2xx."""
     if not target.token:
         return False
     try:
-        answer = httpx.post(f"{target.url}/admin/cache/{action}", headers={"Authorization": f"Bearer {target.token}"},
+        answer = httpx.post(f"{target.url}/admin/{path}", headers={"Authorization": f"Bearer {target.token}"},
                             timeout=10.0, trust_env=False)
     except httpx.HTTPError:
         return False
@@ -89,21 +89,21 @@ def _cache_call(target: Target, action: str) -> bool:
 
 
 def _flush_cache(target: Target) -> None:
-    _cache_call(target, "flush")
+    _admin_post(target, "cache/flush")
 
 
 def _keep_cache(target: Target) -> None:
     """The cache every step of the search starts from: what the throughput probe left in it (the
     probe starts from an empty one), else empty."""
     settle(target.url)
-    _cache_call(target, "save")
+    _admin_post(target, "cache/save")
 
 
 def _start_cache(target: Target) -> None:
     """Return the cache to the one the search kept, so repeated texts favour no step over another
     (a cache that only grew would make each step's work lighter than the one before); a server
     that cannot restore one is flushed instead."""
-    if not _cache_call(target, "restore"):
+    if not _admin_post(target, "cache/restore"):
         _flush_cache(target)
 
 
@@ -111,13 +111,8 @@ def _cancel_jobs(target: Target) -> None:
     """Stop the document jobs the last step left running, on a server this job booted (every job
     there is the search's own): Locust stops following them when a step ends, and their remaining
     segments would only make the next step wait. A target given by URL is left alone."""
-    if target.server is None or not target.token:
-        return
-    try:
-        httpx.post(f"{target.url}/admin/jobs/cancel", headers={"Authorization": f"Bearer {target.token}"},
-                   timeout=10.0, trust_env=False)
-    except httpx.HTTPError:
-        pass  # the drain below still waits for them
+    if target.server is not None:
+        _admin_post(target, "jobs/cancel")  # when it fails, the drain after it still waits for them
 
 
 def _ready_for_step(target: Target, condition: Condition) -> float:

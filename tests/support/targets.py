@@ -149,10 +149,9 @@ def _handler(state: TargetState) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serve_target(state: TargetState | None = None, *, tls: ssl.SSLContext | None = None) -> Iterator[tuple[str, TargetState]]:
-    """A TargetState-driven server on 127.0.0.1 (https with `tls`); yields (url, state)."""
-    state = state or TargetState()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+def serve_handler(handler: type[BaseHTTPRequestHandler], *, tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """`handler` served on 127.0.0.1 (https with `tls`) in a thread; yields its url, stops it on exit."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     if tls is not None:
         server.socket = tls.wrap_socket(server.socket, server_side=True)
@@ -160,7 +159,15 @@ def serve_target(state: TargetState | None = None, *, tls: ssl.SSLContext | None
     thread.start()
     scheme = "https" if tls is not None else "http"
     try:
-        yield f"{scheme}://127.0.0.1:{server.server_address[1]}", state
+        yield f"{scheme}://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def serve_target(state: TargetState | None = None, *, tls: ssl.SSLContext | None = None) -> Iterator[tuple[str, TargetState]]:
+    """A TargetState-driven server on 127.0.0.1 (https with `tls`); yields (url, state)."""
+    state = state or TargetState()
+    with serve_handler(_handler(state), tls=tls) as url:
+        yield url, state

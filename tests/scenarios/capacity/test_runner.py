@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -24,7 +23,7 @@ from scenarios.capacity.stepper import StepRecord
 from scenarios.capacity.steps import Assessment, StepRules
 from scenarios.capacity.target import Target
 from scenarios.cli.capacity import capacity
-from tests.support.targets import serve_target
+from tests.support.targets import serve_handler, serve_target
 
 
 def test_capacity_refuses_a_target_that_does_not_speak_the_protocol_before_any_step(tmp_path: Path) -> None:
@@ -104,13 +103,8 @@ def _admin_recorder(answers: dict[str, int]) -> Iterator[tuple[str, list[tuple[s
             calls.append((self.path, self.headers.get("Authorization")))
             self._answer(answers.get(self.path, 200))
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", calls
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_handler(Handler) as url:
+        yield url, calls
 
 
 def test_each_step_starts_from_the_cache_the_search_kept() -> None:
@@ -160,13 +154,8 @@ def _draining_target(busy_s: float) -> Iterator[tuple[str, float]]:
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", until
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_handler(Handler) as url:
+        yield url, until
 
 
 def test_each_step_records_how_long_the_target_took_to_drain_before_it(tmp_path: Path) -> None:
