@@ -15,7 +15,7 @@ from tests.support.server import RunningServer, module_server, reset_after_each
 # sleeps per step (tests/reference_server/test_continuous_live.py checks the fault there).
 ONE_QUALITY_NODE = {"pools": {"quality": {"nodes": 1, "batching": "dynamic"}, "fast": {"nodes": 1}}}
 TEXT = "The spring promotion starts at noon and every order ships free within the country. "
-ROUNDS = 5
+ROUNDS = 11  # one request a measurement: beside a busy suite single ratios ran from 0.75 to 4.3, so the median needs more
 TTL_S = 2.0
 _TEXTS = itertools.count()
 
