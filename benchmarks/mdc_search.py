@@ -2,8 +2,9 @@
 
 The search (`scenarios.capacity.search.search`) and each step's sequential verdict
 (`reports.sequential.look_call`, with the step's planned looks, warm-up and pending requests as
-`rushhour capacity` has them) run unchanged; only the service is replaced by a simulated M/D/c
-queue (benchmarks/mdc.py), whose long-run capacity is known. Repeated over many seeds this gives
+`rushhour capacity` has them, and a confirmation right after its pass going on with that pass's
+load) run unchanged; only the service is replaced by a simulated M/D/c queue (benchmarks/mdc.py),
+whose long-run capacity is known. Repeated over many seeds this gives
 the distribution of the capacity a search reports for a given step length and rate bracket: what
 the design promises, against which a real run on the real server is judged
 (tests/scenarios/capacity/test_ground_truth.py).
@@ -17,9 +18,11 @@ long-run capacity; long steps close the gap. This module's command prints that a
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -32,8 +35,8 @@ from scenarios.capacity.job import step_rules
 from scenarios.capacity.search import SearchSettings, StepVerdict, search
 from scenarios.capacity.steps import SETTLE_S, StepRules
 
-__all__ = ["MDC", "STREAMING", "Queue", "SearchFigures", "found_capacities", "search_figures", "simulate_step",
-           "simulate_timed_step"]
+__all__ = ["MDC", "STREAMING", "ChainedSteps", "Queue", "SearchFigures", "found_capacities", "search_figures",
+           "simulate_step", "simulate_step_and_next_window", "simulate_timed_step"]
 
 MAX_LAG_P99_MS = 250.0
 
@@ -108,29 +111,83 @@ def simulate_timed_step(queue: Queue, rate: float, rules: StepRules, rng: np.ran
     planned look the window's requests due so far, those still unanswered counted as unknown
     (or, for a response time, bad once they have waited past the threshold). The last look comes
     at the window's end or, when requests of the window are still in flight, at the last answer."""
-    count = round(rate * rules.schedule_s)
-    arrive = np.sort(rng.uniform(0.0, rules.schedule_s, count))
-    done = _starts(arrive, queue.workers, queue.service_ms / 1000.0) + queue.service_ms / 1000.0
-    judged_ms = (done - arrive) * 1000.0 - queue.offset_ms
-    threshold = queue.threshold_ms
+    return _judge(queue, _Run.draw(queue, rate, rules.schedule_s, rng), rules)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One stretch of load on the simulated queue: arrivals, answers and judged times (seconds
+    and milliseconds on the step clock), the queue empty at its start."""
+
+    rate: float
+    arrive: np.ndarray
+    done: np.ndarray
+    judged_ms: np.ndarray
+
+    @classmethod
+    def draw(cls, queue: Queue, rate: float, span_s: float, rng: np.random.Generator) -> _Run:
+        arrive = np.sort(rng.uniform(0.0, span_s, round(rate * span_s)))
+        done = _starts(arrive, queue.workers, queue.service_ms / 1000.0) + queue.service_ms / 1000.0
+        return cls(rate, arrive, done, (done - arrive) * 1000.0 - queue.offset_ms)
+
+
+def _judge(queue: Queue, run: _Run, rules: StepRules) -> tuple[StepVerdict, float]:
+    """The verdict on `run` over `rules.window` (looks as in `simulate_timed_step`) and when it came."""
+    arrive, done, threshold = run.arrive, run.done, queue.threshold_ms
     settle = min(threshold / 1000.0, SETTLE_S) + rules.record_lag_s
     for look in range(1, rules.looks + 1):
         final = look == rules.looks
         rows = (arrive >= rules.warmup_s) & (arrive < rules.look_end(look))
-        now = float(max(done.max(initial=0.0), rules.schedule_s)) if final else rules.look_end(look) + settle
+        now = float(max(done[rows].max(initial=0.0), rules.schedule_s)) if final else rules.look_end(look) + settle
         pending = done[rows] > now
         waited = (now - arrive[rows]) * 1000.0
-        latency = judged_ms[rows]
+        latency = run.judged_ms[rows]
         good = ~pending & (latency <= threshold)
         unknown = pending & (waited <= threshold) if queue.first_ms is None else pending
         score = np.where(~pending, latency, np.where(unknown, np.nan, np.inf))
         call = look_call(~good & ~unknown, unknown, queue.allowed, look=look, looks=rules.looks, score=score,
                          floor=PILOT_FLOOR * threshold)
         if call.met[0]:
-            return StepVerdict(rate, "pass"), now
+            return StepVerdict(run.rate, "pass"), now
         if call.missed[0] or final:
-            return StepVerdict(rate, "fail", "slo", "missed" if call.missed[0] else "not shown met"), now
+            return StepVerdict(run.rate, "fail", "slo", "missed" if call.missed[0] else "not shown met"), now
     raise AssertionError("the last look always decides")
+
+
+def simulate_step_and_next_window(queue: Queue, rate: float, rules: StepRules, rng: np.random.Generator
+                                  ) -> tuple[StepVerdict, StepVerdict]:
+    """A step and the window right after it on the same load, both judged whatever the first says:
+    what a confirmation that goes on from a pass (`ChainedSteps`) is judged on."""
+    run = _Run.draw(queue, rate, rules.schedule_s + rules.measure_s, rng)
+    first, now = _judge(queue, run, rules)
+    return first, _judge(queue, run, dataclasses.replace(rules, warmup_s=min(now, rules.window[1])))[0]
+
+
+class ChainedSteps:
+    """The queue stepped as `rushhour capacity` steps it (`scenarios.capacity.stepper`): each step
+    a fresh queue whose load has room for a second window; a pass leaves it running, and a next
+    step at the same rate is judged on the window after the pass's, with no warm-up.
+    `seconds` adds up the step clock the steps took."""
+
+    def __init__(self, queue: Queue, rules_at: Callable[[float], StepRules], rng: np.random.Generator) -> None:
+        self.queue, self.rules_at, self.rng = queue, rules_at, rng
+        self.seconds = 0.0
+        self._held: tuple[_Run, float] | None = None  # a pass's load and where its window ended
+
+    def __call__(self, rate: float) -> StepVerdict:
+        held, self._held = self._held, None
+        rules = self.rules_at(rate)
+        if held is not None and held[0].rate == rate:
+            run, began = held
+            verdict, now = _judge(self.queue, run, dataclasses.replace(rules, warmup_s=began))
+            self.seconds += now - began
+            return verdict
+        run = _Run.draw(self.queue, rate, rules.schedule_s + rules.measure_s, self.rng)
+        verdict, now = _judge(self.queue, run, rules)
+        self.seconds += now
+        if verdict.verdict == "pass":
+            self._held = (run, min(now, rules.window[1]))
+        return verdict
 
 
 def found_capacities(queue: Queue, *, step_s: float, searches: int, seed: int, precision: float = 0.05
@@ -141,7 +198,7 @@ def found_capacities(queue: Queue, *, step_s: float, searches: int, seed: int, p
     settings = SearchSettings(min_rps=queue.min_rps, max_rps=queue.max_rps, precision=precision)
     found, steps = np.zeros(searches), np.zeros(searches, dtype=int)
     for k in range(searches):
-        step = functools.partial(simulate_step, queue, rules=rules, rng=np.random.default_rng([seed, k]))
+        step = ChainedSteps(queue, lambda _rate: rules, np.random.default_rng([seed, k]))
         result = search(step, settings)
         found[k], steps[k] = result.capacity_rps or 0.0, len(result.steps)
     return found, steps

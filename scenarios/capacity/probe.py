@@ -80,5 +80,9 @@ class StatusSampler(Poller):
     def stop(self) -> pd.DataFrame:  # type: ignore[override]
         """Stop sampling and return every sample (typed, possibly empty)."""
         super().stop()
+        return self.snapshot()
+
+    def snapshot(self) -> pd.DataFrame:
+        """Every sample so far (typed, possibly empty), sampling on."""
         frame = pd.DataFrame(self.rows(), columns=list(SAMPLE_COLUMNS))
         return frame.astype({"t_s": float, "pool": str, **dict.fromkeys(SAMPLE_COLUMNS[2:], "int64")})

@@ -126,6 +126,19 @@ def _ready_for_step(target: Target, condition: Condition) -> float:
     return waited
 
 
+def _before_step(runner: StepRunner, rate: float, target: Target, condition: Condition) -> float:
+    """Before a step at `rate`: for one that goes on with the load of the pass just seen, the
+    condition's check and the kept cache given back (the queue stays as that load left it, so
+    nothing is cancelled or drained); for any other, the held load stopped, then
+    `_ready_for_step`. Returns the seconds drained."""
+    if runner.continues(rate):
+        condition.check()
+        _start_cache(target)  # else the pass's window would have warmed the cache of the step confirming it
+        return 0.0
+    runner.release()
+    return _ready_for_step(target, condition)
+
+
 def _planned(job: CapacityJob, target: Target, label: str, say: Callable[[str], None]
              ) -> tuple[CapacityJob, dict[str, Any] | None]:
     """With `job.probe`: the saturated throughput under the condition held, and the job's rates and
@@ -178,14 +191,15 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
     runner: StepRunner | None = None
 
     def step(rate: float) -> StepVerdict:
-        drained_s = _ready_for_step(target, condition)
         assert runner is not None
+        drained_s = _before_step(runner, rate, target, condition)
         record = runner.run(rate)
         entries.append(step_entry(record, rules=record.rules, slots_per_node=target.slots_per_node,
                                   cost_model=job.cost_model, settle_s=drained_s))
         verdict = verdict_of(record)
-        say(f"[{label}] step {record.index}: {rate:.1f} req/s for {record.rules.measure_s:g} s -> {verdict.verdict}"
-            + (f" ({verdict.limiting})" if verdict.limiting else "")
+        went_on = f", going on from step {record.continues}'s load" if record.continues else ""
+        say(f"[{label}] step {record.index}: {rate:.1f} req/s for {record.rules.measure_s:g} s{went_on} -> "
+            f"{verdict.verdict}" + (f" ({verdict.limiting})" if verdict.limiting else "")
             + f" after {record.assessment.now_s:.0f} s{' (early)' if record.early else ''}: {verdict.reason}")
         return verdict
 
@@ -200,12 +214,14 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
         _keep_cache(target)
         runner = StepRunner(url=target.url, mix=job.mix, specs=job.slos, load=job.scenario.load, rules=job.rules,
                             work_dir=job.out_dir / label, seed=job.seed, target=job.protocol, serves_jobs=serves_jobs,
-                            rules_at=_rules_at(job))
+                            rules_at=_rules_at(job), chain=job.settings.confirm)
         search(step, job.settings, start_rps=job.start_rps if planning and planning["plan"] else start_rps,
                into=result)
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        if runner is not None:
+            runner.release()
         condition.release()
     entry = condition_entry(label, result, entries, require_rps=job.require_rps, wall_s=time.monotonic() - began)
     return entry | {"interrupted": interrupted} | (planning or {})

@@ -3,15 +3,26 @@ each planned look, and the step ends at the first look that calls it (or at its 
 
 The loop is bounded twice: by the step's own deadline on the step clock and by the load
 session's deadline, so a silent target or a stuck generator costs one step, never the search.
+
+A search confirms its figure with a second step at the same rate, and that step often comes right
+after the pass (the search started one move above the knee, failed there and passed one move
+below). With `StepRunner.chain`, a passing step leaves its load running until the next step is
+asked for: at the same rate, that step is the same load going on, judged over a window that
+starts where the pass's window ended, so it needs no new generator, no drain and no warm-up (the
+service is already in its steady state at that rate). Its requests are disjoint from the pass's,
+and it keeps its own looks and error spending; the capacity runner gives the kept cache back at
+its start, as before every step. At another rate, or when the search ends, the held load is
+stopped first.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +86,21 @@ class StepRecord:
     work_dir: Path
     rules: StepRules
     """The step's own length and looks (steps sized to their rate differ)."""
+    continues: int | None = None
+    """The index of the passing step whose load this one went on with (`StepRunner.chain`); None
+    for a step started afresh."""
+
+
+@dataclass
+class _Held:
+    """A passing step whose load is still running, in case the next step is at its rate."""
+
+    record: StepRecord
+    session: StepSession
+    sampler: StatusSampler
+    schedule: pd.DataFrame
+    parts: list[pd.DataFrame]
+    t0: float
 
 
 @dataclass
@@ -95,20 +121,40 @@ class StepRunner:
     """Whether the target's probe found the jobs API (`scenarios.capacity.targetprobe`)."""
     rules_at: Callable[[float], StepRules] | None = None
     """A step's rules at a given rate, when steps are sized to their rate; None: `rules` for every step."""
+    chain: bool = False
+    """Leave a passing step's load running; a next step at the same rate goes on with it (module doc)."""
+    _held: _Held | None = field(default=None, init=False, repr=False)
+
+    def continues(self, rate_rps: float) -> bool:
+        """Whether a step at `rate_rps` goes on with the load of the step that just passed."""
+        return self._held is not None and self._held.record.rate_rps == rate_rps
+
+    def release(self) -> None:
+        """Stop a held step's load; nothing when none is held."""
+        held, self._held = self._held, None
+        if held is not None:
+            held.session.abort()
+            held.sampler.stop()
 
     def run(self, rate_rps: float) -> StepRecord:
-        """One step at `rate_rps`: schedule, fire, judge as results come in, stop."""
+        """One step at `rate_rps`: schedule, fire, judge as results come in, stop (or, with `chain`,
+        hold a pass's load; a step at the held rate goes on with it)."""
+        if self.continues(rate_rps):
+            return self._go_on()
+        self.release()
         self.index += 1
         began = time.monotonic()
         rules = self.rules_at(rate_rps) if self.rules_at is not None else self.rules
         step_dir = self.work_dir / f"step-{self.index:02d}"
         step_dir.mkdir(parents=True, exist_ok=True)
-        schedule = step_schedule(self.mix, rate_rps=rate_rps, duration_s=rules.schedule_s,
-                                 seed=self.seed + self.index)
+        span_s = rules.schedule_s + (rules.measure_s if self.chain else 0.0)  # room for a second window
+        schedule = step_schedule(self.mix, rate_rps=rate_rps, duration_s=span_s, seed=self.seed + self.index)
         schedule.to_parquet(step_dir / SCHEDULE_FILE, index=False)
-        session = StepSession(self._settings(step_dir, schedule, rules))
+        session = StepSession(self._settings(step_dir, schedule, span_s))
         sampler: StatusSampler | None = None
         parts: list[pd.DataFrame] = []
+        verdict: Assessment | None = None
+        t0 = 0.0
         try:
             t0 = session.start()
             sampler = StatusSampler(self.url, origin=t0).start()
@@ -116,19 +162,55 @@ class StepRunner:
         except LoadError as exc:
             verdict = Assessment("invalid", GENERATOR, f"the load generator failed: {exc}", 0.0)
         finally:
-            session.abort()
-            samples = sampler.stop() if sampler is not None else pd.DataFrame()
+            hold = self.chain and sampler is not None and verdict is not None and verdict.decision == "pass"
+            if not hold:
+                session.abort()
+                samples = sampler.stop() if sampler is not None else pd.DataFrame()
+        assert verdict is not None
+        if hold:
+            assert sampler is not None
+            samples = sampler.snapshot()
         parts.append(session.poll())
+        record = self._record(rate_rps, verdict, schedule, parts, samples, began, step_dir, rules, session)
+        if hold:
+            assert sampler is not None
+            self._held = _Held(record, session, sampler, schedule, parts, t0)
+        return record
+
+    def _go_on(self) -> StepRecord:
+        """The next step at the held step's rate: the same load goes on, judged over the window of
+        that rate's length that starts where the held step's window ended."""
+        held, self._held = self._held, None
+        assert held is not None
+        self.index += 1
+        began = time.monotonic()
+        first = held.record
+        rules = self.rules_at(first.rate_rps) if self.rules_at is not None else self.rules
+        rules = dataclasses.replace(rules, warmup_s=min(first.assessment.now_s, first.rules.window[1]))
+        try:
+            verdict = self._watch(held.session, held.schedule, held.parts, held.t0, rules)
+        except LoadError as exc:
+            verdict = Assessment("invalid", GENERATOR, f"the load generator failed: {exc}", time.time() - held.t0)
+        finally:
+            held.session.abort()
+            samples = held.sampler.stop()
+        held.parts.append(held.session.poll())
+        return self._record(first.rate_rps, verdict, held.schedule, held.parts, samples, began, first.work_dir, rules,
+                            held.session, continues=first.index)
+
+    def _record(self, rate_rps: float, verdict: Assessment, schedule: pd.DataFrame, parts: list[pd.DataFrame],
+                samples: pd.DataFrame, began: float, step_dir: Path, rules: StepRules, session: StepSession, *,
+                continues: int | None = None) -> StepRecord:
         frame = live_frame(schedule, pd.concat(parts, ignore_index=True), verdict.now_s,
                            documents_via_jobs=session.settings.jobs_in_use)
         early = verdict.now_s < rules.schedule_s
         return StepRecord(self.index, rate_rps, verdict, frame, samples, time.monotonic() - began, early, step_dir,
-                          rules)
+                          rules, continues)
 
-    def _settings(self, step_dir: Path, schedule: pd.DataFrame, rules: StepRules) -> LoadSettings:
+    def _settings(self, step_dir: Path, schedule: pd.DataFrame, span_s: float) -> LoadSettings:
         return LoadSettings.from_spec(
             self.load, schedule, host=self.url, schedule_path=step_dir / SCHEDULE_FILE, work_dir=step_dir / "load",
-            duration_s=rules.schedule_s, target=self.target, mode="open",
+            duration_s=span_s, target=self.target, mode="open",
             documents_via_jobs=self.load.documents_via_jobs and self.serves_jobs,
         )
 

@@ -2,8 +2,8 @@
 
 The M/D/c queues of the ground-truth tests saturate at exactly workers / service time, so the
 throughput probe's answer is known; the searches run unchanged against the simulated queue
-(`benchmarks.mdc_search.simulate_step`), each step judged with its planned looks and sized to
-its rate as `rushhour capacity` sizes it.
+(`benchmarks.mdc_search.ChainedSteps`), each step judged with its planned looks and sized to
+its rate as `rushhour capacity` sizes it, a confirmation right after its pass going on with its load.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.mdc_search import MDC, STREAMING, Queue, found_capacities, simulate_timed_step
+from benchmarks.mdc_search import MDC, STREAMING, ChainedSteps, Queue, found_capacities
 from reports.schema import SloSpec
 from scenarios.capacity.bracket import HIGHEST_START, MARGIN, knee_share, plan_from_throughput, step_length
 from scenarios.capacity.job import SloFloor, load_mix, slo_floors, step_rules
@@ -55,15 +55,8 @@ def _planned_search(queue: Queue, probe_rps: float, seed: int) -> tuple[SearchRe
     the seconds its steps took on the step clock."""
     plan = plan_from_throughput(probe_rps, _floors(queue), precision=0.1, slos=_slos(queue))
     assert plan is not None
-    rng = np.random.default_rng([17, seed])
-    seconds = [0.0]
-
-    def step(rate: float) -> StepVerdict:
-        verdict, now_s = simulate_timed_step(queue, rate, step_rules(plan.measure_at(rate), 250.0), rng)
-        seconds[0] += now_s
-        return verdict
-
-    return search(step, plan.settings, start_rps=plan.start_rps), seconds[0]
+    step = ChainedSteps(queue, lambda rate: step_rules(plan.measure_at(rate), 250.0), np.random.default_rng([17, seed]))
+    return search(step, plan.settings, start_rps=plan.start_rps), step.seconds
 
 
 def test_knee_share_leaves_room_for_the_queueing_each_objective_allows() -> None:

@@ -34,7 +34,7 @@ import yaml
 from click.testing import CliRunner
 
 from benchmarks.mdc import Workers, simulated_p99_ms, stream_service_ms, true_capacity, true_ttft_capacity
-from benchmarks.mdc_search import MDC, STREAMING, Queue, found_capacities, simulate_step
+from benchmarks.mdc_search import MDC, STREAMING, Queue, found_capacities, simulate_step, simulate_step_and_next_window
 from scenarios.capacity.job import step_rules
 from scenarios.cli.capacity import capacity
 from tests.support.mdc import serve_mdc
@@ -110,6 +110,30 @@ def test_simulated_search_reports_above_the_truth_at_most_at_the_stated_rate(que
     assert float(np.mean(found > truth)) <= WRONG_MET_RATE, (found, truth)
     assert queue.min_rps < float(np.median(found)) < truth  # a search, not a constant
     assert steps.min() >= 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("queue", "step_s"), [(MDC, 20.0), (STREAMING, 15.0)])
+def test_a_confirmation_going_on_from_a_pass_is_judged_like_a_fresh_step(queue: Queue, step_s: float) -> None:
+    """The window after a step, on the same load with no warm-up, is what a confirmation right
+    after a pass is judged on. Over 2,000 simulated pairs: above the knee it passes no more often
+    than the stated 5%, and the pair passes together no more than two independent steps would;
+    below the knee it passes as often as the step before it (the same power)."""
+    rules = step_rules(step_s, 250.0)
+    truth = queue.truth()
+    pairs = 2_000
+    for share, rng in ((1.05, np.random.default_rng(21)), (0.8, np.random.default_rng(22))):
+        first, second = np.zeros(pairs, dtype=bool), np.zeros(pairs, dtype=bool)
+        for k in range(pairs):
+            a, b = simulate_step_and_next_window(queue, share * truth, rules, rng)
+            first[k], second[k] = a.verdict == "pass", b.verdict == "pass"
+        if share > 1.0:  # truly missed: a pass is a wrong "met"
+            assert second.mean() <= WRONG_MET_RATE, second.mean()
+            assert (first & second).mean() <= max(2.0 * first.mean() * second.mean(), 0.005), (first.mean(),
+                                                                                                second.mean())
+        else:
+            assert first.mean() > 0.3, first.mean()  # the step decides at this rate
+            assert abs(second.mean() - first.mean()) <= 0.06, (first.mean(), second.mean())
 
 
 def _expected_low(queue: Queue, step_s: float) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from click.testing import CliRunner
 from scenarios.capacity.conditions import Healthy, NMinusOne
 from scenarios.capacity.job import CapacityJob
 from scenarios.capacity.record import step_entry
-from scenarios.capacity.runner import _condition, _keep_cache, _ready_for_step, _start_cache
+from scenarios.capacity.runner import _before_step, _condition, _keep_cache, _ready_for_step, _start_cache
 from scenarios.capacity.stepper import StepRecord
 from scenarios.capacity.steps import Assessment, StepRules
 from scenarios.capacity.target import Target
@@ -136,6 +137,43 @@ def test_each_step_first_stops_the_jobs_left_on_a_server_the_search_booted() -> 
     assert given == ["/admin/cache/restore"]
 
 
+class _Runner:
+    """A step runner that holds the load of a pass at `held` req/s (None: nothing held)."""
+
+    def __init__(self, held: float | None) -> None:
+        self.held, self.released = held, 0
+
+    def continues(self, rate: float) -> bool:
+        return rate == self.held
+
+    def release(self) -> None:
+        self.released += 1
+        self.held = None
+
+
+class _Checked(Healthy):
+    checks = 0
+
+    def check(self) -> None:
+        self.checks += 1
+
+
+def test_a_step_going_on_with_a_pass_s_load_is_not_drained_but_gets_the_kept_cache() -> None:
+    """The confirmation right after a pass goes on with its load: before it, only the condition's
+    check and the cache every step starts from (the pass's window would have warmed it), no
+    cancel and no drain. A step at another rate first stops that load, then gets the usual cancel,
+    drain and cache."""
+    with _admin_recorder({}) as (url, calls):
+        target = Target(url, "secret", "embedded", server=cast(Any, object()))
+        runner, condition = _Runner(held=30.0), _Checked()
+        assert _before_step(cast(Any, runner), 30.0, target, condition) == 0.0
+        assert ([path for path, _ in calls], runner.released, condition.checks) == (["/admin/cache/restore"], 0, 1)
+        calls.clear()
+        _before_step(cast(Any, runner), 33.0, target, condition)
+        assert (runner.released, runner.held, condition.checks) == (1, None, 2)
+    assert [path for path, _ in calls] == ["/admin/jobs/cancel", "/admin/cache/restore"]
+
+
 @contextmanager
 def _draining_target(busy_s: float) -> Iterator[tuple[str, float]]:
     """A target whose /v1/status shows one request queued until `busy_s` after it was started:
@@ -176,3 +214,10 @@ def test_each_step_records_how_long_the_target_took_to_drain_before_it(tmp_path:
     in_warmup = StepRecord(2, 40.0, Assessment("fail", "p99", "missed", now_s=3.0), pd.DataFrame(), pd.DataFrame(),
                            wall_s=5.0, early=True, work_dir=tmp_path / "step-02", rules=rules)
     assert step_entry(in_warmup, rules=rules, slots_per_node={}, cost_model=None)["warmup_s"] == 3.0
+    assert step_entry(early, rules=rules, slots_per_node={}, cost_model=None)["continues"] is None
+    # a step that went on with step 1's load: its window starts where step 1's ended, no warm-up of its own
+    went_on = StepRecord(2, 40.0, Assessment("pass", None, "met", now_s=47.0), pd.DataFrame(), pd.DataFrame(),
+                         wall_s=22.0, early=False, work_dir=tmp_path / "step-01",
+                         rules=dataclasses.replace(rules, warmup_s=25.0), continues=1)
+    entry = step_entry(went_on, rules=went_on.rules, slots_per_node={}, cost_model=None)
+    assert (entry["continues"], entry["warmup_s"], entry["measured_s"], entry["dir"]) == (1, 0.0, 20.0, "step-01")

@@ -1,19 +1,24 @@
 """A step's watch loop against a fake load session: when a generator that has finished counts as
-one that stopped early."""
+one that stopped early; and, against a real queue, a step that goes on with a pass's load."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from reports.schema import SloSpec
+from scenarios.capacity.job import load_mix, step_rules
 from scenarios.capacity.stepper import StepRunner
 from scenarios.capacity.steps import StepRules, look_times
+from scenarios.spec.model import load_scenario
+from tests.support.mdc import serve_mdc
 
 P99 = SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=500)
 RULES = StepRules(measure_s=1.0, warmup_s=0.5, tail_s=1.0, record_lag_s=0.0)
@@ -120,3 +125,60 @@ def test_stepper_a_step_that_can_no_longer_pass_ends_at_the_next_check() -> None
     verdict = _watch_open(rules, P99, offsets, failed=early)
     assert verdict.decision == "fail" and verdict.limiting == "p99" and "no longer" in verdict.reason, verdict
     assert verdict.now_s < rules.look_end(1), verdict.now_s
+
+
+def _mdc_runner(url: str, tmp_path: Path) -> StepRunner:
+    """Steps of a constant mix with a P95 objective against the M/D/c queue at `url` (4 workers of
+    20 ms: 200 answers/s, so every step at 40 req/s passes), with `chain` on."""
+    path = tmp_path / "mdc.yaml"
+    path.write_text(yaml.safe_dump({"name": "mdc", "traffic": {"model": "constant:1", "duration": "60s", "seed": 3},
+                                    "target": {"url": url}, "load": {"max_lag_p99_ms": 250},
+                                    "slos": [{"name": "p95", "kind": "latency", "percentile": 95,
+                                              "threshold_ms": 500}]}))
+    scenario = load_scenario(path)
+    return StepRunner(url=url, mix=load_mix(scenario, source=str(path), base_dir=tmp_path), specs=list(scenario.slos),
+                      load=scenario.load, rules=step_rules(4.0, 250.0), work_dir=tmp_path / "steps", chain=True)
+
+
+def _generator_alive(runner: StepRunner) -> bool:
+    held = runner._held
+    return held is not None and held.session._proc is not None and held.session._proc.alive()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_step_at_the_rate_just_passed_goes_on_with_that_pass_s_load(tmp_path: Path) -> None:
+    """A pass leaves its generator running; the next step at its rate is judged on the window right
+    after the pass's, on the same load (no second generator, no warm-up), and is not held again.
+    A next step at another rate stops the held load first and starts afresh."""
+    for url in serve_mdc("4", "20"):
+        runner = _mdc_runner(url, tmp_path)
+        try:
+            first = runner.run(40.0)
+            assert first.assessment.decision == "pass", first.assessment
+            assert runner.continues(40.0) and not runner.continues(44.0)
+            assert _generator_alive(runner)
+            held = runner._held
+            assert held is not None
+            second = runner.run(40.0)
+            assert second.assessment.decision == "pass", second.assessment
+            assert (second.index, second.continues, second.work_dir) == (2, 1, first.work_dir)
+            start, end = second.rules.window
+            assert start == min(first.assessment.now_s, first.rules.window[1])
+            assert end - start == first.rules.measure_s
+            # its own requests, disjoint from the pass's, and as many as the rate gives
+            judged = second.requests[(second.requests["intended_s"] >= start) & (second.requests["intended_s"] < end)]
+            assert judged["intended_s"].min() >= first.rules.window[1] - 1e-9
+            assert second.assessment.figures["requests"] == len(judged) >= 0.8 * 40.0 * (end - start)
+            assert not runner.continues(40.0) and not held.session._proc.alive()  # type: ignore[union-attr]
+            third = runner.run(40.0)  # nothing held: a fresh step, which passes and is held
+            assert third.continues is None and third.work_dir != first.work_dir and runner.continues(40.0)
+            held = runner._held
+            assert held is not None
+            fourth = runner.run(44.0)
+            assert fourth.continues is None and fourth.index == 4 and fourth.rules.window[0] == fourth.rules.warmup_s
+            assert not held.session._proc.alive()  # type: ignore[union-attr]
+            runner.release()
+            assert runner._held is None and not runner.continues(44.0)
+        finally:
+            runner.release()
