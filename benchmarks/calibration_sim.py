@@ -6,7 +6,9 @@ probability that falls around the knee over a few per cent (a logistic in r / k 
 near the knee a real step passes only with none of its few hundred paid requests slow). A passing
 step costs its warm-up and its whole window (sized as `scenarios.capacity.bracket.window_s` sizes
 promo-day's: 314 paid requests at a 28% share, with the margin); a failing one ends sooner the
-further above the knee it is, as the real steps do once their last look can no longer pass.
+further above the knee it is, as the real steps do once their last look can no longer pass. A
+step at the rate that just passed goes on with that pass's load, as a real search's
+confirmation does (`scenarios.capacity.stepper`), so it costs no warm-up.
 
 Two plans are compared: "as now" is `scenarios.capacity.bracket.plan_from_throughput` itself
 (the first step one move above the estimated knee, the faster climb from a pass two moves past
@@ -66,14 +68,18 @@ def _one(rng: np.random.Generator, name: str, *, fuzz: float, ratio: float,
     """One search: (seconds of steps, steps, capacity over the knee)."""
     settings, start, plan = _plan(name, KNEE / ratio * math.exp(rng.normal(0.0, PROBE_ERROR)), precision, moves)
     spent = [0.0]
+    held: list[float] = []  # the rate of the step just passed, whose load goes on
 
     def step(rate: float) -> StepVerdict:
         window = plan.measure_at(rate)
+        warmup = 0.0 if held == [rate] else WARMUP_S
+        held.clear()
         if rng.random() < 0.5 * (1.0 - math.tanh((rate / KNEE - 1.0) / fuzz / 2.0)):  # the logistic, overflow-free
-            spent[0] += WARMUP_S + window
+            spent[0] += warmup + window
+            held.append(rate)
             return StepVerdict(rate, "pass")
         share = min(1.0, max(QUICK_SHARE, 0.04 / max(rate / KNEE - 0.96, 1e-3)))
-        spent[0] += WARMUP_S + window * share
+        spent[0] += warmup + window * share
         return StepVerdict(rate, "fail", "p99-paid")
 
     result = search(step, settings, start_rps=start)
