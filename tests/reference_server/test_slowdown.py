@@ -174,13 +174,15 @@ def test_slowdown_worker_sleeps_factor_minus_one_times_compute() -> None:
 
 @pytest.mark.slow
 def test_slowdown_factor_two_doubles_infer_time_and_halves_throughput() -> None:
-    """Measured side by side: three rounds of an untouched node then a slowed one, judged on the
-    median of the rounds' ratios, so a stall of the machine during one run moves one round."""
+    """Measured side by side: seven rounds of an untouched node and a slowed one (in alternating
+    order), judged on the median of the rounds' ratios, so a stall of the machine during a run
+    moves one round and seven rounds leave room for three."""
     count = 10
     time_ratios, rate_ratios = [], []
-    for _ in range(3):
-        base_times, base_wall = asyncio.run(_serve(None, count))
-        slow_times, slow_wall = asyncio.run(_serve(2.0, count))
+    for round_ in range(7):
+        first, second = (None, 2.0) if round_ % 2 == 0 else (2.0, None)
+        runs = {first: asyncio.run(_serve(first, count)), second: asyncio.run(_serve(second, count))}
+        (base_times, base_wall), (slow_times, slow_wall) = runs[None], runs[2.0]
         base_ms, slow_ms = statistics.median(base_times), statistics.median(slow_times)
         assert base_ms >= COMPUTE_S * 1000 * 0.9
         time_ratios.append(slow_ms / base_ms)
