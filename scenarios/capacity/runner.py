@@ -198,9 +198,10 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
                                   cost_model=job.cost_model, settle_s=drained_s))
         verdict = verdict_of(record)
         went_on = f", going on from step {record.continues}'s load" if record.continues else ""
+        took_s = record.assessment.now_s - (record.rules.warmup_s if record.continues else 0.0)  # its own seconds
         say(f"[{label}] step {record.index}: {rate:.1f} req/s for {record.rules.measure_s:g} s{went_on} -> "
             f"{verdict.verdict}" + (f" ({verdict.limiting})" if verdict.limiting else "")
-            + f" after {record.assessment.now_s:.0f} s{' (early)' if record.early else ''}: {verdict.reason}")
+            + f" after {took_s:.0f} s{' (early)' if record.early else ''}: {verdict.reason}")
         return verdict
 
     say(f"[{label}] holding the condition ...")
