@@ -91,7 +91,10 @@ class PoolDispatcher:
         self._waiting: dict[str, deque[asyncio.Future[None]]] = {name: deque() for name in classes}
         self._order = sorted(classes, key=lambda name: classes[name].rank)
         self._completions: deque[float] = deque()
-        self._held: deque[float] = deque(maxlen=SERVICE_SAMPLES)
+        self._held: dict[str | None, deque[float]] = {}
+        """Per priority class, how long its last completed requests held their slot: a batch
+        request granted a slot still waits at the node behind every higher class, so its hold says
+        nothing of a paid request's."""
 
     def queued(self, priority: str | None = None) -> int:
         if priority is not None:
@@ -106,9 +109,13 @@ class PoolDispatcher:
         span = max(self._clock() - self._completions[0], 0.5)
         return len(self._completions) / span
 
-    def expected_service_s(self) -> float:
-        """The longest that a recent completed request held its slot; 0.0 before any."""
-        return max(self._held, default=0.0)
+    def expected_service_s(self, priority: str | None = None) -> float:
+        """The longest that a recent completed request of `priority` held its slot; with none of that
+        class completed yet (or no class given), the longest of any class; 0.0 before any."""
+        own = self._held.get(priority) if priority is not None else None
+        if own:
+            return max(own)
+        return max((max(held) for held in self._held.values() if held), default=0.0)
 
     def estimated_wait_s(self, priority: str) -> float | None:
         rate = self.service_rate()
@@ -131,7 +138,7 @@ class PoolDispatcher:
         self._reject_early(priority, deadline - now)
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting[priority].append(future)
-        timeout = min(cls.max_wait_ms / 1000.0, max(deadline - now - self.expected_service_s(), 0.0))
+        timeout = min(cls.max_wait_ms / 1000.0, max(deadline - now - self.expected_service_s(priority), 0.0))
         try:
             await asyncio.wait_for(asyncio.shield(future), timeout=timeout)
         except TimeoutError:
@@ -144,21 +151,21 @@ class PoolDispatcher:
                 self.release()  # the slot was granted to a caller that went away
             future.cancel()
             raise
-        if self._clock() + self.expected_service_s() > deadline:
+        if self._clock() + self.expected_service_s(priority) > deadline:
             self.release()  # granted too late to be served in time: shed here, not 504 at the node
             raise Overloaded("max_wait",
                              f"A slot of pool {self.pool} came too late to serve the request before its deadline.",
                              retry_after_s=1.0)
         return self._clock() - now, position
 
-    def release(self, *, completed: bool = False, held_s: float | None = None) -> None:
+    def release(self, *, completed: bool = False, held_s: float | None = None, priority: str | None = None) -> None:
         self.busy = max(0, self.busy - 1)
         if completed:
             now = self._clock()
             self._completions.append(now)
             self._prune(now)
             if held_s is not None:
-                self._held.append(held_s)
+                self._held.setdefault(priority, deque(maxlen=SERVICE_SAMPLES)).append(held_s)
         self.dispatch()
 
     def dispatch(self) -> None:

@@ -232,7 +232,7 @@ class TranslationService:
             served = await self._call_with_retry(pool, req, priority, deadline, sink)
             held_s = time.monotonic() - granted
         finally:
-            dispatcher.release(completed=held_s is not None, held_s=held_s)
+            dispatcher.release(completed=held_s is not None, held_s=held_s, priority=priority)
         served.queue_ms += waited_s * 1000.0
         served.queue_position = position or None
         return served

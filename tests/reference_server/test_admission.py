@@ -360,3 +360,30 @@ def test_dispatcher_sheds_a_slot_granted_too_late_for_the_deadline() -> None:
         assert dispatcher.busy == 0, "the late slot must be given back"
 
     asyncio.run(main())
+
+
+def test_dispatcher_expects_each_class_to_hold_a_slot_as_long_as_its_own_requests_did() -> None:
+    """A batch request granted a slot still waits at the node behind the paid ones, so its hold
+    of 3 s says nothing of a paid request's 0.1 s: a paid request with 2 s to its deadline that
+    finds every slot busy waits for one (and gets it 0.5 s later) instead of being shed at once
+    because the pool's longest hold was past its deadline. A class with nothing completed yet
+    takes the longest hold of any class."""
+    async def main() -> None:
+        clock = FakeClock()
+        dispatcher = _dispatcher(clock=clock, early_reject=False)
+        await dispatcher.acquire("batch", INF)
+        dispatcher.release(completed=True, held_s=3.0, priority="batch")
+        await dispatcher.acquire("paid", INF)
+        dispatcher.release(completed=True, held_s=0.1, priority="paid")
+        assert (dispatcher.expected_service_s("paid"), dispatcher.expected_service_s("batch")) == (0.1, 3.0)
+        assert dispatcher.expected_service_s("free") == dispatcher.expected_service_s() == 3.0
+        await dispatcher.acquire("batch", INF)  # every slot busy
+        waiter = asyncio.create_task(dispatcher.acquire("paid", deadline=clock.now + 2.0))
+        await _settle()
+        assert not waiter.done(), "shed at once: the batch class's hold was taken for the paid one's"
+        clock.now += 0.5
+        dispatcher.release()
+        assert (await asyncio.wait_for(waiter, timeout=5))[0] == 0.5
+        assert dispatcher.busy == 1
+
+    asyncio.run(main())
