@@ -18,7 +18,6 @@ long-run capacity; long steps close the gap. This module's command prints that a
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import time
@@ -160,7 +159,7 @@ def simulate_step_and_next_window(queue: Queue, rate: float, rules: StepRules, r
     what a confirmation that goes on from a pass (`ChainedSteps`) is judged on."""
     run = _Run.draw(queue, rate, rules.schedule_s + rules.measure_s, rng)
     first, now = _judge(queue, run, rules)
-    return first, _judge(queue, run, dataclasses.replace(rules, warmup_s=min(now, rules.window[1])))[0]
+    return first, _judge(queue, run, rules.following(now))[0]
 
 
 class ChainedSteps:
@@ -172,21 +171,21 @@ class ChainedSteps:
     def __init__(self, queue: Queue, rules_at: Callable[[float], StepRules], rng: np.random.Generator) -> None:
         self.queue, self.rules_at, self.rng = queue, rules_at, rng
         self.seconds = 0.0
-        self._held: tuple[_Run, float] | None = None  # a pass's load and where its window ended
+        self._held: tuple[_Run, StepRules] | None = None  # a pass's load and the window after it
 
     def __call__(self, rate: float) -> StepVerdict:
         held, self._held = self._held, None
-        rules = self.rules_at(rate)
         if held is not None and held[0].rate == rate:
-            run, began = held
-            verdict, now = _judge(self.queue, run, dataclasses.replace(rules, warmup_s=began))
-            self.seconds += now - began
+            run, rules = held
+            verdict, now = _judge(self.queue, run, rules)
+            self.seconds += now - rules.warmup_s
             return verdict
+        rules = self.rules_at(rate)
         run = _Run.draw(self.queue, rate, rules.schedule_s + rules.measure_s, self.rng)
         verdict, now = _judge(self.queue, run, rules)
         self.seconds += now
         if verdict.verdict == "pass":
-            self._held = (run, min(now, rules.window[1]))
+            self._held = (run, rules.following(now))
         return verdict
 
 

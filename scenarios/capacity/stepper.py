@@ -17,7 +17,6 @@ stopped first.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import time
@@ -185,8 +184,7 @@ class StepRunner:
         self.index += 1
         began = time.monotonic()
         first = held.record
-        rules = self.rules_at(first.rate_rps) if self.rules_at is not None else self.rules
-        rules = dataclasses.replace(rules, warmup_s=min(first.assessment.now_s, first.rules.window[1]))
+        rules = first.rules.following(first.assessment.now_s)
         try:
             verdict = self._watch(held.session, held.schedule, held.parts, held.t0, rules)
         except LoadError as exc:

@@ -10,6 +10,7 @@ frames.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
@@ -65,6 +66,11 @@ class StepRules:
     def deadline_s(self) -> float:
         """The latest moment (step clock) a step is judged, pending requests or not."""
         return self.schedule_s + self.tail_s
+
+    def following(self, verdict_s: float) -> StepRules:
+        """The window that goes on with this step's load after a verdict at `verdict_s` (step
+        clock): as long as this one, starting where the requests this verdict judged end."""
+        return dataclasses.replace(self, warmup_s=min(verdict_s, self.window[1]))
 
     def look_end(self, look: int) -> float:
         """The end (step clock) of the requests look `look` covers: its share of the window."""
