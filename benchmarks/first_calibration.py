@@ -3,8 +3,8 @@
 Runs `rushhour capacity SCENARIO --calibrate` with a fresh, empty state directory (no cached
 figure to start next to), times it from the outside, and reads every search
 it ran (`capacity/runs/*/capacity.json`): the throughput probe and the plan made from it, each
-step's rate, verdict, measured window and wall time, and where each search's time went
-(`time_split`). Prints a table and writes the figures as JSON.
+step's rate, verdict, measured window and wall time and each of its SLOs' evidence (with the
+design effect), and where each search's time went (`time_split`). Prints a table and writes the figures as JSON.
 
 With `--stale RPS` the state directory starts with a cached figure of RPS req/s for the
 scenario, as a drill finds one measured when the machine carried more: the calibration checks
@@ -45,15 +45,25 @@ def _searches(state: Path) -> list[dict[str, Any]]:
                 "steps": [{"index": s["index"], "rate_rps": s["offered_rps"], "verdict": s["verdict"],
                            "limiting": s.get("limiting"), "warmup_s": s.get("warmup_s"),
                            "measured_s": s.get("measured_s"), "wall_s": s["wall_s"], "settle_s": s.get("settle_s"),
-                           "reason": s.get("reason")}
+                           "reason": s.get("reason"), "slos": slo_evidence(s)}
                           for s in steps]})
     return [search | {"time_split": time_split(search)} for search in found]
 
 
+def slo_evidence(step: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each SLO of a step as it was last judged: its call, the requests it counted, how many were
+    bad or still pending, and its design effect (how many requests counted as one independent
+    one), which tells a window that came up short for want of independent answers from one that
+    held slow ones."""
+    keep = ("name", "decision", "samples", "bad", "pending", "design_effect")
+    return [{key: slo.get(key) for key in keep} for slo in step.get("slos") or []]
+
+
 def time_split(search: dict[str, Any]) -> dict[str, float]:
     """Where a search's seconds went: measurement windows, warm-ups, the load generator's start and
-    stop, the drain before each step, and the rest (boot, condition, probe, planning), which is what
-    the search's wall time leaves over."""
+    stop with the wait after a window for the answers still in flight, the drain before each step,
+    and the rest (boot, condition, probe, planning), which is what the search's wall time leaves
+    over."""
     steps = search["steps"]
 
     def total(key: str) -> float:
@@ -131,7 +141,8 @@ def main(scenario: Path, stale_rps: float | None, out: Path | None) -> None:
     for search in figures["searches"]:
         split = search["time_split"]
         click.echo(f"{search['search']}: {split['windows_s']:g} s of windows, {split['warmups_s']:g} s of warm-ups, "
-                   f"{split['generator_s']:g} s starting and stopping the load generator, {split['drain_s']:g} s "
+                   f"{split['generator_s']:g} s starting and stopping the load generator and waiting for answers in "
+                   f"flight, {split['drain_s']:g} s "
                    f"waiting for the target to drain, {split['other_s']:g} s booting, holding the condition and probing")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
-"""The first-calibration benchmark reads each search it ran, and says where the search's time went."""
+"""The first-calibration benchmark reads each search it ran, with each step's SLO evidence, and
+says where the search's time went."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from benchmarks.first_calibration import _searches
 
 
 def _step(index: int, verdict: str, warmup_s: float, measured_s: float, wall_s: float, settle_s: float) -> dict[str, object]:
+    slo = {"name": "p99-free", "kind": "latency", "decision": "met" if verdict == "pass" else "open",
+           "samples": 700 + index, "bad": 0, "pending": 0, "measured": 512.6, "design_effect": 1.0 + 5 * index}
     return {"index": index, "offered_rps": 40.0 + index, "verdict": verdict, "warmup_s": warmup_s,
-            "measured_s": measured_s, "wall_s": wall_s, "settle_s": settle_s}
+            "measured_s": measured_s, "wall_s": wall_s, "settle_s": settle_s, "slos": [slo]}
 
 
 def test_first_calibration_splits_a_search_time_into_its_parts(tmp_path: Path) -> None:
@@ -29,3 +32,17 @@ def test_first_calibration_splits_a_search_time_into_its_parts(tmp_path: Path) -
     split = search["time_split"]
     assert split == {"windows_s": 90.6, "warmups_s": 20.0, "generator_s": 8.8, "drain_s": 9.6, "other_s": 8.5}
     assert sum(split.values()) == pytest.approx(document["wall_s"])
+
+
+def test_first_calibration_keeps_each_step_s_slo_evidence_with_its_design_effect(tmp_path: Path) -> None:
+    steps = [_step(1, "pass", 5.0, 27.0, 34.3, 0.2), _step(2, "fail", 5.0, 24.0, 31.0, 0.1)]
+    document = {"wall_s": 80.0, "settings": {"step_duration_s": 27.0},
+                "conditions": [{"condition": "n-1", "probe": None, "plan": None, "summary": "41 req/s",
+                                "capacity_rps": 41.0, "steps": steps}]}
+    run = tmp_path / "capacity" / "runs" / "promo-day-n-1-probed"
+    run.mkdir(parents=True)
+    (run / "capacity.json").write_text(json.dumps(document))
+    [search] = _searches(tmp_path)
+    assert [step["slos"] for step in search["steps"]] == [
+        [{"name": "p99-free", "decision": "met", "samples": 701, "bad": 0, "pending": 0, "design_effect": 6.0}],
+        [{"name": "p99-free", "decision": "open", "samples": 702, "bad": 0, "pending": 0, "design_effect": 11.0}]]
