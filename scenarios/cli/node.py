@@ -41,7 +41,7 @@ def _lengths(value: str) -> list[int]:
 @click.option("--max-queue-delay-ms", type=click.FloatRange(0, 10_000), default=10.0, show_default=True)
 @click.option("--max-queue", type=click.IntRange(1), default=256, show_default=True, help="Requests the node queues before 503.")
 @click.option("--batching", type=click.Choice(["dynamic", "continuous"]), default=None,
-              help="How the node batches (default: continuous for the quality tier, dynamic for the fast one).")
+              help="How the node batches (default: continuous for both bundled tiers).")
 @click.option("--max-batch-tokens", type=click.IntRange(1, 1_000_000), default=4096, show_default=True)
 @click.option("--max-prefill-tokens", type=click.IntRange(0, 1_000_000), default=DEFAULT_PREFILL_TOKENS, show_default=True,
               help="Continuous: encoder token-passes per decode step for joining rows (chunked prefill; 0: none).")
