@@ -55,7 +55,8 @@ class LocustCommand:
         if self.expect_workers:  # spare users and rebalancing: a refused node may have counted as a worker
             return self._argv(self.expect_workers * USERS_PER_REMOTE_WORKER) + [
                 "--master", "--expect-workers", str(self.expect_workers), "--enable-rebalancing",
-                "--master-bind-host", self.master_bind[0], "--master-bind-port", str(self.master_bind[1])]
+                "--master-bind-host", self.master_bind[0], "--master-bind-port", str(self.master_bind[1]),
+                "--loglevel", "INFO"]  # workers joining, quitting and given users: what a cross-host run is debugged by
         argv = self._argv(self.users if self.users is not None else self.processes)
         if self.processes > 1:
             argv += ["--processes", str(self.processes)]

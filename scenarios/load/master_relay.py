@@ -16,6 +16,13 @@ for the node welcomed for its index; anything else is dropped and counted in
 `rejections.json` (the drill writes the counts into `events.jsonl`). A refusal for a wrong secret
 or a taken index leaves the run waiting for a rightful worker; only a worker that proved the
 secret but runs another version stops the drill, with the reason.
+
+Locust counts a node as a worker as soon as it connects, before the secret is checked, so a
+refused node may be the one its headless master starts the test with; once it is gone, Locust can
+be left with a test it never started (it found no worker by the time its start ran) or one it
+will not rebalance, and the rightful worker that joins next is given no users and would idle
+until Locust's run time ends. The relay watches for that: a welcomed worker still without users
+IDLE_GRACE_S after its welcome, while Locust is not spawning, gets the test started again for it.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import math
 import os
 import re
 import time
@@ -45,6 +53,11 @@ MSG_CPU = "rh_cpu"
 WATCH_S = 0.05
 STATE_MISSING = "missing"
 """`locust.runners.STATE_MISSING`, spelled out: importing Locust here would monkey-patch the importer."""
+STATE_IDLE, STATE_SPAWNING = "ready", "spawning"
+"""`locust.runners.STATE_INIT` (a worker given no users yet) and `STATE_SPAWNING`, spelled out."""
+IDLE_GRACE_S = 3.0
+"""How long a welcomed worker may wait for its users before the relay starts the test for it: Locust's
+own start takes up to a second after the last heartbeat, and heartbeats come every second."""
 PART_NAME = re.compile(r"^part-w\d{3}-\d{6}\.parquet$")
 REJECTIONS_FILE = "rejections.json"
 SECRET_MISMATCH = ("the cluster secret did not match: give this worker the master's secret "
@@ -65,6 +78,8 @@ class MasterRelay:
         self._nodes: dict[int, str] = {}
         self._hosts: dict[int, str] = {}
         self._closed: set[int] = set()
+        self._welcomed: dict[int, float] = {}
+        self._started_at = -math.inf
         self._pending: dict[str, str] = {}
         self._keys: dict[int, bytes] = {}
         self._seq: dict[int, int] = {}
@@ -113,6 +128,7 @@ class MasterRelay:
 
     def _welcome(self, node_id: str, index: int, host: str, key: bytes) -> None:
         self._nodes[index], self._hosts[index], self._keys[index], self._seq[index] = node_id, host, key, 0
+        self._welcomed[index] = time.monotonic()
         wire = self._settings.to_wire()
         config = {**wire, "target": remote_target(wire["target"])}
         host = str(getattr(getattr(self._runner, "environment", None), "host", "") or "")
@@ -216,12 +232,31 @@ class MasterRelay:
             if not started and start.exists():
                 self._runner.send_message(MSG_START, {"t0": float(start.read_text(encoding="utf-8"))})
                 started = True
+            self._start_for_idle(time.monotonic())
             for index in lost_workers(self._runner, self._nodes, self._closed):
-                reason = (f"worker {index} on {self._hosts.get(index, '?')} stopped answering (no Locust heartbeat) "
-                          "before it finished; its unsent share counts as not sent")
+                how = ("stopped answering (no Locust heartbeat)" if self._runner.clients.get(self._nodes[index])
+                       else "left the run (its Locust worker quit)")
+                reason = (f"worker {index} on {self._hosts.get(index, '?')} {how} before it finished; its unsent "
+                          "share counts as not sent")
                 log.error("%s", reason)
                 self._mark(f"failed-{index}", reason)
                 self._close(index)
+
+    def _start_for_idle(self, now: float) -> None:
+        """Start Locust's test again when a welcomed worker has waited IDLE_GRACE_S without users
+        (module doc); at most once per grace period, never while Locust is spawning."""
+        if now - self._started_at < IDLE_GRACE_S or getattr(self._runner, "state", None) == STATE_SPAWNING:
+            return
+        idle = idle_workers(self._runner, self._nodes, self._closed)
+        if not [index for index in idle if now - self._welcomed[index] >= IDLE_GRACE_S]:
+            return
+        users = int(getattr(self._runner, "target_user_count", 0) or 0)
+        if users < 1:
+            return
+        self._started_at = now
+        log.warning("Worker(s) %s had no users %.0f s after joining; starting the test again for them.",
+                    ", ".join(str(index) for index in idle), IDLE_GRACE_S)
+        gevent.spawn(self._runner.start, users, float(users))
 
 
 def _same(given: object, expected: str) -> bool:
@@ -235,6 +270,16 @@ def version_refusal(hello: dict[str, Any], host: str) -> str | None:
         return (f'The worker on {host} runs "{theirs}" but the master runs "{ours}"; '
                 "install the same version on every host.")
     return None
+
+
+def idle_workers(runner: Any, nodes: dict[int, str], closed: set[int]) -> list[int]:
+    """Indexes of welcomed workers, not yet done, that Locust has given no users."""
+    idle = []
+    for index, node_id in nodes.items():
+        client = runner.clients.get(node_id)
+        if index not in closed and client is not None and client.state == STATE_IDLE:
+            idle.append(index)
+    return idle
 
 
 def lost_workers(runner: Any, nodes: dict[int, str], closed: set[int]) -> list[int]:

@@ -4,14 +4,17 @@ only nodes that proved the cluster secret in: the rest is refused or dropped and
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import gevent
 import pandas as pd
+import pytest
 
-from scenarios.load import clusterauth
+from scenarios.load import clusterauth, master_relay
 from scenarios.load.clocksync import software_version
 from scenarios.load.master_relay import (
     MSG_CHALLENGE,
@@ -25,7 +28,9 @@ from scenarios.load.master_relay import (
     MSG_REFUSED,
     MSG_START,
     REJECTIONS_FILE,
+    STATE_IDLE,
     STATE_MISSING,
+    STATE_SPAWNING,
     MasterRelay,
 )
 from scenarios.load.settings import LoadSettings
@@ -50,6 +55,15 @@ class FakeRunner:
     handlers: dict[str, Any] = field(default_factory=dict)
     sent: list[tuple[str, Any, str | None]] = field(default_factory=list)
     clients: dict[str, Client] = field(default_factory=dict)
+    state: str = "running"
+    target_user_count: int = 0
+    started: list[tuple[int, float]] = field(default_factory=list)
+
+    def start(self, user_count: int, spawn_rate: float) -> None:
+        """As Locust's start does for the workers it knows: each is given users."""
+        self.started.append((user_count, spawn_rate))
+        for client in self.clients.values():
+            client.state = "spawning"
 
     def register_message(self, name: str, handler: Any) -> None:
         self.handlers[name] = handler
@@ -213,3 +227,55 @@ def test_master_relay_sends_the_start_and_writes_down_a_lost_worker(tmp_path: Pa
     assert (MSG_START, {"t0": 1234.5}, None) in runner.sent
     assert "worker 0 on h0 stopped answering" in (control / "failed-0").read_text()
     assert (control / "done-0").exists()
+    Worker(runner, "h1").join()
+    del runner.clients["h1"]
+    gevent.sleep(0.2)
+    assert "worker 1 on h1 left the run (its Locust worker quit)" in (control / "failed-1").read_text()
+
+
+def test_master_relay_starts_the_test_again_for_a_welcomed_worker_left_without_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Locust started (or tried to start) its test with a node that was then refused: the rightful
+    worker that joined after it was given no users, and gets the test started again, once."""
+    monkeypatch.setattr(master_relay, "IDLE_GRACE_S", 0.2)
+    _, runner, _ = _relay(tmp_path)
+    runner.state, runner.target_user_count = "ready", 16
+    Worker(runner, "w0").join()
+    runner.clients["w0"].state = STATE_IDLE
+    gevent.sleep(0.1)
+    assert runner.started == [], "started before the worker had its grace"
+    gevent.sleep(0.5)
+    assert runner.started == [(16, 16.0)]
+
+
+def test_master_relay_leaves_workers_alone_while_locust_spawns_or_once_they_have_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(master_relay, "IDLE_GRACE_S", 0.1)
+    _, runner, _ = _relay(tmp_path)
+    runner.target_user_count = 16
+    done = Worker(runner, "w0")
+    done.join()
+    Worker(runner, "w1").join()
+    runner.clients["w0"].state = runner.clients["w1"].state = STATE_IDLE
+    runner.state = "spawning"
+    gevent.sleep(0.4)
+    assert runner.started == [], "started while Locust was spawning"
+    runner.state = "running"
+    runner.clients["w1"].state = "running"
+    done.say(MSG_DONE, {"index": 0, "failed": ""})
+    gevent.sleep(0.4)
+    assert runner.started == [], "started for a worker that had users or had finished"
+
+
+def test_master_relay_remedy_gives_users_to_a_worker_real_locust_left_idle() -> None:
+    """Against Locust itself (in its own process: it monkey-patches the interpreter): a headless
+    start that found no worker leaves the worker that joins next with no users, in the state the
+    relay looks for, and starting again with Locust's own target gives it its users."""
+    script = Path(__file__).with_name("locust_late_worker.py")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True)
+    seen = json.loads(done.stdout)
+    assert seen["states"] == [STATE_IDLE, STATE_SPAWNING, STATE_MISSING]
+    assert seen["idle"] == {"master": "ready", "worker": STATE_IDLE, "users": 0}
+    assert seen["after"] == {"master": "running", "users": 8}
