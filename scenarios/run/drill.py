@@ -165,6 +165,7 @@ class Drill:
             self._observe()
         self._open_events()
         self._report_workers()
+        self._report_skipped_faults()
         if self.live is not None:
             self.live.begin(self.t0, self.events_log, self.url)
         if self.server is not None:
@@ -197,6 +198,17 @@ class Drill:
                       f"{w['clock_offset_ms']:+.3f} ms (round trip {w['clock_rtt_ms']:.3f} ms), corrected")
         if workers:
             self.events_log.emit("workers", t_s=0.0, source="harness", workers=workers)
+
+    def _report_skipped_faults(self) -> None:
+        """A fault the scenario places outside this run (a `--duration` shorter than its day, say) is
+        said and written down, never dropped in silence: the drill did not rehearse it."""
+        for fault in self.plan.chaos:
+            if fault.in_run:
+                continue
+            self._say(f"warning: {fault.name} at {fault.scenario_time} ({fault.offset_s:.1f} s) falls outside this "
+                      f"run (0-{self.plan.duration_s:.1f} s); it is not injected")
+            self.events_log.emit("fault_skipped", t_s=0.0, source="harness", name=fault.name,
+                                 offset_s=fault.offset_s, reason="outside the run")
 
     def _probe_target(self) -> None:
         """The booted server gets the probe a URL target got from the CLI before the run

@@ -64,7 +64,8 @@ def test_drill_with_node_loss_records_fault_and_recovery(tmp_path: Path, drill_p
     # seconds, and the recovery is measured only if the drill lasts until the node serves again
     # at 4 req/s a 5 s recovery window holds about 20 requests, the default minimum: ask for 10
     loss = {"at": "00:00:04", "experiment": "experiments/gpu-node-loss.json", "hold": "3s", "recovery_min_requests": 10}
-    scenario = _scenario(tmp_path, chaos=[loss], duration="40s")
+    late = {"at": "00:05:00", "experiment": "experiments/cache-flush.json"}  # past the run's end
+    scenario = _scenario(tmp_path, chaos=[loss, late], duration="40s")
     out = tmp_path / "results"
     proc = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", str(scenario), "--out", str(out)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -74,6 +75,8 @@ def test_drill_with_node_loss_records_fault_and_recovery(tmp_path: Path, drill_p
     events = _events(out)
     kinds = [(e["type"], e.get("name")) for e in events]
     assert ("fault_start", "gpu-node-loss") in kinds and ("fault_end", "gpu-node-loss") in kinds
+    assert ("fault_skipped", "cache-flush") in kinds and ("fault_start", "cache-flush") not in kinds
+    assert "warning: cache-flush at 00:05:00 (300.0 s) falls outside this run (0-40.0 s)" in output
     server_side = [e for e in events if e.get("source") == "server"]
     assert any(e["type"] == "node_killed" for e in server_side) and any(e["type"] == "node_ready" for e in server_side)
     journal = json.loads((out / "chaos" / "gpu-node-loss.journal.json").read_text())
