@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from traffic_models.errors import TrafficModelError
+from traffic_models.limits import check_request_count
 from traffic_models.mix import draw_people, draw_texts, mix_frame, priority_codes, replayed_texts
 from traffic_models.model import ReplaySpec, TrafficModel
 from traffic_models.phases import phase_column, window_phases
@@ -76,10 +77,15 @@ def poisson_offsets(
 
 
 def intensity(model: TrafficModel, window: Window, rate_scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """(clock grid, expected arrivals up to each grid point): the cumulative intensity Λ(t)."""
+    """(clock grid, expected arrivals up to each grid point): the cumulative intensity Λ(t).
+
+    Every drawn schedule starts here, so here a schedule too large to draw is refused.
+    """
     grid = _clock_grid(model, window, MIN_GRID, MAX_GRID)
     per_model_s = model.rate(grid) * (rate_scale / window.time_scale)
     cumulative = np.concatenate([[0.0], np.cumsum(np.diff(grid) * (per_model_s[1:] + per_model_s[:-1]) / 2)])
+    turns = 1.0 if model.sessions is None else (model.sessions.turns_min + model.sessions.turns_max) / 2
+    check_request_count(float(cumulative[-1]) * turns, what=_described(model, window, rate_scale))
     return grid, cumulative
 
 
@@ -129,6 +135,8 @@ def _replayed(
     seed: int,
 ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None, dict[str, np.ndarray]]:
     trace = load_trace(replay.path, replay.format, replay.chars_per_token)
+    lo, hi = np.searchsorted(trace.clock_s, [window.start_clock_s, window.end_clock_s])
+    check_request_count(float(hi - lo) * rate_scale / window.time_scale, what=_described(model, window, rate_scale))
     picked = trace if trace.session is None else _first_turns_only(trace)
     offsets, rows = replay_rows(
         picked,
@@ -155,6 +163,11 @@ def _replayed(
     if replay.format in LLM_FORMATS:
         extra["prompt"] = _prompts(trace, rows, replay.chars_per_token, seed)
     return offsets, texts, logged, extra
+
+
+def _described(model: TrafficModel, window: Window, rate_scale: float) -> str:
+    return (f'model "{model.name}" for {window.duration_s:g} s at time scale {window.time_scale:g} '
+            f"and rate scale {rate_scale:g}")
 
 
 def _first_turns_only(trace: Trace) -> Trace:

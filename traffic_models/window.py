@@ -7,10 +7,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kernel.clock import format_clock
 from traffic_models.errors import TrafficModelError
+from traffic_models.limits import check_duration
 from traffic_models.model import TrafficModel
 
 OPEN_ENDED_DEFAULT_S = 60.0
+
+
+@dataclass(frozen=True)
+class WindowNames:
+    """What the run's arguments are called where a person wrote them, for error messages."""
+
+    time_scale: str = "time_scale"
+    start_clock: str = "start_clock"
+    duration: str = "duration"
+    rate_scale: str = "rate_scale"
+
+
+API_NAMES = WindowNames()
+"""The fields of a scenario's traffic section (and, less their `_s`, the keyword arguments)."""
+
+FLAG_NAMES = WindowNames(time_scale="--time-scale", start_clock="--start", duration="--duration",
+                         rate_scale="--rate-scale")
+"""The flags of `rushhour traffic`."""
 
 
 @dataclass(frozen=True)
@@ -35,16 +55,20 @@ class Window:
 
 
 def resolve_window(
-    model: TrafficModel, *, time_scale: float, start_clock_s: float, duration_s: float | None
+    model: TrafficModel, *, time_scale: float, start_clock_s: float, duration_s: float | None,
+    names: WindowNames = API_NAMES,
 ) -> Window:
     """Validate the run's arguments; by default cover the rest of the model's day."""
-    _positive("time_scale", time_scale)
+    _positive(names.time_scale, time_scale)
     if not math.isfinite(start_clock_s) or start_clock_s < 0:
-        raise TrafficModelError(f"start_clock_s must be a non-negative number of seconds, got {start_clock_s!r}.")
+        raise TrafficModelError(
+            f"{names.start_clock} must be a non-negative number of seconds, got {start_clock_s!r}.")
+    check_duration(names.start_clock, start_clock_s)
     if model.duration is not None and start_clock_s >= model.duration:
         raise TrafficModelError(
-            f"start_clock_s ({start_clock_s:g}) must be before the end of model "
-            f'"{model.name}" at {model.duration:g} s.'
+            f'{names.start_clock} must be before the end of model "{model.name}" at '
+            f"{format_clock(model.duration)} ({model.duration:g} s), got {format_clock(start_clock_s)} "
+            f"({start_clock_s:g} s)."
         )
     if duration_s is None:
         duration_s = (
@@ -52,14 +76,17 @@ def resolve_window(
             if model.duration is None
             else (model.duration - start_clock_s) / time_scale
         )
-    _positive("duration_s", duration_s)
+    _positive(names.duration, duration_s)
+    check_duration(names.duration, duration_s)
     return Window(start_clock_s=float(start_clock_s), duration_s=float(duration_s), time_scale=float(time_scale))
 
 
-def check_rate_scale(rate_scale: float) -> None:
-    """A rate scale of 0 is allowed (an empty schedule); negative or infinite is not."""
-    if not math.isfinite(rate_scale) or rate_scale < 0:
-        raise TrafficModelError(f"rate_scale must be a finite number >= 0, got {rate_scale!r}.")
+def check_rate_scale(rate_scale: float, *, name: str = API_NAMES.rate_scale, allow_zero: bool = True) -> None:
+    """A rate scale of 0 gives an empty schedule, allowed unless `allow_zero` is False (a person's
+    flag or file, where 0 is a mistake); negative or infinite is never allowed."""
+    if allow_zero and rate_scale == 0:
+        return
+    _positive(name, rate_scale)
 
 
 def _positive(name: str, value: float) -> None:

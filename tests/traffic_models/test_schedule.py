@@ -168,8 +168,8 @@ def test_constant_model_defaults_to_60_seconds() -> None:
     [
         ({"time_scale": 0}, "time_scale must be"),
         ({"rate_scale": -1}, "rate_scale must be"),
-        ({"duration_s": 0}, "duration_s must be"),
-        ({"start_clock_s": 90_000}, "start_clock_s"),
+        ({"duration_s": 0}, "duration must be"),
+        ({"start_clock_s": 90_000}, "start_clock must be before the end"),
         ({"seed": -4}, "seed must be"),
     ],
 )

@@ -69,7 +69,7 @@ def test_traffic_plot_writes_a_png(rushhour: click.Group, tmp_path: Path) -> Non
     [
         (("missing.yaml",), "missing.yaml: the traffic model file does not exist"),
         (("no-such-model",), '"no-such-model" is neither'),
-        (("promo-day", "--time-scale", "0"), "time_scale must be"),
+        (("promo-day", "--time-scale", "0"), "--time-scale must be a finite number > 0, got 0.0."),
         (("promo-day", "--start", "lunch"), '--start: "lunch" is not a clock time'),
         (("promo-day", "--plot", "/no/such/dir/x.png"), "--plot: the folder /no/such/dir does not exist"),
     ],
