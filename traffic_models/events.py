@@ -11,8 +11,9 @@ import math
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from kernel.clock import format_clock
 from traffic_models.fields import Clock, Positive, PositiveClock, Strict
 
 Span = tuple[str, float, float]
@@ -87,6 +88,12 @@ class Step(Strict):
     multiplier: Positive
     until: Clock | None = None
     recovery: Clock = 900.0
+
+    @model_validator(mode="after")
+    def _ends_after_it_starts(self) -> Step:
+        if self.until is not None and self.until <= self.at:
+            raise ValueError(f"until ({format_clock(self.until)}) must be after at ({format_clock(self.at)})")
+        return self
 
     def factor(self, clock: np.ndarray) -> np.ndarray:
         end = math.inf if self.until is None else self.until

@@ -12,8 +12,9 @@ Clock = Annotated[float, BeforeValidator(parse_clock)]
 """A clock time or a duration in seconds, written "19:30", "30m", "90s" or as a number."""
 
 PositiveClock = Annotated[float, BeforeValidator(parse_clock), Field(gt=0)]
-Fraction = Annotated[float, Field(ge=0, le=1)]
-Positive = Annotated[float, Field(gt=0)]
+Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class Strict(BaseModel):

@@ -127,6 +127,8 @@ def _special(err: dict[str, Any]) -> str | None:
         return f"needs a type, one of {', '.join(EVENT_TYPES)}"
     if kind == "union_tag_invalid":
         return f"type must be one of {', '.join(EVENT_TYPES)} (got {(err.get('ctx') or {}).get('tag')!r})"
+    if kind == "finite_number":
+        return f"must be a finite number (got {err['input']!r})"
     if kind == "literal_error" and err["loc"][-1] == "input":
         return f"must be 'text' (got {err['input']!r}); image and speech inputs are planned, not supported yet"
     return None

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from traffic_models.fields import Fraction, Positive, Strict
+from traffic_models.fields import Fraction, NonNegative, Positive, Strict
 
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]*$")]
 FRACTION_TOLERANCE = 0.01
@@ -18,7 +18,7 @@ class LengthSpec(Strict):
 
     distribution: Literal["lognormal"] = "lognormal"
     median: Positive
-    sigma: Annotated[float, Field(ge=0)] = 0.5
+    sigma: NonNegative = 0.5
     min: Annotated[int, Field(ge=1)] = 1
     max: Annotated[int, Field(ge=1)] = 100_000
 
@@ -39,7 +39,7 @@ class KindSpec(Strict):
     fraction: Fraction
     input: Literal["text"] = "text"
     chars: LengthSpec
-    deadline_factor: Annotated[float, Field(gt=0)] = 1.0  # long documents get longer deadlines than a chat line
+    deadline_factor: Positive = 1.0  # long documents get longer deadlines than a chat line
     max_tokens: LengthSpec | None = None
 
 
@@ -55,7 +55,7 @@ class RepetitionSpec(Strict):
     """A Zipf catalog of texts per kind, so caches see realistic hit rates."""
 
     catalog_size: Annotated[int, Field(ge=1)] = 100_000
-    exponent: Annotated[float, Field(ge=0)] = 1.1
+    exponent: NonNegative = 1.1
     seed: int = 0
 
 

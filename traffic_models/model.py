@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field, field_validator, model_validator
 
+from kernel.clock import format_clock
 from traffic_models.curves import DAY_S, NAMED_CURVES, curve_points, curve_values
 from traffic_models.events import Event, events_factor
-from traffic_models.fields import Clock, Positive, PositiveClock, Strict
+from traffic_models.fields import Clock, NonNegative, Positive, PositiveClock, Strict
 from traffic_models.mixspec import MixSpec
 from traffic_models.sessions import SessionSpec
 
-CurvePoint = tuple[Clock, Annotated[float, Field(ge=0)]]
+CurvePoint = tuple[Clock, NonNegative]
 
 
 class ReplaySpec(Strict):
@@ -39,7 +40,7 @@ class TrafficModel(Strict):
     name: str = ""
     description: str = ""
     duration: PositiveClock | None = DAY_S
-    base_rps: Annotated[float, Field(ge=0)] = 1.0
+    base_rps: Positive = Field(default=1.0, description="requests per model second at curve value 1")
     curve: str | list[CurvePoint] = "flat"
     events: list[Event] = Field(default_factory=list)
     mix: MixSpec = Field(default_factory=MixSpec)
@@ -55,6 +56,10 @@ class TrafficModel(Strict):
             raise ValueError(f'"{value}" is not a named curve; use one of {known} or a list of points')
         if isinstance(value, list) and not value:
             raise ValueError("a curve needs at least one [time, value] point")
+        late = [time for time, _ in value if time >= DAY_S] if isinstance(value, list) else []
+        if late:
+            raise ValueError(f"a point at {format_clock(late[0])} is past midnight; a curve describes one day "
+                             "(00:00 up to 24:00) and repeats every day")
         return value
 
     @model_validator(mode="after")

@@ -3,6 +3,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from traffic_models import TrafficModel, TrafficModelError, load_traffic_model
@@ -70,7 +71,7 @@ def test_invalid_field_names_file_and_field(write_model: Callable[..., Path]) ->
     ("text", "expected"),
     [
         ("base_rps: 1\nspeed: 3\n", "bad.yaml: speed: is not a known field"),
-        ("base_rps: -1\n", "bad.yaml: base_rps: must be >= 0"),
+        ("base_rps: -1\n", "bad.yaml: base_rps: must be > 0"),
         ("curve: wobbly\n", 'bad.yaml: curve: "wobbly" is not a named curve'),
         ("events: [{type: step, at: noon, multiplier: 2}]\n", "bad.yaml: events[0].at:"),
         ("events: [{type: meteor, at: 1}]\n", "bad.yaml: events[0]"),
@@ -112,3 +113,43 @@ def test_replay_and_events_together_are_rejected(write_model: Callable[..., Path
     text = "replay: {path: x.csv}\nevents: [{type: step, at: 10, multiplier: 2}]\n"
     with pytest.raises(TrafficModelError, match="remove events or replay"):
         load_traffic_model(write_model(text, name="both.yaml"))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("base_rps: .inf\n", "bad.yaml: base_rps: must be a finite number (got inf)"),
+        ("base_rps: .nan\n", "bad.yaml: base_rps: must be a finite number (got nan)"),
+        ("base_rps: 0\n", "bad.yaml: base_rps: must be > 0.0 (got 0)"),
+        ("events: [{type: promotion, start: '19:00', hold: 1h, multiplier: .inf}]\n",
+         "bad.yaml: events[0].multiplier: must be a finite number (got inf)"),
+        ("curve: [['06:00', .inf]]\n", "must be a finite number (got inf)"),
+        ("mix: {kinds: {short: {fraction: 1, chars: {median: 50, sigma: .nan}}}}\n",
+         "bad.yaml: mix.kinds.short.chars.sigma: must be a finite number (got nan)"),
+    ],
+)
+def test_load_traffic_model_refuses_zero_and_non_finite_numbers(
+    write_model: Callable[..., Path], text: str, expected: str
+) -> None:
+    with pytest.raises(TrafficModelError) as info:
+        load_traffic_model(write_model(text, name="bad.yaml"))
+    assert expected in str(info.value)
+
+
+def test_load_traffic_model_refuses_a_curve_point_past_midnight(write_model: Callable[..., Path]) -> None:
+    path = write_model("curve: [['25:00', 1.0], ['06:00', 0.5]]\n", name="bad.yaml")
+    with pytest.raises(TrafficModelError, match=r"bad\.yaml: curve: a point at 25:00:00 is past midnight"):
+        load_traffic_model(path)
+
+
+def test_load_traffic_model_refuses_a_step_that_ends_before_it_starts(write_model: Callable[..., Path]) -> None:
+    path = write_model("events: [{type: step, at: '10:00', multiplier: 2, until: '09:00'}]\n", name="bad.yaml")
+    with pytest.raises(TrafficModelError, match=r"bad\.yaml: events\[0\]: until \(09:00:00\) must be after at \(10:00:00\)"):
+        load_traffic_model(path)
+
+
+def test_load_traffic_model_sorts_curve_points_given_out_of_order(write_model: Callable[..., Path]) -> None:
+    shuffled = load_traffic_model(write_model("curve: [['12:00', 1.0], ['06:00', 0.5]]\n", name="a.yaml"))
+    ordered = load_traffic_model(write_model("curve: [['06:00', 0.5], ['12:00', 1.0]]\n", name="b.yaml"))
+    clock = np.linspace(0, 86_399, 97)
+    assert np.array_equal(shuffled.rate(clock), ordered.rate(clock))
