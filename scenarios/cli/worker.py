@@ -11,11 +11,16 @@ this worker's flags, never from the master.
 
 from __future__ import annotations
 
+import math
+import os
+import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -38,24 +43,97 @@ def worker_argv(host: str, port: int) -> list[str]:
             "--master-port", str(port), "--loglevel", "WARNING"]
 
 
+def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if not math.isfinite(value):
+        raise click.BadParameter(f'"{value}" is not a finite number of seconds.')
+    return value
+
+
 def _local_settings(allow_remote: bool, allowed_hosts: tuple[str, ...], auth_env: str | None,
                     auth_file: Path | None, auth_scheme: str, auth_header: str | None, ca_bundle: Path | None) -> str:
-    """This worker's guard and credentials as `WorkerLocal` JSON (exit 2 on a bad combination)."""
-    from pydantic import ValidationError
-
+    """This worker's guard and credentials as `WorkerLocal` JSON (exit 2 on a bad value or combination)."""
     from scenarios.load.worker_local import WorkerLocal
-    from scenarios.spec.target import AuthSpec
 
-    auth = None
-    if auth_env or auth_file:
-        try:
-            auth = AuthSpec(scheme=auth_scheme, env=auth_env, file=str(auth_file) if auth_file else None,
-                            header=auth_header).model_dump(mode="json")
-        except ValidationError as exc:
-            raise BadInput(f"--auth-env/--auth-file: {exc.errors()[0]['msg']}.") from None
+    _check_allowed_hosts(allowed_hosts)
+    auth = _auth(auth_env, auth_file, auth_scheme, auth_header)
+    if ca_bundle is not None:
+        _check_ca_bundle(ca_bundle)
     local = WorkerLocal(allow_remote=allow_remote, allowed_hosts=allowed_hosts, auth=auth,
                         ca_bundle=str(ca_bundle) if ca_bundle else None)
     return local.to_env()
+
+
+def _check_allowed_hosts(allowed_hosts: tuple[str, ...]) -> None:
+    """The rules of a scenario's `load.allowed_hosts`: private, non-loopback IP addresses."""
+    from pydantic import ValidationError
+
+    from kernel.validation import problem
+    from scenarios.spec.model import LoadSpec
+
+    try:
+        LoadSpec(allowed_hosts=allowed_hosts)
+    except ValidationError as exc:
+        raise BadInput(f"--allowed-host: {problem(dict(exc.errors()[0]))}.") from None
+
+
+def _auth(auth_env: str | None, auth_file: Path | None, auth_scheme: str, auth_header: str | None
+          ) -> dict[str, Any] | None:
+    """The credential source as `AuthSpec` JSON, checked to be there now rather than at the first request."""
+    from scenarios.spec.target import AuthSpec
+
+    if auth_scheme == "header" and not auth_header:
+        raise BadInput("--auth-scheme header needs --auth-header, the header's name (e.g. X-API-Key).")
+    if auth_header and auth_scheme != "header":
+        raise BadInput(f'--auth-header "{auth_header}" is for --auth-scheme header (got "{auth_scheme}").')
+    if auth_env and auth_file:
+        raise BadInput("give one of --auth-env or --auth-file, not both.")
+    if not auth_env and not auth_file:
+        if auth_header:
+            raise BadInput("--auth-header needs the credential: --auth-env VAR or --auth-file FILE.")
+        return None
+    if auth_env is not None:
+        _check_auth_env(auth_env)
+    if auth_file is not None:
+        _check_auth_file(auth_file)
+    try:
+        spec = AuthSpec(scheme=auth_scheme, env=auth_env, file=str(auth_file) if auth_file else None,
+                        header=auth_header)
+    except ValueError as exc:
+        raise BadInput(f"--auth-env/--auth-file/--auth-header: {exc}") from None
+    return spec.model_dump(mode="json")
+
+
+def _check_auth_env(name: str) -> None:
+    from scenarios.spec.target import AuthSpec
+
+    try:
+        AuthSpec(env=name)
+    except ValueError:
+        raise BadInput(f'--auth-env: "{name}" is not a valid variable name.') from None
+    if not os.environ.get(name, "").strip():
+        raise BadInput(f'--auth-env: the variable "{name}" is not set (or empty) on this worker; export the '
+                       "credential first.")
+
+
+def _check_auth_file(path: Path) -> None:
+    try:
+        text = path.expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f'--auth-file: "{path}" could not be read ({exc.strerror}).') from None
+    except UnicodeDecodeError:
+        raise BadInput(f'--auth-file: "{path}" is not UTF-8 text.') from None
+    if not text.strip():
+        raise BadInput(f'--auth-file: "{path}" is empty.')
+
+
+def _check_ca_bundle(path: Path) -> None:
+    """The bundle as the load workers will read it: PEM certificates an SSL context accepts."""
+    try:
+        ssl.create_default_context(cafile=str(path))
+    except (ssl.SSLError, ValueError, UnicodeDecodeError):
+        raise BadInput(f'--ca-bundle: "{path}" holds no PEM certificates (-----BEGIN CERTIFICATE-----).') from None
+    except OSError as exc:
+        raise BadInput(f'--ca-bundle: "{path}" could not be read ({exc.strerror}).') from None
 
 
 @click.command("worker")
@@ -66,6 +144,7 @@ def _local_settings(allow_remote: bool, allowed_hosts: tuple[str, ...], auth_env
 @click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path),
               help="The cluster secret to prove to the master (default: RUSHHOUR_CLUSTER_SECRET).")
 @click.option("--connect-timeout", type=click.FloatRange(min=1.0), default=DEFAULT_CONNECT_TIMEOUT_S,
+              callback=_finite_seconds,
               show_default=True, help="Seconds to wait for the master to welcome this worker before giving up (exit 3).")
 @click.option("--allow-remote", is_flag=True, help="Load a target that is not on this machine, if the master names one.")
 @click.option("--allowed-host", "allowed_hosts", multiple=True,
@@ -95,6 +174,7 @@ def worker(master: str, name: str | None, work_dir: Path | None, secret_file: Pa
     host, port = parse_host_port(master, "--master")
     secret = cluster_secret(secret_file)
     local = _local_settings(allow_remote, allowed_hosts, auth_env, auth_file, auth_scheme, auth_header, ca_bundle)
+    created = work_dir is None or not work_dir.exists()
     work = work_dir or Path(tempfile.mkdtemp(prefix="rushhour-worker-"))
     work.mkdir(parents=True, exist_ok=True)
     for stale in (JOINED_FILE, STATUS_FILE):  # a reused scratch folder's last run says nothing of this one
@@ -105,15 +185,28 @@ def worker(master: str, name: str | None, work_dir: Path | None, secret_file: Pa
         env[SECRET_ENV] = secret
     if name:
         env[ENV_WORKER_NAME] = name
-    click.echo(f"joining the master at {host}:{port} (scratch folder {work}) ...", err=True)
+    try:
+        code = _join(host, port, work, env, connect_timeout)
+        _finish(work, code, _address(host, port), connect_timeout)
+    finally:
+        if created and not (work / JOINED_FILE).exists():
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _join(host: str, port: int, work: Path, env: dict[str, str], connect_timeout: float) -> int | None:
+    """Run the Locust worker until the run ends; its exit code (None: no master welcomed it)."""
+    click.echo(f"joining the master at {_address(host, port)} (scratch folder {work}) ...", err=True)
     proc = subprocess.Popen(worker_argv(host, port), env=env, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
     try:
-        code = _wait(proc, work, connect_timeout)
+        return _wait(proc, work, connect_timeout)
     except KeyboardInterrupt:
-        code = 130
+        return 130
     finally:
         stop_process(proc, grace_s=10.0)
-    _finish(work, code, f"{host}:{port}", connect_timeout)
+
+
+def _address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _wait(proc: subprocess.Popen[bytes], work: Path, connect_timeout: float) -> int | None:
