@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from traffic_models.errors import TrafficModelError
-from traffic_models.traceformats import READERS
+from traffic_models.limits import MAX_DURATION_S
+from traffic_models.traceformats import READERS, read_jsonl
 
 TIME_COLUMNS = ("timestamp", "time", "ts", "offset_s", "TIMESTAMP")
 END_PADDING_S = 1e-3
@@ -56,7 +57,9 @@ def _load_cached(path: str, _mtime_ns: int, fmt: str, chars_per_token: float) ->
         if fmt in READERS:
             frame = READERS[fmt](Path(path))
         else:
-            frame = pd.read_json(path, lines=True) if fmt == "jsonl" else pd.read_csv(path)
+            frame = read_jsonl(Path(path)) if fmt == "jsonl" else pd.read_csv(path)
+    except TrafficModelError:
+        raise
     except (ValueError, OSError) as exc:
         raise TrafficModelError(f"{name}: the log could not be parsed as {fmt} ({exc}).") from exc
     if frame.empty:
@@ -76,14 +79,26 @@ def _trace_from(frame: pd.DataFrame, name: str, fmt: str, chars_per_token: float
     generated = _generated(frame, name)
     blocks = frame["blocks"].astype(str).to_numpy(dtype=object) if "blocks" in frame else None
     session = pd.factorize(frame["session_id"].astype(str))[0].astype(np.int64) if "session_id" in frame else None
+    clock_s = seconds[order] - seconds[order[0]]
+    _check_span(float(clock_s[-1]), name, time_col)
     return Trace(
-        clock_s=seconds[order] - seconds[order[0]],
+        clock_s=clock_s,
         chars=None if chars is None else chars[order],
         priority=None if priority is None else priority[order],
         generated=None if generated is None else generated[order],
         blocks=None if blocks is None else blocks[order],
         session=None if session is None else session[order],
     )
+
+
+def _check_span(span_s: float, name: str, field: str) -> None:
+    """A replay needs its requests spread over time, and no further apart than rushhour supports."""
+    if span_s <= 0:
+        raise TrafficModelError(f"{name}: every request in column {field} carries the same time; a replay needs "
+                                "requests at two or more different times.")
+    if span_s > MAX_DURATION_S:
+        raise TrafficModelError(f"{name}: column {field} spans {span_s:.6g} s from first to last request, past the "
+                                f"{MAX_DURATION_S:.0f} s (366 days) rushhour replays.")
 
 
 def _generated(frame: pd.DataFrame, name: str) -> np.ndarray | None:
@@ -156,4 +171,5 @@ def replay_rows(
 def replay_rate(trace: Trace, edges_clock: np.ndarray) -> np.ndarray:
     """Observed requests per model second in each bin between consecutive clock edges."""
     counts, _ = np.histogram(trace.clock_s, bins=edges_clock)
-    return counts / np.diff(edges_clock)
+    widths = np.diff(edges_clock)
+    return np.divide(counts, widths, out=np.zeros(widths.size), where=widths > 0)

@@ -14,6 +14,7 @@ traces that name shared prompt blocks. The replay then treats all of them alike.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,9 +30,33 @@ LLM_FORMATS = frozenset({"azure-llm", "mooncake", "burstgpt"})
 """Formats whose prompts are sent as they are (the logged length), not wrapped as a task."""
 
 
+def read_jsonl(path: Path) -> pd.DataFrame:
+    """JSON lines as a frame, one object a line; a line that is not an object is named by its number."""
+    try:
+        return pd.read_json(path, lines=True)
+    except (TypeError, ValueError) as exc:
+        raise TrafficModelError(f"{path.name}: {_bad_line(path) or f'the log is not JSON lines ({exc})'}.") from exc
+
+
+def _bad_line(path: Path) -> str | None:
+    """The first line that is not a JSON object, in words (read again only once the fast reader failed)."""
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                return f"line {number} is not valid JSON ({exc.msg})"
+            if not isinstance(value, dict):
+                shown = line.strip() if len(line.strip()) <= 60 else line.strip()[:57] + "..."
+                return f'line {number} is {shown}, not a JSON object such as {{"timestamp": 12.5}}'
+    return None
+
+
 def read_mooncake(path: Path) -> pd.DataFrame:
     """Mooncake JSON lines as the common columns; `blocks` keeps each prompt's hash ids."""
-    frame = pd.read_json(path, lines=True)
+    frame = read_jsonl(path)
     _require(frame, path, ("timestamp", "input_length", "output_length"))
     blocks = frame["hash_ids"] if "hash_ids" in frame else pd.Series([[]] * len(frame))
     return pd.DataFrame({

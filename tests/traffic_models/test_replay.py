@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from traffic_models import TrafficModelError, generate_schedule, load_traffic_model, phases, rate_curve
+from traffic_models.replay import Trace, replay_rate
 
 AZURE_ROWS = 19_366
 
@@ -111,3 +112,40 @@ def test_unknown_logged_priority_is_named(tmp_path: Path, write_model: Callable[
     model = load_traffic_model(write_model("replay: {path: p.csv}\n"))
     with pytest.raises(TrafficModelError, match=r"p.csv: column priority has \['vip'\]"):
         generate_schedule(model, seed=0)
+
+
+@pytest.mark.parametrize("line", ["[1,2]", "3", '"x"'])
+def test_load_trace_names_a_jsonl_line_that_is_not_an_object(
+    tmp_path: Path, write_model: Callable[..., Path], line: str
+) -> None:
+    (tmp_path / "bad.jsonl").write_text(f'{{"timestamp": 0, "chars": 10}}\n{line}\n{{"timestamp": 2}}\n')
+    with pytest.raises(TrafficModelError) as info:
+        load_traffic_model(write_model("replay: {path: bad.jsonl, format: jsonl}\n", name="log.yaml"))
+    assert str(info.value) == f'log.yaml: replay.path: bad.jsonl: line 2 is {line}, not a JSON object such as {{"timestamp": 12.5}}.'
+
+
+def test_load_trace_names_a_jsonl_line_that_is_not_json(tmp_path: Path, write_model: Callable[..., Path]) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"timestamp": 0}\n\n{"timestamp": 1\n')
+    with pytest.raises(TrafficModelError, match=r"bad\.jsonl: line 3 is not valid JSON \("):
+        load_traffic_model(write_model("replay: {path: bad.jsonl, format: jsonl}\n", name="log.yaml"))
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("timestamp,chars\n5,100\n5,200\n5,1\n", "every request in column timestamp carries the same time"),
+        ("timestamp,chars\n0,100\n1e300,200\n", r"column timestamp spans 1e\+300 s from first to last request, "
+                                                r"past the 31622400 s \(366 days\)"),
+    ],
+)
+def test_load_trace_refuses_a_log_of_no_length_or_absurd_length(
+    tmp_path: Path, write_model: Callable[..., Path], content: str, message: str
+) -> None:
+    (tmp_path / "log.csv").write_text(content)
+    with pytest.raises(TrafficModelError, match=f"log.yaml: replay.path: log.csv: {message}"):
+        load_traffic_model(write_model("replay: {path: log.csv}\n", name="log.yaml"))
+
+
+def test_replay_rate_of_an_empty_bin_is_zero_not_nan() -> None:
+    trace = Trace(clock_s=np.array([0.0, 0.5, 1.5]), chars=None, priority=None)
+    assert replay_rate(trace, np.array([0.0, 1.0, 1.0, 2.0])).tolist() == [2.0, 0.0, 1.0]
