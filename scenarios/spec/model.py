@@ -355,11 +355,30 @@ def resolve_path(spec: str | Path) -> Path:
     raise ScenarioError(f'{spec}: no such scenario file, and no bundled scenario named "{spec}".')
 
 
+def read_scenario_text(path: Path) -> str:
+    """The file's text; a directory, a pipe or device (never opened, so a FIFO cannot hang the
+    run), an unreadable or a non-UTF-8 file is a ScenarioError naming it."""
+    if path.is_dir():
+        raise ScenarioError(f"{path}: is a directory, not a scenario file.")
+    if not path.is_file():
+        raise ScenarioError(f"{path}: is not a regular file (a pipe, socket or device), so it was not read; "
+                            "give a scenario file.")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot be read: {exc.strerror or exc}.") from exc
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{path}: is not UTF-8 text (byte {exc.start} is {raw[exc.start]:#04x}); "
+                            "a scenario file is YAML text.") from exc
+
+
 def load_scenario(spec: str | Path) -> Scenario:
     """Read and validate a scenario file (or bundled scenario name)."""
     path = resolve_path(spec)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_scenario_text(path))
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{path}: (top level): is not valid YAML: {exc}") from exc
     return parse_scenario(data, source=str(path))
