@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
 
@@ -22,6 +23,7 @@ from scenarios.cli.identify import Identity, Unreachable, identify, probe_http
 from scenarios.cli.init_template import HTTP_TEMPLATE, Draft, render
 from scenarios.cli.schema import SCHEMA_FILE
 from scenarios.protocols.probe import ProbeError
+from scenarios.spec.model import hide_userinfo
 from scenarios.spec.target import PROTOCOL_NAMES, AuthSpec, TargetProtocol
 
 DEFAULT_OUT = Path("my-service.yaml")
@@ -77,22 +79,41 @@ def _name(raw: str) -> str:
 
 
 def _guard(url: str, allow_remote: bool) -> None:
+    shown = hide_userinfo(url)
     if not url.startswith(("http://", "https://")):
-        raise BadInput(f'--target: "{url}" must start with http:// or https://.')
+        raise BadInput(f'--target: "{shown}" must start with http:// or https://.')
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        raise BadInput(f'--target: "{shown}" carries credentials (user:password@); pass the credential with '
+                       "--auth-env VAR instead, so it never reaches the scenario file.")
+    if not parts.hostname:
+        raise BadInput(f'--target: "{shown}" names no host.')
+    _check_port(parts.netloc.rpartition("]")[2].rpartition(":")[2] if ":" in parts.netloc else "", shown)
     if not is_loopback_url(url) and not allow_remote:
-        raise BadInput(f'--target: "{url}" is not on this machine (127.0.0.0/8, ::1 or localhost); pass '
+        raise BadInput(f'--target: "{shown}" is not on this machine (127.0.0.0/8, ::1 or localhost); pass '
                        "--allow-remote to probe a remote service on purpose.")
+
+
+def _check_port(port: str, shown: str) -> None:
+    """The URL's port, when it names one: a number from 1 to 65535."""
+    if not port:
+        return
+    if not port.isascii() or not port.isdigit():
+        raise BadInput(f'--target: "{shown}" has port "{port}", which is not a number.')
+    if not 0 < int(port) < 65536:
+        raise BadInput(f'--target: "{shown}" has port {port}, which is out of range (1 to 65535).')
 
 
 def _auth(auth_env: str | None) -> AuthSpec | None:
     if auth_env is None:
         return None
+    try:
+        auth = AuthSpec(env=auth_env)
+    except ValueError:
+        raise BadInput(f'--auth-env: "{auth_env}" is not a valid variable name.') from None
     if not os.environ.get(auth_env):
         raise BadInput(f'--auth-env: the variable "{auth_env}" is not set (or empty); export the credential first.')
-    try:
-        return AuthSpec(env=auth_env)
-    except ValueError as exc:
-        raise BadInput(f'--auth-env: "{auth_env}" is not a valid variable name.') from exc
+    return auth
 
 
 def _choose(identity: Identity, auth: AuthSpec | None, model: str | None, *, say: Echo

@@ -196,3 +196,24 @@ def test_init_auth_env_that_is_not_set_exits_2(tmp_path: Path, monkeypatch: pyte
     code, output = _init("--target", "http://127.0.0.1:9", "--auth-env", "NOT_SET_ANYWHERE", "--out",
                          str(tmp_path / "x.yaml"))
     assert code == 2 and '"NOT_SET_ANYWHERE" is not set' in output
+
+
+def test_init_refuses_a_target_with_credentials_without_printing_them(tmp_path: Path) -> None:
+    code, output = _init("--target", "http://probe-user:hunter2-secret@127.0.0.1:9", "--out", str(tmp_path / "x.yaml"))
+    assert code == 2 and '"http://***@127.0.0.1:9" carries credentials' in output and "--auth-env" in output
+    assert "hunter2-secret" not in output and "probe-user" not in output
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    ("http://127.0.0.1:99999", "has port 99999, which is out of range (1 to 65535)"),
+    ("http://127.0.0.1:0", "has port 0, which is out of range (1 to 65535)"),
+    ("http://127.0.0.1:http", 'has port "http", which is not a number'),
+])
+def test_init_refuses_a_target_port_that_is_no_port(tmp_path: Path, url: str, why: str) -> None:
+    code, output = _init("--target", url, "--out", str(tmp_path / "x.yaml"))
+    assert code == 2 and f'--target: "{url}" {why}' in output and "nothing answered" not in output
+
+
+def test_init_auth_env_that_is_no_variable_name_says_so(tmp_path: Path) -> None:
+    code, output = _init("--target", "http://127.0.0.1:9", "--auth-env", "bad var!", "--out", str(tmp_path / "x.yaml"))
+    assert code == 2 and '--auth-env: "bad var!" is not a valid variable name' in output
