@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from scenarios.cli.errors import BadInput
 from scenarios.spec.model import BUNDLED_DIR, Scenario
 
 SCHEMA_FILE = BUNDLED_DIR / "scenario.schema.json"
@@ -28,7 +29,8 @@ def schema_text() -> str:
 
 @click.command()
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the schema to this file instead of standard output.")
+              help="Write the schema to this new file instead of standard output; an existing file is never "
+                   "overwritten.")
 def schema(out: Path | None) -> None:
     """Print the JSON Schema of scenario files.
 
@@ -39,5 +41,18 @@ def schema(out: Path | None) -> None:
     if out is None:
         click.echo(schema_text(), nl=False)
         return
-    out.write_text(schema_text(), encoding="utf-8")
+    _write(out, schema_text())
     click.echo(f"wrote {out}", err=True)
+
+
+def _write(out: Path, text: str) -> None:
+    """Write a new file, as `rushhour init` does: exit 2 naming the file when it exists or cannot be made."""
+    try:
+        with out.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+    except FileExistsError:
+        raise BadInput(f'--out: "{out}" already exists; rushhour schema never overwrites a file. Choose another '
+                       "--out, remove it first, or redirect standard output (rushhour schema > FILE).") from None
+    except OSError as exc:
+        why = f'the folder "{out.parent}" does not exist' if not out.parent.is_dir() else exc.strerror
+        raise BadInput(f'--out: cannot write "{out}": {why}.') from None

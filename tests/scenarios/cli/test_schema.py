@@ -34,7 +34,7 @@ def test_schema_prints_a_valid_json_schema_of_the_scenario() -> None:
 
 def test_schema_committed_copy_matches_the_models() -> None:
     assert json.loads(SCHEMA_FILE.read_text()) == _printed(), (
-        "scenarios/scenario.schema.json is stale: run `rushhour schema --out scenarios/scenario.schema.json`")
+        "scenarios/scenario.schema.json is stale: run `rushhour schema > scenarios/scenario.schema.json`")
 
 
 @pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
@@ -55,3 +55,24 @@ def test_schema_out_writes_the_file(tmp_path: Path) -> None:
     out = tmp_path / "s.json"
     result = CliRunner().invoke(schema, ["--out", str(out)])
     assert result.exit_code == 0 and json.loads(out.read_text())["title"] == "rushhour scenario"
+
+
+def test_schema_out_into_a_missing_folder_exits_2_naming_it(tmp_path: Path) -> None:
+    out = tmp_path / "nowhere" / "x.json"
+    result = CliRunner().invoke(schema, ["--out", str(out)])
+    assert result.exit_code == 2
+    assert f'--out: cannot write "{out}": the folder "{out.parent}" does not exist' in result.output
+
+
+def test_schema_out_refuses_to_overwrite_a_file_as_init_does(tmp_path: Path) -> None:
+    out = tmp_path / "mine.yaml"
+    out.write_text("keep me\n")
+    result = CliRunner().invoke(schema, ["--out", str(out)])
+    assert result.exit_code == 2 and f'--out: "{out}" already exists' in result.output
+    assert out.read_text() == "keep me\n"
+
+
+def test_schema_out_writes_a_new_file(tmp_path: Path) -> None:
+    out = tmp_path / "scenario.schema.json"
+    result = CliRunner().invoke(schema, ["--out", str(out)])
+    assert result.exit_code == 0 and json.loads(out.read_text()) == _printed()
