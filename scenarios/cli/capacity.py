@@ -24,7 +24,7 @@ from scenarios.capacity.job import (
 from scenarios.capacity.search import SearchSettings
 from scenarios.cli.errors import BadInput
 from scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
-from scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
+from scenarios.spec.model import Scenario, ScenarioError, check_target_url, load_scenario, resolve_path
 
 MIN_STEP_S = 5.0
 
@@ -40,13 +40,16 @@ def _step_seconds(value: str) -> float:
 
 
 def _guard(scenario: Scenario, target_url: str | None, allow_remote: bool, source: str) -> None:
+    if target_url is not None:
+        try:
+            check_target_url(target_url)
+        except ValueError as exc:
+            raise ScenarioError(f"{source}: --target: {exc}") from exc
     url = target_url or scenario.target.url
     if url is not None and not is_loopback_url(url) and not allow_remote:
         field = "--target" if target_url else "target.url"
         raise ScenarioError(f'{source}: {field}: "{url}" is not on this machine (127.0.0.0/8, ::1 or localhost); '
                             "pass --allow-remote to load a remote service on purpose.")
-    if target_url is not None and not target_url.startswith(("http://", "https://")):
-        raise ScenarioError(f'--target: "{target_url}" must start with http:// or https://.')
 
 
 def _conditions(text: str, base_dir: Path) -> list[str]:

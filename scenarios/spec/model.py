@@ -128,6 +128,28 @@ def hide_userinfo(url: str) -> str:
     return parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]).geturl()
 
 
+def check_target_url(url: str) -> None:
+    """Raise ValueError (a sentence quoting the URL, userinfo hidden) unless `url` is http(s)
+    with a host and, when it gives one, a port from 1 to 65535."""
+    shown = hide_userinfo(url)
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f'"{shown}" must start with http:// or https://.')
+    if not parts.hostname:
+        raise ValueError(f'"{shown}" has no host; write e.g. "http://127.0.0.1:8000".')
+    port = _port_text(parts.netloc)
+    if port and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        raise ValueError(f'"{shown}" has port "{port}", which is not a number from 1 to 65535.')
+
+
+def _port_text(netloc: str) -> str:
+    """What follows the host's last colon ("" when none), for IPv6 "[::1]:80" as well."""
+    host_port = netloc.rsplit("@", 1)[-1]
+    if host_port.startswith("["):
+        return host_port.partition("]")[2].removeprefix(":")
+    return host_port.partition(":")[2]
+
+
 def special_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
     """What makes an address no test host (None: nothing): link-local (cloud metadata lives at
     169.254.169.254), unspecified, multicast or reserved."""
@@ -146,6 +168,13 @@ class TargetSpec(TargetProtocol, TargetMetricsSource):
     embedded: EmbeddedTarget | None = None
     url: str | None = None
 
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_target_url(value)
+        return value
+
     def resolved(self) -> TargetProtocol:
         """The embedded server's chat endpoint reads priority from a header and the deadline from
         the body: an openai-chat drill of it sends both unless the scenario says otherwise (a
@@ -161,8 +190,6 @@ class TargetSpec(TargetProtocol, TargetMetricsSource):
     def _exactly_one(self) -> TargetSpec:
         if (self.embedded is None) == (self.url is None):
             raise ValueError("give exactly one of embedded or url")
-        if self.url is not None and urlsplit(self.url).scheme not in ("http", "https"):
-            raise ValueError(f'url "{hide_userinfo(self.url)}" must start with http:// or https://')
         if self.url is not None and "@" in urlsplit(self.url).netloc:
             raise ValueError(f'url "{hide_userinfo(self.url)}" carries credentials (user:password@); give them '
                              "through target.auth (env or file), so they never reach events.jsonl, /sd or the "

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from kernel.clock import format_clock
 from scenarios.spec.chaos import PlannedFault, plan_faults
-from scenarios.spec.model import Scenario, ScenarioError, format_errors
+from scenarios.spec.model import Scenario, ScenarioError, check_target_url, format_errors
 from scenarios.spec.peak import Calibration
 from traffic_models import Phase, TrafficModelError, generate_schedule, load_traffic_model, phases, rate_curve
 from traffic_models.chunked import DEFAULT_CHUNK_ROWS, iter_schedule
@@ -102,6 +102,10 @@ def _updated(
 def apply_overrides(scenario: Scenario, flags: Overrides, source: str) -> Scenario:
     """The scenario with every given flag applied, validated again."""
     if flags.target_url is not None:  # the file's protocol fields stay; only where the target is changes
+        try:
+            check_target_url(flags.target_url)
+        except ValueError as exc:
+            raise ScenarioError(f"{source}: --target: {exc}") from exc
         scenario = _updated(scenario, "target", {"url": flags.target_url, "embedded": None}, source)
     if flags.protocol is not None:
         scenario = _updated(scenario, "target", {"protocol": flags.protocol}, source)
