@@ -32,7 +32,7 @@ from traffic_models.mixspec import MixSpec
 from traffic_models.model import TrafficModel
 from traffic_models.phases import phase_column, window_phases
 from traffic_models.schedule import COLUMNS, _rng, generate_schedule, intensity
-from traffic_models.window import Window, check_rate_scale, resolve_window
+from traffic_models.window import Window, check_drawable, check_rate_scale, resolve_window
 
 DEFAULT_CHUNK_ROWS = 250_000
 """About 20 MB of schedule columns per chunk."""
@@ -64,6 +64,7 @@ def iter_schedule(
                                 start_clock_s=start_clock_s, duration_s=duration_s)
         return
     window = resolve_window(model, time_scale=time_scale, start_clock_s=start_clock_s, duration_s=duration_s)
+    check_drawable(window)
     check_rate_scale(rate_scale)
     grid, cumulative = intensity(model, window, rate_scale)
     streams = _place_streams(model.mix, seed, float(cumulative[-1]), chunk_rows)

@@ -19,7 +19,7 @@ from traffic_models.replay import Trace, load_trace, replay_rate, replay_rows
 from traffic_models.sessions import first_turns, replayed_sessions, synthetic_sessions
 from traffic_models.text import RAW_PROMPT, block_prompt
 from traffic_models.traceformats import LLM_FORMATS, MOONCAKE_BLOCK_TOKENS
-from traffic_models.window import Window, check_rate_scale, resolve_window
+from traffic_models.window import Window, check_drawable, check_rate_scale, resolve_window
 
 GRID_STEP_S = 1.0
 MIN_GRID, MAX_GRID = 2_000, 500_000
@@ -43,6 +43,7 @@ def generate_schedule(
     in ten unless rate_scale is 10 too (then every logged request is sent, ten times faster).
     """
     window = resolve_window(model, time_scale=time_scale, start_clock_s=start_clock_s, duration_s=duration_s)
+    check_drawable(window)
     check_rate_scale(rate_scale)
     rng = _rng(seed)
     extra: dict[str, np.ndarray] = {}

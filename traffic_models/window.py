@@ -63,7 +63,6 @@ def resolve_window(
     if not math.isfinite(start_clock_s) or start_clock_s < 0:
         raise TrafficModelError(
             f"{names.start_clock} must be a non-negative number of seconds, got {start_clock_s!r}.")
-    check_duration(names.start_clock, start_clock_s)
     if model.duration is not None and start_clock_s >= model.duration:
         raise TrafficModelError(
             f'{names.start_clock} must be before the end of model "{model.name}" at '
@@ -77,8 +76,13 @@ def resolve_window(
             else (model.duration - start_clock_s) / time_scale
         )
     _positive(names.duration, duration_s)
-    check_duration(names.duration, duration_s)
     return Window(start_clock_s=float(start_clock_s), duration_s=float(duration_s), time_scale=float(time_scale))
+
+
+def check_drawable(window: Window, names: WindowNames = API_NAMES) -> None:
+    """Refuse a window too long to draw a schedule over (a curve or the phases of it are fine)."""
+    check_duration(names.start_clock, window.start_clock_s)
+    check_duration(names.duration, window.duration_s)
 
 
 def check_rate_scale(rate_scale: float, *, name: str = API_NAMES.rate_scale, allow_zero: bool = True) -> None:

@@ -17,7 +17,7 @@ from traffic_models.model import TrafficModel
 from traffic_models.phases import window_phases
 from traffic_models.schedule import generate_schedule, rate_curve
 from traffic_models.summary import summarize
-from traffic_models.window import FLAG_NAMES, Window, check_rate_scale, resolve_window
+from traffic_models.window import FLAG_NAMES, Window, check_drawable, check_rate_scale, resolve_window
 
 
 @click.command("traffic")
@@ -46,6 +46,7 @@ def traffic(
         window = resolve_window(model, time_scale=time_scale, start_clock_s=_clock("--start", start),
                                 duration_s=None if duration is None else _clock("--duration", duration),
                                 names=FLAG_NAMES)
+        check_drawable(window, FLAG_NAMES)
         check_rate_scale(rate_scale, name=FLAG_NAMES.rate_scale, allow_zero=False)
         report, counts = _preview(model, window, seed, rate_scale)
         if plot_path is not None:

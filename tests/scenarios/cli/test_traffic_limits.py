@@ -66,3 +66,13 @@ def test_traffic_errors_name_the_flag_given(rushhour: click.Group, args: tuple[s
     assert result.exit_code == EXIT_BAD_INPUT, result.output
     assert message in result.output
     assert "_s " not in result.output and "time_scale" not in result.output
+
+
+@pytest.mark.timeout(60)
+def test_run_dry_run_refuses_a_peak_rps_scenario_too_long_to_draw(rushhour: click.Group, tmp_path: Path) -> None:
+    text = Path(SMOKE).read_text().replace("  duration: 15s\n", "  duration: 99999999h\n  peak_rps: 5\n")
+    scenario = tmp_path / "long.yaml"
+    scenario.write_text(text)
+    result = CliRunner().invoke(rushhour, ["run", str(scenario), "--dry-run", "--no-probe"])
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    assert "long.yaml: traffic: duration is 3.6e+11 s, past the 31622400 s (366 days) rushhour supports." in result.output
