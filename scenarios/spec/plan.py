@@ -7,7 +7,7 @@ before anything is booted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -17,6 +17,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from kernel.clock import format_clock
+from reports.schema import SloSpec
 from scenarios.spec.chaos import PlannedFault, plan_faults
 from scenarios.spec.model import Scenario, ScenarioError, check_target_url, format_errors
 from scenarios.spec.peak import Calibration
@@ -132,6 +133,29 @@ def _load_model(spec: str, base_dir: Path, source: str) -> TrafficModel:
         raise ScenarioError(f"{source}: traffic.model: {exc}") from exc
 
 
+def phase_names(model: TrafficModel) -> list[str]:
+    """Every phase name a run of `model` can have: warm-up and base, and those its events make."""
+    made = {label for event in model.events for label, _, _ in event.spans()}
+    return ["warm-up", "base", *(label for label in ("ramp", "peak", "recovery") if label in made)]
+
+
+def check_slo_scopes(slos: Sequence[SloSpec], model: TrafficModel, *, source: str) -> None:
+    """Refuse an SLO whose priority, request_kind, mode or phase names nothing of the model: it
+    would be judged on no request at all."""
+    known: dict[str, tuple[list[str], str]] = {
+        "priority": (list(model.mix.priorities), "a priority of the traffic mix"),
+        "request_kind": (list(model.mix.kinds), "a request kind of the traffic mix"),
+        "mode": (list(model.mix.modes), "a mode of the traffic mix"),
+        "phase": (phase_names(model), "a phase of the traffic model"),
+    }
+    for index, slo in enumerate(slos):
+        for field, (names, what) in known.items():
+            value = getattr(slo, field)
+            if value is not None and value not in names:
+                raise ScenarioError(f'{source}: slos[{index}].{field}: "{value}" is not {what} '
+                                    f"({', '.join(names)}).")
+
+
 def _rate_scale(scenario: Scenario, model: TrafficModel, source: str) -> float:
     """rate_scale as given, or derived so the run's peak rate equals `peak_rps`."""
     traffic = scenario.traffic
@@ -179,6 +203,7 @@ def build_plan(scenario: Scenario, *, source: str, base_dir: Path) -> DrillPlan:
     """Resolve model, rate, schedule, phases and chaos times; raise ScenarioError if anything is off."""
     traffic = scenario.traffic
     model = _load_model(traffic.model, base_dir, source)
+    check_slo_scopes(scenario.slos, model, source=source)
     rate_scale = _rate_scale(scenario, model, source)
     draw = ScheduleDraw(model, traffic.seed, rate_scale, traffic.time_scale, traffic.start_clock_s,
                         traffic.duration_s)
