@@ -14,6 +14,7 @@ from kernel.loopback import is_loopback_url
 from scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE, parse_conditions
 from scenarios.capacity.job import (
     CapacityJob,
+    SloFloor,
     check_floors,
     default_range,
     load_mix,
@@ -22,8 +23,9 @@ from scenarios.capacity.job import (
     step_rules,
 )
 from scenarios.capacity.search import SearchSettings
-from scenarios.cli.errors import BadInput
+from scenarios.cli.errors import BadInput, finite
 from scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
+from scenarios.spec.chaos import check_experiment
 from scenarios.spec.model import Scenario, ScenarioError, check_target_url, load_scenario, resolve_path
 
 MIN_STEP_S = 5.0
@@ -53,14 +55,36 @@ def _guard(scenario: Scenario, target_url: str | None, allow_remote: bool, sourc
 
 
 def _conditions(text: str, base_dir: Path) -> list[str]:
+    """The --faults conditions, each named once; an experiment file checked as a scenario's chaos entry is."""
+    items = [part.strip() for part in text.split(",")]
+    if len(items) > 1 and "" in items:
+        raise ScenarioError(f'--faults: "{text}" has an empty item; separate conditions by single commas.')
+    repeated = next((item for index, item in enumerate(items) if item in items[:index]), None)
+    if repeated is not None:
+        raise ScenarioError(f'--faults: "{text}" names "{repeated}" twice; each condition is searched once.')
     try:
         names = parse_conditions(text)
     except ValueError as exc:
         raise ScenarioError(str(exc)) from exc
     for name in names:
-        if name not in (HEALTHY, N_MINUS_ONE) and not (Path(name).is_file() or (base_dir / name).is_file()):
+        if name in (HEALTHY, N_MINUS_ONE):
+            continue
+        path = Path(name) if Path(name).is_file() else base_dir / name
+        if not path.is_file():
             raise ScenarioError(f'--faults: "{name}" is neither none, n-1 nor an experiment file that exists.')
+        check_experiment(path, "--faults")
     return names
+
+
+def _rates(floors: list[SloFloor], min_rps: float | None, max_rps: float | None) -> tuple[float, float]:
+    """The search's lowest and highest rate; exit 2 when the highest is not above the lowest."""
+    if min_rps is not None and max_rps is not None and min_rps >= max_rps:
+        raise ScenarioError(f"--min-rps {min_rps:g} must be below --max-rps {max_rps:g}.")
+    low, high = default_range(floors, min_rps, max_rps)
+    if low >= high:
+        raise ScenarioError(f"--max-rps {high:g} must be above the lowest rate the SLOs can be shown met at, "
+                            f"{low:g} req/s (the default --min-rps); raise --max-rps or pass a lower --min-rps.")
+    return low, high
 
 
 def build_job(scenario_spec: str, *, target_url: str | None, slos: tuple[str, ...], faults: str,
@@ -74,7 +98,7 @@ def build_job(scenario_spec: str, *, target_url: str | None, slos: tuple[str, ..
     specs = select_slos(scenario, slos, source=source)
     mix = load_mix(scenario, source=source, base_dir=base_dir)
     floors = slo_floors(mix, specs, step_s)
-    low, high = default_range(floors, min_rps, max_rps)
+    low, high = _rates(floors, min_rps, max_rps)
     check_floors(floors, low, step_s, source=source)
     try:
         settings = SearchSettings(min_rps=low, max_rps=high, precision=precision)
@@ -127,18 +151,18 @@ def _calibrate(scenario_spec: str, *, dry_run: bool) -> None:
 @click.option("--slo", "slos", multiple=True, help="Judge only this SLO of the scenario (repeatable).")
 @click.option("--faults", default=HEALTHY, show_default=True,
               help='Conditions, comma-separated: none, n-1 (one quality node held down) or an experiment file.')
-@click.option("--min-rps", type=click.FloatRange(min=0, min_open=True),
+@click.option("--min-rps", type=click.FloatRange(min=0, min_open=True), callback=finite,
               help="Lowest rate (default: the lowest at which a step can show every SLO met).")
-@click.option("--max-rps", type=click.FloatRange(min=0, min_open=True), help="Highest rate (default 10x --min-rps).")
+@click.option("--max-rps", type=click.FloatRange(min=0, min_open=True), callback=finite, help="Highest rate (default 10x --min-rps).")
 @click.option("--precision", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
-              show_default=True, help="Stop when (first fail - last pass) / last pass is at most this.")
+              show_default=True, callback=finite, help="Stop when (first fail - last pass) / last pass is at most this.")
 @click.option("--step-duration", "step_duration", default="30s", show_default=True,
               help="Measured length of a step after its warm-up (clear steps stop early).")
-@click.option("--require", "require_rps", type=click.FloatRange(min=0),
+@click.option("--require", "require_rps", type=click.FloatRange(min=0), callback=finite,
               help="Exit 1 when a condition's capacity is below this rate (req/s).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Results folder, new or empty (default results/<scenario>-capacity-<UTC timestamp>-<id>).")
-@click.option("--seed", type=int, help="Seed of the first step's schedule (each step adds its number).")
+@click.option("--seed", type=click.IntRange(min=0), help="Seed of the first step's schedule (each step adds its number).")
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan; boot nothing, send nothing.")
 @click.option("--calibrate", is_flag=True, help="Measure (or show the cached) capacity that the scenario's "

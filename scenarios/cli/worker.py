@@ -11,7 +11,6 @@ this worker's flags, never from the master.
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import ssl
@@ -25,7 +24,7 @@ from typing import Any
 import click
 
 from kernel.processes import die_with_parent, stop_process
-from scenarios.cli.errors import BadInput
+from scenarios.cli.errors import BadInput, finite
 from scenarios.cli.scaleout import cluster_secret, parse_host_port
 
 __all__ = ["parse_host_port", "worker", "worker_argv"]
@@ -41,12 +40,6 @@ def worker_argv(host: str, port: int) -> list[str]:
 
     return [sys.executable, "-m", "locust", "-f", str(OPEN_LOCUSTFILE), "--worker", "--master-host", host,
             "--master-port", str(port), "--loglevel", "WARNING"]
-
-
-def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    if not math.isfinite(value):
-        raise click.BadParameter(f'"{value}" is not a finite number of seconds.')
-    return value
 
 
 def _local_settings(allow_remote: bool, allowed_hosts: tuple[str, ...], auth_env: str | None,
@@ -144,7 +137,7 @@ def _check_ca_bundle(path: Path) -> None:
 @click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path),
               help="The cluster secret to prove to the master (default: RUSHHOUR_CLUSTER_SECRET).")
 @click.option("--connect-timeout", type=click.FloatRange(min=1.0), default=DEFAULT_CONNECT_TIMEOUT_S,
-              callback=_finite_seconds,
+              callback=finite,
               show_default=True, help="Seconds to wait for the master to welcome this worker before giving up (exit 3).")
 @click.option("--allow-remote", is_flag=True, help="Load a target that is not on this machine, if the master names one.")
 @click.option("--allowed-host", "allowed_hosts", multiple=True,

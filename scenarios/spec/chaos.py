@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from kernel.clock import format_clock, parse_clock_s, parse_duration
 from scenarios.spec.model import DRILL_HYPOTHESIS, ChaosEntry, ScenarioError
 
-__all__ = ["PlannedFault", "load_experiment_file", "plan_faults"]
+__all__ = ["PlannedFault", "check_experiment", "load_experiment_file", "plan_faults"]
 
 TARGET_KEYS = ("node_id", "pool", "nodes", "label_selector", "name", "node_name", "namespace")
 
@@ -61,7 +61,7 @@ def plan_faults(entries: Sequence[ChaosEntry], *, start_clock_s: float, time_sca
         path = _find(entry.experiment, search_dirs)
         if path is None:
             raise ScenarioError(f'{where}.experiment: no experiment file "{entry.experiment}".')
-        experiment = _checked(path, f"{where}.experiment")
+        experiment = check_experiment(path, f"{where}.experiment")
         model_s = parse_clock_s(entry.at)
         offset_s = (model_s - start_clock_s) / time_scale
         hold_s = parse_duration(entry.hold) / time_scale if entry.hold is not None else None
@@ -93,7 +93,7 @@ def _find(spec: str, search_dirs: Sequence[Path]) -> Path | None:
     return None
 
 
-def _checked(path: Path, where: str) -> dict[str, Any]:
+def check_experiment(path: Path, where: str) -> dict[str, Any]:
     """Structural validation without secrets: `chaos run` validates fully at launch."""
     try:
         experiment = load_experiment_file(path)

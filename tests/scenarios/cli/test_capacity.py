@@ -42,13 +42,41 @@ def test_capacity_cli_dry_run_prints_rates_and_floors(tmp_path: Path) -> None:
     (("--step-duration", "2s"), "shorter than 5 s"),
     (("--step-duration", "soon"), "--step-duration"),
     (("--faults", "n-2"), '"n-2" is neither none, n-1 nor an experiment file'),
-    (("--min-rps", "50", "--max-rps", "40"), "min (50) < max (40)"),
+    (("--min-rps", "50", "--max-rps", "40"), "--min-rps 50 must be below --max-rps 40"),
     (("--precision", "2"), "--precision"),
     (("--target", "ftp://127.0.0.1:1"), "must start with http://"),
 ])
 def test_capacity_cli_bad_input_exits_2_naming_it(tmp_path: Path, args: tuple[str, ...], text: str) -> None:
     code, output = _invoke(str(_scenario(tmp_path)), *args, "--dry-run")
     assert code == 2 and text in output, output
+
+
+@pytest.mark.parametrize("args, text", [
+    (("--min-rps", "10", "--max-rps", "5"), "--min-rps 10 must be below --max-rps 5."),
+    (("--max-rps", "5"), "--max-rps 5 must be above the lowest rate the SLOs can be shown met at, 10.5 req/s"),
+    (("--seed", "-1"), "'--seed': -1 is not in the range x>=0"),
+    (("--max-rps", "inf"), """'--max-rps': "inf" is not a finite number"""),
+    (("--min-rps", "nan"), """'--min-rps': "nan" is not a finite number"""),
+    (("--require", "inf"), """'--require': "inf" is not a finite number"""),
+    (("--precision", "nan"), """'--precision': "nan" is not a finite number"""),
+    (("--faults", "none,none"), '--faults: "none,none" names "none" twice'),
+    (("--faults", "none,"), '--faults: "none," has an empty item'),
+])
+def test_capacity_cli_refuses_contradictory_or_non_finite_flags(tmp_path: Path, args: tuple[str, ...],
+                                                                 text: str) -> None:
+    code, output = _invoke(str(_scenario(tmp_path)), *args, "--dry-run")
+    assert code == 2 and text in output, output
+
+
+@pytest.mark.parametrize("body, text", [
+    ("{bad json", "cannot be read: Expecting property name"),
+    ("[]", "is not a mapping"),
+    ("{}", "has no title or no method"),
+])
+def test_capacity_cli_checks_an_experiment_file_as_run_does(tmp_path: Path, body: str, text: str) -> None:
+    (tmp_path / "fault.json").write_text(body)
+    code, output = _invoke(str(_scenario(tmp_path)), "--faults", "none,fault.json", "--dry-run")
+    assert code == 2 and "--faults:" in output and "fault.json" in output and text in output, output
 
 
 def test_capacity_cli_unknown_scenario_exits_2(tmp_path: Path) -> None:
