@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["format_clock", "parse_clock", "parse_clock_s", "parse_duration"]
+__all__ = ["format_clock", "parse_clock", "parse_clock_s", "parse_duration", "refuse_unquoted_clock"]
 
 _CLOCK = re.compile(r"^(\d{1,3}):(\d{2})(?::(\d{2}(?:\.\d+)?))?$")
 _DURATION = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d)?$")
@@ -62,6 +62,23 @@ def parse_duration(value: str | float) -> float:
     if duration is None:
         raise ValueError(f'"{value}" is not a duration; write e.g. "180s", "3m" or "1h".')
     return duration
+
+
+def refuse_unquoted_clock(value: object) -> object:
+    """`value` unchanged unless it is a number where a time of day belongs: YAML 1.1 reads an
+    unquoted 19:00 as the base-60 integer 1140 (and 19:00:30 as 68430), so say so, and how to
+    write it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if isinstance(value, int) and 0 <= value < 24 * 60:
+        hours, minutes = divmod(value, 60)
+        unquoted, quoted = f"{hours}:{minutes:02d}", f"{hours:02d}:{minutes:02d}"
+    elif isinstance(value, int) and 3600 <= value < 24 * 3600:
+        hours, minutes, seconds = value // 3600, value // 60 % 60, value % 60
+        unquoted, quoted = f"{hours}:{minutes:02d}:{seconds:02d}", f"{hours:02d}:{minutes:02d}:{seconds:02d}"
+    else:
+        raise ValueError(f'{value} is a number, not a time of day; write the time in quotes, e.g. "19:00".')
+    raise ValueError(f'{value} is what YAML makes of an unquoted {unquoted}; write it in quotes: "{quoted}".')
 
 
 def format_clock(seconds: float) -> str:

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from kernel.clock import parse_clock_s, parse_duration
+from kernel.clock import parse_clock_s, parse_duration, refuse_unquoted_clock
 from kernel.validation import format_validation_errors
 from reports.schema import CostModel, SloSpec
 from scenarios.spec.peak import Calibration, RelativePeak, parse_relative_peak
@@ -62,6 +62,11 @@ class TrafficSpec(_Strict):
         if value is not None and value <= 0:
             raise ValueError("must be > 0")
         return value
+
+    @field_validator("start_clock", mode="before")
+    @classmethod
+    def _quoted_clock(cls, value: object) -> object:
+        return refuse_unquoted_clock(value)
 
     @field_validator("start_clock")
     @classmethod
@@ -286,6 +291,11 @@ class ChaosEntry(_Strict):
             raise ValueError(f"the drill sets {', '.join(reserved)} itself (the guarded target, its token, the "
                              "hold), so a chaos entry may not; use target/--target and hold instead")
         return value
+
+    @field_validator("at", mode="before")
+    @classmethod
+    def _quoted_clock(cls, value: object) -> object:
+        return refuse_unquoted_clock(value)
 
     @field_validator("at")
     @classmethod
