@@ -7,7 +7,7 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from kernel.clock import format_clock
 from traffic_models.curves import DAY_S, NAMED_CURVES, curve_points, curve_values
@@ -61,6 +61,17 @@ class TrafficModel(Strict):
             raise ValueError(f"a point at {format_clock(late[0])} is past midnight; a curve describes one day "
                              "(00:00 up to 24:00) and repeats every day")
         return value
+
+    @field_validator("events")
+    @classmethod
+    def _events_inside(cls, events: list[Event], info: ValidationInfo) -> list[Event]:
+        duration = info.data.get("duration")
+        for index, event in enumerate(events):
+            start = event.marks()[0][1]
+            if duration is not None and start >= duration:
+                raise ValueError(f'item {index} ("{event.name}") starts at {format_clock(start)}, at or after the end '
+                                 f"of the model (duration {format_clock(duration)}), so it would never happen")
+        return events
 
     @model_validator(mode="after")
     def _replay_alone(self) -> TrafficModel:

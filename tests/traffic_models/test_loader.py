@@ -153,3 +153,11 @@ def test_load_traffic_model_sorts_curve_points_given_out_of_order(write_model: C
     ordered = load_traffic_model(write_model("curve: [['06:00', 0.5], ['12:00', 1.0]]\n", name="b.yaml"))
     clock = np.linspace(0, 86_399, 97)
     assert np.array_equal(shuffled.rate(clock), ordered.rate(clock))
+
+
+def test_load_traffic_model_refuses_an_event_after_the_model_ends(write_model: Callable[..., Path]) -> None:
+    path = write_model("duration: 1h\nevents: [{type: step, at: '10:00', multiplier: 2}]\n", name="bad.yaml")
+    with pytest.raises(TrafficModelError) as info:
+        load_traffic_model(path)
+    assert str(info.value) == ('bad.yaml: events: item 0 ("step") starts at 10:00:00, at or after the end of the model '
+                               "(duration 01:00:00), so it would never happen")
