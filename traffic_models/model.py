@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
 
 from kernel.clock import format_clock
 from traffic_models.curves import DAY_S, NAMED_CURVES, curve_points, curve_values
@@ -17,6 +17,17 @@ from traffic_models.mixspec import MixSpec
 from traffic_models.sessions import SessionSpec
 
 CurvePoint = tuple[Clock, NonNegative]
+
+
+def _curve_form(value: object) -> str:
+    return "name" if isinstance(value, str) else "points"
+
+
+Curve = Annotated[
+    Annotated[str, Tag("name")] | Annotated[list[CurvePoint], Tag("points")],
+    Discriminator(_curve_form),
+]
+"""A named curve ("diurnal") or [time of day, multiplier] points; errors name the form that was written."""
 
 
 class ReplaySpec(Strict):
@@ -41,7 +52,7 @@ class TrafficModel(Strict):
     description: str = ""
     duration: PositiveClock | None = DAY_S
     base_rps: Positive = Field(default=1.0, description="requests per model second at curve value 1")
-    curve: str | list[CurvePoint] = "flat"
+    curve: Curve = "flat"
     events: list[Event] = Field(default_factory=list)
     mix: MixSpec = Field(default_factory=MixSpec)
     replay: ReplaySpec | None = None

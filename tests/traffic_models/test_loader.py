@@ -161,3 +161,9 @@ def test_load_traffic_model_refuses_an_event_after_the_model_ends(write_model: C
         load_traffic_model(path)
     assert str(info.value) == ('bad.yaml: events: item 0 ("step") starts at 10:00:00, at or after the end of the model '
                                "(duration 01:00:00), so it would never happen")
+
+
+def test_load_traffic_model_names_only_the_curve_form_written(write_model: Callable[..., Path]) -> None:
+    with pytest.raises(TrafficModelError) as info:
+        load_traffic_model(write_model("curve: [['06:00', -1]]\n", name="bad.yaml"))
+    assert str(info.value) == "bad.yaml: curve.points[0][1]: must be >= 0.0 (got -1)"
