@@ -8,6 +8,7 @@ fails twenty minutes in because of a typo.
 from __future__ import annotations
 
 import ipaddress
+import json
 from pathlib import Path
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
@@ -25,6 +26,7 @@ BUNDLED_DIR = Path(__file__).resolve().parents[1]
 DEFAULT_LANGUAGES = ("en-de", "en-fr", "en-es")
 RESOLVED_TOP = ("seed",)
 RESOLVED_TRAFFIC = ("start_clock_s", "duration_s")
+MIN_DURATION_S = 1.0
 
 
 class ScenarioError(ValueError):
@@ -74,11 +76,14 @@ class TrafficSpec(_Strict):
         parse_clock_s(value)
         return value
 
-    @field_validator("duration")
+    @field_validator("duration", mode="before")
     @classmethod
-    def _duration(cls, value: str | float) -> str | float:
-        if parse_duration(value) <= 0:
-            raise ValueError("must be > 0")
+    def _duration(cls, value: object) -> object:
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ValueError(f'{json.dumps(value)} is not a duration; write e.g. "180s", "3m" or "1h".')
+        seconds = parse_duration(value)
+        if seconds < MIN_DURATION_S:
+            raise ValueError(f'"{value}" is {seconds:g} s; a drill runs for at least {MIN_DURATION_S:g} s.')
         return value
 
     @model_validator(mode="after")
