@@ -27,6 +27,7 @@ from scenarios.cli.errors import BadInput, finite
 from scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
 from scenarios.spec.chaos import check_experiment
 from scenarios.spec.model import Scenario, ScenarioError, check_target_url, load_scenario, resolve_path
+from scenarios.spec.plan import check_slo_scopes
 
 MIN_STEP_S = 5.0
 
@@ -97,6 +98,7 @@ def build_job(scenario_spec: str, *, target_url: str | None, slos: tuple[str, ..
     _guard(scenario, target_url, allow_remote, source)
     specs = select_slos(scenario, slos, source=source)
     mix = load_mix(scenario, source=source, base_dir=base_dir)
+    check_slo_scopes(specs, mix, source=source)
     floors = slo_floors(mix, specs, step_s)
     low, high = _rates(floors, min_rps, max_rps)
     check_floors(floors, low, step_s, source=source)
