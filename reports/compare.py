@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import ConfigDict
 
+from kernel.contract import REQUEST_COLUMNS
 from reports.attempts import gate_values
 from reports.baselines import ScheduleMismatch, load_baselines, schedule_difference
 from reports.cost import compute_cost
@@ -29,9 +30,12 @@ from reports.results import ResultsError, RunData, load_run
 from reports.stats import min_samples
 from reports.window import schedule_window
 
-__all__ = ["Comparison", "compare_loaded", "compare_runs", "explain_comparison"]
+__all__ = ["GATE_METRICS", "Comparison", "compare_loaded", "compare_runs", "explain_comparison"]
 
 MIN_RELATIVE_CHANGE = 0.10
+GATE_METRICS = tuple(name for name in REQUEST_COLUMNS if name.endswith("_ms"))
+"""The requests.parquet columns a regression can be judged on: times in milliseconds, where
+higher is worse and a failed request counts as infinitely slow (not status codes or counts)."""
 
 
 @dataclass(frozen=True)

@@ -153,11 +153,22 @@ def load_run(root: Path, *, requests: pd.DataFrame | None = None) -> RunData:
     return RunData(root, scenario, requests, metrics, events, journals, missing, target_metrics)
 
 
+def read_text(path: Path) -> str:
+    """A results folder's text file; ResultsError naming it when it cannot be read or is not UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsError(f'"{path}" is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset '
+                           f"{exc.start}); the file is corrupt or not the one a run writes.") from exc
+    except OSError as exc:
+        raise ResultsError(f'"{path}" could not be read: {exc.strerror}.') from exc
+
+
 def _load_scenario(path: Path) -> ReportScenario:
     if not path.exists():
         raise ResultsError(f'"{path}" is missing; a results directory needs its scenario.yaml.')
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = yaml.safe_load(read_text(path)) or {}
     except yaml.YAMLError as exc:
         raise ResultsError(f'"{path}" is not valid YAML: {exc}') from exc
     if not isinstance(raw, dict):
@@ -220,7 +231,7 @@ def _load_events(path: Path, missing: list[str]) -> list[dict[str, Any]]:
         missing.append(path.name)
         return []
     events = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -242,7 +253,7 @@ def _load_journals(folder: Path, missing: list[str]) -> dict[str, dict[str, Any]
     journals = {}
     for path in sorted(folder.glob("*.journal.json")):
         try:
-            journals[path.name.removesuffix(".journal.json")] = json.loads(path.read_text())
-        except json.JSONDecodeError:
+            journals[path.name.removesuffix(".journal.json")] = json.loads(read_text(path))
+        except (json.JSONDecodeError, ResultsError):
             missing.append(f"chaos/{path.name} (not JSON)")
     return journals

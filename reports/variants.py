@@ -21,7 +21,7 @@ from reports.attempts import attempt_values
 from reports.build import _json_safe
 from reports.cost import node_intervals, node_seconds
 from reports.render import template_environment
-from reports.results import ResultsError, RunData, load_run
+from reports.results import ResultsError, RunData, load_run, read_text
 from reports.selection import phase_labels
 from reports.stats import percentile_of
 from reports.window import schedule_window
@@ -74,7 +74,7 @@ def variant_row(name: str, root: Path) -> dict[str, Any]:
     """One row of the comparison, from a variant's results directory and its summary.json."""
     row: dict[str, Any] = {"name": name, "results_dir": str(root), "verdict": "invalid", "verdict_reason": ""}
     try:
-        summary = json.loads((root / SUMMARY_FILE).read_text(encoding="utf-8"))
+        summary = json.loads(read_text(root / SUMMARY_FILE))
         run = load_run(root)
     except (OSError, json.JSONDecodeError, ResultsError) as exc:
         return row | {"verdict_reason": f"no usable results: {exc}", "slos": [], "faults": [],

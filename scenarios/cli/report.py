@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from kernel.contract import AB_HTML_FILE, REPORT_HTML_FILE
-from scenarios.cli.errors import BadInput
+from kernel.contract import AB_HTML_FILE, EVENTS_FILE, REPORT_HTML_FILE, SCENARIO_FILE
+from scenarios.cli.errors import BadInput, finite
 
 DIR = click.Path(path_type=Path, file_okay=False)
 
@@ -28,6 +28,7 @@ def report(results_dir: Path, baseline: Path | None) -> None:
     from reports.results import ResultsError
     from scenarios.run.rebuild import rebuild_results
 
+    _check_text_files(results_dir)
     rebuilt = rebuild_results(results_dir) if results_dir.is_dir() else None
     if rebuilt is not None:
         click.echo(f"rebuilt the results of an interrupted run: {rebuilt.recorded} answered request(s) from "
@@ -43,6 +44,18 @@ def report(results_dir: Path, baseline: Path | None) -> None:
         click.echo(f"baseline: {summary['comparison']['reason']}")
     click.echo(f"report: {results_dir / REPORT_HTML_FILE}")
     raise SystemExit(exit_code(summary))
+
+
+def _check_text_files(results_dir: Path) -> None:
+    """Refuse a folder whose scenario or timeline is unreadable before anything is rebuilt into it."""
+    from reports.results import ResultsError, read_text
+
+    for name in (SCENARIO_FILE, EVENTS_FILE):
+        if (results_dir / name).is_file():
+            try:
+                read_text(results_dir / name)
+            except ResultsError as exc:
+                raise BadInput(str(exc)) from exc
 
 
 def _report_ab(results_dir: Path) -> None:
@@ -64,7 +77,7 @@ def _report_ab(results_dir: Path) -> None:
 @click.command()
 @click.argument("baseline", type=DIR, nargs=-1, required=True)
 @click.argument("current_dir", type=DIR)
-@click.option("--min-change", type=click.FloatRange(0, 10), default=0.10, show_default=True,
+@click.option("--min-change", type=click.FloatRange(0, 10), default=0.10, show_default=True, callback=finite,
               help="Smallest relative P99 increase that can count as a regression.")
 @click.option("--paired/--unpaired", default=None,
               help="Insist on a request-by-request comparison (refused, exit 2, when the schedules differ), "
@@ -73,7 +86,8 @@ def _report_ab(results_dir: Path) -> None:
               help='Who the gate compares, e.g. "exclude=document,by=priority,p=99" (the default) or '
                    '"kinds=short,by=none".')
 @click.option("--metric", default=None, metavar="COLUMN",
-              help="The requests.parquet column the gate compares: latency_ms (default), ttft_ms, tpot_ms, itl_max_ms, ...")
+              help="The requests.parquet time column the gate compares: latency_ms (default), ttft_ms, tpot_ms, "
+                   "itl_max_ms, ...")
 def compare(baseline: tuple[Path, ...], current_dir: Path, min_change: float, paired: bool | None,
             population: str, metric: str | None) -> None:
     """Regression verdict on P99: BASELINE... (one run, a folder of runs, or several) vs CURRENT_DIR.
@@ -82,7 +96,7 @@ def compare(baseline: tuple[Path, ...], current_dir: Path, min_change: float, pa
     population, sample counts, paired or not, each group's ratio and interval, the threshold.
     Exit 1 on regression, 2 on unusable input.
     """
-    from reports.compare import compare_runs, explain_comparison
+    from reports.compare import GATE_METRICS, compare_runs, explain_comparison
     from reports.gate import parse_population
     from reports.results import ResultsError
 
@@ -90,6 +104,9 @@ def compare(baseline: tuple[Path, ...], current_dir: Path, min_change: float, pa
         gate_population = parse_population(population + (f",metric={metric}" if metric else ""))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--population") from exc
+    if gate_population.metric not in GATE_METRICS:
+        raise click.BadParameter(f'"{gate_population.metric}" is not a time column the gate can compare; use one '
+                                 f"of {', '.join(GATE_METRICS)}.", param_hint="--metric" if metric else "--population")
     try:
         result = compare_runs(list(baseline), current_dir, min_relative_change=min_change, paired=paired,
                               population=gate_population)

@@ -98,3 +98,11 @@ def test_variants_missing_results_make_an_invalid_row(tmp_path: Path) -> None:
     row = variant_row("gone", tmp_path / "gone")
     assert row["verdict"] == "invalid" and "no usable results" in row["verdict_reason"]
     assert comparison_dict(tmp_path, [row])["cheapest_passing"] is None
+
+
+def test_variants_binary_summary_makes_an_invalid_row_naming_it(tmp_path: Path) -> None:
+    root = _variant(tmp_path / "v1", 2, _summary("pass", 1.0, 0.1))
+    (root / "summary.json").write_bytes(b"\xff\xfe\x00\xd4garbage")
+    row = variant_row("v1", root)
+    assert row["verdict"] == "invalid" and "summary.json" in row["verdict_reason"]
+    assert "is not UTF-8 text" in row["verdict_reason"]

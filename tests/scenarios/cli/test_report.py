@@ -94,3 +94,37 @@ def test_compare_accepts_a_baseline_of_several_runs(tmp_path: Path, run_dir: Pat
     result = CliRunner().invoke(compare, [str(run_dir), str(second), str(run_dir)])
     assert result.exit_code == 0, result.output
     assert "NO REGRESSION" in result.output
+
+
+GARBAGE = b"\x00\x01\x02\x03\xff\xfe\x80\xd4garbage\x00"
+
+
+@pytest.mark.parametrize("name", ["scenario.yaml", "events.jsonl"])
+def test_report_exit_2_names_a_text_file_that_is_binary(tmp_path: Path, name: str) -> None:
+    root = make_results(tmp_path / "run", n_requests=500)
+    (root / name).write_bytes(GARBAGE)
+    requests = (root / "requests.parquet").read_bytes()
+    result = CliRunner().invoke(report, [str(root)])
+    assert result.exit_code == 2, result.output
+    assert f'"{root / name}" is not UTF-8 text' in result.output
+    assert (root / "requests.parquet").read_bytes() == requests
+
+
+@pytest.mark.parametrize("name", ["scenario.yaml", "events.jsonl"])
+def test_compare_exit_2_names_a_text_file_that_is_binary(tmp_path: Path, run_dir: Path, name: str) -> None:
+    root = make_results(tmp_path / "run", n_requests=500)
+    (root / name).write_bytes(GARBAGE)
+    for args in ([str(run_dir), str(root)], [str(root), str(run_dir)]):
+        result = CliRunner().invoke(compare, args)
+        assert result.exit_code == 2 and f'"{root / name}" is not UTF-8 text' in result.output, result.output
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--metric", "status"], 'Invalid value for --metric: "status" is not a time column the gate can compare'),
+    (["--population", "metric=chars"], 'Invalid value for --population: "chars" is not a time column'),
+    (["--min-change", "nan"], """Invalid value for '--min-change': "nan" is not a finite number"""),
+])
+def test_compare_refuses_a_metric_that_is_no_time_and_a_min_change_that_is_not_finite(
+        run_dir: Path, args: list[str], text: str) -> None:
+    result = CliRunner().invoke(compare, [*args, str(run_dir), str(run_dir)])
+    assert result.exit_code == 2 and text in result.output, result.output
