@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kernel import contract
 from kernel.clock import parse_clock_s, parse_duration
+from kernel.textfile import TextFileError, read_text_file
 from kernel.validation import format_validation_errors
 from reports.attempts import fill_missing_ends, latest_end_s
 from reports.schema import CostModel, SloSpec
@@ -154,14 +155,11 @@ def load_run(root: Path, *, requests: pd.DataFrame | None = None) -> RunData:
 
 
 def read_text(path: Path) -> str:
-    """A results folder's text file; ResultsError naming it when it cannot be read or is not UTF-8."""
+    """A results folder's text file; ResultsError naming it when it cannot be read as text."""
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ResultsError(f'"{path}" is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset '
-                           f"{exc.start}); the file is corrupt or not the one a run writes.") from exc
-    except OSError as exc:
-        raise ResultsError(f'"{path}" could not be read: {exc.strerror}.') from exc
+        return read_text_file(path)
+    except TextFileError as exc:
+        raise ResultsError(f"{exc} The file is corrupt or not the one a run writes.") from exc
 
 
 def _load_scenario(path: Path) -> ReportScenario:

@@ -26,8 +26,9 @@ from scenarios.capacity.search import SearchSettings
 from scenarios.cli.errors import BadInput, finite
 from scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
 from scenarios.spec.chaos import check_experiment
-from scenarios.spec.model import Scenario, ScenarioError, check_target_url, load_scenario, resolve_path
+from scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
 from scenarios.spec.plan import check_slo_scopes
+from scenarios.spec.urls import check_target_url
 
 MIN_STEP_S = 5.0
 

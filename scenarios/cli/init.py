@@ -23,8 +23,8 @@ from scenarios.cli.identify import Identity, Unreachable, identify, probe_http
 from scenarios.cli.init_template import HTTP_TEMPLATE, Draft, render
 from scenarios.cli.schema import SCHEMA_FILE
 from scenarios.protocols.probe import ProbeError
-from scenarios.spec.model import hide_userinfo
 from scenarios.spec.target import PROTOCOL_NAMES, AuthSpec, TargetProtocol
+from scenarios.spec.urls import hide_userinfo
 
 DEFAULT_OUT = Path("my-service.yaml")
 Echo = Callable[[str], None]

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kernel.loopback import is_loopback_url, is_named_host
+from scenarios.spec.urls import hide_userinfo
 
 __all__ = ["ENV_WORKER_LOCAL", "LOCAL_TARGET_FIELDS", "WorkerLocal", "remote_target"]
 
@@ -56,7 +57,7 @@ class WorkerLocal:
         if not host:
             return "the master named no target host"
         if "@" in (host.split("://", 1)[-1].split("/", 1)[0]):
-            return f'the master asked to load "{_hide_userinfo(host)}", a URL with credentials in it'
+            return f'the master asked to load "{hide_userinfo(host)}", a URL with credentials in it'
         if is_loopback_url(host) or self.allow_remote or is_named_host(host, self.allowed_hosts):
             return None
         return (f'the master asked to load "{host}", which is not on this worker\'s machine; start '
@@ -80,9 +81,3 @@ class WorkerLocal:
         if self.ca_bundle is not None:
             fields["ca_bundle"] = self.ca_bundle
         return fields
-
-
-def _hide_userinfo(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    netloc, slash, path = rest.partition("/")
-    return f"{scheme}{sep}***@{netloc.rsplit('@', 1)[-1]}{slash}{path}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -47,3 +48,15 @@ def start_chaos(plan: DrillPlan, *, url: str, token: str | None, out_dir: Path,
     )
     timeline.start(t0)
     return timeline
+
+
+def report_skipped_faults(plan: DrillPlan, *, say: Callable[[str], None], events: EventLog) -> None:
+    """A fault the scenario places outside this run (a `--duration` shorter than its day, say) is
+    said and written down, never dropped in silence: the drill did not rehearse it."""
+    for fault in plan.chaos:
+        if fault.in_run:
+            continue
+        say(f"warning: {fault.name} at {fault.scenario_time} ({fault.offset_s:.1f} s) falls outside this run "
+            f"(0-{plan.duration_s:.1f} s); it is not injected")
+        events.emit("fault_skipped", t_s=0.0, source="harness", name=fault.name, offset_s=fault.offset_s,
+                    reason="outside the run")

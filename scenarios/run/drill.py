@@ -30,7 +30,7 @@ from scenarios.load.merge import merge_to_file
 from scenarios.load.session import LoadSession
 from scenarios.load.settings import DEFAULT_MASTER_BIND, LoadSettings
 from scenarios.run.audit import AUDIT_FILE, LeakAudit
-from scenarios.run.chaos import Timeline, start_chaos
+from scenarios.run.chaos import Timeline, report_skipped_faults, start_chaos
 from scenarios.run.embedded import EmbeddedServer
 from scenarios.run.envinfo import machine_facts
 from scenarios.run.events import EventLog
@@ -165,7 +165,7 @@ class Drill:
             self._observe()
         self._open_events()
         self._report_workers()
-        self._report_skipped_faults()
+        report_skipped_faults(self.plan, say=self._say, events=self.events_log)
         if self.live is not None:
             self.live.begin(self.t0, self.events_log, self.url)
         if self.server is not None:
@@ -198,17 +198,6 @@ class Drill:
                       f"{w['clock_offset_ms']:+.3f} ms (round trip {w['clock_rtt_ms']:.3f} ms), corrected")
         if workers:
             self.events_log.emit("workers", t_s=0.0, source="harness", workers=workers)
-
-    def _report_skipped_faults(self) -> None:
-        """A fault the scenario places outside this run (a `--duration` shorter than its day, say) is
-        said and written down, never dropped in silence: the drill did not rehearse it."""
-        for fault in self.plan.chaos:
-            if fault.in_run:
-                continue
-            self._say(f"warning: {fault.name} at {fault.scenario_time} ({fault.offset_s:.1f} s) falls outside this "
-                      f"run (0-{self.plan.duration_s:.1f} s); it is not injected")
-            self.events_log.emit("fault_skipped", t_s=0.0, source="harness", name=fault.name,
-                                 offset_s=fault.offset_s, reason="outside the run")
 
     def _probe_target(self) -> None:
         """The booted server gets the probe a URL target got from the CLI before the run

@@ -17,10 +17,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kernel.clock import parse_clock_s, parse_duration, refuse_unquoted_clock
+from kernel.textfile import TextFileError, read_text_file
 from kernel.validation import format_validation_errors
 from reports.schema import CostModel, SloSpec
 from scenarios.spec.peak import Calibration, RelativePeak, parse_relative_peak
 from scenarios.spec.target import TargetMetricsSource, TargetProtocol
+from scenarios.spec.urls import check_target_url, hide_userinfo, special_address
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1]
 DEFAULT_LANGUAGES = ("en-de", "en-fr", "en-es")
@@ -128,47 +130,6 @@ class EmbeddedTarget(_Strict):
 
 REFERENCE_CHAT_ROW_HEADERS = {"X-Rushhour-Priority": "priority"}
 REFERENCE_CHAT_EXTRA_FIELDS = ("deadline_ms",)
-
-
-def hide_userinfo(url: str) -> str:
-    """`url` with any user:password@ replaced by ***@, fit to quote in an error."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]).geturl()
-
-
-def check_target_url(url: str) -> None:
-    """Raise ValueError (a sentence quoting the URL, userinfo hidden) unless `url` is http(s)
-    with a host and, when it gives one, a port from 1 to 65535."""
-    shown = hide_userinfo(url)
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        raise ValueError(f'"{shown}" must start with http:// or https://.')
-    if not parts.hostname:
-        raise ValueError(f'"{shown}" has no host; write e.g. "http://127.0.0.1:8000".')
-    port = _port_text(parts.netloc)
-    if port and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
-        raise ValueError(f'"{shown}" has port "{port}", which is not a number from 1 to 65535.')
-
-
-def _port_text(netloc: str) -> str:
-    """What follows the host's last colon ("" when none), for IPv6 "[::1]:80" as well."""
-    host_port = netloc.rsplit("@", 1)[-1]
-    if host_port.startswith("["):
-        return host_port.partition("]")[2].removeprefix(":")
-    return host_port.partition(":")[2]
-
-
-def special_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    """What makes an address no test host (None: nothing): link-local (cloud metadata lives at
-    169.254.169.254), unspecified, multicast or reserved."""
-    for test, what in ((address.is_link_local, "a link-local address (169.254.0.0/16, fe80::/10: e.g. cloud metadata)"),
-                       (address.is_unspecified, "the unspecified address"), (address.is_multicast, "a multicast address"),
-                       (address.is_reserved, "a reserved address")):
-        if test:
-            return what
-    return None
 
 
 class TargetSpec(TargetProtocol, TargetMetricsSource):
@@ -398,22 +359,11 @@ def resolve_path(spec: str | Path) -> Path:
 
 
 def read_scenario_text(path: Path) -> str:
-    """The file's text; a directory, a pipe or device (never opened, so a FIFO cannot hang the
-    run), an unreadable or a non-UTF-8 file is a ScenarioError naming it."""
-    if path.is_dir():
-        raise ScenarioError(f"{path}: is a directory, not a scenario file.")
-    if not path.is_file():
-        raise ScenarioError(f"{path}: is not a regular file (a pipe, socket or device), so it was not read; "
-                            "give a scenario file.")
+    """The file's text; one that cannot be read as text is a ScenarioError naming it."""
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ScenarioError(f"{path}: cannot be read: {exc.strerror or exc}.") from exc
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(f"{path}: is not UTF-8 text (byte {exc.start} is {raw[exc.start]:#04x}); "
-                            "a scenario file is YAML text.") from exc
+        return read_text_file(path)
+    except TextFileError as exc:
+        raise ScenarioError(f"{exc} A scenario file is YAML text.") from exc
 
 
 def load_scenario(spec: str | Path) -> Scenario:

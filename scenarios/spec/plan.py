@@ -19,8 +19,9 @@ from pydantic import ValidationError
 from kernel.clock import format_clock
 from reports.schema import SloSpec
 from scenarios.spec.chaos import PlannedFault, plan_faults
-from scenarios.spec.model import Scenario, ScenarioError, check_target_url, format_errors
+from scenarios.spec.model import Scenario, ScenarioError, format_errors
 from scenarios.spec.peak import Calibration
+from scenarios.spec.urls import check_target_url
 from traffic_models import Phase, TrafficModelError, generate_schedule, load_traffic_model, phases, rate_curve
 from traffic_models.chunked import DEFAULT_CHUNK_ROWS, iter_schedule
 from traffic_models.facts import ScheduleFacts

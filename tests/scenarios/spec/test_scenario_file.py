@@ -23,7 +23,7 @@ def test_scenario_file_directory_is_refused(tmp_path: Path, command: list[str]) 
     folder = tmp_path / "adir"
     folder.mkdir()
     code, output = _invoke(command[0], str(folder), "--dry-run", *command[1:])
-    assert code == 2 and f"{folder}: is a directory, not a scenario file." in output
+    assert code == 2 and f'"{folder}" is a directory, not a file.' in output
     assert "Traceback" not in output
 
 
@@ -33,11 +33,11 @@ def test_scenario_file_named_pipe_is_refused_without_reading_it(tmp_path: Path) 
     pipe = tmp_path / "fifo.yaml"
     os.mkfifo(pipe)
     code, output = _invoke("run", str(pipe), "--dry-run", "--no-probe")
-    assert code == 2 and f"{pipe}: is not a regular file" in output
+    assert code == 2 and f'"{pipe}" is not a regular file' in output
 
 
 def test_scenario_file_binary_is_refused_as_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "garbage.yaml"
     path.write_bytes(b"name: \xd4\xff\x00\x81 binary")
     code, output = _invoke("run", str(path), "--dry-run", "--no-probe")
-    assert code == 2 and f"{path}: is not UTF-8 text (byte 6 is 0xd4)" in output
+    assert code == 2 and f'"{path}" is not UTF-8 text (byte 0xd4 at offset 6)' in output
