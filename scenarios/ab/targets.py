@@ -18,6 +18,7 @@ from scenarios.protocols.probe import ProbeError, probe_target
 from scenarios.run.embedded import EmbeddedServer
 from scenarios.spec.model import EmbeddedTarget, Scenario
 from scenarios.spec.target import TargetProtocol
+from scenarios.spec.urls import check_target_url
 
 EMBEDDED = "embedded"
 
@@ -57,6 +58,10 @@ def parse_target(arm: str, given: str, scenario: Scenario, *, allow_remote: bool
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise TargetError(f'--{arm}: "{given}" is not a target; give a URL (http://127.0.0.1:8000), "embedded" '
                           'or "embedded:CONFIG.yaml".')
+    try:
+        check_target_url(text)  # the port
+    except ValueError as exc:
+        raise TargetError(f"--{arm}: {exc}") from exc
     named = is_named_host(text, scenario.load.allowed_hosts)
     if not is_loopback_url(text) and not allow_remote and not named:
         raise TargetError(f'--{arm}: "{given}" is not on this machine (127.0.0.0/8, ::1 or localhost); pass '

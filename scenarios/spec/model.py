@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from kernel.clock import parse_clock_s, parse_duration, refuse_unquoted_clock
 from kernel.textfile import TextFileError, read_text_file
@@ -312,13 +312,15 @@ class Scenario(_Strict):
     stop_conditions: list[StopCondition] = []
     variants: list[Variant] = []
 
-    @field_validator("variants")
+    @field_validator("variants", "slos")
     @classmethod
-    def _unique_variants(cls, value: list[Variant]) -> list[Variant]:
-        names = [variant.name for variant in value]
+    def _unique_names(cls, value: list[Variant] | list[SloSpec], info: ValidationInfo) -> list[Variant] | list[SloSpec]:
+        """Reports, summaries and JUnit key each SLO and variant by its name: two of one name would merge."""
+        names = [item.name for item in value]
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
-            raise ValueError(f"variant names must be unique; repeated: {', '.join(repeated)}")
+            what = "variant" if info.field_name == "variants" else "SLO"
+            raise ValueError(f"{what} names must be unique; repeated: {', '.join(repeated)}")
         return value
 
 

@@ -41,3 +41,12 @@ def test_target_embedded_with_a_config_file(tmp_path: Path) -> None:
 def test_target_unknown_is_refused_naming_flag_and_value(given: str) -> None:
     with pytest.raises(TargetError, match=f'--baseline: "{given}" is not a target'):
         parse_target("baseline", given, SCENARIO, allow_remote=False)
+
+
+@pytest.mark.parametrize(("given", "said"), [
+    ("http://127.0.0.1:abc", 'has port "abc", which is not a number from 1 to 65535'),
+    ("http://127.0.0.1:99999", 'has port "99999", which is not a number from 1 to 65535'),
+])
+def test_target_url_with_a_bad_port_is_refused_naming_flag_and_port(given: str, said: str) -> None:
+    with pytest.raises(TargetError, match=f'--candidate: "{given}" {said}'):
+        parse_target("candidate", given, SCENARIO, allow_remote=False)

@@ -45,6 +45,9 @@ def test_spec_defaults_filled_in(tmp_path: Path) -> None:
     ({"chaos": [{"at": "noon", "experiment": "e.json"}]}, "chaos[0].at", "clock time"),
     ({"stop_conditions": [{"error_rate_over": 2}]}, "stop_conditions[0].error_rate_over", "1"),
     ({"surprise": 1}, "surprise", "is not a known field"),
+    ({"slos": [{"name": "p99", "kind": "availability", "objective": 0.99},
+               {"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 500}]},
+     "slos", "SLO names must be unique; repeated: p99"),
 ])
 def test_spec_error_names_file_and_field(tmp_path: Path, patch: dict, field: str, words: str) -> None:
     path = _write(tmp_path, {**BASE, **patch})
