@@ -109,12 +109,12 @@ def _check_auth_env(name: str) -> None:
 
 
 def _check_auth_file(path: Path) -> None:
+    from kernel.textfile import TextFileError, read_text_file
+
     try:
-        text = path.expanduser().read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f'--auth-file: "{path}" could not be read ({exc.strerror}).') from None
-    except UnicodeDecodeError:
-        raise BadInput(f'--auth-file: "{path}" is not UTF-8 text.') from None
+        text = read_text_file(path.expanduser())
+    except TextFileError as exc:
+        raise BadInput(f"--auth-file: {exc}") from None
     if not text.strip():
         raise BadInput(f'--auth-file: "{path}" is empty.')
 
