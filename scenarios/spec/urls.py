@@ -27,6 +27,10 @@ def check_target_url(url: str) -> None:
         raise ValueError(f'"{shown}" must start with http:// or https://.')
     if not parts.hostname:
         raise ValueError(f'"{shown}" has no host; write e.g. "http://127.0.0.1:8000".')
+    host_port = parts.netloc.rsplit("@", 1)[-1]
+    if not host_port.startswith("[") and host_port.count(":") > 1:
+        raise ValueError(f'"{shown}" has an IPv6 address without brackets; a URL writes it as '
+                         f'"{parts.scheme}://[{host_port}]" (and a port after the bracket).')
     port = _port_text(parts.netloc)
     if port and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
         raise ValueError(f'"{shown}" has port "{port}", which is not a number from 1 to 65535.')

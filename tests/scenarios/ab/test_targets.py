@@ -46,6 +46,7 @@ def test_target_unknown_is_refused_naming_flag_and_value(given: str) -> None:
 @pytest.mark.parametrize(("given", "said"), [
     ("http://127.0.0.1:abc", 'has port "abc", which is not a number from 1 to 65535'),
     ("http://127.0.0.1:99999", 'has port "99999", which is not a number from 1 to 65535'),
+    ("http://fd77::1", r'has an IPv6 address without brackets; a URL writes it as "http://\[fd77::1\]"'),
 ])
 def test_target_url_with_a_bad_port_is_refused_naming_flag_and_port(given: str, said: str) -> None:
     with pytest.raises(TargetError, match=f'--candidate: "{given}" {said}'):

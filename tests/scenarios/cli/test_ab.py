@@ -190,7 +190,7 @@ def test_ab_unreachable_target_exits_2_naming_it(tmp_path: Path) -> None:
 
 
 def test_ab_remote_target_needs_allow_remote(tmp_path: Path) -> None:
-    code, output = _invoke(str(_scenario(tmp_path)), "--baseline", "http://fd77::1", "--candidate", "embedded")
+    code, output = _invoke(str(_scenario(tmp_path)), "--baseline", "http://[fd77::1]", "--candidate", "embedded")
     assert code == 2 and "--allow-remote" in output
 
 
