@@ -245,13 +245,13 @@ class MasterRelay:
     def _start_for_idle(self, now: float) -> None:
         """Start Locust's test again when a welcomed worker has waited IDLE_GRACE_S without users
         (module doc); at most once per grace period, never while Locust is spawning."""
-        if now - self._started_at < IDLE_GRACE_S or getattr(self._runner, "state", None) == STATE_SPAWNING:
+        if now - self._started_at < IDLE_GRACE_S or self._runner.state == STATE_SPAWNING:
             return
         idle = idle_workers(self._runner, self._nodes, self._closed)
-        if not [index for index in idle if now - self._welcomed[index] >= IDLE_GRACE_S]:
+        if not any(now - self._welcomed[index] >= IDLE_GRACE_S for index in idle):
             return
-        users = int(getattr(self._runner, "target_user_count", 0) or 0)
-        if users < 1:
+        users = int(self._runner.target_user_count)
+        if users < 1:  # Locust has not tried its own start yet
             return
         self._started_at = now
         log.warning("Worker(s) %s had no users %.0f s after joining; starting the test again for them.",
