@@ -5,7 +5,7 @@ k is fixed; the probe reads k / `ratio` times a log-normal error; a step at rate
 probability that falls around the knee over a few per cent (a logistic in r / k of width `fuzz`:
 near the knee a real step passes only with none of its few hundred paid requests slow). A passing
 step costs its warm-up and its whole window (sized as `scenarios.capacity.bracket.window_s` sizes
-promo-day's: 314 paid requests at a 28% share, with the margin); a failing one ends sooner the
+promo-day's: the paid requests a calibration window needs, 175 at a 28% share, with the margin); a failing one ends sooner the
 further above the knee it is, as the real steps do once their last look can no longer pass. A
 step at the rate that just passed goes on with that pass's load, as a real search's
 confirmation does (`scenarios.capacity.stepper`), so it costs no warm-up.
@@ -36,16 +36,18 @@ import click
 import numpy as np
 
 from reports.schema import SloSpec
+from reports.stepstats import samples_to_pass
 from scenarios.capacity.bracket import ProbePlan, plan_from_throughput
-from scenarios.capacity.calibrate import CALIBRATION_PRECISION
+from scenarios.capacity.calibrate import CALIBRATION_MET_ERROR, CALIBRATION_PRECISION
 from scenarios.capacity.job import SloFloor
 from scenarios.capacity.search import SearchSettings, StepVerdict, search
 
 KNEE = 60.0
 WARMUP_S = 5.0
 PAID = SloSpec(name="p99-paid", kind="latency", percentile=99, threshold_ms=2000)
-FLOORS = [SloFloor("p99-paid", 0.28, 314, 0.0)]
-"""promo-day's paid P99: 28% of the mix, 314 requests to show it met (the longest step decides)."""
+FLOORS = [SloFloor("p99-paid", 0.28, samples_to_pass(PAID, met_error=CALIBRATION_MET_ERROR), 0.0)]
+"""promo-day's paid P99: 28% of the mix, 175 requests for a calibration window to show it met (the
+longest step decides)."""
 PROBE_ERROR = 0.12
 QUICK_SHARE = 0.1
 PLANS = ("as now", "at the knee")

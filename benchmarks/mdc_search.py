@@ -145,7 +145,7 @@ def _judge(queue: Queue, run: _Run, rules: StepRules) -> tuple[StepVerdict, floa
         unknown = pending & (waited <= threshold) if queue.first_ms is None else pending
         score = np.where(~pending, latency, np.where(unknown, np.nan, np.inf))
         call = look_call(~good & ~unknown, unknown, queue.allowed, look=look, looks=rules.looks, score=score,
-                         floor=PILOT_FLOOR * threshold)
+                         floor=PILOT_FLOOR * threshold, met_error=rules.met_error)
         if call.met[0]:
             return StepVerdict(run.rate, "pass"), now
         if call.missed[0] or final:

@@ -19,6 +19,13 @@ memory even when bad requests are few; the larger is used. The share's Clopper-P
 are then taken over n/D requests with bad/D of them bad. `tests/reports/test_sequential.py`
 simulates thousands of steps of known truth (independent, AR(1) and queueing latencies) and
 checks that both wrong calls stay at or below 5%.
+
+A search may spend a larger error on "met" in each step when its figure must pass two steps
+anyway (`paired_error`): a calibration's capacity is reported only once a second window at or
+above it passed too, so a rate that truly misses must be called met twice; at sqrt(5%) = 22.4%
+for each window the two together are wrong at most 5% of the time, as long as the two windows'
+sampling errors are independent (`benchmarks/sequential_sim.py --paired` checks it with the two
+windows taken back to back from one queue). "Missed" keeps its 5% in every step.
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import betaincinv, ndtr, ndtri
 
-__all__ = ["ALPHA", "LOOKS", "PILOT_FLOOR", "LookCall", "design_effect", "look_call", "look_fractions", "nominal_levels", "share_calls"]
+__all__ = ["ALPHA", "LOOKS", "PILOT_FLOOR", "LookCall", "design_effect", "look_call", "look_fractions", "nominal_levels",
+           "paired_error", "share_calls"]
 
 ALPHA = 0.05
 LOOKS = 4
@@ -41,6 +49,12 @@ PILOT_FLOOR = 0.5
 MVN_SEED = 20261201
 SCORE_DIGITS = 1
 WORST = 1e300
+
+
+def paired_error(alpha: float = ALPHA) -> float:
+    """The error each of two independent windows may spend on "met" so that both are wrong
+    together at most `alpha` of the time."""
+    return float(np.sqrt(alpha))
 
 
 def look_fractions(looks: int = LOOKS) -> np.ndarray:
@@ -123,18 +137,21 @@ def design_effect(bad: np.ndarray, score: np.ndarray | None = None, allowed: flo
 
 
 def share_calls(bad_high: np.ndarray, bad_low: np.ndarray, n: np.ndarray | int, allowed: float,
-                effect: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                effect: np.ndarray, level: float, met_level: float | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(met, missed, lower, upper) for "the bad share is at most `allowed`" at one look.
 
     `bad_high` counts every unknown request as bad (the pessimistic count a "met" must survive),
     `bad_low` counts them good (the optimistic count a "missed" must survive); both bounds are
-    one-sided at `level` over the effective sample n / effect.
+    one-sided over the effective sample n / effect, the lower at `level`, the upper at `met_level`
+    (default `level`).
     """
+    met_level = level if met_level is None else met_level
     n_eff = np.asarray(n, dtype=float) / effect
     high_hits = np.asarray(bad_high, dtype=float) / effect
     low_hits = np.asarray(bad_low, dtype=float) / effect
     with np.errstate(invalid="ignore", divide="ignore"):
-        upper = np.where(high_hits < n_eff, betaincinv(high_hits + 1.0, n_eff - high_hits, 1.0 - level), 1.0)
+        upper = np.where(high_hits < n_eff, betaincinv(high_hits + 1.0, n_eff - high_hits, 1.0 - met_level), 1.0)
         lower = np.where(low_hits > 0, betaincinv(low_hits, n_eff - low_hits + 1.0, level), 0.0)
     empty = n_eff <= 0
     upper, lower = np.where(empty, 1.0, upper), np.where(empty, 0.0, lower)
@@ -151,19 +168,23 @@ class LookCall:
     upper: np.ndarray
     effect: np.ndarray
     level: float
+    met_level: float
 
 
 def look_call(bad_sure: np.ndarray, unknown: np.ndarray, allowed: float, *, look: int, looks: int = LOOKS,
-              score: np.ndarray | None = None, floor: float = -np.inf) -> LookCall:
+              score: np.ndarray | None = None, floor: float = -np.inf, met_error: float = ALPHA) -> LookCall:
     """Look `look` of `looks` at steps x n requests in send order: "the bad share is at most
     `allowed`" met, missed or neither. `bad_sure` are bad whatever happens, `unknown` may go
     either way; the design effect is taken with every unknown request counted bad, and with the
-    pilot indicator over `score` above `floor` (`design_effect`)."""
+    pilot indicator over `score` above `floor` (`design_effect`). "Met" spends `met_error` over
+    the looks, "missed" always ALPHA."""
     bad_sure = np.atleast_2d(np.asarray(bad_sure, dtype=bool))
     unknown = np.atleast_2d(np.asarray(unknown, dtype=bool))
     n = bad_sure.shape[-1]
     level = float(nominal_levels(looks)[look - 1])
+    met_level = float(nominal_levels(looks, met_error)[look - 1])
     high = bad_sure | unknown
     effect = design_effect(high, score, allowed, floor)
-    met, missed, lower, upper = share_calls(high.sum(axis=-1), bad_sure.sum(axis=-1), n, allowed, effect, level)
-    return LookCall(met, missed, lower, upper, effect, level)
+    met, missed, lower, upper = share_calls(high.sum(axis=-1), bad_sure.sum(axis=-1), n, allowed, effect, level,
+                                            met_level)
+    return LookCall(met, missed, lower, upper, effect, level, met_level)

@@ -15,7 +15,9 @@ of bad requests against what it allows (a P99 allows 1% past its threshold), and
 
 The nominal levels come from an O'Brien-Fleming error-spending design, so over all K looks each
 wrong call ("missed" when the truth is met, "met" when it is missed) has at most a 5% chance;
-the effective sample size discounts latencies that queueing makes correlated (batch means).
+the effective sample size discounts latencies that queueing makes correlated (batch means). A
+search whose figure must pass two windows may give "met" a larger error per window (`met_error`,
+`reports.sequential.paired_error`); "missed" keeps 5%.
 
 TTFT, TPOT and ITL objectives (streaming targets) are judged like latency over their own column,
 with one difference: a request still in flight may already have had its first token in time,
@@ -54,7 +56,9 @@ class SloCall:
     """One SLO at one look: the decision, the evidence, and how many samples a pass needs.
 
     `lower`/`upper` bound the measured figure (ms for time objectives, a share otherwise) at the
-    look's nominal `level`; `design_effect` is how many requests counted as one independent one.
+    look's nominal levels: the bound a "missed" needs at `level`, the one a "met" needs at
+    `met_level`; `design_effect` is how many requests counted as one independent one, and
+    `met_error` the error "met" spends over the step's looks.
     """
 
     name: str
@@ -71,18 +75,20 @@ class SloCall:
     look: int = LOOKS
     level: float = ALPHA
     design_effect: float = 1.0
+    met_level: float = ALPHA
+    met_error: float = ALPHA
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
-def samples_to_pass(spec: SloSpec, looks: int = LOOKS) -> int:
+def samples_to_pass(spec: SloSpec, looks: int = LOOKS, met_error: float = ALPHA) -> int:
     """Fewest requests in scope with which `spec` can be shown met at the final look (none bad)."""
-    level = float(nominal_levels(looks)[-1])
+    level = float(nominal_levels(looks, met_error)[-1])
     return math.ceil(math.log(level) / math.log(1.0 - spec.allowed_bad_share) - 1e-9)
 
 
-def reachable(call: SloCall, allowed: float, remaining: int, looks: int = LOOKS) -> bool:
+def reachable(call: SloCall, allowed: float, remaining: int, looks: int = LOOKS, met_error: float = ALPHA) -> bool:
     """Whether `call`'s SLO can still be shown met at the final look of `looks`.
 
     The best a pass can hope for: each of the `remaining` requests still due in the SLO's scope
@@ -90,24 +96,43 @@ def reachable(call: SloCall, allowed: float, remaining: int, looks: int = LOOKS)
     widens the bound). When even then the bad share's upper bound stays past `allowed`, the final
     look cannot call the SLO met, whatever the rest of the step brings.
     """
-    level = float(nominal_levels(looks)[-1])
+    level = float(nominal_levels(looks, met_error)[-1])
     bad = np.array([call.bad])
     met, _, _, _ = share_calls(bad, bad, call.samples + remaining, allowed, np.ones(1), level)
     return bool(np.asarray(met).reshape(-1)[0])
 
 
 def judge_slos(requests: pd.DataFrame, specs: list[SloSpec], now_s: float, *, look: int = LOOKS,
-               looks: int = LOOKS, record_lag_s: float = 0.0) -> list[SloCall]:
+               looks: int = LOOKS, record_lag_s: float = 0.0, met_error: float = ALPHA) -> list[SloCall]:
     """Judge every SLO on the requests of look `look` of `looks` at `now_s` (step clock).
 
     `requests` holds one row per request the look covers, with NaN `done_s` for those still in
-    flight; an answer may take `record_lag_s` to be recorded.
+    flight; an answer may take `record_lag_s` to be recorded. "Met" spends `met_error` over the
+    looks ("missed" always ALPHA).
     """
     known_at = now_s - record_lag_s
-    return [_judge(requests, spec.model_copy(update={"phase": None}), known_at, (look, looks)) for spec in specs]
+    return [_judge(requests, spec.model_copy(update={"phase": None}), known_at, _Look(look, looks, met_error))
+            for spec in specs]
 
 
-def _judge(requests: pd.DataFrame, spec: SloSpec, now_s: float, look: tuple[int, int]) -> SloCall:
+@dataclass(frozen=True)
+class _Look:
+    """Which look of how many, and the error "met" spends over them."""
+
+    number: int
+    looks: int
+    met_error: float
+
+    @property
+    def level(self) -> float:
+        return float(nominal_levels(self.looks)[self.number - 1])
+
+    @property
+    def met_level(self) -> float:
+        return float(nominal_levels(self.looks, self.met_error)[self.number - 1])
+
+
+def _judge(requests: pd.DataFrame, spec: SloSpec, now_s: float, look: _Look) -> SloCall:
     frame = requests[slo_scope(requests, pd.Series("", index=requests.index), spec)]
     frame = frame.sort_values("intended_s", kind="stable")
     pending = frame["done_s"].isna().to_numpy()
@@ -126,11 +151,11 @@ def _judge(requests: pd.DataFrame, spec: SloSpec, now_s: float, look: tuple[int,
     return _share(spec, (degraded & ok)[rows], pending[rows], float(spec.max_share or 0), look, share, False)
 
 
-def _share(spec: SloSpec, bad_sure: np.ndarray, unknown: np.ndarray, allowed: float, look: tuple[int, int],
+def _share(spec: SloSpec, bad_sure: np.ndarray, unknown: np.ndarray, allowed: float, look: _Look,
            measured: float | None, as_good: bool) -> SloCall:
     """A share objective: `bad_sure` rows count against it, `unknown` rows may go either way."""
     n = len(bad_sure)
-    call = look_call(bad_sure, unknown, allowed, look=look[0], looks=look[1]) if n else None
+    call = look_call(bad_sure, unknown, allowed, look=look.number, looks=look.looks, met_error=look.met_error) if n else None
     met, missed = (bool(call.met[0]), bool(call.missed[0])) if call else (False, False)
     low, up = (float(call.lower[0]), float(call.upper[0])) if call else (0.0, 1.0)
     effect = float(call.effect[0]) if call else 1.0
@@ -140,7 +165,7 @@ def _share(spec: SloSpec, bad_sure: np.ndarray, unknown: np.ndarray, allowed: fl
 
 
 def _latency(spec: SloSpec, frame: pd.DataFrame, ok: np.ndarray, pending: np.ndarray, now_s: float,
-             look: tuple[int, int]) -> SloCall:
+             look: _Look) -> SloCall:
     """A per-request time objective over `spec.column`; for end-to-end latency a request in flight
     longer than the threshold is already bad, for TTFT/TPOT/ITL it stays pending (module doc)."""
     threshold = float(spec.threshold_ms or 0)
@@ -152,15 +177,16 @@ def _latency(spec: SloSpec, frame: pd.DataFrame, ok: np.ndarray, pending: np.nda
     n = len(frame)
     bad_sure = ~good & ~unknown
     score = np.where(ok, latency, np.where(unknown, np.nan, np.inf))
-    call = look_call(bad_sure, unknown, spec.allowed_bad_share, look=look[0], looks=look[1], score=score,
-                     floor=PILOT_FLOOR * threshold) if n else None
+    call = look_call(bad_sure, unknown, spec.allowed_bad_share, look=look.number, looks=look.looks, score=score,
+                     floor=PILOT_FLOOR * threshold, met_error=look.met_error) if n else None
     met, missed = (bool(call.met[0]), bool(call.missed[0])) if call else (False, False)
     effect = float(call.effect[0]) if call else 1.0
     pessimistic = np.sort(np.where(good, latency, np.inf))
     optimistic = np.sort(np.where(good, latency, np.where(unknown, waited, np.inf)))
-    level = float(nominal_levels(look[1])[look[0] - 1])
     n_eff = max(1, int(n / effect))
-    lo, hi = ci_ranks(float(spec.percentile or 0), n_eff, 1.0 - 2.0 * level) if n else (0, 1)
+    percentile = float(spec.percentile or 0)
+    lo, hi = (ci_ranks(percentile, n_eff, 1.0 - 2.0 * look.level)[0],
+              ci_ranks(percentile, n_eff, 1.0 - 2.0 * look.met_level)[1]) if n else (0, 1)
     lo, hi = (min(n, math.ceil(lo * n / n_eff)), min(n + 1, math.ceil(hi * n / n_eff))) if n else (lo, hi)
     upper = _finite(pessimistic[hi - 1]) if 1 <= hi <= n else None
     lower = _finite(optimistic[lo - 1]) if 1 <= lo <= n else None
@@ -175,10 +201,10 @@ def _decide(met: bool, missed: bool) -> Decision:
 
 
 def _call(spec: SloSpec, decision: Decision, n: int, bad: int, pending: int, measured: float | None,
-          lower: float | None, upper: float | None, look: tuple[int, int], effect: float) -> SloCall:
-    level = float(nominal_levels(look[1])[look[0] - 1])
+          lower: float | None, upper: float | None, look: _Look, effect: float) -> SloCall:
     return SloCall(spec.name, spec.kind, spec.objective_text, decision, n, bad, pending, measured, lower, upper,
-                   samples_to_pass(spec, look[1]), look[0], level, round(effect, 3))
+                   samples_to_pass(spec, look.looks, look.met_error), look.number, look.level, round(effect, 3),
+                   look.met_level, look.met_error)
 
 
 def _finite(value: float) -> float | None:

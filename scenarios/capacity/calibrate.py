@@ -14,6 +14,12 @@ again (or, told not to, the run is invalid). The re-measure probes the throughpu
 it like a first measurement, starting from the check's failure: it never steps at that rate
 again. A search whose every rate passed is searched again above its ceiling, since a lower bound
 taken for the capacity would under-load the drill.
+
+A calibration's figure is cached only once it is confirmed, i.e. once two windows at it or above
+it passed, so each window may spend a larger error on "met" (`reports.sequential.paired_error`:
+22.4% each, 5% for the two together); its windows need 175 paid requests instead of 314, and
+"missed" keeps 5% in every window. A figure the search could not confirm is used for this run
+only, said so, and measured again by the next.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from reports.sequential import ALPHA, paired_error
 from scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE
 from scenarios.capacity.freshness import CheckResult, RunFn, age_text, check_job, checked, load_average, widened
 from scenarios.capacity.job import CapacityJob, load_mix, slo_floors, step_rules
@@ -50,6 +57,8 @@ MACHINE_FACTS = ("cpu_model", "cpu_cores", "memory_gb", "gpu")
 LOAD_FIELDS = {"languages", "documents_via_jobs", "processes", "request_timeout_s", "timeout_margin_s", "mode"}
 SERVER_VOLATILE = {"host", "port", "state_dir", "model_cache_dir"}
 MAX_WIDENINGS = 2
+CALIBRATION_MET_ERROR = paired_error()
+"""The error each calibration window spends on "met": two confirming windows are wrong together at most 5%."""
 
 
 class CalibrationInvalid(Exception):
@@ -120,7 +129,8 @@ def _previous(scenario: Scenario, condition: str) -> float | None:
 
 def remember(job: CapacityJob, document: dict[str, Any]) -> list[Path]:
     """Cache every condition a job measured, when the job is the calibration's kind of measurement:
-    the scenario's embedded server and all its SLOs, run to its end. Returns the files written."""
+    the scenario's embedded server and all its SLOs, run to its end; a figure whose windows spent
+    more than 5% each on "met" only once it is confirmed. Returns the files written."""
     if job.target_url is not None or job.scenario.target.embedded is None or document.get("aborted"):
         return []
     if [slo.name for slo in job.slos] != [slo.name for slo in job.scenario.slos]:
@@ -129,6 +139,7 @@ def remember(job: CapacityJob, document: dict[str, Any]) -> list[Path]:
     for entry in document.get("conditions") or []:
         name = entry.get("condition")
         usable = entry.get("capacity_rps") is not None and not entry.get("generator_bound") and not entry.get("ceiling")
+        usable = usable and (entry.get("confirmed") is True or job.rules.met_error <= ALPHA)
         if name not in (HEALTHY, N_MINUS_ONE) or not usable:
             continue
         key, parts = calibration_key(job.scenario, name, source=job.source, base_dir=job.base_dir)
@@ -147,11 +158,12 @@ def remember(job: CapacityJob, document: dict[str, Any]) -> list[Path]:
 
 def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir: Path,
                     step_s: float = CALIBRATION_STEP_S, known_fail: StepVerdict | None = None) -> CapacityJob:
-    """The quick search a calibration runs: all SLOs, 60 s steps, 15% precision. `known_fail` is a
-    step just seen failing (a cached figure that missed its check): the search starts afresh below
-    its rate, which counts as the search's first failure."""
+    """The quick search a calibration runs: all SLOs, 60 s steps, 15% precision, each window's
+    "met" at CALIBRATION_MET_ERROR. `known_fail` is a step just seen failing (a cached figure that
+    missed its check): the search starts afresh below its rate, which counts as the search's first
+    failure."""
     mix = load_mix(scenario, source=source, base_dir=base_dir)
-    floors = slo_floors(mix, list(scenario.slos), step_s)
+    floors = slo_floors(mix, list(scenario.slos), step_s, met_error=CALIBRATION_MET_ERROR)
     low = max(1.0, math.ceil(max((f.floor_rps for f in floors), default=1.0) * 10) / 10)
     # a re-measure starts next to the last figure; a first N-1 next to the healthy one (a node less
     # rarely carries more), so the search walks down from there in a few quick failures
@@ -167,7 +179,7 @@ def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir
     return CapacityJob(
         scenario=scenario, source=source, base_dir=base_dir, mix=mix, slos=list(scenario.slos),
         conditions=[condition], settings=settings,
-        rules=step_rules(step_s, scenario.load.max_lag_p99_ms),
+        rules=step_rules(step_s, scenario.load.max_lag_p99_ms, CALIBRATION_MET_ERROR),
         out_dir=cache_dir() / "runs" / f"{scenario.name}-{condition}-{stamp}", seed=scenario.traffic.seed,
         start_rps=previous * REMEASURE_START if previous else None, floors=floors, known_fail=known_fail)
 
@@ -236,7 +248,11 @@ def measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path, 
         reason = entry.get("summary") or "no step ran"
         raise ScenarioError(f"{source}: traffic.peak_rps: the capacity could not be measured ({reason}); "
                             f"see {where}.")
-    say(f"capacity {entry['summary']}; cached.")
+    if entry.get("confirmed") is not True:
+        say(f"capacity {entry['summary']}; not confirmed by a second window (one window's "
+            f"{attempt.rules.confidence}), so it serves this run only and is not cached.")
+    else:
+        say(f"capacity {entry['summary']}; cached.")
     return float(entry["capacity_rps"])
 
 

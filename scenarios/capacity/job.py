@@ -2,7 +2,7 @@
 
 Everything is checked before anything boots. In particular, a step can only show an SLO met
 with 95% confidence once it holds enough requests in that SLO's scope (314 for a P99 with none
-bad), so each SLO has a *floor*: the lowest rate at which one step of the chosen length sees
+bad; 175 in a calibration's window, `scenarios.capacity.calibrate`), so each SLO has a *floor*: the lowest rate at which one step of the chosen length sees
 that many. A search below the floor could only ever fail, so it is refused with the numbers.
 """
 
@@ -17,6 +17,7 @@ import pandas as pd
 
 from reports.schema import CostModel, SloSpec
 from reports.selection import slo_scope
+from reports.sequential import ALPHA
 from reports.stepstats import samples_to_pass
 from scenarios.capacity.search import SearchSettings, StepVerdict
 from scenarios.capacity.steps import StepRules, step_schedule
@@ -114,15 +115,17 @@ def select_slos(scenario: Scenario, names: tuple[str, ...], *, source: str) -> l
     return chosen
 
 
-def slo_floors(mix: TrafficModel, specs: list[SloSpec], measure_s: float, *, seed: int = 0) -> list[SloFloor]:
-    """Each SLO's share of the mix and the lowest rate a step of `measure_s` can show it met at."""
+def slo_floors(mix: TrafficModel, specs: list[SloSpec], measure_s: float, *, seed: int = 0,
+               met_error: float = ALPHA) -> list[SloFloor]:
+    """Each SLO's share of the mix and the lowest rate a step of `measure_s` can show it met at,
+    with "met" spending `met_error`."""
     sample = step_schedule(mix, rate_rps=SHARE_SAMPLE_RPS, duration_s=SHARE_SAMPLE_S, seed=seed)
     frame = sample.rename(columns={"offset_s": "intended_s"})
     phases = pd.Series("", index=frame.index)
     floors = []
     for spec in specs:
         share = float(slo_scope(frame, phases, spec.model_copy(update={"phase": None})).mean()) if len(frame) else 0.0
-        needed = samples_to_pass(spec)
+        needed = samples_to_pass(spec, met_error=met_error)
         floor = needed / (share * measure_s) if share > 0 else math.inf
         floors.append(SloFloor(spec.name, share, needed, floor))
     return floors
@@ -152,7 +155,7 @@ def default_range(floors: list[SloFloor], min_rps: float | None, max_rps: float 
     return float(low), float(high)
 
 
-def step_rules(measure_s: float, max_lag_p99_ms: float) -> StepRules:
-    """Warm-up a sixth of the step (at most 5 s), early fails after 2 s, early passes at half."""
+def step_rules(measure_s: float, max_lag_p99_ms: float, met_error: float = ALPHA) -> StepRules:
+    """Warm-up a sixth of the step (at most 5 s), its looks, "met" spending `met_error`."""
     return StepRules(measure_s=measure_s, warmup_s=min(5.0, max(1.0, measure_s / 6.0)),
-                     max_lag_p99_ms=max_lag_p99_ms)
+                     max_lag_p99_ms=max_lag_p99_ms, met_error=met_error)

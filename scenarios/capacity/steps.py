@@ -22,7 +22,7 @@ import pandas as pd
 from kernel.quantiles import percentile_or_none
 from reports.schema import LATENCY_KINDS, SloSpec
 from reports.selection import slo_scope
-from reports.sequential import LOOKS, look_fractions
+from reports.sequential import ALPHA, LOOKS, look_fractions
 from reports.stepstats import SloCall, judge_slos, reachable, step_figures
 from scenarios.capacity.search import GENERATOR
 from scenarios.load.health import generator_figures
@@ -44,7 +44,8 @@ SETTLE_S = 5.0
 
 @dataclass(frozen=True, kw_only=True)
 class StepRules:
-    """How long a step runs and how many planned looks judge it (the last at the window's end)."""
+    """How long a step runs and how many planned looks judge it (the last at the window's end);
+    `met_error` is the chance a step calls an SLO met that is truly missed (`reports.sequential`)."""
 
     measure_s: float = DEFAULT_MEASURE_S
     warmup_s: float = 5.0
@@ -53,6 +54,12 @@ class StepRules:
     record_lag_s: float = 1.5
     min_achieved_share: float = ACHIEVED_SHARE
     max_lag_p99_ms: float = 50.0
+    met_error: float = ALPHA
+
+    @property
+    def confidence(self) -> str:
+        """The confidence a pass states, in words ("95%")."""
+        return f"{100 * (1 - self.met_error):.3g}%"
 
     @property
     def window(self) -> tuple[float, float]:
@@ -162,7 +169,8 @@ def assess(frame: pd.DataFrame, specs: list[SloSpec], rules: StepRules, now_s: f
     """Look `look` of `rules.looks` at `now_s`: pass, fail, invalid or continue (module doc)."""
     final = look >= rules.looks
     measured, window = _window(frame, rules, now_s, look)
-    judge = functools.partial(judge_slos, look=look, looks=rules.looks, record_lag_s=rules.record_lag_s)
+    judge = functools.partial(judge_slos, look=look, looks=rules.looks, record_lag_s=rules.record_lag_s,
+                              met_error=rules.met_error)
     calls = judge(measured, specs, now_s)
     generator = generator_figures(measured) | {"cpu_max": cpu_max}
     generator_problems = _generator_problems(generator, rules)
@@ -179,7 +187,7 @@ def assess(frame: pd.DataFrame, specs: list[SloSpec], rules: StepRules, now_s: f
         return Assessment("fail", missed[0].name, _missed_text(missed[0]), now_s, calls, figures)
     achieved_ok = _achieved_ok(figures, rules)
     if all(c.decision == "met" for c in calls) and achieved_ok:
-        return Assessment("pass", None, f"every SLO met with 95% confidence ({len(calls)}, look {look} of "
+        return Assessment("pass", None, f"every SLO met with {rules.confidence} confidence ({len(calls)}, look {look} of "
                           f"{rules.looks})", now_s, calls, figures)
     if not final:
         return Assessment("continue", None, "", now_s, calls, figures)
@@ -188,7 +196,7 @@ def assess(frame: pd.DataFrame, specs: list[SloSpec], rules: StepRules, now_s: f
                           f"{figures['offered_rps']:.1f} offered ({100 * cast(float, figures['achieved_share'] or 0):.1f}%, "
                           f"below {100 * rules.min_achieved_share:g}%)", now_s, calls, figures)
     unclear = next(call for call in calls if call.decision != "met")
-    return Assessment("fail", unclear.name, f"{unclear.name} not shown met with 95% confidence "
+    return Assessment("fail", unclear.name, f"{unclear.name} not shown met with {rules.confidence} confidence "
                       f"({unclear.samples} requests, {unclear.bad} bad, {unclear.pending} unanswered)",
                       now_s, calls, figures)
 
@@ -219,7 +227,8 @@ def curtailed(frame: pd.DataFrame, schedule: pd.DataFrame, specs: list[SloSpec],
         return None
     offsets = schedule["offset_s"].to_numpy(dtype=float)
     due = schedule[(offsets >= now_s) & (offsets < end)]
-    judge = functools.partial(judge_slos, look=rules.looks, looks=rules.looks, record_lag_s=rules.record_lag_s)
+    judge = functools.partial(judge_slos, look=rules.looks, looks=rules.looks, record_lag_s=rules.record_lag_s,
+                              met_error=rules.met_error)
     if _generator_problems(generator, rules):
         if not (settled := _generator_settled(measured, len(due), generator, rules)):
             return None
@@ -230,7 +239,7 @@ def curtailed(frame: pd.DataFrame, schedule: pd.DataFrame, specs: list[SloSpec],
     calls = judge(measured, specs, now_s)
     for spec, call in zip(specs, calls, strict=True):
         remaining = int(slo_scope(due, pd.Series("", index=due.index), spec).sum())
-        if not reachable(call, spec.allowed_bad_share, remaining, rules.looks):
+        if not reachable(call, spec.allowed_bad_share, remaining, rules.looks, rules.met_error):
             return Assessment("fail", call.name, _unreachable_text(call, remaining), now_s, calls,
                               _figures(frame, measured, window, specs, generator))
     return None

@@ -19,7 +19,9 @@ def test_calibration_sim_never_reports_above_a_sharp_knee_and_confirms_within_a_
 def test_calibration_sim_starting_above_the_knee_costs_less_time_for_the_same_capacity() -> None:
     rows = simulate(300, fuzz=0.02, ratio=1.1)
     now, before = rows["as now"], rows["at the knee"]
-    assert now["mean_s"] < before["mean_s"] and now["within_95_s"] > before["within_95_s"]
+    # on average and in the slowest tenth (with a calibration's short windows nearly every search
+    # of either plan ends within 95 s, so that share no longer tells them apart)
+    assert now["mean_s"] < before["mean_s"] and now["p90_s"] < before["p90_s"]
     assert abs(now["capacity_over_knee_median"] - before["capacity_over_knee_median"]) < 0.02
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from reports.schema import SloSpec
-from reports.sequential import nominal_levels
+from reports.sequential import nominal_levels, paired_error
 from reports.stepstats import judge_slos, reachable, samples_to_pass, step_figures
 
 P99 = SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=500)
@@ -49,6 +49,24 @@ def test_stepstats_samples_to_pass_is_the_zero_bad_sample_size_at_the_final_look
     assert samples_to_pass(P99) == math.ceil(math.log(level) / math.log(0.99))
     assert samples_to_pass(P99, looks=1) == 299  # one look: the plain one-sided 95% bound
     assert samples_to_pass(AVAILABILITY, looks=1) == 59 and samples_to_pass(DEGRADED, looks=1) == 14
+
+
+def test_stepstats_a_paired_window_spends_more_on_met_and_the_same_on_missed() -> None:
+    """With "met" at sqrt(5%) per window (a calibration's), 200 good requests show a P99 met that
+    a 5% window leaves open; "missed" needs the same evidence as before, and every bound a miss
+    rests on is unchanged."""
+    paired = paired_error()
+    assert samples_to_pass(P99, met_error=paired) == 175
+    assert judge_slos(_frame(200), [P99], 20.0)[0].decision == "open"
+    call = judge_slos(_frame(200), [P99], 20.0, met_error=paired)[0]
+    assert call.decision == "met" and call.met_error == paired and call.met_level > call.level
+    for slow in (3, 6, 9):
+        strict, loose = (judge_slos(_frame(400, slow=slow), [P99], 20.0, met_error=e)[0] for e in (0.05, paired))
+        assert (strict.decision == "missed") == (loose.decision == "missed") and strict.lower == loose.lower
+        assert loose.upper is None or strict.upper is None or loose.upper <= strict.upper
+    assert judge_slos(_frame(400, slow=12), [P99], 20.0, met_error=paired)[0].decision == "missed"
+    avail = judge_slos(_frame(300, failed=40), [AVAILABILITY], 10.0, met_error=paired)[0]
+    assert avail.decision == "missed"
 
 
 def test_stepstats_p99_met_missed_or_open_by_the_evidence() -> None:

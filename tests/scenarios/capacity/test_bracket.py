@@ -16,6 +16,8 @@ import pytest
 
 from benchmarks.mdc_search import MDC, STREAMING, ChainedSteps, Queue, found_capacities
 from reports.schema import SloSpec
+from reports.sequential import ALPHA
+from reports.stepstats import samples_to_pass
 from scenarios.capacity.bracket import HIGHEST_START, MARGIN, knee_share, plan_from_throughput, step_length
 from scenarios.capacity.job import SloFloor, load_mix, slo_floors, step_rules
 from scenarios.capacity.search import SearchResult, StepVerdict, search
@@ -30,9 +32,8 @@ LOOSE = Queue(name="M/D/c, P99 <= 1.5 s", workers=16, service_ms=300.0, threshol
 its throughput (53.3 answers/s), where a search started at 0.8 of it walks up one step at a time."""
 
 
-def _floors(queue: Queue) -> list[SloFloor]:
-    needed = 314 if queue.percentile == 99 else 62  # reports.stepstats.samples_to_pass for a P99 / P95
-    return [SloFloor("objective", 1.0, needed, 0.0)]
+def _floors(queue: Queue, met_error: float = ALPHA) -> list[SloFloor]:
+    return [SloFloor("objective", 1.0, samples_to_pass(_slos(queue)[0], met_error=met_error), 0.0)]
 
 
 def _slos(queue: Queue) -> list[SloSpec]:
@@ -50,12 +51,14 @@ def _promo() -> tuple[list[SloFloor], list[SloSpec]]:
     return slo_floors(mix, list(scenario.slos), 60.0), list(scenario.slos)
 
 
-def _planned_search(queue: Queue, probe_rps: float, seed: int) -> tuple[SearchResult, float]:
-    """One simulated search planned from `probe_rps`, each step sized to its rate; the result and
-    the seconds its steps took on the step clock."""
-    plan = plan_from_throughput(probe_rps, _floors(queue), precision=0.1, slos=_slos(queue))
+def _planned_search(queue: Queue, probe_rps: float, seed: int, *, met_error: float = ALPHA,
+                    precision: float = 0.1) -> tuple[SearchResult, float]:
+    """One simulated search planned from `probe_rps`, each step sized to its rate and spending
+    `met_error` on "met"; the result and the seconds its steps took on the step clock."""
+    plan = plan_from_throughput(probe_rps, _floors(queue, met_error), precision=precision, slos=_slos(queue))
     assert plan is not None
-    step = ChainedSteps(queue, lambda rate: step_rules(plan.measure_at(rate), 250.0), np.random.default_rng([17, seed]))
+    step = ChainedSteps(queue, lambda rate: step_rules(plan.measure_at(rate), 250.0, met_error),
+                        np.random.default_rng([17, seed]))
     return search(step, plan.settings, start_rps=plan.start_rps), step.seconds
 
 
@@ -182,3 +185,24 @@ def test_planned_search_finds_what_the_whole_range_search_finds_in_fewer_steps(q
     assert float(np.mean(found == 0.0)) <= 0.1, found
     assert float(np.median(found)) >= 0.9 * float(np.median(wide)), (found, wide)
     assert float(np.mean(steps)) < float(np.mean(wide_steps)), (steps, wide_steps)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("queue", [MDC, STREAMING], ids=["mdc-p99", "streaming-ttft-p95"])
+def test_a_calibrations_search_with_paired_windows_still_stays_at_or_below_the_truth(queue: Queue) -> None:
+    """A calibration's search, whose windows spend sqrt(5%) on "met" and whose figure needs a
+    second passing window, from the known throughput at the calibration's precision: it reports
+    above the long-run truth no more often than the stated 5%, confirms every figure, and gets
+    at least as close to the truth as the same search at 5% a window, in no more steps."""
+    from scenarios.capacity.calibrate import CALIBRATION_MET_ERROR, CALIBRATION_PRECISION
+
+    searches = 100
+    paired = [_planned_search(queue, _saturation(queue), k, met_error=CALIBRATION_MET_ERROR,
+                              precision=CALIBRATION_PRECISION)[0] for k in range(searches)]
+    single = [_planned_search(queue, _saturation(queue), k, precision=CALIBRATION_PRECISION)[0]
+              for k in range(searches)]
+    found = np.array([r.capacity_rps or 0.0 for r in paired])
+    assert all(r.confirmed for r in paired), [r.steps for r in paired if not r.confirmed]
+    assert float(np.mean(found > queue.truth())) <= WRONG_MET_RATE, (found, queue.truth())
+    assert float(np.median(found)) >= float(np.median([r.capacity_rps or 0.0 for r in single]))
+    assert float(np.mean([len(r.steps) for r in paired])) <= float(np.mean([len(r.steps) for r in single]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ from scenarios.capacity.calibrate import (
     remember,
 )
 from scenarios.capacity.freshness import checked
-from scenarios.capacity.job import CapacityJob
+from scenarios.capacity.job import CapacityJob, slo_floors
 from scenarios.capacity.search import GENERATOR, StepVerdict
 from scenarios.spec.model import Scenario, load_scenario
 from scenarios.spec.peak import RelativePeak
@@ -81,7 +82,7 @@ def test_calibrate_needs_an_embedded_target(tmp_path: Path) -> None:
 
 def _document(capacity: float | None, **extra: object) -> dict[str, object]:
     entry = {"condition": "none", "capacity_rps": capacity, "bracket": [capacity, 50.0], "summary": "s",
-             "generator_bound": False, "ceiling": False, **extra}
+             "generator_bound": False, "ceiling": False, "confirmed": True, **extra}
     return {"conditions": [entry]}
 
 
@@ -96,6 +97,30 @@ def test_calibrate_remember_caches_only_full_embedded_measurements(tmp_path: Pat
     partial = calibration_job(scenario, "none", source=str(path), base_dir=path.parent)
     object.__setattr__(partial, "slos", [])
     assert remember(partial, _document(42.0)) == []
+
+
+def test_calibrate_windows_spend_the_paired_error_on_met_and_cache_only_a_confirmed_figure(tmp_path: Path) -> None:
+    """A calibration's figure passes two windows, so each window's "met" spends sqrt(5%): its
+    windows need 175 requests in a P99's scope, not 314; a figure left unconfirmed would rest on
+    one such window, so it is not cached. A plain capacity job (5% per window) caches it."""
+    scenario, path = _scenario(tmp_path)
+    job = calibration_job(scenario, "none", source=str(path), base_dir=path.parent)
+    assert job.rules.met_error == pytest.approx(0.05 ** 0.5) and job.rules.confidence == "77.6%"
+    p99 = next(f for f in job.floors if f.name == "p99")
+    assert p99.needed == 175
+    plain = dataclasses.replace(job, rules=dataclasses.replace(job.rules, met_error=0.05))
+    assert slo_floors(job.mix, job.slos, 60.0)[0].needed > job.floors[0].needed
+    assert remember(job, _document(42.0, confirmed=False)) == [] and remember(job, _document(42.0, confirmed=None)) == []
+    assert [p.name for p in remember(plain, _document(42.0, confirmed=False))] == [f"{_key(scenario, path)}.json"]
+
+
+def test_calibrate_an_unconfirmed_figure_serves_the_run_and_says_it_is_not_cached(tmp_path: Path) -> None:
+    scenario, path = _scenario(tmp_path)
+    said: list[str] = []
+    figure = calibrate.measure(scenario, "none", source=str(path), base_dir=path.parent, say=said.append,
+                               run=lambda job: _document(37.5, confirmed=False, summary="37.5 req/s"))
+    assert figure == 37.5 and not any(cache_dir().glob("*.json"))
+    assert any("not confirmed by a second window (one window's 77.6%)" in line and "not cached" in line for line in said)
 
 
 @pytest.mark.slow

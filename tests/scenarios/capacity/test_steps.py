@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from reports.schema import SloSpec
+from reports.sequential import paired_error
 from scenarios.capacity.steps import StepRules, assess, curtailed, live_frame, look_times, step_schedule
 from traffic_models import load_traffic_model
 
@@ -238,3 +241,14 @@ def test_steps_a_step_is_ended_for_its_generator_exactly_when_its_final_look_wou
             kept += 1
             assert final.generator_valid and final.decision != "invalid"
     assert ended >= 10 and kept >= 10
+
+
+def test_steps_a_calibration_window_passes_on_fewer_requests_and_says_at_what_confidence() -> None:
+    """10 req/s for 20 s: 200 good requests are too few for a P99 at 95% (314), enough for a
+    window whose "met" spends sqrt(5%) (175); each verdict states its own confidence."""
+    frame = _requests(10.0, 30.0)
+    plain = assess(frame, [P99], RULES, 30.0, look=RULES.looks)
+    assert plain.decision == "fail" and "not shown met with 95% confidence" in plain.reason
+    paired = dataclasses.replace(RULES, met_error=paired_error())
+    verdict = assess(frame, [P99], paired, 30.0, look=paired.looks)
+    assert verdict.decision == "pass" and "every SLO met with 77.6% confidence" in verdict.reason
