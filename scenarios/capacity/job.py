@@ -2,8 +2,9 @@
 
 Everything is checked before anything boots. In particular, a step can only show an SLO met
 with 95% confidence once it holds enough requests in that SLO's scope (314 for a P99 with none
-bad; 175 in a calibration's window, `scenarios.capacity.calibrate`), so each SLO has a *floor*: the lowest rate at which one step of the chosen length sees
-that many. A search below the floor could only ever fail, so it is refused with the numbers.
+bad; 175 in a calibration's window, `scenarios.capacity.calibrate`), so each SLO has a
+*floor*: the lowest rate at which one step of the chosen length sees that many. A search below
+the floor could only ever fail, so it is refused with the numbers.
 """
 
 from __future__ import annotations

@@ -253,7 +253,8 @@ def _document(job: CapacityJob, target: Target | None, conditions: list[dict[str
         "floors": [f.__dict__ for f in job.floors],
         "settings": {"min_rps": job.settings.min_rps, "max_rps": job.settings.max_rps,
                      "precision": job.settings.precision, "step_duration_s": job.rules.measure_s,
-                     "warmup_s": job.rules.warmup_s, "seed": job.seed, "start_rps": job.start_rps},
+                     "warmup_s": job.rules.warmup_s, "seed": job.seed, "start_rps": job.start_rps,
+                     "met_error": job.rules.met_error},
         "environment": machine_facts(), "wall_s": round(wall_s, 1),
     }
 

@@ -55,3 +55,15 @@ def test_capacity_report_without_steps_says_there_is_no_curve() -> None:
 def test_capacity_knee_chart_draws_missing_percentiles_without_failing() -> None:
     chart = knee_chart(_document())
     assert chart.png_base64 and chart.key == "knee"
+
+
+def test_capacity_report_states_the_confidence_each_step_was_judged_at() -> None:
+    """A plain search (no met_error recorded, or 5%) at 95% a step; a calibration's at 77.6% a
+    step, with the 5% its two confirming steps share."""
+    plain = render_capacity_html(_document() | {"conditions": []})
+    assert "met with 95.0% confidence" in plain and "wrong at most" not in plain
+    document = _document() | {"conditions": []}
+    document["settings"] = document["settings"] | {"met_error": 0.05 ** 0.5}
+    calibration = render_capacity_html(document)
+    assert "met with 77.6% confidence" in calibration
+    assert "each spend 22.4% on a wrong" in calibration and "wrong at most 5.0% of the time" in calibration
