@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kernel.validation import format_validation_errors
+from kernel.yamlfile import load_yaml, yaml_problem
 from reference_server.defaults import DEFAULT_PREFILL_TOKENS, Batching, default_batching
 
 DEFAULT_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ko")
@@ -274,11 +275,11 @@ def merge_pools_onto_defaults(data: dict) -> dict:
 def read_config_file(path: Path) -> dict:
     """The YAML mapping of a server config file, unvalidated; ConfigError names the file."""
     try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
+        data = load_yaml(Path(path).read_text()) or {}
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the file ({exc.strerror}).") from exc
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: is not valid YAML ({exc}).") from exc
+        raise ConfigError(f"{path}: is not valid YAML ({yaml_problem(exc)}).") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping, not {type(data).__name__}.")
     return data

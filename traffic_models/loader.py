@@ -9,6 +9,7 @@ import yaml
 from pydantic import ValidationError
 
 from kernel.validation import format_validation_errors
+from kernel.yamlfile import DuplicateKeyError, StrictLoader, yaml_problem
 from traffic_models.errors import TrafficModelError
 from traffic_models.events import EVENT_TYPES
 from traffic_models.model import ReplaySpec, TrafficModel
@@ -18,8 +19,9 @@ BUNDLED_DIR = Path(__file__).resolve().parent
 CONSTANT_PREFIX = "constant:"
 
 
-class _ModelYamlLoader(yaml.SafeLoader):
-    """SafeLoader that keeps "19:30" a string: YAML 1.1 would read it as base-60 integer 1170."""
+class _ModelYamlLoader(StrictLoader):
+    """StrictLoader (no key twice) that keeps "19:30" a string: YAML 1.1 would read it as base-60
+    integer 1170."""
 
 
 def _int_or_clock(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | str:
@@ -98,6 +100,8 @@ def _resolve(spec: str | Path) -> Path:
 def _read_yaml(path: Path) -> Any:
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_ModelYamlLoader)
+    except DuplicateKeyError as exc:
+        raise TrafficModelError(f"{path.name}: {yaml_problem(exc)}.") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -6,8 +6,9 @@ precision is relative), and the reported capacity is always a rate that *passed*
 passing rate below the lowest failing one.
 
 Before a capacity is reported it is confirmed: it needs a second passing step at that rate or
-above it. Each step's wrong "met" has a chance of at most 5%, and a search takes many steps, so
-the one figure printed is checked twice; a confirmation that fails makes that rate a failure and
+above it. Each step's wrong "met" has a chance of at most 5% (a calibration's 22.4%, so that
+its two passes are wrong together at most 5%), and a search takes many steps, so the one figure
+printed is checked twice; a confirmation that fails makes that rate a failure and
 the search goes on below. The search already takes a service's latency as growing with its
 arrival rate (it brackets and bisects on that), and under that order a pass at a higher rate is
 as strong a second look as one at the rate itself: for the figure to be wrong, both passes must

@@ -18,6 +18,7 @@ from chaoslib.exceptions import ChaosException
 from pydantic import BaseModel
 
 from kernel.clock import format_clock, parse_clock_s, parse_duration
+from kernel.yamlfile import load_yaml, yaml_problem
 from scenarios.spec.model import DRILL_HYPOTHESIS, ChaosEntry, ScenarioError
 
 __all__ = ["PlannedFault", "check_experiment", "load_experiment_file", "plan_faults"]
@@ -77,8 +78,10 @@ def load_experiment_file(path: Path) -> dict[str, Any]:
     """Parse a JSON or YAML experiment; the error names the file."""
     try:
         text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
+        data = json.loads(text) if path.suffix == ".json" else load_yaml(text)
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"Chaos experiment {path} cannot be read: {yaml_problem(exc)}") from exc
+    except (OSError, ValueError) as exc:
         raise ScenarioError(f"Chaos experiment {path} cannot be read: {exc}") from exc
     if not isinstance(data, dict):
         raise ScenarioError(f"Chaos experiment {path} is not a mapping.")

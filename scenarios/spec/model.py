@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from kernel.clock import parse_clock_s, parse_duration, refuse_unquoted_clock
 from kernel.textfile import TextFileError, read_text_file
 from kernel.validation import format_validation_errors
+from kernel.yamlfile import DuplicateKeyError, load_yaml, yaml_problem
 from reports.schema import CostModel, SloSpec
 from scenarios.spec.peak import Calibration, RelativePeak, parse_relative_peak
 from scenarios.spec.target import TargetMetricsSource, TargetProtocol
@@ -372,7 +373,9 @@ def load_scenario(spec: str | Path) -> Scenario:
     """Read and validate a scenario file (or bundled scenario name)."""
     path = resolve_path(spec)
     try:
-        data = yaml.safe_load(read_scenario_text(path))
+        data = load_yaml(read_scenario_text(path))
+    except DuplicateKeyError as exc:
+        raise ScenarioError(f"{path}: {yaml_problem(exc)}.") from exc
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{path}: (top level): is not valid YAML: {exc}") from exc
     return parse_scenario(data, source=str(path))
