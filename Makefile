@@ -28,7 +28,7 @@ UV          := $(VENV)/bin/uv
 # if uv cannot. uv compiles no bytecode: Python writes it on first import (see PYRUN).
 # Switching builds uninstalls both first: they write the same files, so removing one after the
 # other was installed over it would break the survivor.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "rushhour: installing into $(VENV) with the $(ORT_EXTRA) build of ONNX Runtime (log: $(INSTALL_LOG)) ..."
 	@{ $(PY) -m pip install --upgrade pip \
@@ -39,6 +39,7 @@ $(STAMP): pyproject.toml
 		echo "rushhour: the install failed; the whole log is $(INSTALL_LOG). It needs Python 3.11+ and the package index."; \
 		exit 1; }
 	@rm -f $(VENV)/.rushhour-installed $(VENV)/.rushhour-installed-gpu
+	@$(PY) -m tests.support.namespace > /dev/null  # the links mypy and import-linter read the packages through
 	@touch $(STAMP)
 
 install: $(STAMP)

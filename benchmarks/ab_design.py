@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks.noisy_neighbour import NoisyNeighbour
-from experiments.local.actions import reset, slow_down_pool
-from reference_server.launch import ServerProcess
-from reports.ab.groups import Population, compare_populations
-from scenarios.ab.trials import TrialDesign
+from rushhour.experiments.local.actions import reset, slow_down_pool
+from rushhour.reference_server.launch import ServerProcess
+from rushhour.reports.ab.groups import Population, compare_populations
+from rushhour.scenarios.ab.trials import TrialDesign
 
 NIGHTLY = Path(__file__).resolve().parents[1] / "scenarios" / "nightly.yaml"
 PAID = Population("paid", "paid", None, None, (("latency_ms", 99.0, "p99"),))
@@ -83,7 +83,7 @@ def boot(name: str, workdir: Path, token: str) -> ServerProcess:
 
 def real_run(index: int, interleave: str, urls: tuple[str, str], args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     out = workdir / f"run-{index:02d}-{interleave}"
-    command = [sys.executable, "-m", "scenarios.cli.main", "ab", str(NIGHTLY), "--baseline", urls[0], "--candidate",
+    command = [sys.executable, "-m", "rushhour.scenarios.cli.main", "ab", str(NIGHTLY), "--baseline", urls[0], "--candidate",
                urls[1], "--interleave", interleave, "--duration", args.duration, "--seed", str(args.seed + index),
                "--out", str(out)]
     started = time.monotonic()

@@ -18,9 +18,9 @@ import numpy as np
 import psutil
 
 from benchmarks.serverlib import BenchServer
-from kernel.quantiles import percentile_value
-from reference_server.model import ModelInput, load_model
-from reference_server.model.samples import sample_text
+from rushhour.kernel.quantiles import percentile_value
+from rushhour.reference_server.model import ModelInput, load_model
+from rushhour.reference_server.model.samples import sample_text
 
 __all__ = ["HOL_GAP_S", "HOL_SHORTS", "HeadOfLine", "MixResult", "Request", "closed_mix", "head_of_line", "mix", "open_mix",
            "prefill_profile", "solo_model_times", "solo_shorts", "step_profile", "window_share"]

@@ -1,16 +1,16 @@
 """Benchmark: how long a first calibration's search takes, simulated, for two ways of planning it.
 
-Each simulated search runs the real `scenarios.capacity.search` over a made-up service. The knee
+Each simulated search runs the real `rushhour.scenarios.capacity.search` over a made-up service. The knee
 k is fixed; the probe reads k / `ratio` times a log-normal error; a step at rate r passes with a
 probability that falls around the knee over a few per cent (a logistic in r / k of width `fuzz`:
 near the knee a real step passes only with none of its few hundred paid requests slow). A passing
-step costs its warm-up and its whole window (sized as `scenarios.capacity.bracket.window_s` sizes
+step costs its warm-up and its whole window (sized as `rushhour.scenarios.capacity.bracket.window_s` sizes
 promo-day's: the paid requests a calibration window needs, 175 at a 28% share, with the margin); a failing one ends sooner the
 further above the knee it is, as the real steps do once their last look can no longer pass. A
 step at the rate that just passed goes on with that pass's load, as a real search's
-confirmation does (`scenarios.capacity.stepper`), so it costs no warm-up.
+confirmation does (`rushhour.scenarios.capacity.stepper`), so it costs no warm-up.
 
-Two plans are compared: "as now" is `scenarios.capacity.bracket.plan_from_throughput` itself
+Two plans are compared: "as now" is `rushhour.scenarios.capacity.bracket.plan_from_throughput` itself
 (the first step one move above the estimated knee, the faster climb from a pass two moves past
 the probed throughput, each step as long as its rate needs), and "at the knee" is the same plan
 with the first step at the estimated knee and the faster climb from any pass past the
@@ -35,12 +35,12 @@ from typing import Any
 import click
 import numpy as np
 
-from reports.schema import SloSpec
-from reports.stepstats import samples_to_pass
-from scenarios.capacity.bracket import ProbePlan, plan_from_throughput
-from scenarios.capacity.calibrate import CALIBRATION_MET_ERROR, CALIBRATION_PRECISION
-from scenarios.capacity.job import SloFloor
-from scenarios.capacity.search import SearchSettings, StepVerdict, search
+from rushhour.reports.schema import SloSpec
+from rushhour.reports.stepstats import samples_to_pass
+from rushhour.scenarios.capacity.bracket import ProbePlan, plan_from_throughput
+from rushhour.scenarios.capacity.calibrate import CALIBRATION_MET_ERROR, CALIBRATION_PRECISION
+from rushhour.scenarios.capacity.job import SloFloor
+from rushhour.scenarios.capacity.search import SearchSettings, StepVerdict, search
 
 KNEE = 60.0
 WARMUP_S = 5.0

@@ -26,9 +26,9 @@ import httpx
 import yaml
 
 from benchmarks.mdc import true_capacity, true_ttft_capacity
-from kernel.processes import free_port, stop_process
-from scenarios.capacity.runner import run_capacity
-from scenarios.cli.capacity import build_job
+from rushhour.kernel.processes import free_port, stop_process
+from rushhour.scenarios.capacity.runner import run_capacity
+from rushhour.scenarios.cli.capacity import build_job
 
 HERE = Path(__file__).resolve().parent
 WORKERS, SERVICE_MS, THRESHOLD_MS = 4, 100.0, 500.0
@@ -95,7 +95,7 @@ def _search(scenario: str, out: Path, *, slos: tuple[str, ...], faults: str, min
 
 
 def _figure(document: dict[str, Any], path: Path) -> None:
-    from reports.capacity import knee_chart
+    from rushhour.reports.capacity import knee_chart
 
     chart = knee_chart(document)
     if chart.png_base64:

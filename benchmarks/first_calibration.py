@@ -84,9 +84,9 @@ def time_split(search: dict[str, Any]) -> dict[str, float]:
 
 def _cache_stale_figure(scenario: Path, state: str, rate_rps: float) -> None:
     """Cache `rate_rps` as the capacity of the scenario's relative peak in the state directory `state`."""
-    from scenarios.capacity.calibrate import cache_dir, calibration_key
-    from scenarios.spec.model import load_scenario
-    from scenarios.spec.peak import parse_relative_peak
+    from rushhour.scenarios.capacity.calibrate import cache_dir, calibration_key
+    from rushhour.scenarios.spec.model import load_scenario
+    from rushhour.scenarios.spec.peak import parse_relative_peak
 
     spec = load_scenario(scenario)
     if not isinstance(spec.traffic.peak_rps, str):
@@ -117,7 +117,7 @@ def first_calibration(scenario: Path, stale_rps: float | None = None) -> dict[st
         env = {**os.environ, "RUSHHOUR_STATE_DIR": state}
         load_before = os.getloadavg()[0]
         began = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "scenarios.cli.main", "capacity", str(scenario), "--calibrate"],
+        done = subprocess.run([sys.executable, "-m", "rushhour.scenarios.cli.main", "capacity", str(scenario), "--calibrate"],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=LIMIT_S, check=False)
         wall = time.monotonic() - began
         return {"scenario": str(scenario), "stale_rps": stale_rps, "exit_code": done.returncode, "wall_s": round(wall, 1),

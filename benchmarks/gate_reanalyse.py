@@ -5,7 +5,7 @@
 
 Each WORKDIR is one `benchmarks.gate_trials` run (its nights/NN-<kind>/results folders). Every
 night's results folder is copied, its scenario's SLOs replaced by `--scenario`'s, and the A/B
-verdict rebuilt from the same requests (`reports.ab.build`): what the gate with those SLOs would
+verdict rebuilt from the same requests (`rushhour.reports.ab.build`): what the gate with those SLOs would
 have said on exactly the data those nights measured, so the percentiles a gate compares (medians
 beside P99) and the interleaving designs are weighed on one set of real nights. Prints one row
 per night and the flagged rates per run and kind; writes JSON.
@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from kernel.contract import SCENARIO_FILE
-from reports.ab.build import build_ab
+from rushhour.kernel.contract import SCENARIO_FILE
+from rushhour.reports.ab.build import build_ab
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("slowed", "same", "small")

@@ -44,8 +44,8 @@ import numpy as np
 import yaml
 
 from benchmarks.noisy_neighbour import NoisyNeighbour, busy_cores
-from experiments.local.actions import reset, slow_down_pool
-from kernel.processes import die_with_parent, free_port, stop_process
+from rushhour.experiments.local.actions import reset, slow_down_pool
+from rushhour.kernel.processes import die_with_parent, free_port, stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL_DETECTED = 0.9
@@ -108,7 +108,7 @@ def snapshot(workdir: Path) -> str:
     command = root / "bin" / "rushhour"
     command.parent.mkdir()
     command.write_text(f"#!/usr/bin/env bash\nunset PYTHONPATH\ncd {root / 'src'}\n"
-                       f"exec {root / 'venv' / 'bin' / 'python'} -I -m scenarios.cli.main \"$@\"\n")
+                       f"exec {root / 'venv' / 'bin' / 'python'} -I -m rushhour.scenarios.cli.main \"$@\"\n")
     command.chmod(0o755)
     return str(command)
 

@@ -31,12 +31,12 @@ import pandas as pd
 import psutil
 
 from benchmarks.generator_nginx import nginx_binary, nginx_target
-from kernel.processes import free_port, stop_process
-from kernel.quantiles import percentile_value
-from scenarios.load.health import generator_figures
-from scenarios.load.locust import LocustCommand
-from scenarios.load.session import LoadSession
-from scenarios.load.settings import LoadSettings
+from rushhour.kernel.processes import free_port, stop_process
+from rushhour.kernel.quantiles import percentile_value
+from rushhour.scenarios.load.health import generator_figures
+from rushhour.scenarios.load.locust import LocustCommand
+from rushhour.scenarios.load.session import LoadSession
+from rushhour.scenarios.load.settings import LoadSettings
 
 LAG_LIMIT_MS = 5.0
 POOL_WAIT_LIMIT_MS = 1.0

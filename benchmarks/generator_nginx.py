@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 
 from benchmarks.generator_target import REPLY
-from kernel.processes import free_port, stop_process
+from rushhour.kernel.processes import free_port, stop_process
 
 CONF = """daemon off;
 master_process off;

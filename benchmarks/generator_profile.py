@@ -24,8 +24,8 @@ import psutil
 
 from benchmarks.generator import bench_schedule
 from benchmarks.generator_nginx import nginx_target
-from scenarios.load.session import LoadSession
-from scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.session import LoadSession
+from rushhour.scenarios.load.settings import LoadSettings
 
 BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("socket calls (gevent wrapper + kernel)", ("gevent/_socket", "/socket.py", "/ssl.py", "gevent/_ssl")),

@@ -34,9 +34,9 @@ import psutil
 import yaml
 
 from benchmarks.serverlib import bench_config, running_server
-from experiments.leases import LEASE_ENV, default_lease_s
-from kernel.contract import EVENTS_FILE
-from scenarios.run.rebuild import events_so_far
+from rushhour.experiments.leases import LEASE_ENV, default_lease_s
+from rushhour.kernel.contract import EVENTS_FILE
+from rushhour.scenarios.run.rebuild import events_so_far
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENT = ROOT / "experiments" / "network-partition.json"
@@ -90,7 +90,7 @@ def _partitioned(url: str) -> bool:
 def _kill_one(workdir: Path, target: dict[str, Any], url: str | None) -> dict[str, Any]:
     """One drill, SIGKILLed mid-partition; seconds from the kill to each mark."""
     out = workdir / "results"
-    drill = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", str(_scenario(workdir, target)),
+    drill = subprocess.Popen([sys.executable, "-m", "rushhour.scenarios.cli.main", "run", str(_scenario(workdir, target)),
                               "--out", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         def started() -> Any:

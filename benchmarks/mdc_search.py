@@ -1,7 +1,7 @@
 """What the capacity search finds on an ideal queue: the whole search, simulated, many times.
 
-The search (`scenarios.capacity.search.search`) and each step's sequential verdict
-(`reports.sequential.look_call`, with the step's planned looks, warm-up and pending requests as
+The search (`rushhour.scenarios.capacity.search.search`) and each step's sequential verdict
+(`rushhour.reports.sequential.look_call`, with the step's planned looks, warm-up and pending requests as
 `rushhour capacity` has them, and a confirmation right after its pass going on with that pass's
 load) run unchanged; only the service is replaced by a simulated M/D/c queue (benchmarks/mdc.py),
 whose long-run capacity is known. Repeated over many seeds this gives
@@ -29,10 +29,10 @@ import click
 import numpy as np
 
 from benchmarks.mdc import true_capacity, true_ttft_capacity
-from reports.sequential import PILOT_FLOOR, look_call
-from scenarios.capacity.job import step_rules
-from scenarios.capacity.search import SearchSettings, StepVerdict, search
-from scenarios.capacity.steps import SETTLE_S, StepRules
+from rushhour.reports.sequential import PILOT_FLOOR, look_call
+from rushhour.scenarios.capacity.job import step_rules
+from rushhour.scenarios.capacity.search import SearchSettings, StepVerdict, search
+from rushhour.scenarios.capacity.steps import SETTLE_S, StepRules
 
 __all__ = ["MDC", "STREAMING", "ChainedSteps", "Queue", "SearchFigures", "found_capacities", "search_figures",
            "simulate_step", "simulate_step_and_next_window", "simulate_timed_step"]
@@ -163,7 +163,7 @@ def simulate_step_and_next_window(queue: Queue, rate: float, rules: StepRules, r
 
 
 class ChainedSteps:
-    """The queue stepped as `rushhour capacity` steps it (`scenarios.capacity.stepper`): each step
+    """The queue stepped as `rushhour capacity` steps it (`rushhour.scenarios.capacity.stepper`): each step
     a fresh queue whose load has room for a second window; a pass leaves it running, and a next
     step at the same rate is judged on the window after the pass's, with no warm-up.
     `seconds` adds up the step clock the steps took."""

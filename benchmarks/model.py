@@ -13,11 +13,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from reference_server.model.build import build_model
-from reference_server.model.interface import ModelInput
-from reference_server.model.runtime import load_model
-from reference_server.model.samples import sample_text
-from reference_server.model.spec import TIERS
+from rushhour.reference_server.model.build import build_model
+from rushhour.reference_server.model.interface import ModelInput
+from rushhour.reference_server.model.runtime import load_model
+from rushhour.reference_server.model.samples import sample_text
+from rushhour.reference_server.model.spec import TIERS
 
 __all__ = ["main"]
 

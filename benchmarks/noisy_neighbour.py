@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kernel.processes import die_with_parent, stop_process
+from rushhour.kernel.processes import die_with_parent, stop_process
 
 __all__ = ["NoisyNeighbour", "busy_cores"]
 

@@ -1,6 +1,6 @@
 """The harness's own overhead on this machine: the check `rushhour run` does first, run twice.
 
-Fires the ladder of `scenarios.run.overhead` (one Locust process, the smoke scenario's mix and
+Fires the ladder of `rushhour.scenarios.run.overhead` (one Locust process, the smoke scenario's mix and
 protocol) at the null target twice, not cached, and prints per rung the generator's lag, whether
 it was valid, and the latency the harness adds; the JSON holds both runs, the load average and
 how long each check took.
@@ -17,9 +17,9 @@ import platform
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scenarios.run.overhead import measure_overhead
-from scenarios.spec.model import load_scenario
-from scenarios.spec.plan import build_plan
+from rushhour.scenarios.run.overhead import measure_overhead
+from rushhour.scenarios.spec.model import load_scenario
+from rushhour.scenarios.spec.plan import build_plan
 
 SMOKE = Path(__file__).resolve().parents[1] / "scenarios" / "smoke.yaml"
 

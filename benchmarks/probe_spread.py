@@ -1,6 +1,6 @@
 """Benchmark: how far apart repeated throughput probes read on one server, for two probe lengths.
 
-A first calibration starts its search from the throughput probe (`scenarios.capacity.throughput`):
+A first calibration starts its search from the throughput probe (`rushhour.scenarios.capacity.throughput`):
 one move above the knee it estimates from the probed figure. A probe that reads 20% low starts
 the search two moves below the knee, and each of those moves is a whole passing step. This
 benchmark boots the reference server as a calibration of SCENARIO does, holds the condition
@@ -24,13 +24,13 @@ from typing import Any
 import click
 import httpx
 
-from scenarios.capacity import throughput
-from scenarios.capacity.calibrate import calibration_job
-from scenarios.capacity.conditions import Healthy, NMinusOne
-from scenarios.capacity.probe import settle
-from scenarios.capacity.steps import step_schedule
-from scenarios.capacity.target import open_target
-from scenarios.spec.model import load_scenario
+from rushhour.scenarios.capacity import throughput
+from rushhour.scenarios.capacity.calibrate import calibration_job
+from rushhour.scenarios.capacity.conditions import Healthy, NMinusOne
+from rushhour.scenarios.capacity.probe import settle
+from rushhour.scenarios.capacity.steps import step_schedule
+from rushhour.scenarios.capacity.target import open_target
+from rushhour.scenarios.spec.model import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS: dict[str, dict[str, float]] = {

@@ -3,7 +3,7 @@
 Writes a synthetic results folder (benchmarks.synth) whose requests.parquet holds `--requests`
 rows, written a million at a time so the writer stays small, then runs `rushhour report` on it in
 a child process and reads the child's peak RSS from the kernel (getrusage). Above
-`reports.large.LARGE_ROWS` the report takes its narrow path; `--full` forces the whole-table path
+`rushhour.reports.large.LARGE_ROWS` the report takes its narrow path; `--full` forces the whole-table path
 (the row limit raised past the run) to show what it would cost.
 
     python -m benchmarks.report_scale [--requests 10000000] [--full] [--out docs/data/report-scale.json]
@@ -35,8 +35,8 @@ from benchmarks.synth import make_results, synth_requests
 GOAL_S, GOAL_RSS_GIB = 30.0, 2.0
 CHUNK = 1_000_000
 DURATION_S = 3600.0
-FULL = ("import sys; from reports import large; large.LARGE_ROWS = 10**12; "
-        "from scenarios.cli.main import main; sys.argv = ['rushhour', 'report', sys.argv[1]]; main()")
+FULL = ("import sys; from rushhour.reports import large; large.LARGE_ROWS = 10**12; "
+        "from rushhour.scenarios.cli.main import main; sys.argv = ['rushhour', 'report', sys.argv[1]]; main()")
 
 
 def synthesise(root: Path, rows: int, seed: int = 7) -> Path:
@@ -63,7 +63,7 @@ def timed_report(root: Path, *, full: bool) -> dict[str, Any]:
     wall = time.perf_counter() - start
     peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest child waited for
     return {"wall_s": round(wall, 2), "peak_rss_gib": round(peak_kib / 1024**2, 3), "exit_code": done.returncode,
-            "stderr_tail": done.stderr[-400:], "path": "full" if full else "narrow (reports.large)"}
+            "stderr_tail": done.stderr[-400:], "path": "full" if full else "narrow (rushhour.reports.large)"}
 
 
 def main(argv: list[str] | None = None) -> None:

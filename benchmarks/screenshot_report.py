@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image
 
 from benchmarks.synth_drill import FAULTS, make_drill_results
-from reports.build import build_reports
+from rushhour.reports.build import build_reports
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 WIDTH = 1100

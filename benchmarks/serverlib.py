@@ -21,11 +21,11 @@ import numpy as np
 import psutil
 import yaml
 
-from kernel.quantiles import percentile_value
-from reference_server.config import ServerConfig
-from reference_server.launch import ServerProcess
-from reference_server.model import ModelInput, load_model
-from reference_server.model.samples import sample_text
+from rushhour.kernel.quantiles import percentile_value
+from rushhour.reference_server.config import ServerConfig
+from rushhour.reference_server.launch import ServerProcess
+from rushhour.reference_server.model import ModelInput, load_model
+from rushhour.reference_server.model.samples import sample_text
 
 __all__ = [
     "CacheHitResult",

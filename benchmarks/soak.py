@@ -1,7 +1,7 @@
 """Soak memory: does the harness grow while a drill runs at a steady rate?
 
 Runs `rushhour run scenarios/soak.yaml` (its rate and length overridden) against the null target
-(`scenarios.run.nullserver`, started here, so its own memory is not counted) and samples the
+(`rushhour.scenarios.run.nullserver`, started here, so its own memory is not counted) and samples the
 harness's total resident memory (the `rushhour run` process and every process under it: Locust
 and its workers) every few seconds. Prints the samples and the growth after the first minute,
 with a least-squares slope extrapolated to an hour and its 95% interval; writes them as JSON.
@@ -29,8 +29,8 @@ import numpy as np
 import psutil
 from scipy import stats
 
-from kernel.clock import parse_duration
-from kernel.processes import free_port, stop_process
+from rushhour.kernel.clock import parse_duration
+from rushhour.kernel.processes import free_port, stop_process
 
 ROOT = Path(__file__).resolve().parents[1]
 SOAK = ROOT / "scenarios" / "soak.yaml"
@@ -78,7 +78,7 @@ def growth(samples: list[tuple[float, int]], load_end_s: float) -> dict[str, Any
 def run_soak(rate: float, duration: str, every_s: float, workdir: Path) -> dict[str, Any]:
     """Boot the null target, run the drill, sample the harness; return samples and growth."""
     port = free_port()
-    target = subprocess.Popen([sys.executable, "-m", "scenarios.run.nullserver", str(port)], stdout=subprocess.PIPE)
+    target = subprocess.Popen([sys.executable, "-m", "rushhour.scenarios.run.nullserver", str(port)], stdout=subprocess.PIPE)
     try:
         assert target.stdout is not None
         target.stdout.readline()  # "ready"

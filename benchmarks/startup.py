@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 KINDS = {
-    "node": "import reference_server.node.__main__",
-    "gateway": "import reference_server.__main__, reference_server.gateway.app",
-    "locust": "import locust.main, scenarios.load.locustfile",
-    "cli run": "import scenarios.cli.main, scenarios.cli.run",
+    "node": "import rushhour.reference_server.node.__main__",
+    "gateway": "import rushhour.reference_server.__main__, rushhour.reference_server.gateway.app",
+    "locust": "import locust.main, rushhour.scenarios.load.locustfile",
+    "cli run": "import rushhour.scenarios.cli.main, rushhour.scenarios.cli.run",
 }
 PROBE = """
 import resource, sys

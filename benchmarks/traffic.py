@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from traffic_models.loader import load_traffic_model
-from traffic_models.schedule import generate_schedule
+from rushhour.traffic_models.loader import load_traffic_model
+from rushhour.traffic_models.schedule import generate_schedule
 
 GOAL_S = 2.0
 CASES = (("promo-day", 1.0), ("promo-day", 4.0), ("constant:1000", 1000.0))

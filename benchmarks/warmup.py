@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reference_server.model.interface import ModelInput
-from reference_server.model.providers import warmup_batch_sizes
-from reference_server.node.worker import WARMUP_TEXT, ModelWorker, NodeSettings
+from rushhour.reference_server.model.interface import ModelInput
+from rushhour.reference_server.model.providers import warmup_batch_sizes
+from rushhour.reference_server.node.worker import WARMUP_TEXT, ModelWorker, NodeSettings
 
 LENGTHS = [32, 256, 1024]
 SHAPES = [(1024, 1), (1024, 8), (256, 8)]

@@ -52,13 +52,25 @@ if [ ! -e "$DIR/src/.git" ]; then
     git -C "$ROOT" worktree add --detach --force "$DIR/src" "$SHA" >&2
 fi
 
+# A ref whose folders install under the one `rushhour` namespace (it has setup.py) is read through
+# links named as installed; an older ref's folders are top-level packages themselves.
+if [ -f "$DIR/src/setup.py" ]; then
+    mkdir -p "$DIR/ns/rushhour"
+    for folder in kernel reference_server traffic_models scenarios experiments reports; do
+        ln -sfn "$DIR/src/$folder" "$DIR/ns/rushhour/$folder"
+    done
+    SRC_PATH="$DIR/ns" ENTRY=rushhour.scenarios.cli.main
+else
+    SRC_PATH="$DIR/src" ENTRY=scenarios.cli.main
+fi
+
 if [ "$MODE" = shared ]; then
     SHARED=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     "$PYTHON" -m venv --without-pip "$DIR/venv"
     SITE=$("$DIR/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     # Plain path lines: the ref's source first, then the shared packages. The .pth files inside
     # the shared directory (this working tree's editable install among them) are not read.
-    printf '%s\n%s\n' "$DIR/src" "$SHARED" >"$SITE/rushhour-baseline.pth"
+    printf '%s\n%s\n' "$SRC_PATH" "$SHARED" >"$SITE/rushhour-baseline.pth"
 else
     "$PYTHON" -m venv "$DIR/venv"
     "$DIR/venv/bin/python" -m pip install -q --upgrade pip >&2
@@ -71,7 +83,7 @@ cat >"$COMMAND" <<EOF
 # rushhour at $REF ($SHA), built by ci/baseline_env.sh
 unset PYTHONPATH
 cd "$DIR/src"
-exec "$DIR/venv/bin/python" -I -m scenarios.cli.main "\$@"
+exec "$DIR/venv/bin/python" -I -m $ENTRY "\$@"
 EOF
 chmod +x "$COMMAND"
 "$COMMAND" --version >&2

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from chaoslib.exceptions import ActivityFailed
 
-from kernel.loopback import is_loopback_url
+from rushhour.kernel.loopback import is_loopback_url
 
 __all__ = ["AdminClient", "DEFAULT_TIMEOUT_S", "DEFAULT_URL", "client_from"]
 

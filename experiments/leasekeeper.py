@@ -1,13 +1,13 @@
-"""The lease keeper: `python -m experiments.leasekeeper UNDO AFTER_S ARGUMENTS_JSON`.
+"""The lease keeper: `python -m rushhour.experiments.leasekeeper UNDO AFTER_S ARGUMENTS_JSON`.
 
 Started detached, before the fault it guards is injected, by a fault that its target cannot time
-out by itself (see `experiments.leases`). Its lease is renewable: with `lease_file` among the
+out by itself (see `rushhour.experiments.leases`). Its lease is renewable: with `lease_file` among the
 arguments, the file's end (renewed by whoever holds the fault) is the deadline, and the file's
 removal means the fault was undone; without one, AFTER_S from the start. It first waits for the
 fault to appear (its probe reports it), so the fault not being there yet is never taken for an
 undo; once the fault has appeared and is gone again, it exits. When the lease lapses it undoes the
 fault once and exits. Kubernetes faults carry their lease on the objects themselves, so their
-keeper sweeps until nothing of rushhour's is left (`experiments.kubernetes.leases.keep_swept`).
+keeper sweeps until nothing of rushhour's is left (`rushhour.experiments.kubernetes.leases.keep_swept`).
 Only the undo actions named in `UNDO` can be run, with JSON arguments.
 """
 
@@ -21,14 +21,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.leases import read_lease
+from rushhour.experiments.leases import read_lease
 
 __all__ = ["UNDO", "keep"]
 
 # undo name -> (module, undo function, "is the target whole?" probe or None)
 UNDO: dict[str, tuple[str, str, str | None]] = {
-    "start_redis": ("experiments.local.redis", "start_redis", "redis_running"),
-    "sweep_kubernetes": ("experiments.kubernetes.leases", "keep_swept", None),
+    "start_redis": ("rushhour.experiments.local.redis", "start_redis", "redis_running"),
+    "sweep_kubernetes": ("rushhour.experiments.kubernetes.leases", "keep_swept", None),
 }
 CHECK_EVERY_S = 1.0
 
@@ -76,7 +76,7 @@ def _remove(path: Path | None) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 3:
-        print("usage: python -m experiments.leasekeeper UNDO AFTER_S ARGUMENTS_JSON", file=sys.stderr)
+        print("usage: python -m rushhour.experiments.leasekeeper UNDO AFTER_S ARGUMENTS_JSON", file=sys.stderr)
         return 2
     try:
         outcome = keep(args[0], float(args[1]), json.loads(args[2]))

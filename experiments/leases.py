@@ -8,7 +8,7 @@ be: the gateway's fault proxy and supervisor time out what they hold themselves;
 cannot (a stopped Redis, a Kubernetes NetworkPolicy, cordon or scale-down), `spawn_keeper` starts a
 *lease keeper*, a small detached process in its own session that watches the renewable lease (a
 lease file, or the object's own annotation) and undoes the fault once it lapses (see
-`experiments.leasekeeper`). The keeper is started before the fault is injected, so no crash in
+`rushhour.experiments.leasekeeper`). The keeper is started before the fault is injected, so no crash in
 between can leave a fault without one.
 
 A fault injected without a hold keeps its `ttl_s` as its lease, unrenewed.
@@ -179,10 +179,10 @@ def new_lease_file(name: str, lease: float) -> Path:
 def spawn_keeper(undo: str, after_s: float, arguments: dict[str, Any]) -> int:
     """Start a detached lease keeper for `undo` with `arguments`; returns its pid.
 
-    undo: one of `experiments.leasekeeper.UNDO`.
+    undo: one of `rushhour.experiments.leasekeeper.UNDO`.
     after_s: the lease; with a `lease_file` in `arguments`, the file's (renewable) end is used.
     """
-    argv = [sys.executable, "-m", "experiments.leasekeeper", undo, f"{float(after_s):.3f}", json.dumps(arguments)]
+    argv = [sys.executable, "-m", "rushhour.experiments.leasekeeper", undo, f"{float(after_s):.3f}", json.dumps(arguments)]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -26,8 +26,8 @@ from chaoslib.exceptions import ActivityFailed
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel
 
-from experiments.client import AdminClient
-from kernel.quantiles import percentile_value
+from rushhour.experiments.client import AdminClient
+from rushhour.kernel.quantiles import percentile_value
 
 __all__ = [
     "LIVE_ENV",

@@ -1,4 +1,4 @@
-"""`python -m reference_server`: the server process that `ServerProcess` starts.
+"""`python -m rushhour.reference_server`: the server process that `ServerProcess` starts.
 
 People run `rushhour serve` (same flags, same code path); this entry keeps the server process
 free of the harness's command line.
@@ -10,12 +10,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from reference_server.config import ConfigError, load_config
-from reference_server.launch import LaunchError, serve
+from rushhour.reference_server.config import ConfigError, load_config
+from rushhour.reference_server.launch import LaunchError, serve
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reference_server", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m rushhour.reference_server", description=__doc__)
     parser.add_argument("--config", type=Path, default=None)
     parser.add_argument("--host", default=None)
     parser.add_argument("--port", type=int, default=None)

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from reference_server.aio import cancel_and_wait
+from rushhour.reference_server.aio import cancel_and_wait
 
 MIN_BATCHES_FOR_ESTIMATE = 3
 COST_EWMA_ALPHA = 0.2

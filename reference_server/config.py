@@ -13,9 +13,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from kernel.validation import format_validation_errors
-from kernel.yamlfile import load_yaml, yaml_problem
-from reference_server.defaults import DEFAULT_PREFILL_TOKENS, Batching, default_batching
+from rushhour.kernel.validation import format_validation_errors
+from rushhour.kernel.yamlfile import load_yaml, yaml_problem
+from rushhour.reference_server.defaults import DEFAULT_PREFILL_TOKENS, Batching, default_batching
 
 DEFAULT_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ko")
 PRIORITIES = ("paid", "free", "batch")

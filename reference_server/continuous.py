@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from reference_server.batcher import (
+from rushhour.reference_server.batcher import (
     BatcherStats,
     BatchInfo,
     CannotMeetDeadline,

@@ -1,6 +1,6 @@
 """The batching defaults a node and the server's configuration share.
 
-Kept apart from `reference_server.config` (pydantic models built at import): a node process reads
+Kept apart from `rushhour.reference_server.config` (pydantic models built at import): a node process reads
 these and nothing else of the configuration.
 """
 

@@ -1,4 +1,4 @@
-"""`python -m reference_server.gpucheck [--quick] [--out F]`: is the GPU path really in use, and
+"""`python -m rushhour.reference_server.gpucheck [--quick] [--out F]`: is the GPU path really in use, and
 what does it give?
 
 Run it on the machine that serves. It reports, for each tier, the execution provider, precision
@@ -28,12 +28,12 @@ from typing import Any
 import httpx
 import yaml
 
-from reference_server.config import ServerConfig
-from reference_server.launch import ServerProcess
-from reference_server.model import TIERS, load_model
-from reference_server.model.compare import agreement, batch_independence, check_inputs, throughput
-from reference_server.model.providers import CPU, CUDA, probe
-from reference_server.model.samples import sample_text
+from rushhour.reference_server.config import ServerConfig
+from rushhour.reference_server.launch import ServerProcess
+from rushhour.reference_server.model import TIERS, load_model
+from rushhour.reference_server.model.compare import agreement, batch_independence, check_inputs, throughput
+from rushhour.reference_server.model.providers import CPU, CUDA, probe
+from rushhour.reference_server.model.samples import sample_text
 
 __all__ = ["Settings", "main", "render", "run_check"]
 
@@ -43,7 +43,7 @@ SERVER_READY_S = 180.0
 _COLD_CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
-from reference_server.model import ModelInput, load_model
+from rushhour.reference_server.model import ModelInput, load_model
 t1 = time.perf_counter()
 model = load_model("quality", cache_dir=None if sys.argv[1] == "-" else sys.argv[1])
 t2 = time.perf_counter()
@@ -234,7 +234,7 @@ def render(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reference_server.gpucheck", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m rushhour.reference_server.gpucheck", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="short measurements (for the test; figures are rough)")
     parser.add_argument("--max-batch-size", type=int, default=8)

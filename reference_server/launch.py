@@ -1,7 +1,7 @@
 """Run the reference server: in this process (`serve`), or as a child process (`ServerProcess`).
 
 The one way rushhour boots its server. `rushhour serve` calls `serve`; drills, benchmarks and
-tests start a `ServerProcess`, which runs `python -m reference_server` on a loopback port,
+tests start a `ServerProcess`, which runs `python -m rushhour.reference_server` on a loopback port,
 waits for `/readyz`, and dies with its parent, so a killed harness leaves no server behind.
 """
 
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import httpx
 
-from kernel.processes import die_with_parent, free_port, stop_process
-from reference_server.config import PoolConfig, ServerConfig
-from reference_server.listening import LaunchError, listen
+from rushhour.kernel.processes import die_with_parent, free_port, stop_process
+from rushhour.reference_server.config import PoolConfig, ServerConfig
+from rushhour.reference_server.listening import LaunchError, listen
 
 __all__ = ["LaunchError", "ServerProcess", "listen", "serve"]
 
@@ -34,8 +34,8 @@ def serve(config: ServerConfig, *, log_level: str = "info") -> None:
     """Run the gateway (and through it every node) until SIGINT/SIGTERM."""
     import uvicorn
 
-    from reference_server.gateway.admin import resolve_admin_token
-    from reference_server.gateway.app import create_app
+    from rushhour.reference_server.gateway.admin import resolve_admin_token
+    from rushhour.reference_server.gateway.app import create_app
 
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -63,7 +63,7 @@ def _require_provider(config: ServerConfig) -> None:
     """With `require_provider`, refuse to start (LaunchError: exit 2) unless a CUDA session really
     runs here, and hand the requirement to every node through the environment they inherit, so a
     node that still ends up on the CPU exits instead of serving."""
-    from reference_server.model.providers import REQUIRE_ENV, ProviderRequirementError, preflight
+    from rushhour.reference_server.model.providers import REQUIRE_ENV, ProviderRequirementError, preflight
 
     os.environ[REQUIRE_ENV] = config.require_provider or ""
     if config.require_provider is None:
@@ -79,7 +79,7 @@ class ServerProcess:
     """The reference server as our child process on a free loopback port.
 
     `config_path` is a server config file (None: the defaults); `extra_args` are further
-    `python -m reference_server` flags (`--nodes`, `--max-batch-size`). `token` becomes
+    `python -m rushhour.reference_server` flags (`--nodes`, `--max-batch-size`). `token` becomes
     `RUSHHOUR_ADMIN_TOKEN` for the server, so chaos actions and tests can call the admin API.
     """
 
@@ -105,7 +105,7 @@ class ServerProcess:
         return self.proc.pid if self.proc else None
 
     def argv(self) -> list[str]:
-        argv = [sys.executable, "-m", "reference_server", "--host", "127.0.0.1", "--port", str(self.port),
+        argv = [sys.executable, "-m", "rushhour.reference_server", "--host", "127.0.0.1", "--port", str(self.port),
                 "--log-level", self._log_level]
         if self.config_path is not None:
             argv += ["--config", str(self.config_path.resolve())]

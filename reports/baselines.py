@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kernel.contract import REQUESTS_FILE, SCHEDULE_FILE
-from reports.results import ResultsError, RunData, load_run
+from rushhour.kernel.contract import REQUESTS_FILE, SCHEDULE_FILE
+from rushhour.reports.results import ResultsError, RunData, load_run
 
 __all__ = ["ScheduleMismatch", "baseline_dirs", "load_baselines", "schedule_difference"]
 

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from reports.plotting import Chart, encode
+from rushhour.reports.plotting import Chart, encode
 
 __all__ = ["knee_chart", "write_capacity_html"]
 
@@ -90,7 +90,7 @@ def _pct(value: float | None) -> str:
 
 
 def _environment() -> Environment:
-    env = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]),
+    env = Environment(loader=PackageLoader("rushhour.reports", "templates"), autoescape=select_autoescape(["html", "j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = _num
     env.filters["pct"] = _pct

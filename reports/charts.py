@@ -11,16 +11,16 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from reports.attempts import attempt_values
-from reports.cost import cost_rate
-from reports.faults import FaultWindow
-from reports.plotting import Chart, cdf_chart, length_chart, missing_chart, time_chart, twin_chart
-from reports.pools import healthy_nodes
-from reports.results import RunData
-from reports.schema import SloSpec
-from reports.stream_charts import stream_charts
-from reports.target_charts import target_charts
-from reports.timeseries import cache_hit_ratio, latency_by_length, pool_series, request_series
+from rushhour.reports.attempts import attempt_values
+from rushhour.reports.cost import cost_rate
+from rushhour.reports.faults import FaultWindow
+from rushhour.reports.plotting import Chart, cdf_chart, length_chart, missing_chart, time_chart, twin_chart
+from rushhour.reports.pools import healthy_nodes
+from rushhour.reports.results import RunData
+from rushhour.reports.schema import SloSpec
+from rushhour.reports.stream_charts import stream_charts
+from rushhour.reports.target_charts import target_charts
+from rushhour.reports.timeseries import cache_hit_ratio, latency_by_length, pool_series, request_series
 
 NO_METRICS = "server_metrics.parquet is missing or empty, so this chart cannot be drawn."
 

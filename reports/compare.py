@@ -5,7 +5,7 @@ trends. Runs taken at different times cannot separate the machine's load from th
 nightly gate measures both versions side by side with `rushhour ab`; this comparison says so. When
 every run replayed the same schedule (a same-seed rerun), the comparison is paired request by
 request; otherwise each run is resampled on its own. The population, statistics and noise model
-are in reports.gate, the decision and its explanation in reports.decision; this module pairs the
+are in rushhour.reports.gate, the decision and its explanation in rushhour.reports.decision; this module pairs the
 runs, decides per group and builds the side-by-side table.
 """
 
@@ -19,16 +19,16 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import ConfigDict
 
-from kernel.contract import REQUEST_COLUMNS
-from reports.attempts import gate_values
-from reports.baselines import ScheduleMismatch, load_baselines, schedule_difference
-from reports.cost import compute_cost
-from reports.decision import GateDecision, GroupVerdict, explain
-from reports.gate import DEFAULT_POPULATION, GatePopulation, tail
-from reports.judge import group_confidence, judge_groups, verdict_reason
-from reports.results import ResultsError, RunData, load_run
-from reports.stats import min_samples
-from reports.window import schedule_window
+from rushhour.kernel.contract import REQUEST_COLUMNS
+from rushhour.reports.attempts import gate_values
+from rushhour.reports.baselines import ScheduleMismatch, load_baselines, schedule_difference
+from rushhour.reports.cost import compute_cost
+from rushhour.reports.decision import GateDecision, GroupVerdict, explain
+from rushhour.reports.gate import DEFAULT_POPULATION, GatePopulation, tail
+from rushhour.reports.judge import group_confidence, judge_groups, verdict_reason
+from rushhour.reports.results import ResultsError, RunData, load_run
+from rushhour.reports.stats import min_samples
+from rushhour.reports.window import schedule_window
 
 __all__ = ["GATE_METRICS", "Comparison", "compare_loaded", "compare_runs", "explain_comparison"]
 
@@ -169,7 +169,7 @@ def _cost_per_1k(run: RunData) -> float | None:
 
 
 def _sig(value: float | None) -> str:
-    from reports.render import format_sig
+    from rushhour.reports.render import format_sig
 
     return format_sig(value)
 

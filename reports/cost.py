@@ -1,7 +1,7 @@
 """Dollars per thousand translated characters, from node-seconds and a dated price list.
 
 Node-seconds integrate `nodes_alive` over scrape time (each scrape holds until the next; the last
-holds for the median interval), inside the schedule window only (reports.window), so boot and
+holds for the median interval), inside the schedule window only (rushhour.reports.window), so boot and
 teardown do not inflate the bill. A pool's dollars are shared among the characters that pool
 served (`model` column), so the paid tier pays for the GPU it used; a pool that served nothing
 is overhead and is shared by all characters.
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.schema import CostModel
+from rushhour.reports.schema import CostModel
 
 
 def node_intervals(metrics: pd.DataFrame) -> pd.DataFrame:

@@ -1,9 +1,9 @@
 """The gate's decision as an object that can explain itself, and its rendering as text.
 
 A group regresses when its P ratio (current over baseline) reaches 1 + the minimum change and
-its interval lies above 1, or when it fails significantly more often (reports.failshare). The
+its interval lies above 1, or when it fails significantly more often (rushhour.reports.failshare). The
 interval holds the sampling noise and, with several baseline runs, their run-to-run variance
-component (reports.runnoise): noise is counted there once, not again in the threshold. The
+component (rushhour.reports.runnoise): noise is counted there once, not again in the threshold. The
 verdict is a regression when any judged group regresses; the tests are Bonferroni-adjusted for
 the number of groups, so more groups do not mean more false alarms.
 """
@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import ConfigDict
 
-from reports.failshare import MIN_FAILURE_SHARE_CHANGE
+from rushhour.reports.failshare import MIN_FAILURE_SHARE_CHANGE
 
 __all__ = ["SEPARATE_TIMES", "GateDecision", "GroupVerdict", "explain"]
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.stats import percentile_of
+from rushhour.reports.stats import percentile_of
 
 DOCUMENT_PERCENTILES = (50.0, 95.0)
 

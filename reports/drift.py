@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from reports.schema import SloSpec
+from rushhour.reports.schema import SloSpec
 
 __all__ = ["MIN_POINTS", "DRIFT_UNITS", "drift_slo", "metric_series", "soak_section", "trend", "window_width"]
 

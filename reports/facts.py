@@ -3,7 +3,7 @@
 The fault windows feed the fault table, the cost split, the before/during/after periods and the
 charts; the phase of every request feeds the SLOs and goodput; the judged SLOs feed the verdict
 and the recovery limits. `RunFacts.of` works each of them out once, and every step of the
-summary pipeline (`reports.build`) reads them from here instead of deriving them again.
+summary pipeline (`rushhour.reports.build`) reads them from here instead of deriving them again.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import Any
 
 import pandas as pd
 
-from reports.faults import FaultWindow, RecoveryLimits, fault_windows
-from reports.results import RunData
-from reports.schema import SloSpec
-from reports.selection import phase_labels
-from reports.steady import SteadyWindow, steady_windows
-from reports.window import schedule_window
+from rushhour.reports.faults import FaultWindow, RecoveryLimits, fault_windows
+from rushhour.reports.results import RunData
+from rushhour.reports.schema import SloSpec
+from rushhour.reports.selection import phase_labels
+from rushhour.reports.steady import SteadyWindow, steady_windows
+from rushhour.reports.window import schedule_window
 
 __all__ = ["IMPLICIT_AVAILABILITY", "IMPLICIT_SLO", "RunFacts", "judged_slos"]
 
@@ -52,7 +52,7 @@ class RunFacts:
     window: tuple[float, float]
     """The scheduled stretch of the run (start, end) in run seconds."""
     steady: list[SteadyWindow] = field(default_factory=list)
-    """Each phase's steady window after its warm-up (reports.steady), for steady-only SLOs and the charts."""
+    """Each phase's steady window after its warm-up (rushhour.reports.steady), for steady-only SLOs and the charts."""
 
     @classmethod
     def of(cls, run: RunData) -> RunFacts:

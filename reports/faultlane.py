@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from reports.faults import FaultWindow
+from rushhour.reports.faults import FaultWindow
 
 __all__ = ["FAULT_COLOURS", "fault_figure", "lane_rows", "shade_faults"]
 

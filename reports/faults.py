@@ -8,7 +8,7 @@ requests. One good request after a fault proves nothing; at a rate too low to pu
 requests in any stretch the report says it cannot tell instead of declaring a recovery.
 Both settings have defaults (DEFAULT_WINDOW_S, DEFAULT_MIN_REQUESTS) and can be set per chaos
 entry (`recovery_window`, `recovery_min_requests`). Latencies cover every attempted request,
-failures at the moment they ended (reports.attempts).
+failures at the moment they ended (rushhour.reports.attempts).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kernel.clock import parse_duration
-from reports.attempts import attempt_values, attempted, good
-from reports.schema import SloSpec
-from reports.stats import percentile_of
+from rushhour.kernel.clock import parse_duration
+from rushhour.reports.attempts import attempt_values, attempted, good
+from rushhour.reports.schema import SloSpec
+from rushhour.reports.stats import percentile_of
 
 RECOVERY_BIN_S = 1.0
 DEFAULT_WINDOW_S = 5.0

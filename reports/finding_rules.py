@@ -1,4 +1,4 @@
-"""The rules behind the findings, one function per question a retro asks (see reports.findings).
+"""The rules behind the findings, one function per question a retro asks (see rushhour.reports.findings).
 
 Each rule returns Finding objects; a rule with nothing to say returns none. Numbers come from
 the summary where it has them, so a finding and the table it links to always agree.
@@ -12,12 +12,12 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import ConfigDict
 
-from kernel.clock import parse_duration
-from reports.faults import SHED_STATUSES
-from reports.format import budget, ms, pct, secs, usd, window_text
-from reports.pools import healthy_nodes, pool_low
-from reports.results import RunData
-from reports.schema import LATENCY_KINDS
+from rushhour.kernel.clock import parse_duration
+from rushhour.reports.faults import SHED_STATUSES
+from rushhour.reports.format import budget, ms, pct, secs, usd, window_text
+from rushhour.reports.pools import healthy_nodes, pool_low
+from rushhour.reports.results import RunData
+from rushhour.reports.schema import LATENCY_KINDS
 
 SHED_ONSET_SHARE = 0.01
 SHED_ONSET_MIN = 2

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.finding_rules import (
+from rushhour.reports.finding_rules import (
     Finding,
     cost_findings,
     limit_findings,
@@ -21,8 +21,8 @@ from reports.finding_rules import (
     shedding_findings,
     slo_findings,
 )
-from reports.format import pct
-from reports.results import RunData
+from rushhour.reports.format import pct
+from rushhour.reports.results import RunData
 
 __all__ = ["Finding", "find", "headline"]
 

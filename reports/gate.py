@@ -2,7 +2,7 @@
 
 The gate compares the P99 of a homogeneous population (by default every request that is not a
 long document, one group per priority) so the tail is not a mix dominated by documents. Every
-attempted request counts, and a failed one as infinitely slow (reports.attempts.gate_values): it
+attempted request counts, and a failed one as infinitely slow (rushhour.reports.attempts.gate_values): it
 never delivered an answer, so it is slower than any answer for every percentile.
 
 Paired (same schedule): each request is compared with itself. The statistic is the ratio of the
@@ -11,7 +11,7 @@ bootstrap over request ids (both runs resampled with the same ids), which cancel
 schedule fixes: bursts, text lengths, priorities. With several baseline runs the baseline value
 is the geometric mean of the runs' own P99s over the same requests. Unpaired (different
 schedules): each side is resampled on its own, drawing the resampled P99 straight from the Beta
-law of the order statistic. Run-to-run noise is reports.runnoise's.
+law of the order statistic. Run-to-run noise is rushhour.reports.runnoise's.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from reports.attempts import gate_values
-from reports.results import ResultsError
-from reports.stats import nearest_rank, percentile_of
+from rushhour.reports.attempts import gate_values
+from rushhour.reports.results import ResultsError
+from rushhour.reports.stats import nearest_rank, percentile_of
 
 __all__ = ["DEFAULT_POPULATION", "GatePopulation", "log_ratio", "paired_draws", "paired_interval",
            "parse_population", "quantiles", "reference_tail", "tail", "unpaired_draws", "unpaired_interval"]

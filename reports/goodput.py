@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.attempts import attempted
-from reports.schema import LATENCY_KINDS, SloSpec
-from reports.selection import phase_segments, slo_scope, valid_and_bad
+from rushhour.reports.attempts import attempted
+from rushhour.reports.schema import LATENCY_KINDS, SloSpec
+from rushhour.reports.selection import phase_segments, slo_scope, valid_and_bad
 
 __all__ = ["goodput_section", "goodput_slo", "per_request_good"]
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reports.results import RunData
+from rushhour.reports.results import RunData
 
 __all__ = ["harness_checks", "leak_audit_failure"]
 

@@ -6,7 +6,7 @@ requests (the percentile of per-request medians would sit below every single run
 each run's slow requests are different ones, and so favour a regression verdict). Unpaired: the
 baseline runs' requests are pooled. A group with fewer requests than its percentile needs is
 skipped. The ratio's interval is the bootstrap's, widened once by the baseline runs' run-to-run
-variance component (reports.runnoise); the failure share is judged beside it (reports.failshare).
+variance component (rushhour.reports.runnoise); the failure share is judged beside it (rushhour.reports.failshare).
 """
 
 from __future__ import annotations
@@ -15,12 +15,20 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from reports.decision import GroupVerdict
-from reports.failshare import judge_failures
-from reports.gate import GatePopulation, log_ratio, paired_draws, quantiles, reference_tail, tail, unpaired_draws
-from reports.results import RunData
-from reports.runnoise import run_noise, widen
-from reports.stats import CONFIDENCE, min_samples
+from rushhour.reports.decision import GroupVerdict
+from rushhour.reports.failshare import judge_failures
+from rushhour.reports.gate import (
+    GatePopulation,
+    log_ratio,
+    paired_draws,
+    quantiles,
+    reference_tail,
+    tail,
+    unpaired_draws,
+)
+from rushhour.reports.results import RunData
+from rushhour.reports.runnoise import run_noise, widen
+from rushhour.reports.stats import CONFIDENCE, min_samples
 
 __all__ = ["group_confidence", "judge_groups", "verdict_reason"]
 

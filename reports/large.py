@@ -10,7 +10,7 @@ percentiles with their intervals, the generator's health, the steady windows, ev
 cost, the soak section with its drift verdicts, the harness's overhead. Sections that need the
 other columns (faults over time, cost per token, documents, streaming, goodput, findings,
 charts) are left out and named in `missing`.
-Small runs keep the full pandas path (`reports.build`).
+Small runs keep the full pandas path (`rushhour.reports.build`).
 """
 
 from __future__ import annotations
@@ -24,24 +24,24 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from kernel import contract
-from reports.attempts import fill_missing_ends, latest_end_s
-from reports.cost import compute_cost
-from reports.drift import soak_and_drift
-from reports.environment import describe_environment
-from reports.facts import judged_slos
-from reports.faults import fault_windows
-from reports.harness import harness_checks
-from reports.live import live_section
-from reports.overhead import flag_tight_slos, overhead_section
-from reports.results import ResultsError, RunData, load_run
-from reports.selection import phase_labels
-from reports.slos import evaluate_slos
-from reports.steady import steady_mask, steady_section, steady_windows
-from reports.steady_slos import judge_steady
-from reports.summary import _scenario, generator_health, latency_sections, request_counts, throughput, verdict
-from reports.summary_model import Summary
-from reports.window import schedule_window
+from rushhour.kernel import contract
+from rushhour.reports.attempts import fill_missing_ends, latest_end_s
+from rushhour.reports.cost import compute_cost
+from rushhour.reports.drift import soak_and_drift
+from rushhour.reports.environment import describe_environment
+from rushhour.reports.facts import judged_slos
+from rushhour.reports.faults import fault_windows
+from rushhour.reports.harness import harness_checks
+from rushhour.reports.live import live_section
+from rushhour.reports.overhead import flag_tight_slos, overhead_section
+from rushhour.reports.results import ResultsError, RunData, load_run
+from rushhour.reports.selection import phase_labels
+from rushhour.reports.slos import evaluate_slos
+from rushhour.reports.steady import steady_mask, steady_section, steady_windows
+from rushhour.reports.steady_slos import judge_steady
+from rushhour.reports.summary import _scenario, generator_health, latency_sections, request_counts, throughput, verdict
+from rushhour.reports.summary_model import Summary
+from rushhour.reports.window import schedule_window
 
 LARGE_ROWS = 2_000_000
 """Above this many requests the report takes the narrow path (about 150 MB of columns at the limit)."""

@@ -1,6 +1,6 @@
 """The harness's own overhead beside the run's latencies, and the SLOs too tight to judge with it.
 
-A run that measured its overhead first (`scenarios.run.overhead`, the `harness_overhead` event)
+A run that measured its overhead first (`rushhour.scenarios.run.overhead`, the `harness_overhead` event)
 knows what latency rushhour itself adds at the run's peak rate: the P50/P99/P99.9 of requests to
 a target that answers at once. A measured latency close to that figure is mostly the harness, and
 an SLO whose threshold is within `TIGHT_FACTOR` times the harness's own P99 cannot be judged on

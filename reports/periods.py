@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.attempts import attempt_values
-from reports.faults import FaultWindow
-from reports.stats import percentile_of
+from rushhour.reports.attempts import attempt_values
+from rushhour.reports.faults import FaultWindow
+from rushhour.reports.stats import percentile_of
 
 __all__ = ["fault_periods", "period_length"]
 

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from reports.faultlane import fault_figure
-from reports.faults import FaultWindow
+from rushhour.reports.faultlane import fault_figure
+from rushhour.reports.faults import FaultWindow
 
 FIGSIZE = (9.0, 3.2)
 DPI = 90
@@ -49,7 +49,7 @@ def time_chart(key: str, title: str, ylabel: str, x: np.ndarray, lines: dict[str
                faults: Sequence[FaultWindow], *, hline: tuple[float, str] | None = None,
                step: bool = False, log_y: bool = False, steady: Sequence[tuple[float, float]] = ()) -> Chart:
     """A time chart of several lines sharing an x axis, fault windows shaded and named above,
-    steady windows (reports.steady) underlined by a green bar along the x axis."""
+    steady windows (rushhour.reports.steady) underlined by a green bar along the x axis."""
     figure, axes = fault_figure(FIGSIZE, faults, _span(x))
     for index, (start, end) in enumerate(steady):
         axes.axvspan(start, end, ymin=0.0, ymax=0.03, color="#2ca02c", alpha=0.6,

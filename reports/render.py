@@ -9,11 +9,11 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from kernel.contract import JUNIT_FILE, REPORT_HTML_FILE, REPORT_MD_FILE
-from reports.format import DASH, budget, format_sig, num, pct, secs, usd
-from reports.harness import leak_audit_failure
-from reports.plotting import Chart
-from reports.schema import LATENCY_KINDS
+from rushhour.kernel.contract import JUNIT_FILE, REPORT_HTML_FILE, REPORT_MD_FILE
+from rushhour.reports.format import DASH, budget, format_sig, num, pct, secs, usd
+from rushhour.reports.harness import leak_audit_failure
+from rushhour.reports.plotting import Chart
+from rushhour.reports.schema import LATENCY_KINDS
 
 _num, _pct, _usd = num, pct, usd
 
@@ -60,7 +60,7 @@ def _ci(slo: dict[str, Any]) -> str:
 
 def template_environment() -> Environment:
     """Jinja environment over reports/templates with the report's number filters."""
-    env = Environment(loader=PackageLoader("reports", "templates"),
+    env = Environment(loader=PackageLoader("rushhour.reports", "templates"),
                       autoescape=select_autoescape(["html", "html.j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(sig=format_sig, num=_num, pct=_pct, usd=_usd, measured=_measured, ci=_ci,

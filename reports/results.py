@@ -2,7 +2,7 @@
 
 Only requests.parquet and scenario.yaml are required; every other file may be missing or empty,
 and `RunData.missing` lists what was absent so the report can say so instead of guessing.
-Every attempted request leaves here with an end time (see reports.attempts).
+Every attempted request leaves here with an end time (see rushhour.reports.attempts).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kernel import contract
-from kernel.clock import parse_clock_s, parse_duration
-from kernel.textfile import TextFileError, read_text_file
-from kernel.validation import format_validation_errors
-from reports.attempts import fill_missing_ends, latest_end_s
-from reports.schema import CostModel, SloSpec
+from rushhour.kernel import contract
+from rushhour.kernel.clock import parse_clock_s, parse_duration
+from rushhour.kernel.textfile import TextFileError, read_text_file
+from rushhour.kernel.validation import format_validation_errors
+from rushhour.reports.attempts import fill_missing_ends, latest_end_s
+from rushhour.reports.schema import CostModel, SloSpec
 
 REQUIRED_COLUMNS = contract.REQUIRED_REQUEST_COLUMNS
 GENERATOR_ONLY_COLUMNS = ("pool_wait_ms", "fired")
@@ -135,7 +135,7 @@ def load_run(root: Path, *, requests: pd.DataFrame | None = None) -> RunData:
     """Load and validate a results directory; raise ResultsError naming the file and field.
 
     `requests`, when given, stands in for requests.parquet, which is then not read (a large run's
-    narrow projection, `reports.large`)."""
+    narrow projection, `rushhour.reports.large`)."""
     root = Path(root)
     if not root.is_dir():
         raise ResultsError(f'Results directory "{root}" does not exist or is not a directory.')
@@ -191,7 +191,7 @@ def _load_requests(path: Path) -> pd.DataFrame:
 
 
 def _normalise_requests(frame: pd.DataFrame) -> pd.DataFrame:
-    """Fill optional columns and give every contract column its contract type (`kernel.contract`),
+    """Fill optional columns and give every contract column its contract type (`rushhour.kernel.contract`),
     so the aggregations never branch on them."""
     for column, default in OPTIONAL_COLUMNS.items():
         if column not in frame.columns:

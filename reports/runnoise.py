@@ -28,7 +28,7 @@ from itertools import combinations
 import numpy as np
 from scipy.special import ndtri
 
-from reports.gate import beta_draws, log_ratio, paired_draws, tail
+from rushhour.reports.gate import beta_draws, log_ratio, paired_draws, tail
 
 __all__ = ["RunNoise", "run_noise", "widen"]
 

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.attempts import attempted, good
-from reports.schema import LATENCY_KINDS, SloSpec
+from rushhour.reports.attempts import attempted, good
+from rushhour.reports.schema import LATENCY_KINDS, SloSpec
 
 
 def phase_labels(requests: pd.DataFrame, phase_events: list[dict[str, Any]]) -> pd.Series:

@@ -17,12 +17,12 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from reports.burn import burn_rates
-from reports.drift import drift_slo, soak_section
-from reports.goodput import goodput_slo
-from reports.schema import LATENCY_KINDS, SloSpec
-from reports.selection import phase_segments, slo_scope, valid_and_bad
-from reports.stats import CONFIDENCE, nearest_rank, percentile_of
+from rushhour.reports.burn import burn_rates
+from rushhour.reports.drift import drift_slo, soak_section
+from rushhour.reports.goodput import goodput_slo
+from rushhour.reports.schema import LATENCY_KINDS, SloSpec
+from rushhour.reports.selection import phase_segments, slo_scope, valid_and_bad
+from rushhour.reports.stats import CONFIDENCE, nearest_rank, percentile_of
 
 Segment = tuple[str, float | None, float | None, np.ndarray]
 
@@ -32,7 +32,7 @@ def evaluate_slos(requests: pd.DataFrame, phases: pd.Series, phase_events: list[
                   window: tuple[float, float] | None = None,
                   soak: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One result dict per SLO: whole-run verdict, burn rates and per-phase breakdown; a goodput
-    SLO is measured over `window` (default the whole run), see reports.goodput."""
+    SLO is measured over `window` (default the whole run), see rushhour.reports.goodput."""
     segments = phase_segments(phases, phase_events, requests["intended_s"].to_numpy(dtype=float))
     span = window if window is not None else (0.0, duration_s)
     if soak is None and any(spec.kind == "drift" for spec in specs):

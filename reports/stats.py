@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import ConfigDict
 from scipy import special
 
-from kernel.quantiles import nearest_rank
+from rushhour.kernel.quantiles import nearest_rank
 
 CONFIDENCE = 0.95
 SUMMARY_PERCENTILES = (50.0, 95.0, 99.0, 99.9)

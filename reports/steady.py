@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from pydantic import ConfigDict
 
-from reports.attempts import attempt_values
+from rushhour.reports.attempts import attempt_values
 
 BATCH = 5
 MIN_BATCHES = 4

@@ -1,7 +1,7 @@
-"""`steady_only` SLOs: the verdict taken again over the steady windows (reports.steady), the
+"""`steady_only` SLOs: the verdict taken again over the steady windows (rushhour.reports.steady), the
 whole run's figures kept beside it, so a warm-up neither hides nor decides the verdict unseen.
 
-`reports.slos` judges every SLO over the whole run first; this step replaces the verdict of each
+`rushhour.reports.slos` judges every SLO over the whole run first; this step replaces the verdict of each
 `steady_only` one with the verdict over the requests sent inside a steady window. Burn rates and
 the per-phase rows stay those of the whole run.
 """
@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.schema import SloSpec
-from reports.selection import slo_scope, valid_and_bad
-from reports.slos import measure
+from rushhour.reports.schema import SloSpec
+from rushhour.reports.selection import slo_scope, valid_and_bad
+from rushhour.reports.slos import measure
 
 WHOLE_RUN_KEYS = ("kind", "measured", "met", "samples", "bad", "budget_consumed", "ci", "good_share")
 NO_WINDOW = "no steady window was found, so the whole run is judged"

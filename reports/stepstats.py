@@ -4,7 +4,7 @@ A step's requests are judged while some are still in flight, so each request is 
 *pending*. A pending request that has already waited longer than a latency threshold is bad
 whatever comes back; any other pending request could still go either way. Every SLO is a share
 of bad requests against what it allows (a P99 allows 1% past its threshold), and at look k of K
-(`reports.sequential`) it is
+(`rushhour.reports.sequential`) it is
 
 - **met** when it holds even if every pending request turns out bad: the bad share's one-sided
   upper bound, at the look's nominal level and over the effective sample size, is within the
@@ -17,7 +17,7 @@ The nominal levels come from an O'Brien-Fleming error-spending design, so over a
 wrong call ("missed" when the truth is met, "met" when it is missed) has at most a 5% chance;
 the effective sample size discounts latencies that queueing makes correlated (batch means). A
 search whose figure must pass two windows may give "met" a larger error per window (`met_error`,
-`reports.sequential.paired_error`); "missed" keeps 5%.
+`rushhour.reports.sequential.paired_error`); "missed" keeps 5%.
 
 TTFT, TPOT and ITL objectives (streaming targets) are judged like latency over their own column,
 with one difference: a request still in flight may already have had its first token in time,
@@ -38,12 +38,12 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from reports.faults import SHED_STATUSES
-from reports.goodput import per_request_good
-from reports.schema import LATENCY_KINDS, SloSpec
-from reports.selection import slo_scope
-from reports.sequential import ALPHA, LOOKS, PILOT_FLOOR, look_call, nominal_levels, share_calls
-from reports.stats import ci_ranks, summary_percentiles
+from rushhour.reports.faults import SHED_STATUSES
+from rushhour.reports.goodput import per_request_good
+from rushhour.reports.schema import LATENCY_KINDS, SloSpec
+from rushhour.reports.selection import slo_scope
+from rushhour.reports.sequential import ALPHA, LOOKS, PILOT_FLOOR, look_call, nominal_levels, share_calls
+from rushhour.reports.stats import ci_ranks, summary_percentiles
 
 __all__ = ["ONE_SIDED", "SloCall", "judge_slos", "reachable", "samples_to_pass", "step_figures"]
 

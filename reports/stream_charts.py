@@ -7,13 +7,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from reports.attempts import attempt_values
-from reports.faults import FaultWindow
-from reports.plotting import Chart, missing_chart, time_chart
-from reports.schema import SloSpec
-from reports.stats import grouped_percentiles
-from reports.streaming import has_streaming
-from reports.timeseries import bin_width
+from rushhour.reports.attempts import attempt_values
+from rushhour.reports.faults import FaultWindow
+from rushhour.reports.plotting import Chart, missing_chart, time_chart
+from rushhour.reports.schema import SloSpec
+from rushhour.reports.stats import grouped_percentiles
+from rushhour.reports.streaming import has_streaming
+from rushhour.reports.timeseries import bin_width
 
 __all__ = ["stream_charts", "stream_series"]
 

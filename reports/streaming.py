@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.attempts import attempt_values
-from reports.stats import summary_percentiles
+from rushhour.reports.attempts import attempt_values
+from rushhour.reports.stats import summary_percentiles
 
 __all__ = ["STREAM_METRICS", "has_streaming", "streaming_section"]
 

@@ -7,23 +7,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.attempts import attempt_values, attempted
-from reports.cost import compute_cost
-from reports.documents import documents_section
-from reports.drift import soak_and_drift
-from reports.environment import describe_environment
-from reports.facts import RunFacts
-from reports.faults import SHED_STATUSES, fault_impact, journal_for, limits_for
-from reports.goodput import goodput_section
-from reports.harness import harness_checks
-from reports.results import RunData
-from reports.slos import evaluate_slos
-from reports.stats import summary_percentiles
-from reports.steady import steady_mask, steady_section
-from reports.steady_slos import judge_steady
-from reports.streaming import streaming_section
-from reports.targetmetrics import target_metrics_section
-from reports.tokencost import token_costs
+from rushhour.reports.attempts import attempt_values, attempted
+from rushhour.reports.cost import compute_cost
+from rushhour.reports.documents import documents_section
+from rushhour.reports.drift import soak_and_drift
+from rushhour.reports.environment import describe_environment
+from rushhour.reports.facts import RunFacts
+from rushhour.reports.faults import SHED_STATUSES, fault_impact, journal_for, limits_for
+from rushhour.reports.goodput import goodput_section
+from rushhour.reports.harness import harness_checks
+from rushhour.reports.results import RunData
+from rushhour.reports.slos import evaluate_slos
+from rushhour.reports.stats import summary_percentiles
+from rushhour.reports.steady import steady_mask, steady_section
+from rushhour.reports.steady_slos import judge_steady
+from rushhour.reports.streaming import streaming_section
+from rushhour.reports.targetmetrics import target_metrics_section
+from rushhour.reports.tokencost import token_costs
 
 CPU_SATURATED = 0.95
 SCHEMA_VERSION = 2
@@ -106,7 +106,7 @@ def request_counts(requests: pd.DataFrame) -> dict[str, int]:
     """How the scheduled requests split: not sent, or attempted and then ok or failed.
 
     scheduled = not_sent + ok + failed; `completed` got any HTTP answer; `end_imputed` failed
-    without a recorded end and were counted as ending at the run's end (reports.attempts).
+    without a recorded end and were counted as ending at the run's end (rushhour.reports.attempts).
     """
     status = requests["status"].to_numpy()
     ok = requests["ok"].to_numpy()

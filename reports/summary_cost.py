@@ -1,8 +1,8 @@
 """summary.json's `cost` section as a typed model.
 
-`reports.cost.compute_cost` writes it in three shapes: no cost model (the character counts and a
+`rushhour.reports.cost.compute_cost` writes it in three shapes: no cost model (the character counts and a
 reason), no node counts (the price list's source and date too), or known (dollars per pool, per
-priority, per mode and during faults); `reports.tokencost` adds `tokens` to a known one. The
+priority, per mode and during faults); `rushhour.reports.tokencost` adds `tokens` to a known one. The
 fields are declared in the order the producers write them, so one model holds all three, its
 optional fields absent where the producer left them out.
 """
@@ -58,7 +58,7 @@ class FaultCost(_Part):
 
 
 class TokenPrice(_Part):
-    """Dollars per million tokens with the delta-method interval (`reports.tokencost.token_price`)."""
+    """Dollars per million tokens with the delta-method interval (`rushhour.reports.tokencost.token_price`)."""
 
     tokens: int
     usd: float
@@ -106,7 +106,7 @@ class TokenCost(_Part):
 
 
 class CostSection(_Part):
-    """Dollars per thousand characters (`reports.cost.compute_cost`); `known` False with a `reason`."""
+    """Dollars per thousand characters (`rushhour.reports.cost.compute_cost`); `known` False with a `reason`."""
 
     known: bool
     total_usd: float | None

@@ -1,8 +1,8 @@
 """The summary sections that repeat what the run recorded about itself, as typed models.
 
-`environment` is `reports.environment.describe_environment` (the machine facts of the
+`environment` is `rushhour.reports.environment.describe_environment` (the machine facts of the
 `run_start` event, then the server's providers and batching, then the run's own settings); a fact
-nobody recorded reads "unknown". `leak_audit` and `scraper` are `reports.harness.harness_checks`:
+nobody recorded reads "unknown". `leak_audit` and `scraper` are `rushhour.reports.harness.harness_checks`:
 the last `leak_audit` event (or `leak_audit.json` when the event is missing) and the last
 `scraper` event with the count and first of the `scraper_error` events. Each model writes its
 fields in the order its producer does; fields an event may lack (an event written by hand or
@@ -28,7 +28,7 @@ class _Part(BaseModel):
 
 
 class EnvironmentFacts(_Part):
-    """Where the run happened: the machine (`scenarios.run.envinfo.machine_facts`, recorded by the
+    """Where the run happened: the machine (`rushhour.scenarios.run.envinfo.machine_facts`, recorded by the
     drill in `run_start`), what the server ran on, and the run's seed, target and scales."""
 
     cpu_model: str
@@ -104,7 +104,7 @@ def _audit_shape(value: Any) -> str:
 
 LeakAuditSection = Annotated[Annotated[LeakAuditEvent, Tag("event")] | Annotated[LeakAuditRecord, Tag("record")],
                              Discriminator(_audit_shape)]
-"""What the end-of-drill leak audit found (`reports.harness`), from the event or the file."""
+"""What the end-of-drill leak audit found (`rushhour.reports.harness`), from the event or the file."""
 
 
 class FirstScrapeError(_Part):

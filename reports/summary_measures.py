@@ -1,9 +1,9 @@
 """The summary's measured sections beside the verdict, as typed models: streaming, goodput, the
 target's own metrics and the soak windows.
 
-Each is made by one function (`reports.streaming.streaming_section`,
-`reports.goodput.goodput_section`, `reports.targetmetrics.target_metrics_section`,
-`reports.drift.soak_section`) and is None when the run has nothing to show there; each model
+Each is made by one function (`rushhour.reports.streaming.streaming_section`,
+`rushhour.reports.goodput.goodput_section`, `rushhour.reports.targetmetrics.target_metrics_section`,
+`rushhour.reports.drift.soak_section`) and is None when the run has nothing to show there; each model
 writes its fields in the order its producer does, and refuses a field it does not know.
 """
 

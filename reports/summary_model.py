@@ -1,18 +1,18 @@
 """summary.json as one typed model: every key the summary may hold, with its type.
 
-The summary is assembled once, in `reports.build.summarise_run`, from the sections that
-`reports.summary.summarise` computes, the story (before/during/after per fault, findings,
+The summary is assembled once, in `rushhour.reports.build.summarise_run`, from the sections that
+`rushhour.reports.summary.summarise` computes, the story (before/during/after per fault, findings,
 headline), the live-metrics window and an optional comparison; the result is validated here, so a
 misspelled or unknown key, or a value of the wrong type, fails the build instead of reaching a
 renderer. The sections with one fixed shape (what was run, the generator's health, the phases,
 documents through the jobs API, the steady windows, the live-metrics window) are typed models of
-their own, and so are the SLO and fault rows (`reports.summary_rows`), the cost
-(`reports.summary_cost`), the measured sections beside the verdict (streaming, goodput, the
-target's metrics, soak: `reports.summary_measures`) and the sections that repeat what the run
-recorded about itself (the environment, the leak audit, the scraper: `reports.summary_harness`),
+their own, and so are the SLO and fault rows (`rushhour.reports.summary_rows`), the cost
+(`rushhour.reports.summary_cost`), the measured sections beside the verdict (streaming, goodput, the
+target's metrics, soak: `rushhour.reports.summary_measures`) and the sections that repeat what the run
+recorded about itself (the environment, the leak audit, the scraper: `rushhour.reports.summary_harness`),
 and so are the two whose shape the drill's own steps decide (the calibration of a relative peak,
-the harness's overhead: `reports.summary_scenario`). The comparison is the gate's own dataclass
-(`reports.compare.Comparison`, its side-by-side rows plain JSON objects).
+the harness's overhead: `rushhour.reports.summary_scenario`). The comparison is the gate's own dataclass
+(`rushhour.reports.compare.Comparison`, its side-by-side rows plain JSON objects).
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reports.compare import Comparison
-from reports.finding_rules import Finding
-from reports.stats import Percentile
-from reports.steady import SteadyWindow
-from reports.summary_cost import CostSection
-from reports.summary_harness import EnvironmentFacts, LeakAuditSection, ScraperHealth
-from reports.summary_measures import GoodputSection, SoakSection, StreamingSection, TargetMetricsSection
-from reports.summary_rows import FaultRow, SloRow
-from reports.summary_scenario import CalibrationFacts, OverheadSection
+from rushhour.reports.compare import Comparison
+from rushhour.reports.finding_rules import Finding
+from rushhour.reports.stats import Percentile
+from rushhour.reports.steady import SteadyWindow
+from rushhour.reports.summary_cost import CostSection
+from rushhour.reports.summary_harness import EnvironmentFacts, LeakAuditSection, ScraperHealth
+from rushhour.reports.summary_measures import GoodputSection, SoakSection, StreamingSection, TargetMetricsSection
+from rushhour.reports.summary_rows import FaultRow, SloRow
+from rushhour.reports.summary_scenario import CalibrationFacts, OverheadSection
 
 __all__ = ["DocumentsSection", "GeneratorHealth", "LatencyDetail", "LiveWindow", "PhaseMark", "ScenarioFacts",
            "SteadySection", "Summary"]
@@ -40,7 +40,7 @@ class _Part(BaseModel):
 
 
 class ScenarioFacts(_Part):
-    """What was run (`reports.summary._scenario`): the scenario, its traffic and where the results are."""
+    """What was run (`rushhour.reports.summary._scenario`): the scenario, its traffic and where the results are."""
 
     name: str
     seed: int | None
@@ -56,7 +56,7 @@ class ScenarioFacts(_Part):
 
 class LatencyDetail(_Part):
     """Each summary percentile (P50 to P99.9) with its sample count and 95% interval
-    (`reports.summary.latency_sections`): over every attempted request from the intended send
+    (`rushhour.reports.summary.latency_sections`): over every attempted request from the intended send
     (corrected) and from the actual send (uncorrected), and over ok requests only."""
 
     corrected: dict[str, Percentile]
@@ -65,7 +65,7 @@ class LatencyDetail(_Part):
 
 
 class GeneratorHealth(_Part):
-    """Whether the load generator kept up (`reports.summary.generator_health`); `valid` is False
+    """Whether the load generator kept up (`rushhour.reports.summary.generator_health`); `valid` is False
     with the `reasons` when it, not the target, was the bottleneck."""
 
     schedule_lag_p99_ms: float | None
@@ -87,7 +87,7 @@ class PhaseMark(_Part):
 
 
 class DocumentsSection(_Part):
-    """Documents sent through the jobs API (`reports.documents.documents_section`): counts, and the
+    """Documents sent through the jobs API (`rushhour.reports.documents.documents_section`): counts, and the
     percentiles (with their sample count) of the time to the first segment and to the whole document."""
 
     count: int
@@ -100,7 +100,7 @@ class DocumentsSection(_Part):
 
 
 class SteadySection(_Part):
-    """How the steady windows were found, whether any was, and each phase's (`reports.steady.steady_section`)."""
+    """How the steady windows were found, whether any was, and each phase's (`rushhour.reports.steady.steady_section`)."""
 
     method: str
     found: bool
@@ -108,7 +108,7 @@ class SteadySection(_Part):
 
 
 class LiveWindow(_Part):
-    """Where the drill's live metrics were and when it ran (`reports.live.live_section`)."""
+    """Where the drill's live metrics were and when it ran (`rushhour.reports.live.live_section`)."""
 
     metrics_port: int | None
     metrics_url: str | None
@@ -155,7 +155,7 @@ class Summary(BaseModel):
                                                                     "(MSER-5)")
     target_metrics: TargetMetricsSection | None = Field(default=None, description="the scrape of the target's own metrics")
     harness_overhead: OverheadSection | None = Field(default=None, description="the latency the harness itself adds "
-                                             "at the run's peak rate (reports.overhead), when measured")
+                                             "at the run's peak rate (rushhour.reports.overhead), when measured")
     soak: SoakSection | None = Field(default=None, description="per-window latency, errors, memory and their trends")
     deviations: list[str]
     fail_on_deviation: bool
@@ -163,7 +163,7 @@ class Summary(BaseModel):
     verdict_reason: str
     fault_period_s: float
     findings: list[Finding]
-    """The statements that explain the verdict, most important first (`reports.findings`)."""
+    """The statements that explain the verdict, most important first (`rushhour.reports.findings`)."""
     headline: str
     live: LiveWindow
     comparison: Comparison | None = Field(default=None, description="the gate against baseline runs, when given")

@@ -1,10 +1,10 @@
 """The rows of summary.json's `slos` and `faults` lists as typed models.
 
 An SLO row's keys depend on its kind, and each producer writes them in its own order (latency
-kinds in `reports.slos.measure`, shares in the same module, goodput in `reports.goodput`, drift in
-`reports.drift`); a model writes its fields in the order they are declared, so each kind has a row
+kinds in `rushhour.reports.slos.measure`, shares in the same module, goodput in `rushhour.reports.goodput`, drift in
+`rushhour.reports.drift`); a model writes its fields in the order they are declared, so each kind has a row
 model of its own, told apart by `kind`. Keys added on the way (the steady-only verdict from
-`reports.steady_slos`, `implicit` from `reports.summary`, `too_tight` from `reports.overhead`)
+`rushhour.reports.steady_slos`, `implicit` from `rushhour.reports.summary`, `too_tight` from `rushhour.reports.overhead`)
 come last, in the order they are added. A per-phase row is its kind's verdict after the phase's
 name and span.
 """
@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reports.burn import BurnRule
+from rushhour.reports.burn import BurnRule
 
 __all__ = ["DriftSloRow", "FaultPeriodRow", "FaultRow", "GoodputPhaseRow", "GoodputSloRow",
            "LatencyPhaseRow", "LatencySloRow", "RecoveryRule", "SharePhaseRow", "ShareSloRow", "SloRow",
@@ -30,7 +30,7 @@ class _Row(BaseModel):
 
 
 class WholeRunVerdict(_Row):
-    """A steady-only SLO's verdict over the whole run, shown beside it (`reports.steady_slos`)."""
+    """A steady-only SLO's verdict over the whole run, shown beside it (`rushhour.reports.steady_slos`)."""
 
     kind: str
     measured: float | None
@@ -44,7 +44,7 @@ class WholeRunVerdict(_Row):
 
 
 class _PhaseSpan(BaseModel):
-    """Where a per-phase verdict was taken (`reports.selection.phase_segments`)."""
+    """Where a per-phase verdict was taken (`rushhour.reports.selection.phase_segments`)."""
 
     phase: str
     start_s: float | None
@@ -64,7 +64,7 @@ class _Tail(BaseModel):
 
 
 class _Head(_Row):
-    """The fields every latency and share row opens with (`reports.slos.measure`)."""
+    """The fields every latency and share row opens with (`rushhour.reports.slos.measure`)."""
 
     name: str
     kind: str
@@ -76,7 +76,7 @@ class _Head(_Row):
 
 
 class _LatencyMeasure(_Head):
-    """The verdict `reports.slos.measure` writes for a latency kind, in its order."""
+    """The verdict `rushhour.reports.slos.measure` writes for a latency kind, in its order."""
 
     kind: Literal["latency", "ttft", "tpot", "itl"]
     measured: float | None
@@ -101,7 +101,7 @@ class _LatencyCore(_LatencyMeasure):
 
 
 class _ShareMeasure(_Head):
-    """The verdict `reports.slos.measure` writes for a share kind, in its order."""
+    """The verdict `rushhour.reports.slos.measure` writes for a share kind, in its order."""
 
     kind: Literal["availability", "degraded"]
     measured: float | None
@@ -120,7 +120,7 @@ class _ShareCore(_ShareMeasure):
 
 
 class _GoodputLead(_Row):
-    """The fields `reports.goodput.goodput_slo` opens with."""
+    """The fields `rushhour.reports.goodput.goodput_slo` opens with."""
 
     name: str
     objective: float
@@ -129,7 +129,7 @@ class _GoodputLead(_Row):
 
 
 class _GoodputVerdict(_Row):
-    """The goodput verdict over the run or one phase, in `reports.goodput.goodput_slo`'s order."""
+    """The goodput verdict over the run or one phase, in `rushhour.reports.goodput.goodput_slo`'s order."""
 
     kind: Literal["goodput"]
     budget_consumed: float | None
@@ -151,7 +151,7 @@ class _GoodputCore(_GoodputVerdict, _GoodputLead):
 
 
 class _DriftCore(_Row):
-    """The fields `reports.drift.drift_slo` writes, in its order."""
+    """The fields `rushhour.reports.drift.drift_slo` writes, in its order."""
 
     name: str
     kind: Literal["drift"]
@@ -182,11 +182,11 @@ class ShareSloRow(_Tail, _ShareCore):
 
 
 class GoodputSloRow(_Tail, _GoodputCore):
-    """A goodput objective in req/s (`reports.goodput.goodput_slo`)."""
+    """A goodput objective in req/s (`rushhour.reports.goodput.goodput_slo`)."""
 
 
 class DriftSloRow(_Tail, _DriftCore):
-    """A drift objective: the slope of a soak trend per hour (`reports.drift.drift_slo`)."""
+    """A drift objective: the slope of a soak trend per hour (`rushhour.reports.drift.drift_slo`)."""
 
 
 SloRow = Annotated[LatencySloRow | ShareSloRow | GoodputSloRow | DriftSloRow, Field(discriminator="kind")]
@@ -194,7 +194,7 @@ SloRow = Annotated[LatencySloRow | ShareSloRow | GoodputSloRow | DriftSloRow, Fi
 
 
 class SteadyStateOutcome(_Row):
-    """The chaos journal's status and steady-state hypothesis before and after (`reports.faults.steady_state`)."""
+    """The chaos journal's status and steady-state hypothesis before and after (`rushhour.reports.faults.steady_state`)."""
 
     status: str | None
     deviated: bool
@@ -210,7 +210,7 @@ class RecoveryRule(_Row):
 
 
 class FaultPeriodRow(_Row):
-    """Before, during or after one fault (`reports.periods.fault_periods`)."""
+    """Before, during or after one fault (`rushhour.reports.periods.fault_periods`)."""
 
     period: Literal["before", "during", "after"]
     start_s: float
@@ -225,7 +225,7 @@ class FaultPeriodRow(_Row):
 
 
 class FaultRow(_Row):
-    """One injected fault's row (`reports.faults.fault_impact`) with its periods (`reports.build.story`)."""
+    """One injected fault's row (`rushhour.reports.faults.fault_impact`) with its periods (`rushhour.reports.build.story`)."""
 
     name: str
     experiment: str

@@ -2,11 +2,11 @@
 relative peak resolved to (`scenario.calibration`) and the harness's overhead (`harness_overhead`).
 
 `scenario.calibration` is the resolved scenario's `traffic.calibration` (the fields of
-`scenarios.spec.peak.Calibration`, kept in the results folder's scenario.yaml) with the report's
-`text` line added by `reports.summary`; a field the calibration left at its default may be
+`rushhour.scenarios.spec.peak.Calibration`, kept in the results folder's scenario.yaml) with the report's
+`text` line added by `rushhour.reports.summary`; a field the calibration left at its default may be
 missing from a scenario written by hand, so those are optional and stay absent when absent.
-`harness_overhead` is `reports.overhead.overhead_section`, made from the `harness_overhead` event
-that `scenarios.run.overhead.run_overhead_check` writes: one shape when the check measured (its
+`harness_overhead` is `rushhour.reports.overhead.overhead_section`, made from the `harness_overhead` event
+that `rushhour.scenarios.run.overhead.run_overhead_check` writes: one shape when the check measured (its
 rungs as `judge_steps` judged them), another when it was tried and failed. The layers keep
 `reports` from importing `scenarios`, so these models spell the fields again; a test feeds them
 what the scenarios code writes.
@@ -55,7 +55,7 @@ class HarnessQuantiles(_Part):
 
 class OverheadStep(_Part):
     """One rung of the overhead ladder, judged as a drill judges its generator
-    (`scenarios.run.overhead.judge_steps`). The rungs are read from the overhead cache, a file on
+    (`rushhour.scenarios.run.overhead.judge_steps`). The rungs are read from the overhead cache, a file on
     the machine that a check (or a person) wrote: a judgement the file lacks stays absent."""
 
     rate_rps: float
@@ -79,7 +79,7 @@ class RunLatency(_Part):
 
 
 class TightSlo(_Part):
-    """An SLO whose threshold lies within `reports.overhead.TIGHT_FACTOR` x the harness's own P99."""
+    """An SLO whose threshold lies within `rushhour.reports.overhead.TIGHT_FACTOR` x the harness's own P99."""
 
     name: str
     threshold_ms: float
@@ -122,4 +122,4 @@ def _overhead_shape(value: Any) -> str:
 
 OverheadSection = Annotated[Annotated[OverheadMeasured, Tag("measured")] | Annotated[OverheadUnmeasured, Tag("unmeasured")],
                             Discriminator(_overhead_shape)]
-"""The harness's overhead at the run's peak rate (`reports.overhead.overhead_section`), measured or not."""
+"""The harness's overhead at the run's peak rate (`rushhour.reports.overhead.overhead_section`), measured or not."""

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from kernel.contract import TARGET_METRICS_FILE
-from reports.faults import FaultWindow
-from reports.plotting import Chart, missing_chart, time_chart
-from reports.results import RunData
-from reports.targetmetrics import CHARTS, named_series, recognised_series
+from rushhour.kernel.contract import TARGET_METRICS_FILE
+from rushhour.reports.faults import FaultWindow
+from rushhour.reports.plotting import Chart, missing_chart, time_chart
+from rushhour.reports.results import RunData
+from rushhour.reports.targetmetrics import CHARTS, named_series, recognised_series
 
 NO_SAMPLES = (f"{TARGET_METRICS_FILE} holds no sample (every scrape of the target's metrics failed; "
               "events.jsonl says why), so the target's own view cannot be drawn.")

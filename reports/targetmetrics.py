@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from reports.results import RunData
+from rushhour.reports.results import RunData
 
 Reading = Literal["gauge", "rate"]
 CHARTS: dict[str, tuple[str, str, Literal["sum", "mean"]]] = {

@@ -11,9 +11,9 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from reports.attempts import attempt_values
-from reports.faults import SHED_STATUSES
-from reports.stats import grouped_percentiles
+from rushhour.reports.attempts import attempt_values
+from rushhour.reports.faults import SHED_STATUSES
+from rushhour.reports.stats import grouped_percentiles
 
 NICE_BINS_S = (0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
 TARGET_BINS = 120

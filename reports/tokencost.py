@@ -1,7 +1,7 @@
 """Dollars per million output tokens and per million input tokens, with intervals, per pool,
 priority and phase: the prices an LLM service is compared by, beside dollars per 1k characters.
 
-The dollars are the node-seconds of `reports.cost` (fixed by the run). Output tokens are the
+The dollars are the node-seconds of `rushhour.reports.cost` (fixed by the run). Output tokens are the
 `output_tokens` the protocol reported for each successful answer (openai-chat's usage), the
 input tokens its `input_tokens` (the server's `usage.prompt_tokens`). A pool's dollars are
 shared among the tokens it served (`model` column); a class (priority, phase) pays each pool's
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtri
 
-from reports.stats import CONFIDENCE
+from rushhour.reports.stats import CONFIDENCE
 
 PER = 1_000_000.0
 TOKEN_COLUMNS = {"output": "output_tokens", "input": "input_tokens"}
@@ -45,7 +45,7 @@ def token_costs(requests: pd.DataFrame, phases: pd.Series, pools: list[dict[str,
                 window: tuple[float, float]) -> dict[str, Any]:
     """`cost.tokens`: for output and input tokens, the whole run and per pool, priority and phase.
 
-    `pools` are the priced rows of `reports.cost` (pool, usd); answers count when they succeeded
+    `pools` are the priced rows of `rushhour.reports.cost` (pool, usd); answers count when they succeeded
     and were scheduled inside `window`, the stretch the dollars were integrated over."""
     intended = requests["intended_s"].to_numpy(float)
     ok = requests["ok"].to_numpy(bool) & (intended >= window[0]) & (intended < window[1])

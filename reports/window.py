@@ -7,7 +7,7 @@ the server, which added about 10% to every per-second figure when the whole run 
 
 from __future__ import annotations
 
-from reports.results import RunData
+from rushhour.reports.results import RunData
 
 __all__ = ["schedule_window"]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kernel.processes import stop_process
+from rushhour.kernel.processes import stop_process
 from tests.support.first_collect import pytest_collection as pytest_collection
 from tests.support.first_collect import pytest_unconfigure as pytest_unconfigure
 from tests.support.rerun_reasons import pytest_runtest_logreport as pytest_runtest_logreport

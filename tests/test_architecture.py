@@ -4,11 +4,14 @@ code checked by ruff (lint, import order) and mypy (types), both configured in p
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.namespace import lay_namespace
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("scenarios", "reports", "experiments", "reference_server", "traffic_models", "kernel", "benchmarks")
@@ -20,7 +23,9 @@ def test_layers_contract_is_kept() -> None:
     lint_imports = Path(sys.executable).parent / "lint-imports"
     if not lint_imports.exists():
         pytest.fail(f"import-linter is not installed beside {sys.executable}; `make test` installs it.")
-    done = subprocess.run([str(lint_imports), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    env = {**os.environ, "PYTHONPATH": str(lay_namespace())}  # grimp reads the packages through the links
+    done = subprocess.run([str(lint_imports), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "2 kept, 0 broken" in done.stdout  # the layers, and no cycles between the subpackages of scenarios
 
@@ -50,6 +55,19 @@ def test_mypy_finds_nothing() -> None:
     # one cache per user, not per clone: mypy re-checks a module whose source hash changed, so a fresh
     # clone reuses what is unchanged instead of a cold run (about half a minute of one core)
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rushhour" / "mypy"
+    lay_namespace()
     env = {**os.environ, "MYPY_CACHE_DIR": os.environ.get("MYPY_CACHE_DIR") or str(cache)}
     done = subprocess.run([str(_tool("mypy"))], cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+BARE_IMPORT = re.compile(r"^\s*(?:from|import)\s+(?:kernel|reports|scenarios|experiments|traffic_models|reference_server)\b",
+                         re.MULTILINE)
+
+
+def test_every_import_names_the_rushhour_namespace() -> None:
+    # run from the repository's root, `import reports` would find the folder and work by accident; installed,
+    # only `rushhour.reports` exists
+    bare = [str(path.relative_to(REPO)) for folder in (*PACKAGES, "tests") for path in (REPO / folder).rglob("*.py")
+            if BARE_IMPORT.search(path.read_text(encoding="utf-8"))]
+    assert not bare, f"these modules import a folder by its bare name instead of rushhour.<folder>: {bare}"

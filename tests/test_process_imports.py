@@ -36,12 +36,12 @@ def _loaded(code: str, heavy: list[str]) -> list[str]:
 
 
 def test_a_node_process_imports_no_web_framework_models_or_data_libraries() -> None:
-    heavy = ["fastapi", "pydantic", "httpx", "pandas", "scipy", "reference_server.config"]
-    assert _loaded("import reference_server.node.__main__, reference_server.node.app", heavy) == []
+    heavy = ["fastapi", "pydantic", "httpx", "pandas", "scipy", "rushhour.reference_server.config"]
+    assert _loaded("import rushhour.reference_server.node.__main__, rushhour.reference_server.node.app", heavy) == []
 
 
 def test_the_run_and_report_commands_import_no_scipy_stats() -> None:
-    code = "import scenarios.cli.main, scenarios.cli.run, scenarios.cli.report, scenarios.cli.capacity"
+    code = "import rushhour.scenarios.cli.main, rushhour.scenarios.cli.run, rushhour.scenarios.cli.report, rushhour.scenarios.cli.capacity"
     assert _loaded(code, ["scipy.stats", "scipy.optimize", "matplotlib.pyplot"]) == []
 
 
@@ -51,7 +51,7 @@ def test_a_whole_report_is_judged_and_drawn_without_scipy_stats(tmp_path: Path) 
     run = write_run(tmp_path / "run", requests_frame(intended, rng.gamma(2.0, 40.0, 400)),
                     scenario={"slos": [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 500},
                                        {"name": "avail", "kind": "availability", "objective": 0.99}]})
-    code = ("from reports.build import build_reports\n"
+    code = ("from rushhour.reports.build import build_reports\n"
             f"summary = build_reports({str(run)!r})\n"
             "assert summary['verdict'] in ('pass', 'fail'), summary['verdict']")
     assert _loaded(code, ["scipy.stats"]) == []

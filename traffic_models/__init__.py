@@ -13,18 +13,18 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from kernel.clock import parse_clock
-from traffic_models.errors import TrafficModelError
-from traffic_models.model import TrafficModel
-from traffic_models.phases import Phase, phases
-from traffic_models.text import text_for
+from rushhour.kernel.clock import parse_clock
+from rushhour.traffic_models.errors import TrafficModelError
+from rushhour.traffic_models.model import TrafficModel
+from rushhour.traffic_models.phases import Phase, phases
+from rushhour.traffic_models.text import text_for
 
 if TYPE_CHECKING:
-    from traffic_models.loader import bundled_models, load_traffic_model
-    from traffic_models.schedule import generate_schedule, rate_curve
+    from rushhour.traffic_models.loader import bundled_models, load_traffic_model
+    from rushhour.traffic_models.schedule import generate_schedule, rate_curve
 
-_LATER = {"bundled_models": "traffic_models.loader", "load_traffic_model": "traffic_models.loader",
-          "generate_schedule": "traffic_models.schedule", "rate_curve": "traffic_models.schedule"}
+_LATER = {"bundled_models": "rushhour.traffic_models.loader", "load_traffic_model": "rushhour.traffic_models.loader",
+          "generate_schedule": "rushhour.traffic_models.schedule", "rate_curve": "rushhour.traffic_models.schedule"}
 
 
 def __getattr__(name: str) -> object:

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from traffic_models.mixspec import LengthSpec
+from rushhour.traffic_models.mixspec import LengthSpec
 
 KIND_ID_STRIDE = 1 << 40
 UNIQUE_ID_BASE = 1 << 50

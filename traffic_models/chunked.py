@@ -26,13 +26,13 @@ import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from traffic_models.catalog import KIND_ID_STRIDE, UNIQUE_ID_BASE, catalog_sizes, text_lengths, zipf_ranks
-from traffic_models.mix import mix_frame, output_lengths, pick
-from traffic_models.mixspec import MixSpec
-from traffic_models.model import TrafficModel
-from traffic_models.phases import phase_column, window_phases
-from traffic_models.schedule import COLUMNS, _rng, generate_schedule, intensity
-from traffic_models.window import Window, check_drawable, check_rate_scale, resolve_window
+from rushhour.traffic_models.catalog import KIND_ID_STRIDE, UNIQUE_ID_BASE, catalog_sizes, text_lengths, zipf_ranks
+from rushhour.traffic_models.mix import mix_frame, output_lengths, pick
+from rushhour.traffic_models.mixspec import MixSpec
+from rushhour.traffic_models.model import TrafficModel
+from rushhour.traffic_models.phases import phase_column, window_phases
+from rushhour.traffic_models.schedule import COLUMNS, _rng, generate_schedule, intensity
+from rushhour.traffic_models.window import Window, check_drawable, check_rate_scale, resolve_window
 
 DEFAULT_CHUNK_ROWS = 250_000
 """About 20 MB of schedule columns per chunk."""

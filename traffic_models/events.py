@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from kernel.clock import format_clock
-from traffic_models.fields import Clock, Positive, PositiveClock, Strict
+from rushhour.kernel.clock import format_clock
+from rushhour.traffic_models.fields import Clock, Positive, PositiveClock, Strict
 
 Span = tuple[str, float, float]
 """(phase label, start clock s, end clock s) on the model clock."""

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from kernel.clock import parse_clock
+from rushhour.kernel.clock import parse_clock
 
 Clock = Annotated[float, BeforeValidator(parse_clock)]
 """A clock time or a duration in seconds, written "19:30", "30m", "90s" or as a number."""

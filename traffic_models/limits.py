@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 
-from traffic_models.errors import TrafficModelError
+from rushhour.traffic_models.errors import TrafficModelError
 
 MAX_REQUESTS = 200_000_000
 """The most requests one run's schedule may hold.
 
 The 24 h soak (scenarios/soak-24h.yaml, 1,000 req/s) holds about 86.4 million; this is 2.3 times
-that. The chunked writer (`traffic_models.chunked`) draws a schedule in bounded memory at about
+that. The chunked writer (`rushhour.traffic_models.chunked`) draws a schedule in bounded memory at about
 1.6 µs a row (both passes), so the limit takes about five minutes to draw; a whole schedule in
 memory (`rushhour traffic`, a plan's `schedule`) peaks near 115 bytes a row, about 23 GB here.
 Past it a typo in a rate or a duration (1e12 for 1e2, "99999999h") would otherwise ask numpy for

@@ -8,12 +8,12 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from kernel.validation import format_validation_errors
-from kernel.yamlfile import DuplicateKeyError, StrictLoader, yaml_problem
-from traffic_models.errors import TrafficModelError
-from traffic_models.events import EVENT_TYPES
-from traffic_models.model import ReplaySpec, TrafficModel
-from traffic_models.replay import load_trace
+from rushhour.kernel.validation import format_validation_errors
+from rushhour.kernel.yamlfile import DuplicateKeyError, StrictLoader, yaml_problem
+from rushhour.traffic_models.errors import TrafficModelError
+from rushhour.traffic_models.events import EVENT_TYPES
+from rushhour.traffic_models.model import ReplaySpec, TrafficModel
+from rushhour.traffic_models.replay import load_trace
 
 BUNDLED_DIR = Path(__file__).resolve().parent
 CONSTANT_PREFIX = "constant:"

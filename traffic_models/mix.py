@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from traffic_models.catalog import (
+from rushhour.traffic_models.catalog import (
     KIND_ID_STRIDE,
     REPLAY_ID_BASE,
     UNIQUE_ID_BASE,
@@ -13,8 +13,8 @@ from traffic_models.catalog import (
     text_lengths,
     zipf_ranks,
 )
-from traffic_models.errors import TrafficModelError
-from traffic_models.mixspec import MixSpec
+from rushhour.traffic_models.errors import TrafficModelError
+from rushhour.traffic_models.mixspec import MixSpec
 
 OUTPUT_SALT = 7919
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from traffic_models.fields import Fraction, NonNegative, Positive, Strict
+from rushhour.traffic_models.fields import Fraction, NonNegative, Positive, Strict
 
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]*$")]
 FRACTION_TOLERANCE = 0.01

@@ -9,12 +9,12 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
 
-from kernel.clock import format_clock
-from traffic_models.curves import DAY_S, NAMED_CURVES, curve_points, curve_values
-from traffic_models.events import Event, events_factor
-from traffic_models.fields import Clock, NonNegative, Positive, PositiveClock, Strict
-from traffic_models.mixspec import MixSpec
-from traffic_models.sessions import SessionSpec
+from rushhour.kernel.clock import format_clock
+from rushhour.traffic_models.curves import DAY_S, NAMED_CURVES, curve_points, curve_values
+from rushhour.traffic_models.events import Event, events_factor
+from rushhour.traffic_models.fields import Clock, NonNegative, Positive, PositiveClock, Strict
+from rushhour.traffic_models.mixspec import MixSpec
+from rushhour.traffic_models.sessions import SessionSpec
 
 CurvePoint = tuple[Clock, NonNegative]
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from traffic_models.model import TrafficModel
-from traffic_models.window import Window, resolve_window
+from rushhour.traffic_models.model import TrafficModel
+from rushhour.traffic_models.window import Window, resolve_window
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -10,9 +10,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from traffic_models.model import TrafficModel
-from traffic_models.phases import Phase
-from traffic_models.window import Window
+from rushhour.traffic_models.model import TrafficModel
+from rushhour.traffic_models.phases import Phase
+from rushhour.traffic_models.window import Window
 
 PHASE_COLOURS = {"warm-up": "#dddddd", "ramp": "#ffe0a0", "peak": "#ffb0a0", "recovery": "#c8e6c9"}
 

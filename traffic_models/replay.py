@@ -3,7 +3,7 @@
 The Azure LLM inference trace (CC-BY 4.0, Patel et al., "Splitwise", ISCA 2024) is the
 reference format: TIMESTAMP, ContextTokens, GeneratedTokens. Plain CSV and JSONL logs need a
 timestamp column and may carry chars (or tokens), max_tokens, priority and session_id (the turns
-of one conversation). Mooncake and BurstGPT traces are read by `traffic_models.traceformats`.
+of one conversation). Mooncake and BurstGPT traces are read by `rushhour.traffic_models.traceformats`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from traffic_models.errors import TrafficModelError
-from traffic_models.limits import MAX_DURATION_S
-from traffic_models.traceformats import READERS, read_jsonl
+from rushhour.traffic_models.errors import TrafficModelError
+from rushhour.traffic_models.limits import MAX_DURATION_S
+from rushhour.traffic_models.traceformats import READERS, read_jsonl
 
 TIME_COLUMNS = ("timestamp", "time", "ts", "offset_s", "TIMESTAMP")
 END_PADDING_S = 1e-3

@@ -10,16 +10,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from traffic_models.errors import TrafficModelError
-from traffic_models.limits import check_request_count
-from traffic_models.mix import draw_people, draw_texts, mix_frame, priority_codes, replayed_texts
-from traffic_models.model import ReplaySpec, TrafficModel
-from traffic_models.phases import phase_column, window_phases
-from traffic_models.replay import Trace, load_trace, replay_rate, replay_rows
-from traffic_models.sessions import first_turns, replayed_sessions, synthetic_sessions
-from traffic_models.text import RAW_PROMPT, block_prompt
-from traffic_models.traceformats import LLM_FORMATS, MOONCAKE_BLOCK_TOKENS
-from traffic_models.window import Window, check_drawable, check_rate_scale, resolve_window
+from rushhour.traffic_models.errors import TrafficModelError
+from rushhour.traffic_models.limits import check_request_count
+from rushhour.traffic_models.mix import draw_people, draw_texts, mix_frame, priority_codes, replayed_texts
+from rushhour.traffic_models.model import ReplaySpec, TrafficModel
+from rushhour.traffic_models.phases import phase_column, window_phases
+from rushhour.traffic_models.replay import Trace, load_trace, replay_rate, replay_rows
+from rushhour.traffic_models.sessions import first_turns, replayed_sessions, synthetic_sessions
+from rushhour.traffic_models.text import RAW_PROMPT, block_prompt
+from rushhour.traffic_models.traceformats import LLM_FORMATS, MOONCAKE_BLOCK_TOKENS
+from rushhour.traffic_models.window import Window, check_drawable, check_rate_scale, resolve_window
 
 GRID_STEP_S = 1.0
 MIN_GRID, MAX_GRID = 2_000, 500_000

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from traffic_models.fields import Clock, Strict
+from rushhour.traffic_models.fields import Clock, Strict
 
 SESSION_COLUMNS = ("session", "turn", "think_s")
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from traffic_models.phases import Phase
+from rushhour.traffic_models.phases import Phase
 
 OBSERVED_BINS = 500
 MIN_BIN_S = 1.0

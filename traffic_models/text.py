@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from traffic_models.catalog import splitmix64
+from rushhour.traffic_models.catalog import splitmix64
 
 _SYLLABLES = ("ka", "lo", "mi", "ter", "san", "ve", "ro", "di", "na", "pol", "es", "tu", "ga", "rin", "be", "o")
 WORDS_PER_SENTENCE = (6, 16)

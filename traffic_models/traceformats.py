@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from traffic_models.errors import TrafficModelError
+from rushhour.traffic_models.errors import TrafficModelError
 
 MOONCAKE_BLOCK_TOKENS = 512
 """Tokens per hash id in the Mooncake traces."""

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernel.clock import format_clock
-from traffic_models.errors import TrafficModelError
-from traffic_models.limits import check_duration
-from traffic_models.model import TrafficModel
+from rushhour.kernel.clock import format_clock
+from rushhour.traffic_models.errors import TrafficModelError
+from rushhour.traffic_models.limits import check_duration
+from rushhour.traffic_models.model import TrafficModel
 
 OPEN_ENDED_DEFAULT_S = 60.0
 

@@ -3,10 +3,10 @@
 A page asks for a part with an HTML comment on a line of its own:
 
 - `<!-- generated: scenario -->`: every section of the scenario file, from the pydantic models
-  that validate it (`scenarios.spec.model.Scenario` and the models it holds);
-- `<!-- generated: exit-codes -->`: `kernel.contract.ExitCode`, with each member's docstring;
+  that validate it (`rushhour.scenarios.spec.model.Scenario` and the models it holds);
+- `<!-- generated: exit-codes -->`: `rushhour.kernel.contract.ExitCode`, with each member's docstring;
 - `<!-- generated: requests-columns -->` and `<!-- generated: results-files -->`: the columns of
-  `requests.parquet` and the files of a results folder from `kernel.contract`, with the meanings
+  `requests.parquet` and the files of a results folder from `rushhour.kernel.contract`, with the meanings
   below; a column or file the contract has and this hook does not describe fails the strict
   build, and so does a description of one the contract no longer has;
 - `<!-- check: http-routes -->`: fails the build when a route of the reference server's routers
@@ -94,7 +94,7 @@ FILE_MEANINGS: dict[str, str] = {
 
 
 def on_config(config: Any) -> Any:
-    from scenarios.cli.main import _register
+    from rushhour.scenarios.cli.main import _register
 
     _register()
     return config
@@ -114,7 +114,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 
 # --- the scenario file -----------------------------------------------------------------------
 def _scenario() -> str:
-    from scenarios.spec.model import Scenario
+    from rushhour.scenarios.spec.model import Scenario
 
     _check_notes()
     sections: list[str] = []
@@ -148,8 +148,8 @@ def _field_notes() -> dict[str, str]:
 
 
 def _check_notes() -> None:
-    from reports.summary_model import Summary
-    from scenarios.spec.model import Scenario
+    from rushhour.reports.summary_model import Summary
+    from rushhour.scenarios.spec.model import Scenario
 
     fields: set[str] = set()
     queue: list[type[BaseModel]] = [Scenario, Summary]
@@ -221,7 +221,7 @@ def _cell_block(text: str) -> str:
 
 # --- exit codes and the results folder --------------------------------------------------------
 def _exit_codes() -> str:
-    from kernel import contract
+    from rushhour.kernel import contract
 
     docs = _attribute_docs(Path(contract.__file__), "ExitCode")
     rows = ["| code | name | meaning |", "| ---: | --- | --- |"]
@@ -242,7 +242,7 @@ def _attribute_docs(path: Path, class_name: str) -> dict[str, str]:
 
 
 def _columns() -> str:
-    from kernel.contract import AB_COLUMNS, REQUEST_COLUMNS, STREAM_COLUMNS
+    from rushhour.kernel.contract import AB_COLUMNS, REQUEST_COLUMNS, STREAM_COLUMNS
 
     columns = {**REQUEST_COLUMNS, **AB_COLUMNS}
     _check_described("requests.parquet column", set(columns), set(COLUMN_MEANINGS))
@@ -254,7 +254,7 @@ def _columns() -> str:
 
 
 def _files() -> str:
-    from kernel import contract
+    from rushhour.kernel import contract
 
     names = {k: v for k, v in vars(contract).items() if k.endswith(("_FILE", "_DIR")) and isinstance(v, str)}
     _check_described("results file", set(names), set(FILE_MEANINGS))
@@ -264,8 +264,8 @@ def _files() -> str:
 
 
 def _summary() -> str:
-    """summary.json's keys from reports.summary_model.Summary, each with its meaning."""
-    from reports import summary_model
+    """summary.json's keys from rushhour.reports.summary_model.Summary, each with its meaning."""
+    from rushhour.reports import summary_model
 
     docs = _attribute_docs(Path(summary_model.__file__), "Summary")
     notes = _field_notes()
@@ -290,7 +290,7 @@ def _check_routes(markdown: str, page: str) -> None:
     import importlib
 
     for module in ("public", "jobs_api", "chat", "admin"):
-        router = importlib.import_module(f"reference_server.gateway.{module}").router
+        router = importlib.import_module(f"rushhour.reference_server.gateway.{module}").router
         for route in router.routes:
             path = route.path.replace(":path}", "}").replace("{node_id}", "{id}").replace("{job_id}", "{id}")
             if not re.search(re.escape(path) + r"[`?\s]", markdown):

@@ -5,10 +5,10 @@ Deployments, creating NetworkPolicies) these actions only add rushhour's labels 
 experiment says "the quality pool" instead of a label selector. The cluster comes from the usual
 kubeconfig or in-cluster credentials (see chaosk8s).
 
-A partition, a cordon and a scale-down carry a lease (see `experiments.leases`): first a detached
+A partition, a cordon and a scale-down carry a lease (see `rushhour.experiments.leases`): first a detached
 lease keeper is started and the object marked with its lease's end, then the fault is made; while
 the experiment holds it, this process renews the mark every few seconds, and when the renewals
-stop the keeper undoes it (see `experiments.kubernetes.leases`). Nodes already unschedulable when
+stop the keeper undoes it (see `rushhour.experiments.kubernetes.leases`). Nodes already unschedulable when
 an experiment begins (an operator's cordon) are skipped: never marked, never uncordoned.
 """
 
@@ -26,8 +26,8 @@ from chaoslib.types import Configuration, Secrets
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from experiments.kubernetes.leases import renewer, sweep
-from experiments.kubernetes.objects import (
+from rushhour.experiments.kubernetes.leases import renewer, sweep
+from rushhour.experiments.kubernetes.objects import (
     CORDONED_BY,
     DEFAULT_NAMESPACE,
     GPU_NODE_SELECTOR,
@@ -42,7 +42,7 @@ from experiments.kubernetes.objects import (
     scale_down_patch,
     uncordon_patch,
 )
-from experiments.leases import hold_lease, lease_s, release, spawn_keeper
+from rushhour.experiments.leases import hold_lease, lease_s, release, spawn_keeper
 
 __all__ = [
     "cordon_gpu_nodes",

@@ -17,7 +17,7 @@ from typing import Any
 
 from chaoslib.types import Configuration, Secrets
 
-from experiments.kubernetes.objects import (
+from rushhour.experiments.kubernetes.objects import (
     CHAOS_LABEL,
     CORDONED_BY,
     DEFAULT_NAMESPACE,
@@ -126,7 +126,7 @@ def keep_swept(ns: str = DEFAULT_NAMESPACE, after_s: float = 0.0, *, clock: Any 
 
 
 def renewer(patch: Any, read: Any) -> Any:
-    """A renew function for `experiments.leases.hold_lease`: moves the object's lease end
+    """A renew function for `rushhour.experiments.leases.hold_lease`: moves the object's lease end
     `seconds` ahead while it still carries rushhour's lease (`read()` gives its annotations);
     False once it does not (undone)."""
 

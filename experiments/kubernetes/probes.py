@@ -8,7 +8,7 @@ from chaoslib.types import Configuration, Secrets
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from experiments.kubernetes.objects import DEFAULT_NAMESPACE, deployment_name
+from rushhour.experiments.kubernetes.objects import DEFAULT_NAMESPACE, deployment_name
 
 __all__ = ["pool_ready_replicas", "pool_ready_replicas_at_least"]
 

@@ -4,8 +4,8 @@ Every action goes through the server's bearer-token admin API. Node-level faults
 latency, errors, slowdown) sit in the gateway's fault proxy and heal themselves after their lease,
 so a drill that dies half-way never leaves a node broken for good. An experiment passes its hold
 as `hold_s`; the fault then gets a short lease (20 s) that this process renews every 5 s through
-the hold and a margin (`experiments.local.held`), so the rollback heals it, and a killed drill
-leaves it for at most one lease, however long the hold (see `experiments.leases`). Process-level faults
+the hold and a margin (`rushhour.experiments.local.held`), so the rollback heals it, and a killed drill
+leaves it for at most one lease, however long the hold (see `rushhour.experiments.leases`). Process-level faults
 (kill, restart, scale) do not heal themselves; pair them with `recover_pool` or `reset` in the
 rollbacks.
 
@@ -19,10 +19,10 @@ from typing import Any
 from chaoslib.exceptions import ActivityFailed
 from chaoslib.types import Configuration, Secrets
 
-from experiments.client import AdminClient, client_from
-from experiments.leases import LEASE_MARGIN_S, lease_s
-from experiments.local.held import hold_node, release_node, release_server
-from experiments.local.nodes import UP_STATES, choose_node, list_nodes, node_ids
+from rushhour.experiments.client import AdminClient, client_from
+from rushhour.experiments.leases import LEASE_MARGIN_S, lease_s
+from rushhour.experiments.local.held import hold_node, release_node, release_server
+from rushhour.experiments.local.nodes import UP_STATES, choose_node, list_nodes, node_ids
 
 __all__ = [
     "LEASE_MARGIN_S",

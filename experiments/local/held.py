@@ -1,4 +1,4 @@
-"""Renewing the leases of faults held on the reference server's nodes (see `experiments.leases`).
+"""Renewing the leases of faults held on the reference server's nodes (see `rushhour.experiments.leases`).
 
 The gateway times every fault and every held-down kill out by itself; while an experiment holds
 one, this process renews it through `POST /admin/nodes/{id}/lease` every few seconds. A rollback
@@ -8,8 +8,8 @@ gateway heals the node one lease later.
 
 from __future__ import annotations
 
-from experiments.client import AdminClient
-from experiments.leases import hold_lease, release
+from rushhour.experiments.client import AdminClient
+from rushhour.experiments.leases import hold_lease, release
 
 __all__ = ["hold_node", "release_node", "release_server"]
 

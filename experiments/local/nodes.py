@@ -11,7 +11,7 @@ from typing import Any
 
 from chaoslib.exceptions import ActivityFailed
 
-from experiments.client import AdminClient
+from rushhour.experiments.client import AdminClient
 
 __all__ = ["UP_STATES", "choose_node", "list_nodes", "node_ids", "sort_key"]
 

@@ -2,7 +2,7 @@
 
 The node probes read `GET /v1/status`; the SLO probes read the drill's live results file when
 the runner names one in `RUSHHOUR_LIVE`, else the server's `/metrics` histogram over a short
-window (see `experiments.live`). None of them changes anything.
+window (see `rushhour.experiments.live`). None of them changes anything.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 from chaoslib.exceptions import ActivityFailed
 from chaoslib.types import Configuration, Secrets
 
-from experiments.client import client_from
-from experiments.live import live_stats
-from experiments.local.nodes import list_nodes
+from rushhour.experiments.client import client_from
+from rushhour.experiments.live import live_stats
+from rushhour.experiments.local.nodes import list_nodes
 
 __all__ = [
     "all_nodes_ready",

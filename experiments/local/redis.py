@@ -25,8 +25,16 @@ import psutil
 from chaoslib.exceptions import ActivityFailed
 from chaoslib.types import Configuration, Secrets
 
-from experiments.client import client_from
-from experiments.leases import hold_lease, lease_file, lease_s, new_lease_file, release, spawn_keeper, write_lease
+from rushhour.experiments.client import client_from
+from rushhour.experiments.leases import (
+    hold_lease,
+    lease_file,
+    lease_s,
+    new_lease_file,
+    release,
+    spawn_keeper,
+    write_lease,
+)
 
 __all__ = ["l2_errors", "redis_running", "start_redis", "stop_redis", "translation_served_uncached"]
 

@@ -13,11 +13,11 @@ from pathlib import Path
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from reference_server.gateway.api import ApiError
-from reference_server.gateway.cluster import Cluster, NotSupervised, UnknownNode
-from reference_server.gateway.deps import GatewayDep, ServiceDep, require_admin_token
-from reference_server.gateway.faults import DEFAULT_TTL_S, FaultSpec
-from reference_server.gateway.nodes import NodeHandle
+from rushhour.reference_server.gateway.api import ApiError
+from rushhour.reference_server.gateway.cluster import Cluster, NotSupervised, UnknownNode
+from rushhour.reference_server.gateway.deps import GatewayDep, ServiceDep, require_admin_token
+from rushhour.reference_server.gateway.faults import DEFAULT_TTL_S, FaultSpec
+from rushhour.reference_server.gateway.nodes import NodeHandle
 
 TOKEN_ENV = "RUSHHOUR_ADMIN_TOKEN"
 MAX_EPOCH_S = 4_102_444_800.0  # 2100-01-01T00:00:00Z: later is no drill's start, and overflows date maths

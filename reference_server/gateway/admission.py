@@ -19,7 +19,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from reference_server.config import PriorityClass
+from rushhour.reference_server.config import PriorityClass
 
 RATE_WINDOW_S = 5.0
 MIN_COMPLETIONS_FOR_ESTIMATE = 10

@@ -11,16 +11,16 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from reference_server.config import ServerConfig
-from reference_server.gateway import admin, chat, jobs_api, public
-from reference_server.gateway.api import (
+from rushhour.reference_server.config import ServerConfig
+from rushhour.reference_server.gateway import admin, chat, jobs_api, public
+from rushhour.reference_server.gateway.api import (
     ApiError,
     handle_api_error,
     handle_http_error,
     handle_validation_error,
 )
-from reference_server.gateway.bodylimit import BodyLimitMiddleware
-from reference_server.gateway.components import build_gateway, lifespan
+from rushhour.reference_server.gateway.bodylimit import BodyLimitMiddleware
+from rushhour.reference_server.gateway.components import build_gateway, lifespan
 
 
 def create_app(config: ServerConfig, *, admin_token: str) -> FastAPI:

@@ -26,11 +26,11 @@ from datetime import time as clock_time
 
 from prometheus_client import Gauge
 
-from reference_server.aio import cancel_and_wait
-from reference_server.config import AutoscaleConfig, ScheduledPeak, ServerConfig
-from reference_server.gateway.admission import PoolDispatcher
-from reference_server.gateway.cluster import Cluster
-from reference_server.gateway.metrics import Metrics
+from rushhour.reference_server.aio import cancel_and_wait
+from rushhour.reference_server.config import AutoscaleConfig, ScheduledPeak, ServerConfig
+from rushhour.reference_server.gateway.admission import PoolDispatcher
+from rushhour.reference_server.gateway.cluster import Cluster
+from rushhour.reference_server.gateway.metrics import Metrics
 
 log = logging.getLogger("rushhour.gateway")
 TOLERANCE = 0.1  # grow only when the need exceeds the current size by more than this

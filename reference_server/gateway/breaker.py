@@ -11,7 +11,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from reference_server.config import BreakerConfig
+from rushhour.reference_server.config import BreakerConfig
 
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
 

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from reference_server.config import DEFAULT_CACHE_MAX_BYTES
+from rushhour.reference_server.config import DEFAULT_CACHE_MAX_BYTES
 
 T = TypeVar("T")
 CacheKey = tuple[str, str, str, str]

@@ -15,16 +15,16 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from reference_server.gateway.api import (
+from rushhour.reference_server.gateway.api import (
     ApiError,
     TranslateRequest,
     error_response,
     openai_error_body,
 )
-from reference_server.gateway.components import Gateway
-from reference_server.gateway.deps import GatewayDep
-from reference_server.gateway.metrics import bounded_label
-from reference_server.gateway.openai_api import (
+from rushhour.reference_server.gateway.components import Gateway
+from rushhour.reference_server.gateway.deps import GatewayDep
+from rushhour.reference_server.gateway.metrics import bounded_label
+from rushhour.reference_server.gateway.openai_api import (
     PRIORITY_HEADER,
     TENANT_HEADER,
     ChatRequest,
@@ -36,7 +36,7 @@ from reference_server.gateway.openai_api import (
     to_translate,
     usage,
 )
-from reference_server.gateway.pieces import PieceStream
+from rushhour.reference_server.gateway.pieces import PieceStream
 
 router = APIRouter(tags=["openai"])
 

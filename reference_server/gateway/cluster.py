@@ -25,11 +25,11 @@ from collections.abc import Callable
 
 import httpx
 
-from reference_server.aio import cancel_and_wait
-from reference_server.config import ServerConfig
-from reference_server.gateway.breaker import CircuitBreaker
-from reference_server.gateway.metrics import Metrics
-from reference_server.gateway.nodes import (
+from rushhour.reference_server.aio import cancel_and_wait
+from rushhour.reference_server.config import ServerConfig
+from rushhour.reference_server.gateway.breaker import CircuitBreaker
+from rushhour.reference_server.gateway.metrics import Metrics
+from rushhour.reference_server.gateway.nodes import (
     NodeHandle,
     Spawner,
     kill_now,
@@ -37,9 +37,9 @@ from reference_server.gateway.nodes import (
     spawn_process,
     stop_node_process,
 )
-from reference_server.gateway.remote import RemoteNodes
-from reference_server.model import build_model
-from reference_server.node.protocol import EXIT_REFUSED
+from rushhour.reference_server.gateway.remote import RemoteNodes
+from rushhour.reference_server.model import build_model
+from rushhour.reference_server.node.protocol import EXIT_REFUSED
 
 log = logging.getLogger("rushhour.gateway")
 HEALTH_INTERVAL_S = 0.25

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 
 from fastapi import FastAPI
 
-from reference_server.aio import cancel_and_wait
-from reference_server.config import ServerConfig
-from reference_server.gateway.autoscaler import Autoscaler
-from reference_server.gateway.cluster import Cluster
-from reference_server.gateway.events import EventLog
-from reference_server.gateway.jobs import JobManager
-from reference_server.gateway.metrics import Metrics
-from reference_server.gateway.service import TranslationService
+from rushhour.reference_server.aio import cancel_and_wait
+from rushhour.reference_server.config import ServerConfig
+from rushhour.reference_server.gateway.autoscaler import Autoscaler
+from rushhour.reference_server.gateway.cluster import Cluster
+from rushhour.reference_server.gateway.events import EventLog
+from rushhour.reference_server.gateway.jobs import JobManager
+from rushhour.reference_server.gateway.metrics import Metrics
+from rushhour.reference_server.gateway.service import TranslationService
 
 
 @dataclass(kw_only=True)

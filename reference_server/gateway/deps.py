@@ -12,10 +12,10 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from reference_server.gateway.api import ApiError
-from reference_server.gateway.components import Gateway
-from reference_server.gateway.jobs import JobManager
-from reference_server.gateway.service import TranslationService
+from rushhour.reference_server.gateway.api import ApiError
+from rushhour.reference_server.gateway.components import Gateway
+from rushhour.reference_server.gateway.jobs import JobManager
+from rushhour.reference_server.gateway.service import TranslationService
 
 
 async def get_gateway(request: Request) -> Gateway:

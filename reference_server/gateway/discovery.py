@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reference_server.config import KubernetesEndpoints
+from rushhour.reference_server.config import KubernetesEndpoints
 
 __all__ = ["Address", "EndpointsWatcher", "endpoint_addresses", "pod_namespace"]
 

@@ -12,7 +12,7 @@ can never leave the service broken).
 - slowdown: the node's compute time is multiplied by `factor` (thermal throttling, a noisy
   neighbour, a slower build). The proxy stamps each call with the factor and the node sleeps
   `(factor - 1) x compute` after every batch while holding its batch slot, so capacity really
-  drops, not only latency (see `reference_server.node.protocol`).
+  drops, not only latency (see `rushhour.reference_server.node.protocol`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from reference_server.node.protocol import MAX_SLOWDOWN, SLOWDOWN_HEADER
+from rushhour.reference_server.node.protocol import MAX_SLOWDOWN, SLOWDOWN_HEADER
 
 FaultKind = Literal["partition", "reset", "latency", "errors", "slowdown"]
 DEFAULT_TTL_S = 300.0

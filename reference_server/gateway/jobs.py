@@ -26,8 +26,8 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-from reference_server.config import JobsConfig
-from reference_server.gateway.api import ApiError, TranslateRequest, TranslateResponse, shorten
+from rushhour.reference_server.config import JobsConfig
+from rushhour.reference_server.gateway.api import ApiError, TranslateRequest, TranslateResponse, shorten
 
 log = logging.getLogger("rushhour.gateway")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

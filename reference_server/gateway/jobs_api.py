@@ -17,13 +17,13 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from reference_server.config import ServerConfig
-from reference_server.gateway.api import ApiError, TranslateRequest, error_response
-from reference_server.gateway.deps import GatewayDep, JobsDep, ServiceDep
-from reference_server.gateway.jobs import split_segments, sse
-from reference_server.gateway.pieces import PieceStream
-from reference_server.gateway.placement import choose_tier
-from reference_server.gateway.service import TranslationService
+from rushhour.reference_server.config import ServerConfig
+from rushhour.reference_server.gateway.api import ApiError, TranslateRequest, error_response
+from rushhour.reference_server.gateway.deps import GatewayDep, JobsDep, ServiceDep
+from rushhour.reference_server.gateway.jobs import split_segments, sse
+from rushhour.reference_server.gateway.pieces import PieceStream
+from rushhour.reference_server.gateway.placement import choose_tier
+from rushhour.reference_server.gateway.service import TranslationService
 
 JOB_PATHS = ("/v1/jobs", "/v1/translate/stream")  # take documents of up to jobs.max_chars
 JSON_BYTES_PER_CHAR = 12  # "\ud83d\ude00": an ASCII-only JSON encoder's form of one character

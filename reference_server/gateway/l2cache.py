@@ -25,8 +25,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from reference_server.gateway.cache import CachedTranslation, CacheKey
-from reference_server.gateway.metrics import Metrics
+from rushhour.reference_server.gateway.cache import CachedTranslation, CacheKey
+from rushhour.reference_server.gateway.metrics import Metrics
 
 log = logging.getLogger("rushhour.gateway")
 DEFAULT_TIMEOUT_S = 0.2

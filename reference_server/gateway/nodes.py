@@ -17,11 +17,11 @@ from typing import Protocol
 
 import httpx
 
-from kernel.processes import stop_process
-from reference_server.config import PoolConfig
-from reference_server.defaults import default_batching
-from reference_server.gateway.breaker import CircuitBreaker
-from reference_server.gateway.faults import FaultTransport
+from rushhour.kernel.processes import stop_process
+from rushhour.reference_server.config import PoolConfig
+from rushhour.reference_server.defaults import default_batching
+from rushhour.reference_server.gateway.breaker import CircuitBreaker
+from rushhour.reference_server.gateway.faults import FaultTransport
 
 CONNECT_TIMEOUT_S = 0.25
 EXIT_POLL_S = 0.02
@@ -101,7 +101,7 @@ def spawn_process(
     port = sock.getsockname()[1]
     sock.set_inheritable(True)
     command = [
-        sys.executable, "-m", "reference_server.node",
+        sys.executable, "-m", "rushhour.reference_server.node",
         "--id", node.id, "--pool", node.pool, "--tier", pool.model, "--fd", str(sock.fileno()),
         "--max-batch-size", str(pool.max_batch_size), "--max-queue-delay-ms", str(pool.max_queue_delay_ms),
         "--max-queue", str(pool.max_node_queue), "--threads", str(pool.intra_op_threads),

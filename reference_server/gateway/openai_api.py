@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from reference_server.gateway.api import ApiError, OnOverload, TranslateRequest
-from reference_server.model.spec import SPECS
-from reference_server.model.tokenizer import CHARS_PER_PIECE, output_tokens
+from rushhour.reference_server.gateway.api import ApiError, OnOverload, TranslateRequest
+from rushhour.reference_server.model.spec import SPECS
+from rushhour.reference_server.model.tokenizer import CHARS_PER_PIECE, output_tokens
 
 MODES = ("quality", "fast", "auto")
 TENANT_HEADER = "x-rushhour-tenant"

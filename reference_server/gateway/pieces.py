@@ -13,9 +13,9 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
-from reference_server.gateway.api import TranslateRequest, TranslateResponse
-from reference_server.gateway.metrics import Metrics, bounded_label
-from reference_server.gateway.service import TranslationService
+from rushhour.reference_server.gateway.api import TranslateRequest, TranslateResponse
+from rushhour.reference_server.gateway.metrics import Metrics, bounded_label
+from rushhour.reference_server.gateway.service import TranslationService
 
 __all__ = ["PieceStream"]
 

@@ -10,8 +10,8 @@ cluster everything stays on quality. Responses report the model that actually se
 
 from __future__ import annotations
 
-from reference_server.config import RoutingConfig
-from reference_server.gateway.api import TranslateRequest
+from rushhour.reference_server.config import RoutingConfig
+from rushhour.reference_server.gateway.api import TranslateRequest
 
 QUALITY, FAST = "quality", "fast"
 

@@ -9,12 +9,18 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from reference_server.gateway.api import ApiError, ErrorResponse, TranslateRequest, TranslateResponse, error_response
-from reference_server.gateway.components import Gateway
-from reference_server.gateway.deps import GatewayDep
-from reference_server.gateway.faults import FaultKind
-from reference_server.gateway.metrics import bounded_label
-from reference_server.gateway.status import build_status
+from rushhour.reference_server.gateway.api import (
+    ApiError,
+    ErrorResponse,
+    TranslateRequest,
+    TranslateResponse,
+    error_response,
+)
+from rushhour.reference_server.gateway.components import Gateway
+from rushhour.reference_server.gateway.deps import GatewayDep
+from rushhour.reference_server.gateway.faults import FaultKind
+from rushhour.reference_server.gateway.metrics import bounded_label
+from rushhour.reference_server.gateway.status import build_status
 
 ERRORS: dict[int | str, dict[str, object]] = {code: {"model": ErrorResponse} for code in (400, 413, 422, 429, 503, 504)}
 FAULT_GAUGE_KINDS = tuple(kind for kind in get_args(FaultKind) if kind != "reset")  # a reset is a partition

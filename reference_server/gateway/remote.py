@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from reference_server.gateway.discovery import Address, EndpointsWatcher
-from reference_server.gateway.nodes import NodeHandle, make_client
+from rushhour.reference_server.gateway.discovery import Address, EndpointsWatcher
+from rushhour.reference_server.gateway.nodes import NodeHandle, make_client
 
 if TYPE_CHECKING:
-    from reference_server.gateway.cluster import Cluster
+    from rushhour.reference_server.gateway.cluster import Cluster
 
 __all__ = ["DOWN_AFTER_MISSES", "RemoteNodes"]
 

@@ -12,27 +12,27 @@ from dataclasses import dataclass
 
 import httpx
 
-from reference_server.config import ServerConfig
-from reference_server.gateway.admission import Overloaded, PoolDispatcher, TokenBuckets
-from reference_server.gateway.api import (
+from rushhour.reference_server.config import ServerConfig
+from rushhour.reference_server.gateway.admission import Overloaded, PoolDispatcher, TokenBuckets
+from rushhour.reference_server.gateway.api import (
     ApiError,
     Timing,
     TranslateRequest,
     TranslateResponse,
 )
-from reference_server.gateway.cache import (
+from rushhour.reference_server.gateway.cache import (
     CachedTranslation,
     CacheKey,
     Coalescer,
     TranslationCache,
     cache_key,
 )
-from reference_server.gateway.cluster import Cluster
-from reference_server.gateway.l2cache import L2Cache
-from reference_server.gateway.metrics import Metrics
-from reference_server.gateway.nodes import NodeHandle
-from reference_server.gateway.placement import choose_tier
-from reference_server.gateway.streamcall import PieceSink, post_streaming
+from rushhour.reference_server.gateway.cluster import Cluster
+from rushhour.reference_server.gateway.l2cache import L2Cache
+from rushhour.reference_server.gateway.metrics import Metrics
+from rushhour.reference_server.gateway.nodes import NodeHandle
+from rushhour.reference_server.gateway.placement import choose_tier
+from rushhour.reference_server.gateway.streamcall import PieceSink, post_streaming
 
 RETRYABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 MIN_RETRY_BUDGET_S = 0.05

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from reference_server.gateway.cluster import Cluster
-from reference_server.gateway.components import Gateway
-from reference_server.gateway.jobs_api import body_limit
-from reference_server.gateway.service import TranslationService
+from rushhour.reference_server.gateway.cluster import Cluster
+from rushhour.reference_server.gateway.components import Gateway
+from rushhour.reference_server.gateway.jobs_api import body_limit
+from rushhour.reference_server.gateway.service import TranslationService
 
 SHED_REASONS = ("rate_limited", "queue_full", "early_reject", "max_wait", "cannot_meet_deadline", "unavailable")
 

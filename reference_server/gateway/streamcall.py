@@ -1,6 +1,6 @@
 """The gateway's streaming call to a node: `/infer` with `"stream": true`, pieces handed on as they come.
 
-The node answers NDJSON (see `reference_server.node.streaming`). What comes back is shaped as a
+The node answers NDJSON (see `rushhour.reference_server.node.streaming`). What comes back is shaped as a
 plain `/infer` answer, so the service reads it the one way it reads every answer: a refusal
 keeps its status and body, the closing `done` line becomes a 200 answer, and an `error` line
 after some pieces becomes an answer with that line's status.

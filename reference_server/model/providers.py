@@ -45,7 +45,7 @@ REQUIREMENTS: dict[str, str] = {"cuda": CUDA}
 REQUIRE_ENV = "RUSHHOUR_REQUIRE_PROVIDER"
 RUNTIME_DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-qnn")
 PREFLIGHT_TIMEOUT_S = 180.0
-_PROBE_SCRIPT = "import json; from reference_server.model.providers import probe; print(json.dumps(probe()))"
+_PROBE_SCRIPT = "import json; from rushhour.reference_server.model.providers import probe; print(json.dumps(probe()))"
 INSTALL_HINT = ("install the GPU build (`make install-gpu`, or `pip install -e '.[gpu]'` in an environment without the "
                 "`onnxruntime` CPU package) on a machine with an NVIDIA GPU and driver")
 

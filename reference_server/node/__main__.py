@@ -8,14 +8,14 @@ import socket
 import sys
 from pathlib import Path
 
-from reference_server.defaults import DEFAULT_PREFILL_TOKENS, default_batching
-from reference_server.listening import LaunchError
-from reference_server.node.serve import inherited_socket, listen_socket, serve_node
-from reference_server.node.worker import NodeSettings
+from rushhour.reference_server.defaults import DEFAULT_PREFILL_TOKENS, default_batching
+from rushhour.reference_server.listening import LaunchError
+from rushhour.reference_server.node.serve import inherited_socket, listen_socket, serve_node
+from rushhour.reference_server.node.worker import NodeSettings
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m reference_server.node")
+    parser = argparse.ArgumentParser(prog="python -m rushhour.reference_server.node")
     parser.add_argument("--id", default=None, help="default: the host name (a pod's name)")
     parser.add_argument("--pool", default=None, help="default: the tier")
     parser.add_argument("--tier", required=True, choices=("quality", "fast"))

@@ -6,7 +6,7 @@ state; `create_node_app` only builds those two and assembles the app. A node is 
 it has four routes that read their own bodies, and FastAPI's import (models built for an OpenAPI
 schema the node never serves) would add a tenth of a second to every node's start. The
 batcher is the dynamic one or, with `batching: continuous`, the continuous one; `/infer` with
-`"stream": true` answers NDJSON lines (see `reference_server.node.streaming`).
+`"stream": true` answers NDJSON lines (see `rushhour.reference_server.node.streaming`).
 """
 
 from __future__ import annotations
@@ -24,19 +24,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
 
-from reference_server.batcher import (
+from rushhour.reference_server.batcher import (
     CannotMeetDeadline,
     DeadlineExceeded,
     DynamicBatcher,
     QueueFull,
 )
-from reference_server.continuous import ContinuousBatcher
-from reference_server.model import ModelInput
-from reference_server.model.rows import row_steps
-from reference_server.model.tokenizer import CHARS_PER_PIECE
-from reference_server.node.protocol import SLOWDOWN_HEADER
-from reference_server.node.streaming import error_json, stream_answer
-from reference_server.node.worker import ModelWorker
+from rushhour.reference_server.continuous import ContinuousBatcher
+from rushhour.reference_server.model import ModelInput
+from rushhour.reference_server.model.rows import row_steps
+from rushhour.reference_server.model.tokenizer import CHARS_PER_PIECE
+from rushhour.reference_server.node.protocol import SLOWDOWN_HEADER
+from rushhour.reference_server.node.streaming import error_json, stream_answer
+from rushhour.reference_server.node.worker import ModelWorker
 
 FIXED_COST_CHARS = 40  # a batch's time grows with its longest text, plus a fixed part per step
 

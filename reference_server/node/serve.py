@@ -11,9 +11,9 @@ import time
 
 import uvicorn
 
-from reference_server.listening import listen
-from reference_server.node.app import create_node_app
-from reference_server.node.worker import ModelWorker, NodeSettings
+from rushhour.reference_server.listening import listen
+from rushhour.reference_server.node.app import create_node_app
+from rushhour.reference_server.node.worker import ModelWorker, NodeSettings
 
 __all__ = ["inherited_socket", "listen_socket", "serve_node"]
 

@@ -15,15 +15,15 @@ from collections.abc import AsyncIterator
 
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from reference_server.batcher import (
+from rushhour.reference_server.batcher import (
     BatchInfo,
     CannotMeetDeadline,
     DeadlineExceeded,
     DynamicBatcher,
     QueueFull,
 )
-from reference_server.continuous import ContinuousBatcher
-from reference_server.model import ModelInput
+from rushhour.reference_server.continuous import ContinuousBatcher
+from rushhour.reference_server.model import ModelInput
 
 __all__ = ["error_for", "error_json", "stream_answer"]
 

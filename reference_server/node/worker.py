@@ -14,20 +14,20 @@ from pathlib import Path
 
 import psutil
 
-from reference_server.model import (
+from rushhour.reference_server.model import (
     ModelInput,
     ProviderRequirementError,
     Seq2SeqModel,
     load_model,
 )
-from reference_server.model.interface import RowDecoder, StepwiseModel
-from reference_server.model.providers import (
+from rushhour.reference_server.model.interface import RowDecoder, StepwiseModel
+from rushhour.reference_server.model.providers import (
     REQUIRE_ENV,
     parse_requirement,
     warmup_batch_sizes,
     warmup_text_lengths,
 )
-from reference_server.node.protocol import EXIT_REFUSED, parse_slowdown
+from rushhour.reference_server.node.protocol import EXIT_REFUSED, parse_slowdown
 
 WARMUP_TEXT = "The quick brown fox jumps over the lazy dog. "
 SLOWDOWN_QUANTUM_S = 0.005  # continuous batching sleeps its slowdown debt in slices at least this long
@@ -121,7 +121,7 @@ class ModelWorker:
         return outputs
 
     def decode_step(self, retire: Sequence[int], admit: Sequence[ModelInput]) -> list[tuple[str, bool]]:
-        """Continuous batching's model side (see `reference_server.continuous`): retire rows,
+        """Continuous batching's model side (see `rushhour.reference_server.continuous`): retire rows,
         admit new ones, run one decode step (with chunked prefill, first a bounded share of the
         joining rows' encoders). Loads the model on a cold node's first step; the
         slowdown fault stretches every step. A failure leaves no rows behind."""

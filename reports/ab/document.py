@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kernel.contract import AB_COLUMNS, ExitCode
-from reports.ab.groups import (
+from rushhour.kernel.contract import AB_COLUMNS, ExitCode
+from rushhour.reports.ab.groups import (
     DEFAULT_CONFIDENCE,
     DEFAULT_THRESHOLD,
     Comparison,
@@ -21,10 +21,10 @@ from reports.ab.groups import (
     populations,
     ratio_text,
 )
-from reports.attempts import attempted
-from reports.results import ResultsError, RunData
-from reports.stats import grouped_percentiles
-from reports.summary import generator_health
+from rushhour.reports.attempts import attempted
+from rushhour.reports.results import ResultsError, RunData
+from rushhour.reports.stats import grouped_percentiles
+from rushhour.reports.summary import generator_health
 
 SCHEMA_VERSION = 1
 EXIT_CODES = {"no_regression": ExitCode.OK, "regression": ExitCode.FAILED, "inconclusive": ExitCode.INVALID,

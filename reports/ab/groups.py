@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from reports.ab.stats import ArmSample, ErrorTest, RatioTest, error_test, pair_weights, ratio_test
-from reports.attempts import attempted
-from reports.schema import LATENCY_KINDS, SloSpec
+from rushhour.reports.ab.stats import ArmSample, ErrorTest, RatioTest, error_test, pair_weights, ratio_test
+from rushhour.reports.attempts import attempted
+from rushhour.reports.schema import LATENCY_KINDS, SloSpec
 
 DEFAULT_THRESHOLD = 1.10
 DEFAULT_CONFIDENCE = 0.90

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from kernel import contract
-from kernel.atomic import write_json_atomic
-from reports.format import ms, num, pct
-from reports.plotting import Chart, encode, missing_chart
-from reports.render import template_environment
+from rushhour.kernel import contract
+from rushhour.kernel.atomic import write_json_atomic
+from rushhour.reports.format import ms, num, pct
+from rushhour.reports.plotting import Chart, encode, missing_chart
+from rushhour.reports.render import template_environment
 
 ARM_STYLE = {"baseline": ("#1565c0", "o"), "candidate": ("#ef6c00", "s")}
 

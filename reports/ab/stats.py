@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
-from kernel.quantiles import percentile_value
-from reports.stats import grouped_percentiles
+from rushhour.kernel.quantiles import percentile_value
+from rushhour.reports.stats import grouped_percentiles
 
 DEFAULT_REPLICATES = 2000
 POWER = 0.80

@@ -1,7 +1,7 @@
 """One A/B run, start to finish: boot the embedded arms, probe both, fire the whole schedule
 open-loop with every row sent to its trial's arm, and always write the results and the verdict.
 
-It is a drill with two targets: the same Locust open loop (`scenarios.load`), latency from the
+It is a drill with two targets: the same Locust open loop (`rushhour.scenarios.load`), latency from the
 intended send, the generator's own health judged like a drill's; what it adds is each row's
 target (`base_url`) and its `arm` and `trial` in requests.parquet. One Locust run carries both
 arms, so the interleaving costs no start-up between trials and the clock is one clock.
@@ -24,24 +24,24 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 
-from kernel.contract import AB_COLUMNS, EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE
-from reference_server.launch import LaunchError
-from scenarios.ab.targets import ArmServers, ArmTarget, probe_arm
-from scenarios.ab.trials import TrialDesign, assigned_chunks
-from scenarios.load.health import generator_figures
-from scenarios.load.locust import LoadError
-from scenarios.load.merge import merge_chunks_to_file, merge_to_file
-from scenarios.load.session import LoadSession
-from scenarios.load.settings import LoadSettings
-from scenarios.run.drill import GENERATOR_COLUMNS, SCHEDULE_GROUP_ROWS
-from scenarios.run.envinfo import machine_facts
-from scenarios.run.events import EventLog
-from scenarios.run.progress import ProgressPrinter, RunningTally, progress_line
-from scenarios.run.resultsdir import ResultsDirError
-from scenarios.run.teardown import run_every_step
-from scenarios.spec.model import dump_scenario
-from scenarios.spec.plan import DrillPlan
-from traffic_models.chunked import write_schedule
+from rushhour.kernel.contract import AB_COLUMNS, EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE
+from rushhour.reference_server.launch import LaunchError
+from rushhour.scenarios.ab.targets import ArmServers, ArmTarget, probe_arm
+from rushhour.scenarios.ab.trials import TrialDesign, assigned_chunks
+from rushhour.scenarios.load.health import generator_figures
+from rushhour.scenarios.load.locust import LoadError
+from rushhour.scenarios.load.merge import merge_chunks_to_file, merge_to_file
+from rushhour.scenarios.load.session import LoadSession
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.run.drill import GENERATOR_COLUMNS, SCHEDULE_GROUP_ROWS
+from rushhour.scenarios.run.envinfo import machine_facts
+from rushhour.scenarios.run.events import EventLog
+from rushhour.scenarios.run.progress import ProgressPrinter, RunningTally, progress_line
+from rushhour.scenarios.run.resultsdir import ResultsDirError
+from rushhour.scenarios.run.teardown import run_every_step
+from rushhour.scenarios.spec.model import dump_scenario
+from rushhour.scenarios.spec.plan import DrillPlan
+from rushhour.traffic_models.chunked import write_schedule
 
 TICK_S = 0.5
 
@@ -74,8 +74,8 @@ class AbRun:
 
     def run(self) -> dict[str, Any]:
         """Run and judge; returns the ab.json document. A target that fails its probe raises
-        scenarios.ab.targets.TargetError once everything is stopped."""
-        from reports.ab.build import build_ab
+        rushhour.scenarios.ab.targets.TargetError once everything is stopped."""
+        from rushhour.reports.ab.build import build_ab
 
         self._claim()
         self._servers = ArmServers(self.targets, self.folder, self.plan.base_dir)

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from kernel.loopback import is_loopback_url, is_named_host
-from scenarios.protocols.probe import ProbeError, probe_target
-from scenarios.run.embedded import EmbeddedServer
-from scenarios.spec.model import EmbeddedTarget, Scenario
-from scenarios.spec.target import TargetProtocol
-from scenarios.spec.urls import check_target_url
+from rushhour.kernel.loopback import is_loopback_url, is_named_host
+from rushhour.scenarios.protocols.probe import ProbeError, probe_target
+from rushhour.scenarios.run.embedded import EmbeddedServer
+from rushhour.scenarios.spec.model import EmbeddedTarget, Scenario
+from rushhour.scenarios.spec.target import TargetProtocol
+from rushhour.scenarios.spec.urls import check_target_url
 
 EMBEDDED = "embedded"
 

@@ -2,7 +2,7 @@
 
 `requests` (the default) sends every row to an arm drawn at random and pairs the two arms' requests
 of the same time slice: both arms are loaded at once and share every moment's noise, the neighbour's
-bursts included. The run's schedule is drawn at twice the scenario's rate (`scenarios.cli.ab`), so
+bursts included. The run's schedule is drawn at twice the scenario's rate (`rushhour.scenarios.cli.ab`), so
 each arm carries the scenario's load.
 
 `trials` cuts the schedule by intended send time into `trials` equal slices. Consecutive trials
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from kernel.contract import AB_COLUMNS
+from rushhour.kernel.contract import AB_COLUMNS
 
 ARMS = ("baseline", "candidate")
 INTERLEAVES = ("requests", "trials")

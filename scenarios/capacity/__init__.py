@@ -13,5 +13,6 @@
     freshness.py   the check step of a cached capacity, and a search widened above its ceiling
 
 The statistics of a step (SLO verdicts at 95% confidence, percentiles, rates) are in
-`reports.stepstats`, its sequential design in `reports.sequential`; the knee curve and capacity.html in `reports.capacity`.
+`rushhour.reports.stepstats`, its sequential design in `rushhour.reports.sequential`; the knee
+curve and capacity.html in `rushhour.reports.capacity`.
 """

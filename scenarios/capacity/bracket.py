@@ -1,4 +1,4 @@
-"""Where a first search starts, from the target's saturated throughput (`scenarios.capacity.throughput`).
+"""Where a first search starts, from the target's saturated throughput (`rushhour.scenarios.capacity.throughput`).
 
 A search bracketed from the scenario's whole range spends most of its steps far from the knee:
 doubling up from the lowest rate that can show every SLO met, then bisecting back. The
@@ -32,9 +32,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reports.schema import SloSpec
-from scenarios.capacity.job import SloFloor
-from scenarios.capacity.search import SearchSettings
+from rushhour.reports.schema import SloSpec
+from rushhour.scenarios.capacity.job import SloFloor
+from rushhour.scenarios.capacity.search import SearchSettings
 
 __all__ = ["ProbePlan", "knee_share", "plan_from_throughput", "step_length", "window_s"]
 

@@ -8,7 +8,7 @@ them changes the key changes, and the next run measures again the way a first me
 figure this scenario had when the probe gives no plan). A dry run never measures: without a
 cached figure it plans at the search's starting rate and says so.
 
-A cached figure is checked before it is used (`scenarios.capacity.freshness`): one short step at
+A cached figure is checked before it is used (`rushhour.scenarios.capacity.freshness`): one short step at
 that rate; if it shows an SLO missed the machine carries less now, and the figure is measured
 again (or, told not to, the run is invalid). The re-measure probes the throughput and steps around
 it like a first measurement, starting from the check's failure: it never steps at that rate
@@ -16,7 +16,7 @@ again. A search whose every rate passed is searched again above its ceiling, sin
 taken for the capacity would under-load the drill.
 
 A calibration's figure is cached only once it is confirmed, i.e. once two windows at it or above
-it passed, so each window may spend a larger error on "met" (`reports.sequential.paired_error`:
+it passed, so each window may spend a larger error on "met" (`rushhour.reports.sequential.paired_error`:
 22.4% each, 5% for the two together); its windows need 175 paid requests instead of 314, and
 "missed" keeps 5% in every window. A figure the search could not confirm is used for this run
 only, said so, and measured again by the next.
@@ -34,15 +34,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reports.sequential import ALPHA, paired_error
-from scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE
-from scenarios.capacity.freshness import CheckResult, RunFn, age_text, check_job, checked, load_average, widened
-from scenarios.capacity.job import CapacityJob, load_mix, slo_floors, step_rules
-from scenarios.capacity.search import SearchSettings, StepVerdict
-from scenarios.capacity.target import embedded_config
-from scenarios.run.envinfo import machine_facts
-from scenarios.spec.model import Scenario, ScenarioError
-from scenarios.spec.peak import Calibration, RelativePeak
+from rushhour.reports.sequential import ALPHA, paired_error
+from rushhour.scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE
+from rushhour.scenarios.capacity.freshness import (
+    CheckResult,
+    RunFn,
+    age_text,
+    check_job,
+    checked,
+    load_average,
+    widened,
+)
+from rushhour.scenarios.capacity.job import CapacityJob, load_mix, slo_floors, step_rules
+from rushhour.scenarios.capacity.search import SearchSettings, StepVerdict
+from rushhour.scenarios.capacity.target import embedded_config
+from rushhour.scenarios.run.envinfo import machine_facts
+from rushhour.scenarios.spec.model import Scenario, ScenarioError
+from rushhour.scenarios.spec.peak import Calibration, RelativePeak
 
 __all__ = ["CalibrationAborted", "CalibrationInvalid", "cache_dir", "calibrated_peak", "calibration_key", "measure", "remember"]
 
@@ -188,7 +196,7 @@ Say = Callable[[str], None]
 
 
 def _run_capacity(job: CapacityJob, say: Say) -> dict[str, Any]:
-    from scenarios.capacity.runner import run_capacity
+    from rushhour.scenarios.capacity.runner import run_capacity
 
     outcome = run_capacity(job, say=say)
     return outcome.document | {"out_dir": str(outcome.out_dir)}
@@ -197,7 +205,7 @@ def _run_capacity(job: CapacityJob, say: Say) -> dict[str, Any]:
 def _attempts(scenario: Scenario, condition: str, *, source: str, base_dir: Path,
               known_fail: StepVerdict | None) -> Iterator[CapacityJob]:
     """The searches a measurement tries in turn until one ends above its lowest rate: first the
-    search around the probed throughput (`scenarios.capacity.bracket`; below the failed rate after
+    search around the probed throughput (`rushhour.scenarios.capacity.bracket`; below the failed rate after
     a failed check), then the scenario's whole range with 180 s steps for a machine too slow for
     60 s ones. The probed search already reaches down to the lowest rate a 60 s step can show, and
     with no plan it is the 60 s search (starting next to the last figure, if there is one)."""

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from scenarios.capacity.job import CapacityJob, step_rules
-from scenarios.capacity.search import GENERATOR, SearchSettings, StepVerdict
-from scenarios.capacity.steps import THROUGHPUT
+from rushhour.scenarios.capacity.job import CapacityJob, step_rules
+from rushhour.scenarios.capacity.search import GENERATOR, SearchSettings, StepVerdict
+from rushhour.scenarios.capacity.steps import THROUGHPUT
 
 __all__ = ["CHECK_STEP_S", "CheckResult", "RunFn", "age_text", "check_job", "checked", "load_average", "widened"]
 

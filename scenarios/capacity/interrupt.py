@@ -4,7 +4,7 @@ The first signal interrupts the search where it is (as Ctrl-C always did), so th
 released (the held-down node restarted, the experiment rolled back) and what was measured is
 written to capacity.json and capacity.html. Later signals are only acknowledged: a supervisor's
 second SIGTERM must not cut the restore short. A SIGKILL still can; then the node's lease, no
-longer renewed, brings it back within seconds (see `experiments.leases`).
+longer renewed, brings it back within seconds (see `rushhour.experiments.leases`).
 """
 
 from __future__ import annotations

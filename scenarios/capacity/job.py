@@ -2,7 +2,7 @@
 
 Everything is checked before anything boots. In particular, a step can only show an SLO met
 with 95% confidence once it holds enough requests in that SLO's scope (314 for a P99 with none
-bad; 175 in a calibration's window, `scenarios.capacity.calibrate`), so each SLO has a
+bad; 175 in a calibration's window, `rushhour.scenarios.capacity.calibrate`), so each SLO has a
 *floor*: the lowest rate at which one step of the chosen length sees that many. A search below
 the floor could only ever fail, so it is refused with the numbers.
 """
@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from reports.schema import CostModel, SloSpec
-from reports.selection import slo_scope
-from reports.sequential import ALPHA
-from reports.stepstats import samples_to_pass
-from scenarios.capacity.search import SearchSettings, StepVerdict
-from scenarios.capacity.steps import StepRules, step_schedule
-from scenarios.spec.model import Scenario, ScenarioError
-from scenarios.spec.target import TargetProtocol
-from traffic_models import TrafficModelError, load_traffic_model
-from traffic_models.model import TrafficModel
+from rushhour.reports.schema import CostModel, SloSpec
+from rushhour.reports.selection import slo_scope
+from rushhour.reports.sequential import ALPHA
+from rushhour.reports.stepstats import samples_to_pass
+from rushhour.scenarios.capacity.search import SearchSettings, StepVerdict
+from rushhour.scenarios.capacity.steps import StepRules, step_schedule
+from rushhour.scenarios.spec.model import Scenario, ScenarioError
+from rushhour.scenarios.spec.target import TargetProtocol
+from rushhour.traffic_models import TrafficModelError, load_traffic_model
+from rushhour.traffic_models.model import TrafficModel
 
 __all__ = ["CapacityJob", "SloFloor", "default_range", "load_mix", "select_slos", "slo_floors"]
 
@@ -63,7 +63,7 @@ class CapacityJob:
     start_rps: float | None = None
     floors: list[SloFloor] = field(default_factory=list)
     probe: bool = False
-    """Measure the saturated throughput first and search around it (`scenarios.capacity.bracket`)."""
+    """Measure the saturated throughput first and search around it (`rushhour.scenarios.capacity.bracket`)."""
     measure_at: Callable[[float], float] | None = None
     """A step's window at a given rate, when steps are sized to their rate; None: `rules.measure_s` for every step."""
     known_fail: StepVerdict | None = None

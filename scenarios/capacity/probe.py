@@ -13,7 +13,7 @@ import time
 import httpx
 import pandas as pd
 
-from scenarios.run.poller import Poller
+from rushhour.scenarios.run.poller import Poller
 
 __all__ = ["SAMPLE_COLUMNS", "StatusSampler", "fetch_status", "settle"]
 

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.cost import compute_cost
-from reports.schema import CostModel
-from scenarios.capacity.search import GENERATOR, SearchResult, StepVerdict
-from scenarios.capacity.stepper import StepRecord
-from scenarios.capacity.steps import StepRules
+from rushhour.reports.cost import compute_cost
+from rushhour.reports.schema import CostModel
+from rushhour.scenarios.capacity.search import GENERATOR, SearchResult, StepVerdict
+from rushhour.scenarios.capacity.stepper import StepRecord
+from rushhour.scenarios.capacity.steps import StepRules
 
 __all__ = ["condition_entry", "pool_usage", "step_entry", "verdict_of"]
 

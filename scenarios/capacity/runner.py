@@ -5,7 +5,7 @@ is still up, then the server stops), so an interrupted search still leaves its s
 Before the first step one probe request goes through the scenario's protocol, as a drill's does.
 The exit code follows the public contract: 0 every condition's capacity meets --require, 1 one
 does not (or even the lowest rate failed), 2 the target does not speak the scenario's protocol,
-3 generator-bound, interrupted (Ctrl-C, SIGTERM, SIGHUP: see `scenarios.capacity.interrupt`) or
+3 generator-bound, interrupted (Ctrl-C, SIGTERM, SIGHUP: see `rushhour.scenarios.capacity.interrupt`) or
 the target failed.
 """
 
@@ -23,10 +23,10 @@ from typing import Any
 import httpx
 import numpy as np
 
-from kernel.contract import CAPACITY_HTML_FILE, CAPACITY_JSON_FILE, ExitCode
-from reference_server.launch import LaunchError
-from scenarios.capacity.bracket import plan_from_throughput
-from scenarios.capacity.conditions import (
+from rushhour.kernel.contract import CAPACITY_HTML_FILE, CAPACITY_JSON_FILE, ExitCode
+from rushhour.reference_server.launch import LaunchError
+from rushhour.scenarios.capacity.bracket import plan_from_throughput
+from rushhour.scenarios.capacity.conditions import (
     HEALTHY,
     N_MINUS_ONE,
     Condition,
@@ -35,19 +35,19 @@ from scenarios.capacity.conditions import (
     Healthy,
     NMinusOne,
 )
-from scenarios.capacity.interrupt import interruptible
-from scenarios.capacity.job import CapacityJob, step_rules
-from scenarios.capacity.probe import settle
-from scenarios.capacity.record import condition_entry, step_entry, verdict_of
-from scenarios.capacity.search import SearchResult, StepVerdict, search
-from scenarios.capacity.stepper import StepRunner
-from scenarios.capacity.steps import StepRules
-from scenarios.capacity.target import Target, open_target
-from scenarios.capacity.targetprobe import probe_capacity_target
-from scenarios.capacity.throughput import measure_throughput
-from scenarios.load.locust import LoadError
-from scenarios.protocols.probe import ProbeError
-from scenarios.run.envinfo import machine_facts
+from rushhour.scenarios.capacity.interrupt import interruptible
+from rushhour.scenarios.capacity.job import CapacityJob, step_rules
+from rushhour.scenarios.capacity.probe import settle
+from rushhour.scenarios.capacity.record import condition_entry, step_entry, verdict_of
+from rushhour.scenarios.capacity.search import SearchResult, StepVerdict, search
+from rushhour.scenarios.capacity.stepper import StepRunner
+from rushhour.scenarios.capacity.steps import StepRules
+from rushhour.scenarios.capacity.target import Target, open_target
+from rushhour.scenarios.capacity.targetprobe import probe_capacity_target
+from rushhour.scenarios.capacity.throughput import measure_throughput
+from rushhour.scenarios.load.locust import LoadError
+from rushhour.scenarios.protocols.probe import ProbeError
+from rushhour.scenarios.run.envinfo import machine_facts
 
 __all__ = ["CapacityOutcome", "run_capacity"]
 
@@ -319,6 +319,6 @@ def _run_conditions(job: CapacityJob, say: Callable[[str], None]
 def _write(job: CapacityJob, document: dict[str, Any]) -> None:
     (job.out_dir / CAPACITY_JSON_FILE).write_text(json.dumps(plain(document), indent=2, allow_nan=False),
                                                encoding="utf-8")
-    from reports.capacity import write_capacity_html
+    from rushhour.reports.capacity import write_capacity_html
 
     write_capacity_html(document, job.out_dir / CAPACITY_HTML_FILE)

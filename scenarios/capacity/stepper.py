@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kernel.contract import SCHEDULE_FILE
-from reports.schema import SloSpec
-from scenarios.capacity.probe import StatusSampler
-from scenarios.capacity.search import GENERATOR
-from scenarios.capacity.steps import (
+from rushhour.kernel.contract import SCHEDULE_FILE
+from rushhour.reports.schema import SloSpec
+from rushhour.scenarios.capacity.probe import StatusSampler
+from rushhour.scenarios.capacity.search import GENERATOR
+from rushhour.scenarios.capacity.steps import (
     Assessment,
     StepRules,
     assess,
@@ -40,12 +40,12 @@ from scenarios.capacity.steps import (
     look_times,
     step_schedule,
 )
-from scenarios.load.locust import LoadError
-from scenarios.load.session import LoadSession
-from scenarios.load.settings import LoadSettings
-from scenarios.spec.model import LoadSpec
-from scenarios.spec.target import TargetProtocol
-from traffic_models.model import TrafficModel
+from rushhour.scenarios.load.locust import LoadError
+from rushhour.scenarios.load.session import LoadSession
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.spec.model import LoadSpec
+from rushhour.scenarios.spec.target import TargetProtocol
+from rushhour.traffic_models.model import TrafficModel
 
 __all__ = ["StepRecord", "StepRunner"]
 
@@ -117,7 +117,7 @@ class StepRunner:
     target: TargetProtocol | None = None
     """The protocol the target speaks; None: the rushhour protocol."""
     serves_jobs: bool = False
-    """Whether the target's probe found the jobs API (`scenarios.capacity.targetprobe`)."""
+    """Whether the target's probe found the jobs API (`rushhour.scenarios.capacity.targetprobe`)."""
     rules_at: Callable[[float], StepRules] | None = None
     """A step's rules at a given rate, when steps are sized to their rate; None: `rules` for every step."""
     chain: bool = False

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reference_server.config import ServerConfig
-from scenarios.capacity.job import CapacityJob
-from scenarios.run.embedded import EmbeddedServer
-from scenarios.spec.model import EmbeddedTarget
-from scenarios.spec.variants import embedded_server_data, validate_server
+from rushhour.reference_server.config import ServerConfig
+from rushhour.scenarios.capacity.job import CapacityJob
+from rushhour.scenarios.run.embedded import EmbeddedServer
+from rushhour.scenarios.spec.model import EmbeddedTarget
+from rushhour.scenarios.spec.variants import embedded_server_data, validate_server
 
 __all__ = ["Target", "embedded_config", "open_target"]
 

@@ -1,8 +1,8 @@
 """The capacity job's look at its target before the first step.
 
-One request through the scenario's protocol (`scenarios.protocols.probe`), which also asks the
+One request through the scenario's protocol (`rushhour.scenarios.protocols.probe`), which also asks the
 target whether it serves the jobs API when the scenario sends documents there, as the drill's
-probe does (`scenarios.run.targetcheck`). The steps send documents through the jobs API only
+probe does (`rushhour.scenarios.run.targetcheck`). The steps send documents through the jobs API only
 when the target said it serves it; when it does not, the job is refused
 (`target.unsupported: refuse`) or the documents go as ordinary requests, with a warning (`warn`).
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scenarios.capacity.job import CapacityJob
-from scenarios.protocols.features import refusal, switched_off
-from scenarios.protocols.probe import ProbeError, ProbeReport, probe_target
+from rushhour.scenarios.capacity.job import CapacityJob
+from rushhour.scenarios.protocols.features import refusal, switched_off
+from rushhour.scenarios.protocols.probe import ProbeError, ProbeReport, probe_target
 
 __all__ = ["jobs_answer", "probe_capacity_target", "wanted_features"]
 
@@ -22,7 +22,7 @@ Say = Callable[[str], None]
 
 def wanted_features(job: CapacityJob) -> tuple[str, ...]:
     """("jobs",) when the steps would send documents through the jobs API and the protocol has one."""
-    from scenarios.protocols.base import protocol_class
+    from rushhour.scenarios.protocols.base import protocol_class
 
     has_jobs = "jobs" in protocol_class(job.protocol.protocol).features
     return ("jobs",) if job.scenario.load.documents_via_jobs and has_jobs else ()

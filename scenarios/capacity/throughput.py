@@ -9,7 +9,7 @@ pool that is. Being closed, the loop never queues more than its users, so it lea
 for the search's first step to drain.
 
 This figure is not a capacity: it says nothing about latency and no SLO is judged on it. It
-only tells the search where to start (`scenarios.capacity.bracket`); every rate reported is one
+only tells the search where to start (`rushhour.scenarios.capacity.bracket`); every rate reported is one
 a judged step passed.
 """
 
@@ -24,12 +24,12 @@ from dataclasses import dataclass
 import httpx
 import pandas as pd
 
-from scenarios.capacity.job import CapacityJob
-from scenarios.capacity.steps import step_schedule
-from scenarios.protocols.base import make_protocol
-from scenarios.protocols.tls import verify_setting
-from scenarios.spec.target import TargetProtocol
-from traffic_models import text_for
+from rushhour.scenarios.capacity.job import CapacityJob
+from rushhour.scenarios.capacity.steps import step_schedule
+from rushhour.scenarios.protocols.base import make_protocol
+from rushhour.scenarios.protocols.tls import verify_setting
+from rushhour.scenarios.spec.target import TargetProtocol
+from rushhour.traffic_models import text_for
 
 __all__ = ["Level", "Saturation", "closed_loop", "measure_throughput", "next_users", "row_sender"]
 

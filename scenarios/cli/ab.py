@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kernel.contract import AB_HTML_FILE
-from scenarios.cli.errors import BadInput
-from scenarios.cli.run import _check_duration, prepare, results_folder
-from scenarios.spec.model import ScenarioError
-from scenarios.spec.plan import DrillPlan, Overrides, build_plan, describe
-from scenarios.spec.target import PROTOCOL_NAMES
+from rushhour.kernel.contract import AB_HTML_FILE
+from rushhour.scenarios.cli.errors import BadInput
+from rushhour.scenarios.cli.run import _check_duration, prepare, results_folder
+from rushhour.scenarios.spec.model import ScenarioError
+from rushhour.scenarios.spec.plan import DrillPlan, Overrides, build_plan, describe
+from rushhour.scenarios.spec.target import PROTOCOL_NAMES
 
 if TYPE_CHECKING:
-    from scenarios.ab.targets import ArmTarget
-    from scenarios.ab.trials import TrialDesign
+    from rushhour.scenarios.ab.targets import ArmTarget
+    from rushhour.scenarios.ab.trials import TrialDesign
 
     Arms = tuple[ArmTarget, ArmTarget]
 
@@ -68,9 +68,9 @@ def ab(scenario: str, baseline: str, candidate: str, trials: int | None, out: Pa
 
     Exit codes: 0 no regression, 1 regression, 2 bad input, 3 invalid measurement or inconclusive.
     """
-    from reports.ab.groups import DEFAULT_CONFIDENCE, NoLatencySloError, latency_slos
-    from scenarios.ab.targets import TargetError, parse_target, probe_arm
-    from scenarios.ab.trials import DesignError, TrialDesign, default_trials
+    from rushhour.reports.ab.groups import DEFAULT_CONFIDENCE, NoLatencySloError, latency_slos
+    from rushhour.scenarios.ab.targets import TargetError, parse_target, probe_arm
+    from rushhour.scenarios.ab.trials import DesignError, TrialDesign, default_trials
 
     flags = Overrides(protocol=protocol, duration=duration, seed=seed, no_chaos=True)
     plan = prepare(scenario, flags, allow_remote=True)  # the scenario's own target is never contacted
@@ -122,10 +122,10 @@ def _say_plan(plan: DrillPlan, targets: Arms, design: TrialDesign, probed: dict[
 
 def _run(plan: DrillPlan, targets: Arms, design: TrialDesign, probed: dict[str, str], folder: Path,
          threshold: float, confidence: float) -> None:
-    from reports.results import ResultsError
-    from scenarios.ab.runner import AbRun
-    from scenarios.ab.targets import TargetError
-    from scenarios.run.resultsdir import ResultsDirError
+    from rushhour.reports.results import ResultsError
+    from rushhour.scenarios.ab.runner import AbRun
+    from rushhour.scenarios.ab.targets import TargetError
+    from rushhour.scenarios.run.resultsdir import ResultsDirError
 
     try:
         doc = AbRun(plan, targets, design, folder, threshold, confidence, probed=probed).run()

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import click
 
-from kernel.contract import ExitCode
-from scenarios.capacity.calibrate import CalibrationAborted, CalibrationInvalid, calibrated_peak
-from scenarios.capacity.conditions import HEALTHY
-from scenarios.spec.model import Scenario
-from scenarios.spec.peak import Calibration, RelativePeak
-from scenarios.spec.plan import with_calibration
+from rushhour.kernel.contract import ExitCode
+from rushhour.scenarios.capacity.calibrate import CalibrationAborted, CalibrationInvalid, calibrated_peak
+from rushhour.scenarios.capacity.conditions import HEALTHY
+from rushhour.scenarios.spec.model import Scenario
+from rushhour.scenarios.spec.peak import Calibration, RelativePeak
+from rushhour.scenarios.spec.plan import with_calibration
 
 __all__ = ["CalibrationStopped", "StaleCalibration", "calibrate", "calibrate_scenario"]
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import click
 
-from kernel.clock import parse_duration
-from kernel.contract import CAPACITY_HTML_FILE
-from kernel.loopback import is_loopback_url
-from scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE, parse_conditions
-from scenarios.capacity.job import (
+from rushhour.kernel.clock import parse_duration
+from rushhour.kernel.contract import CAPACITY_HTML_FILE
+from rushhour.kernel.loopback import is_loopback_url
+from rushhour.scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE, parse_conditions
+from rushhour.scenarios.capacity.job import (
     CapacityJob,
     SloFloor,
     check_floors,
@@ -22,13 +22,13 @@ from scenarios.capacity.job import (
     slo_floors,
     step_rules,
 )
-from scenarios.capacity.search import SearchSettings
-from scenarios.cli.errors import BadInput, finite
-from scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
-from scenarios.spec.chaos import check_experiment
-from scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
-from scenarios.spec.plan import check_slo_scopes
-from scenarios.spec.urls import check_target_url
+from rushhour.scenarios.capacity.search import SearchSettings
+from rushhour.scenarios.cli.errors import BadInput, finite
+from rushhour.scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
+from rushhour.scenarios.spec.chaos import check_experiment
+from rushhour.scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
+from rushhour.scenarios.spec.plan import check_slo_scopes
+from rushhour.scenarios.spec.urls import check_target_url
 
 MIN_STEP_S = 5.0
 
@@ -133,8 +133,8 @@ def describe_job(job: CapacityJob) -> str:
 
 def _calibrate(scenario_spec: str, *, dry_run: bool) -> None:
     """The calibration step alone: the capacity a relative peak resolves to, cached or measured now."""
-    from scenarios.cli.calibration import calibrate
-    from scenarios.spec.peak import RelativePeak
+    from rushhour.scenarios.cli.calibration import calibrate
+    from rushhour.scenarios.spec.peak import RelativePeak
 
     try:
         path = resolve_path(scenario_spec)
@@ -199,8 +199,8 @@ def capacity(scenario: str, target_url: str | None, slos: tuple[str, ...], fault
     except ResultsDirError as exc:
         raise BadInput(str(exc)) from exc
     job = dataclasses.replace(job, out_dir=folder)
-    from scenarios.capacity.calibrate import remember
-    from scenarios.capacity.runner import run_capacity
+    from rushhour.scenarios.capacity.calibrate import remember
+    from rushhour.scenarios.capacity.runner import run_capacity
 
     outcome = run_capacity(job, say=lambda text: click.echo(text, err=True))
     remember(job, outcome.document)

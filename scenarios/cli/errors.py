@@ -7,7 +7,7 @@ import math
 
 import click
 
-from kernel.contract import ExitCode
+from rushhour.kernel.contract import ExitCode
 
 EXIT_OK = ExitCode.OK
 EXIT_FAILED = ExitCode.FAILED

@@ -2,7 +2,7 @@
 it streams.
 
 Each candidate protocol is tried with the drill's own capability probe
-(`scenarios.protocols.probe`), so a service `init` identifies is one `rushhour run` will accept.
+(`rushhour.scenarios.protocols.probe`), so a service `init` identifies is one `rushhour run` will accept.
 The model lists come from the listing endpoints the protocols define (`GET /v1/models` for
 OpenAI-compatible servers, `GET /v2/models` or Triton's `POST /v2/repository/index` for KServe
 v2), and a KServe model's BYTES input is read from its metadata. Nothing here sends more than a
@@ -16,10 +16,10 @@ from typing import Any
 
 import httpx
 
-from scenarios.protocols.base import json_body
-from scenarios.protocols.credentials import CredentialError, auth_headers
-from scenarios.protocols.probe import ProbeError, ProbeReport, probe_target
-from scenarios.spec.target import AuthSpec, HttpTemplate, TargetProtocol
+from rushhour.scenarios.protocols.base import json_body
+from rushhour.scenarios.protocols.credentials import CredentialError, auth_headers
+from rushhour.scenarios.protocols.probe import ProbeError, ProbeReport, probe_target
+from rushhour.scenarios.spec.target import AuthSpec, HttpTemplate, TargetProtocol
 
 __all__ = ["AUTO_ORDER", "Finding", "Identity", "Unreachable", "identify", "probe_http"]
 

@@ -1,7 +1,7 @@
 """`rushhour init`: probe a running service and write a first scenario for it.
 
 A new user's first drill of their own service should not start from a blank file: `init` asks the
-service what it speaks (with the drill's own probe, `scenarios.cli.identify`), writes a commented
+service what it speaks (with the drill's own probe, `rushhour.scenarios.cli.identify`), writes a commented
 scenario with a gentle traffic shape, SLOs to edit and no chaos, and prints the command that runs
 it. A service it cannot identify still gets a scenario: the `http` protocol with a body template to
 edit. It never overwrites a file, and refuses a target off this machine as `rushhour run` does.
@@ -17,14 +17,14 @@ from urllib.parse import urlsplit
 
 import click
 
-from kernel.loopback import is_loopback_url
-from scenarios.cli.errors import BadInput
-from scenarios.cli.identify import Identity, Unreachable, identify, probe_http
-from scenarios.cli.init_template import HTTP_TEMPLATE, Draft, render
-from scenarios.cli.schema import SCHEMA_FILE
-from scenarios.protocols.probe import ProbeError
-from scenarios.spec.target import PROTOCOL_NAMES, AuthSpec, TargetProtocol
-from scenarios.spec.urls import hide_userinfo
+from rushhour.kernel.loopback import is_loopback_url
+from rushhour.scenarios.cli.errors import BadInput
+from rushhour.scenarios.cli.identify import Identity, Unreachable, identify, probe_http
+from rushhour.scenarios.cli.init_template import HTTP_TEMPLATE, Draft, render
+from rushhour.scenarios.cli.schema import SCHEMA_FILE
+from rushhour.scenarios.protocols.probe import ProbeError
+from rushhour.scenarios.spec.target import PROTOCOL_NAMES, AuthSpec, TargetProtocol
+from rushhour.scenarios.spec.urls import hide_userinfo
 
 DEFAULT_OUT = Path("my-service.yaml")
 Echo = Callable[[str], None]

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import yaml
 
-from scenarios.spec.model import Scenario, parse_scenario
-from scenarios.spec.target import AuthSpec, HttpTemplate, TargetProtocol
+from rushhour.scenarios.spec.model import Scenario, parse_scenario
+from rushhour.scenarios.spec.target import AuthSpec, HttpTemplate, TargetProtocol
 
 __all__ = ["HTTP_TEMPLATE", "Draft", "render"]
 

@@ -8,17 +8,17 @@ import importlib
 import click
 
 COMMANDS = {
-    "serve": "scenarios.cli.serve:serve",
-    "run": "scenarios.cli.run:run",
-    "traffic": "scenarios.cli.traffic:traffic",
-    "report": "scenarios.cli.report:report",
-    "compare": "scenarios.cli.report:compare",
-    "node": "scenarios.cli.node:node",
-    "capacity": "scenarios.cli.capacity:capacity",
-    "worker": "scenarios.cli.worker:worker",
-    "ab": "scenarios.cli.ab:ab",
-    "schema": "scenarios.cli.schema:schema",
-    "init": "scenarios.cli.init:init",
+    "serve": "rushhour.scenarios.cli.serve:serve",
+    "run": "rushhour.scenarios.cli.run:run",
+    "traffic": "rushhour.scenarios.cli.traffic:traffic",
+    "report": "rushhour.scenarios.cli.report:report",
+    "compare": "rushhour.scenarios.cli.report:compare",
+    "node": "rushhour.scenarios.cli.node:node",
+    "capacity": "rushhour.scenarios.cli.capacity:capacity",
+    "worker": "rushhour.scenarios.cli.worker:worker",
+    "ab": "rushhour.scenarios.cli.ab:ab",
+    "schema": "rushhour.scenarios.cli.schema:schema",
+    "init": "rushhour.scenarios.cli.init:init",
 }
 
 

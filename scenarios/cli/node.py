@@ -12,13 +12,13 @@ from pathlib import Path
 
 import click
 
-from reference_server.config import MIN_PREFILL_TOKENS
-from reference_server.defaults import DEFAULT_PREFILL_TOKENS, default_batching
-from reference_server.launch import LaunchError
-from reference_server.model.providers import REQUIRE_ENV
-from reference_server.node.serve import listen_socket, serve_node
-from reference_server.node.worker import NodeSettings
-from scenarios.cli.errors import BadInput
+from rushhour.reference_server.config import MIN_PREFILL_TOKENS
+from rushhour.reference_server.defaults import DEFAULT_PREFILL_TOKENS, default_batching
+from rushhour.reference_server.launch import LaunchError
+from rushhour.reference_server.model.providers import REQUIRE_ENV
+from rushhour.reference_server.node.serve import listen_socket, serve_node
+from rushhour.reference_server.node.worker import NodeSettings
+from rushhour.scenarios.cli.errors import BadInput
 
 
 def _lengths(value: str) -> list[int]:

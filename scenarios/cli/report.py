@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from kernel.contract import AB_HTML_FILE, EVENTS_FILE, REPORT_HTML_FILE, SCENARIO_FILE
-from scenarios.cli.errors import BadInput, finite
+from rushhour.kernel.contract import AB_HTML_FILE, EVENTS_FILE, REPORT_HTML_FILE, SCENARIO_FILE
+from rushhour.scenarios.cli.errors import BadInput, finite
 
 DIR = click.Path(path_type=Path, file_okay=False)
 
@@ -24,9 +24,9 @@ def report(results_dir: Path, baseline: Path | None) -> None:
     the schedule it left; its verdict is then "invalid".
     Exit 0 pass, 1 SLO missed or regression, 2 bad input, 3 measurement invalid.
     """
-    from reports.build import build_reports, exit_code
-    from reports.results import ResultsError
-    from scenarios.run.rebuild import rebuild_results
+    from rushhour.reports.build import build_reports, exit_code
+    from rushhour.reports.results import ResultsError
+    from rushhour.scenarios.run.rebuild import rebuild_results
 
     _check_text_files(results_dir)
     rebuilt = rebuild_results(results_dir) if results_dir.is_dir() else None
@@ -48,7 +48,7 @@ def report(results_dir: Path, baseline: Path | None) -> None:
 
 def _check_text_files(results_dir: Path) -> None:
     """Refuse a folder whose scenario or timeline is unreadable before anything is rebuilt into it."""
-    from reports.results import ResultsError, read_text
+    from rushhour.reports.results import ResultsError, read_text
 
     for name in (SCENARIO_FILE, EVENTS_FILE):
         if (results_dir / name).is_file():
@@ -60,8 +60,8 @@ def _check_text_files(results_dir: Path) -> None:
 
 def _report_ab(results_dir: Path) -> None:
     """An A/B run's folder: rebuild ab.json, ab.md, ab.html and junit.xml, exit with its verdict."""
-    from reports.ab.build import build_ab, is_ab_folder
-    from reports.results import ResultsError
+    from rushhour.reports.ab.build import build_ab, is_ab_folder
+    from rushhour.reports.results import ResultsError
 
     if not is_ab_folder(results_dir):
         return
@@ -96,9 +96,9 @@ def compare(baseline: tuple[Path, ...], current_dir: Path, min_change: float, pa
     population, sample counts, paired or not, each group's ratio and interval, the threshold.
     Exit 1 on regression, 2 on unusable input.
     """
-    from reports.compare import GATE_METRICS, compare_runs, explain_comparison
-    from reports.gate import parse_population
-    from reports.results import ResultsError
+    from rushhour.reports.compare import GATE_METRICS, compare_runs, explain_comparison
+    from rushhour.reports.gate import parse_population
+    from rushhour.reports.results import ResultsError
 
     try:
         gate_population = parse_population(population + (f",metric={metric}" if metric else ""))

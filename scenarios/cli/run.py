@@ -11,21 +11,21 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kernel.clock import parse_duration
-from kernel.contract import REPORT_HTML_FILE
-from kernel.loopback import is_loopback_url, is_named_host
-from scenarios.cli.calibration import calibrate_scenario
-from scenarios.cli.errors import EXIT_ABORTED, BadInput
-from scenarios.cli.targetcheck import check_target, describe_target
-from scenarios.run.overhead import SKIP_ENV
-from scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
-from scenarios.spec.model import ScenarioError, load_scenario, resolve_path
-from scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_plan, describe, pin_rate_scale
-from scenarios.spec.target import PROTOCOL_NAMES
-from scenarios.spec.variants import VariantRun, check_embedded, describe_variants, expand_variants
+from rushhour.kernel.clock import parse_duration
+from rushhour.kernel.contract import REPORT_HTML_FILE
+from rushhour.kernel.loopback import is_loopback_url, is_named_host
+from rushhour.scenarios.cli.calibration import calibrate_scenario
+from rushhour.scenarios.cli.errors import EXIT_ABORTED, BadInput
+from rushhour.scenarios.cli.targetcheck import check_target, describe_target
+from rushhour.scenarios.run.overhead import SKIP_ENV
+from rushhour.scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
+from rushhour.scenarios.spec.model import ScenarioError, load_scenario, resolve_path
+from rushhour.scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_plan, describe, pin_rate_scale
+from rushhour.scenarios.spec.target import PROTOCOL_NAMES
+from rushhour.scenarios.spec.variants import VariantRun, check_embedded, describe_variants, expand_variants
 
 if TYPE_CHECKING:
-    from scenarios.run.live import LiveWatch
+    from rushhour.scenarios.run.live import LiveWatch
 
 MetricsAt = tuple[int | None, str]
 """--metrics-port and --metrics-host: where the harness serves its live metrics (port None: off)."""
@@ -86,7 +86,7 @@ def prepare_variants(plan: DrillPlan, only: str | None) -> list[VariantRun]:
 def open_live_watch(plan: DrillPlan, folder: Path, metrics: MetricsAt) -> LiveWatch | None:
     """The live metrics endpoint and terminal view of one drill (None: nothing to watch); exit 2
     when the port cannot be opened."""
-    from scenarios.run.live import LiveMetricsError, open_live
+    from rushhour.scenarios.run.live import LiveMetricsError, open_live
 
     try:
         return open_live(plan, folder, port=metrics[0], host=metrics[1], stream=sys.stderr)
@@ -96,8 +96,8 @@ def open_live_watch(plan: DrillPlan, folder: Path, metrics: MetricsAt) -> LiveWa
 
 def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path, metrics: MetricsAt = (None, "")) -> int:
     """Each variant in turn into `top/<name>/`, then the comparison; 3 if any run was invalid."""
-    from reports.variants import write_comparison
-    from scenarios.run.drill import Drill
+    from rushhour.reports.variants import write_comparison
+    from rushhour.scenarios.run.drill import Drill
 
     done: list[tuple[str, Path]] = []
     invalid = False
@@ -178,7 +178,7 @@ def run(scenario: str, out: Path | None, target_url: str | None, protocol: str |
         if runs:
             click.echo(describe_variants(runs))
         return
-    from scenarios.run.drill import Drill
+    from rushhour.scenarios.run.drill import Drill
 
     plan = check_target(plan, say=lambda line: click.echo(line, err=True), probe=not no_probe)
     results = results_folder(out, plan.scenario.name)
@@ -199,7 +199,7 @@ def run(scenario: str, out: Path | None, target_url: str | None, protocol: str |
 def _scale_out(workers: int | None, master_bind: str, processes: int | None, variants: bool,
                secret_file: Path | None = None) -> dict[str, Any]:
     """The Drill's keyword arguments for a run across hosts (none on one machine)."""
-    from scenarios.cli.scaleout import master_settings
+    from rushhour.scenarios.cli.scaleout import master_settings
 
     if not workers:
         return {}

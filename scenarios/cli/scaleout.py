@@ -11,8 +11,8 @@ import ipaddress
 import re
 from pathlib import Path
 
-from scenarios.cli.errors import BadInput
-from scenarios.load.clusterauth import SECRET_ENV, SecretError, read_secret
+from rushhour.scenarios.cli.errors import BadInput
+from rushhour.scenarios.load.clusterauth import SECRET_ENV, SecretError, read_secret
 
 __all__ = ["cluster_secret", "master_settings", "parse_host_port"]
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from scenarios.cli.errors import BadInput
-from scenarios.spec.model import BUNDLED_DIR, Scenario
+from rushhour.scenarios.cli.errors import BadInput
+from rushhour.scenarios.spec.model import BUNDLED_DIR, Scenario
 
 SCHEMA_FILE = BUNDLED_DIR / "scenario.schema.json"
 """The schema as committed beside the bundled scenarios (their `$schema` line points at it)."""

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from reference_server.config import ConfigError, load_config
-from reference_server.launch import LaunchError
-from reference_server.launch import serve as serve_forever
-from scenarios.cli.errors import BadInput
+from rushhour.reference_server.config import ConfigError, load_config
+from rushhour.reference_server.launch import LaunchError
+from rushhour.reference_server.launch import serve as serve_forever
+from rushhour.scenarios.cli.errors import BadInput
 
 
 @click.command("serve")

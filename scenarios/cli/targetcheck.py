@@ -1,4 +1,4 @@
-"""`rushhour run`'s look at the target before anything starts (`scenarios.run.targetcheck`), exit 2 on a misfit.
+"""`rushhour run`'s look at the target before anything starts (`rushhour.scenarios.run.targetcheck`), exit 2 on a misfit.
 
 A target given by URL is probed here, before a process is started; the embedded server is probed
 by the drill once it has booted, through the same function.
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scenarios.cli.errors import BadInput
-from scenarios.run.targetcheck import TargetMisfit, describe_target, fit_protocol, probe_plan
-from scenarios.spec.plan import DrillPlan
+from rushhour.scenarios.cli.errors import BadInput
+from rushhour.scenarios.run.targetcheck import TargetMisfit, describe_target, fit_protocol, probe_plan
+from rushhour.scenarios.spec.plan import DrillPlan
 
 __all__ = ["check_target", "describe_target"]
 

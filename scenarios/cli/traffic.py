@@ -9,15 +9,15 @@ from typing import Any
 import click
 import numpy as np
 
-from kernel.clock import format_clock, parse_clock
-from scenarios.cli.errors import BadInput
-from traffic_models.errors import TrafficModelError
-from traffic_models.loader import load_traffic_model
-from traffic_models.model import TrafficModel
-from traffic_models.phases import window_phases
-from traffic_models.schedule import generate_schedule, rate_curve
-from traffic_models.summary import summarize
-from traffic_models.window import FLAG_NAMES, Window, check_drawable, check_rate_scale, resolve_window
+from rushhour.kernel.clock import format_clock, parse_clock
+from rushhour.scenarios.cli.errors import BadInput
+from rushhour.traffic_models.errors import TrafficModelError
+from rushhour.traffic_models.loader import load_traffic_model
+from rushhour.traffic_models.model import TrafficModel
+from rushhour.traffic_models.phases import window_phases
+from rushhour.traffic_models.schedule import generate_schedule, rate_curve
+from rushhour.traffic_models.summary import summarize
+from rushhour.traffic_models.window import FLAG_NAMES, Window, check_drawable, check_rate_scale, resolve_window
 
 
 @click.command("traffic")
@@ -83,7 +83,7 @@ def _curve(model: TrafficModel, window: Window, rate_scale: float) -> tuple[np.n
 
 def _write_plot(path: Path, model: TrafficModel, window: Window, rate_scale: float,
                 counts: tuple[np.ndarray, np.ndarray]) -> None:
-    from traffic_models.plot import plot_rate  # matplotlib is slow to import; only when asked
+    from rushhour.traffic_models.plot import plot_rate  # matplotlib is slow to import; only when asked
 
     if not path.parent.is_dir():
         raise BadInput(f"--plot: the folder {path.parent} does not exist.")

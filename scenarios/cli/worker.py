@@ -23,9 +23,9 @@ from typing import Any
 
 import click
 
-from kernel.processes import die_with_parent, stop_process
-from scenarios.cli.errors import BadInput, finite
-from scenarios.cli.scaleout import cluster_secret, parse_host_port
+from rushhour.kernel.processes import die_with_parent, stop_process
+from rushhour.scenarios.cli.errors import BadInput, finite
+from rushhour.scenarios.cli.scaleout import cluster_secret, parse_host_port
 
 __all__ = ["parse_host_port", "worker", "worker_argv"]
 
@@ -36,7 +36,7 @@ WATCH_S = 0.2
 
 
 def worker_argv(host: str, port: int) -> list[str]:
-    from scenarios.load.locust import OPEN_LOCUSTFILE
+    from rushhour.scenarios.load.locust import OPEN_LOCUSTFILE
 
     return [sys.executable, "-m", "locust", "-f", str(OPEN_LOCUSTFILE), "--worker", "--master-host", host,
             "--master-port", str(port), "--loglevel", "WARNING"]
@@ -45,7 +45,7 @@ def worker_argv(host: str, port: int) -> list[str]:
 def _local_settings(allow_remote: bool, allowed_hosts: tuple[str, ...], auth_env: str | None,
                     auth_file: Path | None, auth_scheme: str, auth_header: str | None, ca_bundle: Path | None) -> str:
     """This worker's guard and credentials as `WorkerLocal` JSON (exit 2 on a bad value or combination)."""
-    from scenarios.load.worker_local import WorkerLocal
+    from rushhour.scenarios.load.worker_local import WorkerLocal
 
     _check_allowed_hosts(allowed_hosts)
     auth = _auth(auth_env, auth_file, auth_scheme, auth_header)
@@ -60,8 +60,8 @@ def _check_allowed_hosts(allowed_hosts: tuple[str, ...]) -> None:
     """The rules of a scenario's `load.allowed_hosts`: private, non-loopback IP addresses."""
     from pydantic import ValidationError
 
-    from kernel.validation import problem
-    from scenarios.spec.model import LoadSpec
+    from rushhour.kernel.validation import problem
+    from rushhour.scenarios.spec.model import LoadSpec
 
     try:
         LoadSpec(allowed_hosts=allowed_hosts)
@@ -72,7 +72,7 @@ def _check_allowed_hosts(allowed_hosts: tuple[str, ...]) -> None:
 def _auth(auth_env: str | None, auth_file: Path | None, auth_scheme: str, auth_header: str | None
           ) -> dict[str, Any] | None:
     """The credential source as `AuthSpec` JSON, checked to be there now rather than at the first request."""
-    from scenarios.spec.target import AuthSpec
+    from rushhour.scenarios.spec.target import AuthSpec
 
     if auth_scheme == "header" and not auth_header:
         raise BadInput("--auth-scheme header needs --auth-header, the header's name (e.g. X-API-Key).")
@@ -97,7 +97,7 @@ def _auth(auth_env: str | None, auth_file: Path | None, auth_scheme: str, auth_h
 
 
 def _check_auth_env(name: str) -> None:
-    from scenarios.spec.target import AuthSpec
+    from rushhour.scenarios.spec.target import AuthSpec
 
     try:
         AuthSpec(env=name)
@@ -109,7 +109,7 @@ def _check_auth_env(name: str) -> None:
 
 
 def _check_auth_file(path: Path) -> None:
-    from kernel.textfile import TextFileError, read_text_file
+    from rushhour.kernel.textfile import TextFileError, read_text_file
 
     try:
         text = read_text_file(path.expanduser())
@@ -159,10 +159,10 @@ def worker(master: str, name: str | None, work_dir: Path | None, secret_file: Pa
     version, no worker index free, or a target this worker's guard refuses), 3 no master
     welcomed it within --connect-timeout.
     """
-    from scenarios.load.clusterauth import SECRET_ENV
-    from scenarios.load.locust import proxy_free_env
-    from scenarios.load.worker_local import ENV_WORKER_LOCAL
-    from scenarios.load.worker_relay import ENV_REMOTE_WORK, ENV_WORKER_NAME, JOINED_FILE, STATUS_FILE
+    from rushhour.scenarios.load.clusterauth import SECRET_ENV
+    from rushhour.scenarios.load.locust import proxy_free_env
+    from rushhour.scenarios.load.worker_local import ENV_WORKER_LOCAL
+    from rushhour.scenarios.load.worker_relay import ENV_REMOTE_WORK, ENV_WORKER_NAME, JOINED_FILE, STATUS_FILE
 
     host, port = parse_host_port(master, "--master")
     secret = cluster_secret(secret_file)
@@ -204,7 +204,7 @@ def _address(host: str, port: int) -> str:
 
 def _wait(proc: subprocess.Popen[bytes], work: Path, connect_timeout: float) -> int | None:
     """The Locust worker's exit code; None when no master welcomed it within `connect_timeout`."""
-    from scenarios.load.worker_relay import JOINED_FILE, STATUS_FILE
+    from rushhour.scenarios.load.worker_relay import JOINED_FILE, STATUS_FILE
 
     give_up = time.monotonic() + connect_timeout
     while proc.poll() is None:
@@ -215,7 +215,7 @@ def _wait(proc: subprocess.Popen[bytes], work: Path, connect_timeout: float) -> 
 
 
 def _finish(work: Path, code: int | None, master: str, connect_timeout: float) -> None:
-    from scenarios.load.worker_relay import JOINED_FILE, STATUS_FILE
+    from rushhour.scenarios.load.worker_relay import JOINED_FILE, STATUS_FILE
 
     refused = work / STATUS_FILE
     if refused.exists():

@@ -19,12 +19,12 @@ import numpy as np
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 from gevent.lock import Semaphore
 
-from scenarios.load.openloop import OpenLoopFirer, Sender, Share, monotonic_anchor
-from scenarios.load.partwriter import PartWriter
-from scenarios.load.settings import LoadSettings
-from scenarios.load.sharestream import SHARE_BATCH_ROWS, Prefetched, share_size
-from scenarios.load.worker import share_batches, wait_for_start, warm_up
-from scenarios.protocols.outcome import Outcome
+from rushhour.scenarios.load.openloop import OpenLoopFirer, Sender, Share, monotonic_anchor
+from rushhour.scenarios.load.partwriter import PartWriter
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.sharestream import SHARE_BATCH_ROWS, Prefetched, share_size
+from rushhour.scenarios.load.worker import share_batches, wait_for_start, warm_up
+from rushhour.scenarios.protocols.outcome import Outcome
 
 PACING_S = 1.0
 BIN_S = 5.0
@@ -50,7 +50,7 @@ class ClosedDrill:
     """One process's share of a closed-loop drill, shared by all its persona users.
 
     The share is read a batch of rows at a time, as the open loop reads it
-    (`scenarios.load.sharestream`): the users take the rows of one batch in order, and the next
+    (`rushhour.scenarios.load.sharestream`): the users take the rows of one batch in order, and the next
     batch, read on a pool thread meanwhile, takes over when it is used up. The rows sent, their
     order and their intended times are those of the whole share (tests/scenarios/load/test_closed.py).
     """

@@ -6,7 +6,7 @@ is the answer, a POST is never retried), a request event feeding Locust's own st
 records every request itself, in its part files), and a response wrapper that decompresses. On a
 small machine those layers cost about as much CPU per request as the HTTP exchange itself.
 `DirectSender` keeps what a drill relies on from the same session: its connection pool (whose
-grants are stamped, `scenarios.load.handoff`), time-outs, TLS settings, Basic credentials from the
+grants are stamped, `rushhour.scenarios.load.handoff`), time-outs, TLS settings, Basic credentials from the
 host URL, default headers, and the error names the session would record. It asks for no
 compression, so the answer needs no decompressing, and keeps no cookies (each request stands alone).
 """
@@ -26,8 +26,8 @@ from geventhttpclient.url import URL
 from geventhttpclient.useragent import ConnectionError as AgentConnectionError
 from geventhttpclient.useragent import EmptyResponse
 
-from scenarios.protocols.base import WireProtocol
-from scenarios.protocols.outcome import Outcome
+from rushhour.scenarios.protocols.base import WireProtocol
+from rushhour.scenarios.protocols.outcome import Outcome
 
 __all__ = ["DirectSender", "error_name"]
 
@@ -53,7 +53,7 @@ def error_name(exc: BaseException) -> str | None:
 
 
 class DirectSender:
-    """A `scenarios.load.openloop.Sender` for any protocol, over a FastHttpSession's own pool."""
+    """A `rushhour.scenarios.load.openloop.Sender` for any protocol, over a FastHttpSession's own pool."""
 
     def __init__(self, session: Any, protocol: WireProtocol) -> None:
         self._pool = session.client.clientpool

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kernel.quantiles import percentile_or_none
-from scenarios.load.parts import duplicate_count
+from rushhour.kernel.quantiles import percentile_or_none
+from rushhour.scenarios.load.parts import duplicate_count
 
 __all__ = ["generator_figures"]
 

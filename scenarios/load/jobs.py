@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import gevent
 
-from scenarios.protocols.outcome import Outcome, outcome_from
+from rushhour.scenarios.protocols.outcome import Outcome, outcome_from
 
 JOBS_PATH = "/v1/jobs"
 JOB_POLL_NAME = "/v1/jobs/{id}"

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import psutil
 
-from kernel.processes import die_with_parent
-from scenarios.load.settings import ENV_SETTINGS, LoadSettings
-from scenarios.load.worker import count_markers, publish_start
+from rushhour.kernel.processes import die_with_parent
+from rushhour.scenarios.load.settings import ENV_SETTINGS, LoadSettings
+from rushhour.scenarios.load.worker import count_markers, publish_start
 
 HERE = Path(__file__).resolve().parent
 OPEN_LOCUSTFILE = HERE / "locustfile.py"

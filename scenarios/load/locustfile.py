@@ -1,7 +1,7 @@
 """Locust entry point of an open-loop drill (`rushhour run` starts it; not meant by hand).
 
-Thin on purpose: the firing logic lives in `scenarios.load.openloop` and `scenarios.load.worker`,
-the request and answer formats in `scenarios.protocols`, the sending in `scenarios.load.direct`
+Thin on purpose: the firing logic lives in `rushhour.scenarios.load.openloop` and `rushhour.scenarios.load.worker`,
+the request and answer formats in `rushhour.scenarios.protocols`, the sending in `rushhour.scenarios.load.direct`
 (straight through the user's geventhttpclient pool, beneath Locust's session and statistics).
 Each Locust user is one worker of the drill; with `--processes N` there is one per process.
 Redirects are never followed (a 3xx is recorded as the answer: the loopback guard allowed only
@@ -21,23 +21,23 @@ from gevent import GreenletExit
 from locust import FastHttpUser, events, task
 from locust.runners import STATE_CLEANUP, STATE_STOPPED
 
-from scenarios.load.direct import DirectSender
-from scenarios.load.handoff import stamp_connections
-from scenarios.load.jobs import JOB_POLL_NAME, JOBS_PATH, JobFollower, Reply
-from scenarios.load.partwriter import keep_pandas_out
-from scenarios.load.settings import ENV_SETTINGS, LoadSettings
-from scenarios.load.wire import no_response
-from scenarios.load.worker import run_worker
-from scenarios.load.worker_relay import WorkerRelay, install_relay
-from scenarios.protocols.base import make_protocol
-from scenarios.protocols.outcome import Outcome
-from scenarios.protocols.rushhour import translate_body
-from scenarios.protocols.tls import ssl_context_factory
+from rushhour.scenarios.load.direct import DirectSender
+from rushhour.scenarios.load.handoff import stamp_connections
+from rushhour.scenarios.load.jobs import JOB_POLL_NAME, JOBS_PATH, JobFollower, Reply
+from rushhour.scenarios.load.partwriter import keep_pandas_out
+from rushhour.scenarios.load.settings import ENV_SETTINGS, LoadSettings
+from rushhour.scenarios.load.wire import no_response
+from rushhour.scenarios.load.worker import run_worker
+from rushhour.scenarios.load.worker_relay import WorkerRelay, install_relay
+from rushhour.scenarios.protocols.base import make_protocol
+from rushhour.scenarios.protocols.outcome import Outcome
+from rushhour.scenarios.protocols.rushhour import translate_body
+from rushhour.scenarios.protocols.tls import ssl_context_factory
 
 CONCURRENCY = int(os.environ.get("RUSHHOUR_CONCURRENCY", "2000"))
 log = logging.getLogger(__name__)
 RELAY: list[object] = []
-"""This process's relay in a drill across hosts (`scenarios.load.worker_relay`), if any."""
+"""This process's relay in a drill across hosts (`rushhour.scenarios.load.worker_relay`), if any."""
 
 
 @events.init.add_listener

@@ -1,7 +1,7 @@
-"""Locust entry point of a closed-loop drill (`load.mode: closed`); logic in `scenarios.load.closed`.
+"""Locust entry point of a closed-loop drill (`load.mode: closed`); logic in `rushhour.scenarios.load.closed`.
 
 Persona users send, wait for the reply, and pace themselves; the shape makes their number follow
-the traffic model's rate curve. They speak the target's protocol (`scenarios.protocols`) through
+the traffic model's rate curve. They speak the target's protocol (`rushhour.scenarios.protocols`) through
 the same sender as the open loop, so a streamed answer is timed token by token here too.
 """
 
@@ -12,13 +12,13 @@ from typing import Any
 import gevent
 from locust import FastHttpUser, LoadTestShape, constant_pacing, events, task
 
-from scenarios.load.closed import PACING_S, ClosedDrill, shape_users
-from scenarios.load.handoff import stamp_connections
-from scenarios.load.partwriter import keep_pandas_out
-from scenarios.load.settings import LoadSettings
-from scenarios.load.wire import WireSender
-from scenarios.protocols.base import make_protocol
-from scenarios.protocols.tls import ssl_context_factory
+from rushhour.scenarios.load.closed import PACING_S, ClosedDrill, shape_users
+from rushhour.scenarios.load.handoff import stamp_connections
+from rushhour.scenarios.load.partwriter import keep_pandas_out
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.wire import WireSender
+from rushhour.scenarios.protocols.base import make_protocol
+from rushhour.scenarios.protocols.tls import ssl_context_factory
 
 SHAPE_SLACK_S = 5  # the shape's clock starts before the common start time; run on a little
 _drill: ClosedDrill | None = None

@@ -1,6 +1,6 @@
 """The Locust master's side of a drill across hosts: the control files, relayed over Locust's channel.
 
-On one machine the runner and the Locust workers share a control folder (`scenarios.load.worker`).
+On one machine the runner and the Locust workers share a control folder (`rushhour.scenarios.load.worker`).
 Remote workers cannot write into the master's folder, so the Locust master process relays:
 whatever a worker says over Locust's own message channel (`runner.send_message` /
 `register_message`) becomes the same marker or part file a local worker would have written, and
@@ -9,7 +9,7 @@ the `start` file the runner publishes goes out to every worker as a message. The
 form. A worker Locust reports missing (no heartbeat) before it said `done` is written down as
 failed with the reason, so its unsent share counts as not sent and the run is invalid.
 
-Nobody joins without the cluster secret (`scenarios.load.clusterauth`): a hello is answered with
+Nobody joins without the cluster secret (`rushhour.scenarios.load.clusterauth`): a hello is answered with
 a challenge, and only a node that proves it holds the secret is welcomed, given the lowest free
 worker index and told the version check's outcome. Every later message must carry a valid MAC
 for the node welcomed for its index; anything else is dropped and counted in
@@ -39,11 +39,11 @@ from typing import Any
 
 import gevent
 
-from scenarios.load import clusterauth
-from scenarios.load.clocksync import software_version
-from scenarios.load.settings import LoadSettings
-from scenarios.load.worker import START_FILE
-from scenarios.load.worker_local import remote_target
+from rushhour.scenarios.load import clusterauth
+from rushhour.scenarios.load.clocksync import software_version
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.worker import START_FILE
+from rushhour.scenarios.load.worker_local import remote_target
 
 MSG_PING, MSG_PONG = "rh_ping", "rh_pong"
 MSG_HELLO, MSG_CHALLENGE, MSG_PROVE = "rh_hello", "rh_challenge", "rh_prove"

@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from scenarios.load.parts import merge_requests, read_parts
+from rushhour.scenarios.load.parts import merge_requests, read_parts
 
 DEFAULT_CHUNK_ROWS = 200_000
 

@@ -4,7 +4,7 @@ A closed-loop generator waits for a reply before sending the next request, so wh
 stalls it quietly stops sending and the stall vanishes from the latency numbers (coordinated
 omission). Here each request gets its own greenlet, spawned at `t0 + offset_s` whatever the
 earlier ones are doing, and its latency is measured from the intended send time. The time it
-actually left (`sent_s`: when it was handed a connection, see `scenarios.load.handoff`) and how
+actually left (`sent_s`: when it was handed a connection, see `rushhour.scenarios.load.handoff`) and how
 long it waited for that connection (`pool_wait_ms`) are kept too, for the uncorrected service
 latency and the generator's own health. Every request that was started ends somewhere: its
 answer, its error, its time-out, or its cancellation at the end of the run, and that moment is
@@ -27,11 +27,11 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 from gevent import GreenletExit
 from gevent.pool import Group
 
-from scenarios.load import handoff
-from scenarios.load.partwriter import PartWriter
-from scenarios.load.settings import LoadSettings, wait_limit_s
-from scenarios.load.turns import Message, answer_text, conversation, prompt_text, sessions_of
-from scenarios.protocols.outcome import Outcome
+from rushhour.scenarios.load import handoff
+from rushhour.scenarios.load.partwriter import PartWriter
+from rushhour.scenarios.load.settings import LoadSettings, wait_limit_s
+from rushhour.scenarios.load.turns import Message, answer_text, conversation, prompt_text, sessions_of
+from rushhour.scenarios.protocols.outcome import Outcome
 
 JOB_CAP_S = 120.0
 """The longest a document sent through the jobs API is followed, whatever its deadline."""
@@ -119,7 +119,7 @@ class Share:
     def payload(self, i: int, answers: dict[int, str] | None = None) -> dict[str, object]:
         """The request fields of row `i` (built just in time, to bound memory): the translate
         body's fields plus `kind`, `chars` and `max_tokens` (0: none scheduled), which a
-        protocol (`scenarios.protocols`) turns into its own request. A conversation's turn carries
+        protocol (`rushhour.scenarios.protocols`) turns into its own request. A conversation's turn carries
         the answers its earlier turns got (`answers`, by share index), stand-ins where none came."""
         c = self.columns
         source, target = c.pair[i]
@@ -181,7 +181,7 @@ class RowColumns:
     base_url: list[str]
     """Per-row target (`rushhour ab` sends each trial to its arm); "" for the session's host."""
     prompt: list[str]
-    """"" for a generated text; "raw" or shared blocks for a trace's prompt (`traffic_models.text`)."""
+    """"" for a generated text; "raw" or shared blocks for a trace's prompt (`rushhour.traffic_models.text`)."""
     session: list[int]
     """The conversation a turn belongs to (-1: a lone request), its turn number, its think time."""
     turn: list[int]

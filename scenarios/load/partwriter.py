@@ -5,7 +5,7 @@ turn every few hundred into an Arrow record batch (a short pause of the event lo
 one per file), and write the batches out as parquet part files (atomically, so the runner can
 read them while the run is going) on a thread of gevent's pool, so a flush does not pause sends.
 This module is what a load-generator process imports to record; it needs pyarrow, not pandas
-(`scenarios.load.parts` reads the parts back and merges them with pandas, in the runner).
+(`rushhour.scenarios.load.parts` reads the parts back and merges them with pandas, in the runner).
 """
 
 from __future__ import annotations

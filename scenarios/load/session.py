@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from scenarios.load.clusterauth import SECRET_ENV
-from scenarios.load.locust import (
+from rushhour.scenarios.load.clusterauth import SECRET_ENV
+from rushhour.scenarios.load.locust import (
     CLOSED_LOCUSTFILE,
     OPEN_LOCUSTFILE,
     READY_WAIT_S,
@@ -26,14 +26,14 @@ from scenarios.load.locust import (
     wait_ready,
     worker_env,
 )
-from scenarios.load.master_relay import REJECTIONS_FILE
-from scenarios.load.merge import DEFAULT_CHUNK_ROWS as MERGE_CHUNK_ROWS
-from scenarios.load.merge import merge_to_file
-from scenarios.load.openloop import monotonic_anchor
-from scenarios.load.parts import list_parts, merge_requests, read_parts
-from scenarios.load.settings import LoadSettings
-from scenarios.load.worker import count_markers
-from scenarios.load.worker_relay import ENV_DISTRIBUTED
+from rushhour.scenarios.load.master_relay import REJECTIONS_FILE
+from rushhour.scenarios.load.merge import DEFAULT_CHUNK_ROWS as MERGE_CHUNK_ROWS
+from rushhour.scenarios.load.merge import merge_to_file
+from rushhour.scenarios.load.openloop import monotonic_anchor
+from rushhour.scenarios.load.parts import list_parts, merge_requests, read_parts
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.worker import count_markers
+from rushhour.scenarios.load.worker_relay import ENV_DISTRIBUTED
 
 DRAIN_SLACK_S = 5.0
 WORKERS_JOIN_S = 600.0

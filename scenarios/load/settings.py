@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kernel.validation import format_validation_errors
-from scenarios.spec.model import LoadSpec, jobs_in_use
-from scenarios.spec.target import TargetProtocol
-from traffic_models.facts import ScheduleFacts
+from rushhour.kernel.validation import format_validation_errors
+from rushhour.scenarios.spec.model import LoadSpec, jobs_in_use
+from rushhour.scenarios.spec.target import TargetProtocol
+from rushhour.traffic_models.facts import ScheduleFacts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,7 +97,7 @@ class LoadSettings(BaseModel):
 
     @property
     def jobs_in_use(self) -> bool:
-        """Documents go through the jobs API (`scenarios.spec.model.jobs_in_use`: open mode only)."""
+        """Documents go through the jobs API (`rushhour.scenarios.spec.model.jobs_in_use`: open mode only)."""
         return jobs_in_use(self.documents_via_jobs, self.mode)
 
     @property

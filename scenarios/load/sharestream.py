@@ -27,8 +27,8 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from scenarios.load.openloop import Share, rows_at, worker_share
-from scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.openloop import Share, rows_at, worker_share
+from rushhour.scenarios.load.settings import LoadSettings
 
 SHARE_BATCH_ROWS = 50_000
 """Schedule rows read at a time (a worker keeps its part of two such batches)."""

@@ -23,7 +23,7 @@ Message = dict[str, str]
 def prompt_text(prompt: str, text_id: int, chars: int) -> str:
     """The row's text for a `prompt` value of the schedule ("raw", or shared blocks); the text
     generator is imported on first use, as the worker's own text function does."""
-    from traffic_models.text import prompt_text as build
+    from rushhour.traffic_models.text import prompt_text as build
 
     return build(prompt, text_id, chars)
 

@@ -1,6 +1,6 @@
 """Sending one row through the target's protocol with Locust's FastHttpSession.
 
-The protocol (`scenarios.protocols`) builds the request and reads the answer; this module only
+The protocol (`rushhour.scenarios.protocols`) builds the request and reads the answer; this module only
 moves bytes. A streamed answer is read chunk by chunk as it arrives, each chunk stamped on the
 monotonic clock before it is parsed, so the token times are the client's own observations.
 The body is read line by line (geventhttpclient's `readline` returns as soon as a line is in;
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scenarios.protocols.base import WireProtocol
-from scenarios.protocols.outcome import Outcome
+from rushhour.scenarios.protocols.base import WireProtocol
+from rushhour.scenarios.protocols.outcome import Outcome
 
 
 def no_response(response: Any) -> str:
@@ -22,7 +22,7 @@ def no_response(response: Any) -> str:
 
 
 class WireSender:
-    """A `scenarios.load.openloop.Sender` for any protocol, over a FastHttpSession `client`."""
+    """A `rushhour.scenarios.load.openloop.Sender` for any protocol, over a FastHttpSession `client`."""
 
     def __init__(self, client: Any, protocol: WireProtocol) -> None:
         self._client = client

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import gevent
 
-from scenarios.load.openloop import OpenLoopFirer, Sender, Share
-from scenarios.load.partwriter import PartWriter
-from scenarios.load.settings import LoadSettings
-from scenarios.load.sharestream import SHARE_BATCH_ROWS, Prefetched, share_size, share_stream
+from rushhour.scenarios.load.openloop import OpenLoopFirer, Sender, Share
+from rushhour.scenarios.load.partwriter import PartWriter
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.sharestream import SHARE_BATCH_ROWS, Prefetched, share_size, share_stream
 
 START_FILE = "start"
 START_WAIT_S = 120.0
@@ -31,7 +31,7 @@ TEXT_CACHE_SIZE = 4096
 @lru_cache(maxsize=TEXT_CACHE_SIZE)
 def _text_for(text_id: int, chars: int) -> str:
     """The row's text; popular texts repeat (the mix's catalog), and making one costs ~40 us."""
-    from traffic_models import text_for
+    from rushhour.traffic_models import text_for
 
     return text_for(text_id, chars)
 
@@ -66,7 +66,7 @@ def wait_for_start(control: Path, *, limit_s: float = START_WAIT_S) -> float:
 
 def run_worker(settings: LoadSettings, index: int, send: Sender, *, send_job: Sender | None = None) -> bool:
     """Load the share's first batch, signal ready, wait for the start, fire open-loop (the later
-    batches read while the earlier ones fire, `scenarios.load.sharestream`), signal done.
+    batches read while the earlier ones fire, `rushhour.scenarios.load.sharestream`), signal done.
 
     `send_job` follows a document through the jobs API; it is used only for document rows and
     only when the settings say so (`LoadSettings.jobs_in_use`). A share is fired at most once per run: Locust

@@ -14,8 +14,8 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kernel.loopback import is_loopback_url, is_named_host
-from scenarios.spec.urls import hide_userinfo
+from rushhour.kernel.loopback import is_loopback_url, is_named_host
+from rushhour.scenarios.spec.urls import hide_userinfo
 
 __all__ = ["ENV_WORKER_LOCAL", "LOCAL_TARGET_FIELDS", "WorkerLocal", "remote_target"]
 

@@ -8,9 +8,9 @@ marker goes to the master as a message, the master's start time comes back and i
 converted to this host's clock, as the local `start` file, and every finished part file is
 shipped over Locust's message channel and deleted here, followed by `done` once the last is out.
 
-Joining is a challenge (`scenarios.load.clusterauth`): the master's nonce is answered with proof
+Joining is a challenge (`rushhour.scenarios.load.clusterauth`): the master's nonce is answered with proof
 of the cluster secret, and every message after the welcome carries a sequence number and a MAC.
-The settings that come back pass through `scenarios.load.worker_local`: the target host must
+The settings that come back pass through `rushhour.scenarios.load.worker_local`: the target host must
 pass this worker's own loopback guard, and the credential and CA bundle are this worker's own.
 """
 
@@ -28,15 +28,15 @@ import gevent
 import psutil
 from gevent.event import AsyncResult
 
-from kernel.contract import SCHEDULE_FILE
-from scenarios.load import clusterauth
-from scenarios.load.clocksync import (
+from rushhour.kernel.contract import SCHEDULE_FILE
+from rushhour.scenarios.load import clusterauth
+from rushhour.scenarios.load.clocksync import (
     ClockSample,
     ClockSync,
     estimate_offset,
     software_version,
 )
-from scenarios.load.master_relay import (
+from rushhour.scenarios.load.master_relay import (
     MSG_CHALLENGE,
     MSG_CONFIG,
     MSG_CPU,
@@ -51,10 +51,10 @@ from scenarios.load.master_relay import (
     MSG_START,
     MasterRelay,
 )
-from scenarios.load.partwriter import list_parts
-from scenarios.load.settings import LoadSettings
-from scenarios.load.worker import publish_start
-from scenarios.load.worker_local import WorkerLocal
+from rushhour.scenarios.load.partwriter import list_parts
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.worker import publish_start
+from rushhour.scenarios.load.worker_local import WorkerLocal
 
 ENV_DISTRIBUTED = "RUSHHOUR_DISTRIBUTED"
 ENV_REMOTE_WORK = "RUSHHOUR_REMOTE_WORK"

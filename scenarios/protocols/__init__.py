@@ -10,6 +10,6 @@
 
 from __future__ import annotations
 
-from scenarios.protocols.base import WireProtocol, WireRequest, make_protocol
+from rushhour.scenarios.protocols.base import WireProtocol, WireRequest, make_protocol
 
 __all__ = ["WireProtocol", "WireRequest", "make_protocol"]

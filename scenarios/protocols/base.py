@@ -1,10 +1,10 @@
 """The interface every target protocol implements, and the one place a protocol is chosen.
 
-A protocol turns the fields of one schedule row (`scenarios.load.openloop.Share.payload`)
+A protocol turns the fields of one schedule row (`rushhour.scenarios.load.openloop.Share.payload`)
 into one HTTP request, and the answer into an `Outcome` (status, error, model, tokens). What it
 can carry is declared, not discovered: `sends` names the row fields that reach the target (a
 field it cannot say, like priority on openai-chat, is reported once at planning time by
-`scenarios.protocols.features`), and `features` names the server APIs beyond the request itself
+`rushhour.scenarios.protocols.features`), and `features` names the server APIs beyond the request itself
 (the jobs API for long documents, the admin API that chaos experiments drive).
 """
 
@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from scenarios.protocols.credentials import auth_headers
-from scenarios.protocols.outcome import Outcome
-from scenarios.spec.target import ROW_FIELDS, TargetProtocol
+from rushhour.scenarios.protocols.credentials import auth_headers
+from rushhour.scenarios.protocols.outcome import Outcome
+from rushhour.scenarios.spec.target import ROW_FIELDS, TargetProtocol
 
 __all__ = ["ROW_FIELDS", "StreamParser", "WireProtocol", "WireRequest", "json_body", "make_protocol",
            "protocol_class"]
@@ -164,11 +164,11 @@ def _header_value(value: object) -> str:
 
 
 def protocol_class(name: str) -> type[WireProtocol]:
-    """The class of the protocol called `name` (one of `scenarios.spec.target.PROTOCOL_NAMES`)."""
-    from scenarios.protocols.http_template import HttpTemplateProtocol
-    from scenarios.protocols.kserve_v2 import KServeV2Protocol
-    from scenarios.protocols.openai_chat import OpenAIChatProtocol
-    from scenarios.protocols.rushhour import RushhourProtocol
+    """The class of the protocol called `name` (one of `rushhour.scenarios.spec.target.PROTOCOL_NAMES`)."""
+    from rushhour.scenarios.protocols.http_template import HttpTemplateProtocol
+    from rushhour.scenarios.protocols.kserve_v2 import KServeV2Protocol
+    from rushhour.scenarios.protocols.openai_chat import OpenAIChatProtocol
+    from rushhour.scenarios.protocols.rushhour import RushhourProtocol
 
     kinds: dict[str, type[WireProtocol]] = {
         "rushhour": RushhourProtocol, "openai-chat": OpenAIChatProtocol,

@@ -11,7 +11,7 @@ import base64
 import os
 from pathlib import Path
 
-from scenarios.spec.target import SECRET_HEADERS, AuthSpec
+from rushhour.scenarios.spec.target import SECRET_HEADERS, AuthSpec
 
 __all__ = ["CredentialError", "auth_headers", "describe_auth", "mask", "masked_headers"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from scenarios.spec.model import ScenarioError
-from scenarios.spec.plan import DrillPlan
+from rushhour.scenarios.spec.model import ScenarioError
+from rushhour.scenarios.spec.plan import DrillPlan
 
 __all__ = ["FEATURE_TEXT", "UnsupportedFeature", "apply_missing", "protocol_notes", "refusal", "switched_off",
            "unserved_features"]
@@ -30,7 +30,7 @@ class UnsupportedFeature(ScenarioError):
 
 
 def _protocol(plan: DrillPlan) -> tuple[str, frozenset[str], frozenset[str]]:
-    from scenarios.protocols.base import protocol_class
+    from rushhour.scenarios.protocols.base import protocol_class
 
     kind = protocol_class(plan.scenario.target.protocol)
     return kind.name, kind.fields_sent(plan.scenario.target), kind.features

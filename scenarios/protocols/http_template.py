@@ -14,9 +14,9 @@ from functools import cached_property
 from jinja2 import StrictUndefined, Template, UndefinedError
 from jinja2.sandbox import SandboxedEnvironment
 
-from scenarios.protocols.base import WireProtocol, WireRequest, json_body
-from scenarios.protocols.outcome import Outcome
-from scenarios.spec.target import HttpTemplate, TargetProtocol
+from rushhour.scenarios.protocols.base import WireProtocol, WireRequest, json_body
+from rushhour.scenarios.protocols.outcome import Outcome
+from rushhour.scenarios.spec.target import HttpTemplate, TargetProtocol
 
 STATUS_BAD_ANSWER = 502
 TEMPLATE_FIELDS = frozenset({"text", "chars", "kind", "priority", "tenant", "mode", "max_tokens",

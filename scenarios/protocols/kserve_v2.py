@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from scenarios.protocols.base import WireProtocol, WireRequest, json_body
-from scenarios.protocols.outcome import Outcome
+from rushhour.scenarios.protocols.base import WireProtocol, WireRequest, json_body
+from rushhour.scenarios.protocols.outcome import Outcome
 
 STATUS_BAD_ANSWER = 502
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from scenarios.protocols.base import StreamParser, WireProtocol, WireRequest, json_body
-from scenarios.protocols.outcome import Outcome, TokenTiming
-from scenarios.protocols.streaming import SseParser
+from rushhour.scenarios.protocols.base import StreamParser, WireProtocol, WireRequest, json_body
+from rushhour.scenarios.protocols.outcome import Outcome, TokenTiming
+from rushhour.scenarios.protocols.streaming import SseParser
 
 CHAT_PATH = "/v1/chat/completions"
 DEFAULT_MODEL = "default"

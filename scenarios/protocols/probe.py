@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from scenarios.protocols.base import (
+from rushhour.scenarios.protocols.base import (
     WireProtocol,
     WireRequest,
     json_body,
     make_protocol,
     sample_fields,
 )
-from scenarios.protocols.credentials import CredentialError, masked_headers
-from scenarios.protocols.outcome import Outcome
-from scenarios.protocols.tls import verify_setting
-from scenarios.spec.target import TargetProtocol
+from rushhour.scenarios.protocols.credentials import CredentialError, masked_headers
+from rushhour.scenarios.protocols.outcome import Outcome
+from rushhour.scenarios.protocols.tls import verify_setting
+from rushhour.scenarios.spec.target import TargetProtocol
 
 __all__ = ["ProbeError", "ProbeReport", "probe_target"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from scenarios.protocols.base import WireProtocol, WireRequest
-from scenarios.protocols.outcome import Outcome, outcome_from
+from rushhour.scenarios.protocols.base import WireProtocol, WireRequest
+from rushhour.scenarios.protocols.outcome import Outcome, outcome_from
 
 TRANSLATE_PATH = "/v1/translate"
 

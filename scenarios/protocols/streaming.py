@@ -20,9 +20,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from kernel.quantiles import percentile_value
-from scenarios.protocols.base import StreamParser
-from scenarios.protocols.outcome import Outcome, TokenTiming
+from rushhour.kernel.quantiles import percentile_value
+from rushhour.scenarios.protocols.base import StreamParser
+from rushhour.scenarios.protocols.outcome import Outcome, TokenTiming
 
 __all__ = ["SseParser", "token_timing"]
 

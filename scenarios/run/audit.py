@@ -23,8 +23,8 @@ from typing import Any
 
 import httpx
 
-from kernel.loopback import is_loopback_url
-from scenarios.run.ledger import Tracked
+from rushhour.kernel.loopback import is_loopback_url
+from rushhour.scenarios.run.ledger import Tracked
 
 __all__ = ["AUDIT_FILE", "Finding", "LeakAudit", "kubernetes_findings", "process_findings", "redis_findings",
            "settle", "status_findings", "target_findings"]
@@ -116,7 +116,7 @@ def process_findings(alive: Sequence[Tracked]) -> list[Finding]:
 
 
 def redis_findings(ports: Sequence[int]) -> list[Finding]:
-    from experiments.local.redis import redis_running
+    from rushhour.experiments.local.redis import redis_running
 
     return [Finding("redis", f"127.0.0.1:{port}", "Redis is down (the scenario stopped it).")
             for port in ports if not redis_running(port)]
@@ -125,7 +125,7 @@ def redis_findings(ports: Sequence[int]) -> list[Finding]:
 def kubernetes_findings(namespaces: Sequence[str]) -> list[Finding]:
     """rushhour's objects left in the cluster; expired ones are swept away and still reported."""
     try:
-        from experiments.kubernetes.leases import sweep
+        from rushhour.experiments.kubernetes.leases import sweep
     except ImportError as exc:
         return [Finding("unverified", "kubernetes", f"the Kubernetes client is missing ({exc}).")]
     found: list[Finding] = []

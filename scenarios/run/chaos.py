@@ -1,4 +1,4 @@
-"""The one seam between a drill and its chaos timeline (scenarios.run.timeline).
+"""The one seam between a drill and its chaos timeline (rushhour.scenarios.run.timeline).
 
 Started after the load starts, so fault times line up with request times; stopped (which runs
 every rollback) before the server is stopped, so no fault outlives the drill.
@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from scenarios.run.events import EventLog
-from scenarios.spec.plan import DrillPlan
+from rushhour.scenarios.run.events import EventLog
+from rushhour.scenarios.spec.plan import DrillPlan
 
 
 class Timeline(Protocol):
@@ -32,7 +32,7 @@ def start_chaos(plan: DrillPlan, *, url: str, token: str | None, out_dir: Path,
     planned = [fault for fault in plan.chaos if fault.in_run]
     if not planned:
         return None
-    from scenarios.run.timeline import ChaosTimeline
+    from rushhour.scenarios.run.timeline import ChaosTimeline
 
     def on_event(event: dict[str, object]) -> None:
         fields = dict(event)

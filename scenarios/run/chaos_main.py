@@ -18,7 +18,7 @@ import signal
 import threading
 import time
 
-from kernel.contract import ExitCode
+from rushhour.kernel.contract import ExitCode
 
 PARENT_ENV = "RUSHHOUR_DRILL_PID"
 ORPHAN_GRACE_S = 20.0

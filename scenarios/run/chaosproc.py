@@ -27,8 +27,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from kernel.processes import die_with_parent
-from scenarios.run.chaos_main import PARENT_ENV
+from rushhour.kernel.processes import die_with_parent
+from rushhour.scenarios.run.chaos_main import PARENT_ENV
 
 __all__ = ["ChaosProcess", "chaos_command"]
 
@@ -48,7 +48,7 @@ def chaos_command(experiment: Path, journal: Path, *, hypothesis: str = "default
     return [
         sys.executable,
         "-m",
-        "scenarios.run.chaos_main",
+        "rushhour.scenarios.run.chaos_main",
         "--no-version-check",
         "--no-log-file",
         "run",

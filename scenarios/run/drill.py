@@ -4,10 +4,10 @@ The order of teardown matters and lives in one `finally`: stop the load, stop th
 timeline (its rollbacks need the server up), audit the target for leftover faults, stop the
 scraper and the server, audit for leftover processes, then write the results and build the
 report, so an aborted or interrupted drill still explains itself. Signals stay handled until
-the report is built (`scenarios.run.signals`); the results folder is this run's alone
-(`scenarios.run.resultsdir`); every process of the run is written down as it appears
-(`scenarios.run.ledger`) and dies with the drill, so even a SIGKILLed drill leaves nothing
-running and `rushhour report DIR` can rebuild its results (`scenarios.run.rebuild`).
+the report is built (`rushhour.scenarios.run.signals`); the results folder is this run's alone
+(`rushhour.scenarios.run.resultsdir`); every process of the run is written down as it appears
+(`rushhour.scenarios.run.ledger`) and dies with the drill, so even a SIGKILLed drill leaves nothing
+running and `rushhour report DIR` can rebuild its results (`rushhour.scenarios.run.rebuild`).
 """
 
 from __future__ import annotations
@@ -21,33 +21,40 @@ from typing import TextIO
 import numpy as np
 import pandas as pd
 
-from kernel.atomic import write_json_atomic, write_parquet_atomic
-from kernel.contract import EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE, SERVER_METRICS_FILE, ExitCode
-from reference_server.launch import LaunchError
-from scenarios.load.health import generator_figures
-from scenarios.load.locust import LoadError
-from scenarios.load.merge import merge_to_file
-from scenarios.load.session import LoadSession
-from scenarios.load.settings import DEFAULT_MASTER_BIND, LoadSettings
-from scenarios.run.audit import AUDIT_FILE, LeakAudit
-from scenarios.run.chaos import Timeline, report_skipped_faults, start_chaos
-from scenarios.run.embedded import EmbeddedServer
-from scenarios.run.envinfo import machine_facts
-from scenarios.run.events import EventLog
-from scenarios.run.leakcheck import audit_leftovers, audit_target
-from scenarios.run.ledger import LEDGER_FILE, ProcessLedger
-from scenarios.run.live import LiveWatch, Printer
-from scenarios.run.overhead import drill_overhead
-from scenarios.run.progress import ProgressPrinter, RunningTally, progress_line
-from scenarios.run.resultsdir import ResultsDirError
-from scenarios.run.scraper import StatusScraper, metrics_frame
-from scenarios.run.signals import SignalGuard
-from scenarios.run.stopping import stop_reason
-from scenarios.run.targetmetrics import TargetMetricsScraper
-from scenarios.run.teardown import run_every_step
-from scenarios.spec.model import dump_scenario
-from scenarios.spec.plan import DrillPlan
-from traffic_models.chunked import write_schedule
+from rushhour.kernel.atomic import write_json_atomic, write_parquet_atomic
+from rushhour.kernel.contract import (
+    EVENTS_FILE,
+    REQUESTS_FILE,
+    SCENARIO_FILE,
+    SCHEDULE_FILE,
+    SERVER_METRICS_FILE,
+    ExitCode,
+)
+from rushhour.reference_server.launch import LaunchError
+from rushhour.scenarios.load.health import generator_figures
+from rushhour.scenarios.load.locust import LoadError
+from rushhour.scenarios.load.merge import merge_to_file
+from rushhour.scenarios.load.session import LoadSession
+from rushhour.scenarios.load.settings import DEFAULT_MASTER_BIND, LoadSettings
+from rushhour.scenarios.run.audit import AUDIT_FILE, LeakAudit
+from rushhour.scenarios.run.chaos import Timeline, report_skipped_faults, start_chaos
+from rushhour.scenarios.run.embedded import EmbeddedServer
+from rushhour.scenarios.run.envinfo import machine_facts
+from rushhour.scenarios.run.events import EventLog
+from rushhour.scenarios.run.leakcheck import audit_leftovers, audit_target
+from rushhour.scenarios.run.ledger import LEDGER_FILE, ProcessLedger
+from rushhour.scenarios.run.live import LiveWatch, Printer
+from rushhour.scenarios.run.overhead import drill_overhead
+from rushhour.scenarios.run.progress import ProgressPrinter, RunningTally, progress_line
+from rushhour.scenarios.run.resultsdir import ResultsDirError
+from rushhour.scenarios.run.scraper import StatusScraper, metrics_frame
+from rushhour.scenarios.run.signals import SignalGuard
+from rushhour.scenarios.run.stopping import stop_reason
+from rushhour.scenarios.run.targetmetrics import TargetMetricsScraper
+from rushhour.scenarios.run.teardown import run_every_step
+from rushhour.scenarios.spec.model import dump_scenario
+from rushhour.scenarios.spec.plan import DrillPlan
+from rushhour.traffic_models.chunked import write_schedule
 
 TICK_S = 0.5
 SCHEDULE_GROUP_ROWS = 50_000
@@ -86,11 +93,11 @@ class Drill:
     t0: float = 0.0
     audit: LeakAudit = field(default_factory=LeakAudit)
     ledger: ProcessLedger | None = None
-    live: LiveWatch | None = None  # metrics endpoint and terminal view (scenarios.run.live); closed by run()
+    live: LiveWatch | None = None  # metrics endpoint and terminal view (rushhour.scenarios.run.live); closed by run()
     remote_workers: int = 0  # across hosts: a Locust master waiting for this many `rushhour worker`s
     master_bind: tuple[str, int] = DEFAULT_MASTER_BIND
     cluster_secret: str | None = field(default=None, repr=False)  # what remote workers must prove
-    overhead_check: bool = False  # first measure the harness's own overhead (scenarios.run.overhead)
+    overhead_check: bool = False  # first measure the harness's own overhead (rushhour.scenarios.run.overhead)
     overhead: dict[str, object] | None = None
     _phases_seen: int = 0
     _audit_s: float = 0.0  # time spent auditing: after the run, so not part of its duration
@@ -201,8 +208,8 @@ class Drill:
 
     def _probe_target(self) -> None:
         """The booted server gets the probe a URL target got from the CLI before the run
-        (`scenarios.run.targetcheck.probe_plan`): one request, the features the scenario uses."""
-        from scenarios.run.targetcheck import TargetMisfit, probe_plan
+        (`rushhour.scenarios.run.targetcheck.probe_plan`): one request, the features the scenario uses."""
+        from rushhour.scenarios.run.targetcheck import TargetMisfit, probe_plan
 
         try:
             self.plan = probe_plan(self.plan, self.url, say=self._say)
@@ -330,7 +337,7 @@ class Drill:
 
     def _write_results(self) -> None:
         out = self.results_dir / REQUESTS_FILE
-        if self.session is not None:  # merged a chunk of the schedule at a time (scenarios.load.merge)
+        if self.session is not None:  # merged a chunk of the schedule at a time (rushhour.scenarios.load.merge)
             self.session.write_requests(out)
         else:
             merge_to_file(self.results_dir / SCHEDULE_FILE, [], out)
@@ -359,8 +366,8 @@ class Drill:
                 "processes": self.plan.scenario.load.processes}
 
     def _report(self) -> RunResult:
-        from reports import build_reports
-        from reports.build import exit_code
+        from rushhour.reports import build_reports
+        from rushhour.reports.build import exit_code
 
         try:
             summary = build_reports(self.results_dir)
@@ -382,7 +389,7 @@ def _fault_lease_s() -> float | str:
     """The lease a held fault gets (renewed while held): what a killed drill can leave behind."""
     from chaoslib.exceptions import ActivityFailed
 
-    from experiments.leases import default_lease_s
+    from rushhour.experiments.leases import default_lease_s
 
     try:
         return default_lease_s()

@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import yaml
 
-from reference_server.launch import ServerProcess
-from scenarios.spec.model import EmbeddedTarget
-from scenarios.spec.variants import config_file_data, deep_merge
+from rushhour.reference_server.launch import ServerProcess
+from rushhour.scenarios.spec.model import EmbeddedTarget
+from rushhour.scenarios.spec.variants import config_file_data, deep_merge
 
 READY_WAIT_S = 180.0
 STOP_GRACE_S = 15.0

@@ -14,12 +14,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scenarios.spec.chaos import PlannedFault, load_experiment_file
+from rushhour.scenarios.spec.chaos import PlannedFault, load_experiment_file
 
 __all__ = ["LeakScope", "leak_scope"]
 
-REDIS_MODULE = "experiments.local.redis"
-KUBERNETES_PREFIX = "experiments.kubernetes"
+REDIS_MODULE = "rushhour.experiments.local.redis"
+KUBERNETES_PREFIX = "rushhour.experiments.kubernetes"
 DEFAULT_REDIS_PORT = 6379
 DEFAULT_NAMESPACE = "rushhour"
 REFERENCE = re.compile(r"^\$\{([A-Za-z0-9_]+)\}$")

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import psutil
 
-from kernel.atomic import write_json_atomic
+from rushhour.kernel.atomic import write_json_atomic
 
 __all__ = ["LEDGER_FILE", "ProcessLedger", "Tracked", "survivors"]
 
 LEDGER_FILE = "processes.json"
-CHAOS_MARK = "scenarios.run.chaos_main"
+CHAOS_MARK = "rushhour.scenarios.run.chaos_main"
 
 
 @dataclass(frozen=True)

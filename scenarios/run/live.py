@@ -14,11 +14,11 @@ from typing import Protocol, TextIO
 
 import pandas as pd
 
-from scenarios.run.events import EventLog
-from scenarios.run.live_metrics import DEFAULT_HOST, LiveMetricsError, MetricsServer
-from scenarios.run.live_state import LiveState
-from scenarios.run.live_view import LiveView
-from scenarios.spec.plan import DrillPlan
+from rushhour.scenarios.run.events import EventLog
+from rushhour.scenarios.run.live_metrics import DEFAULT_HOST, LiveMetricsError, MetricsServer
+from rushhour.scenarios.run.live_state import LiveState
+from rushhour.scenarios.run.live_view import LiveView
+from rushhour.scenarios.spec.plan import DrillPlan
 
 __all__ = ["LiveMetricsError", "LiveWatch", "open_live"]
 

@@ -6,8 +6,8 @@ so `--processes N` aggregates here with no extra plumbing. Rows are joined onto 
 grouped by the bounded labels priority, kind, mode and phase. Everything is vectorised: a tick
 costs one groupby over the rows that arrived since the last one. Nothing is kept per request
 beyond one bit per scheduled row: counters, histograms and a ring of time bins
-(`scenarios.run.live_hist`) hold the rest, and the schedule itself is read from the run's file a
-row group at a time (`scenarios.run.live_rows`), so the fold's size does not grow with the run's length.
+(`rushhour.scenarios.run.live_hist`) hold the rest, and the schedule itself is read from the run's file a
+row group at a time (`rushhour.scenarios.run.live_rows`), so the fold's size does not grow with the run's length.
 
 A request counts when it ended (its answer, error or give-up time): failures count at their end
 time, like every latency here, and its latency runs from the intended send time.
@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reports.faults import SHED_STATUSES
-from scenarios.load.parts import merge_requests
-from scenarios.run.live_hist import LogHistogram, TimeRing
-from scenarios.run.live_rows import ScheduleRows
-from traffic_models.facts import LABEL_COLUMNS
+from rushhour.reports.faults import SHED_STATUSES
+from rushhour.scenarios.load.parts import merge_requests
+from rushhour.scenarios.run.live_hist import LogHistogram, TimeRing
+from rushhour.scenarios.run.live_rows import ScheduleRows
+from rushhour.traffic_models.facts import LABEL_COLUMNS
 
 LABELS = LABEL_COLUMNS
 _RENARD = (1.0, 1.25, 1.6, 2.0, 2.5, 3.2, 4.0, 5.0, 6.4, 8.0)
@@ -68,7 +68,7 @@ class LiveFold:
     """Running counters and histograms for one drill's schedule.
 
     The schedule is a frame, or the run's schedule file with its row count and label groups
-    (`traffic_models.chunked.ScheduleFacts`), read a row group at a time (`ScheduleRows`). Each
+    (`rushhour.traffic_models.chunked.ScheduleFacts`), read a row group at a time (`ScheduleRows`). Each
     row costs one bit (seen or not); the offered load is counted by a cursor through the schedule
     in order, and the offsets of the last RECENT_SPAN_S of it are kept for `offered_between`.
     """

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from kernel.quantiles import nearest_rank
+from rushhour.kernel.quantiles import nearest_rank
 
 DEFAULT_ALPHA = 0.01
 

@@ -4,7 +4,7 @@ a row group at a time.
 The fold needs two things from the schedule: its rows in order (offset and labels), to count the
 offered load as the clock passes them, and the scheduled columns of the rows whose results just
 arrived, to join them (`merge_requests`). A drill's schedule file is written a row group per chunk
-(`traffic_models.chunked.write_schedule`), results arrive close behind the rows being sent, so a
+(`rushhour.traffic_models.chunked.write_schedule`), results arrive close behind the rows being sent, so a
 few row groups kept in memory serve nearly every lookup, and the fold's memory stays a few row
 groups whatever the run's length. The file is opened on first use: the fold is made before the
 drill writes it.
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from traffic_models.facts import LABEL_COLUMNS
+from rushhour.traffic_models.facts import LABEL_COLUMNS
 
 KEEP_GROUPS = 3
 ORDER_BATCH_ROWS = 50_000

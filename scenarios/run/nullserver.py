@@ -1,13 +1,13 @@
 """A target that costs nothing: answers every HTTP request at once, on loopback only.
 
-The harness's overhead check (`scenarios.run.overhead`) fires the load generator at it, so
+The harness's overhead check (`rushhour.scenarios.run.overhead`) fires the load generator at it, so
 whatever latency the requests show is the harness's own: Locust, its HTTP client, result
 recording, loopback. It speaks just enough of each protocol for the client to count a success:
 a JSON body that reads as a rushhour answer and as a chat completion, and for a request asking
 `"stream": true` one server-sent-events chunk, a finish chunk and `[DONE]`. Plain asyncio
 streams keep it to one small process with no framework cost of its own.
 
-Run as `python -m scenarios.run.nullserver PORT`; it prints "ready" once listening.
+Run as `python -m rushhour.scenarios.run.nullserver PORT`; it prints "ready" once listening.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ how much latency the harness itself adds, measured against a target that costs n
 Every latency a drill measures includes the client's share (gevent scheduling, the HTTP client,
 recording the result, loopback). To show it beside the measured figures, a short ladder of
 constant-rate steps is fired from one Locust process at the null server
-(`scenarios.run.nullserver`), with the run's own request mix and protocol: each step is judged as
+(`rushhour.scenarios.run.nullserver`), with the run's own request mix and protocol: each step is judged as
 the drill judges its generator (schedule lag and pool wait P99 within the scenario's lag limit,
 every request sent once), the highest valid step is the rate one process carries, and each
 step's latency (and time to first token, when streamed) P50/P99/P99.9 is what the harness adds
@@ -34,12 +34,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kernel.processes import free_port, stop_process
-from kernel.quantiles import percentile_value
-from scenarios.load.health import generator_figures
-from scenarios.load.session import LoadSession
-from scenarios.load.settings import LoadSettings
-from scenarios.run.envinfo import machine_facts
+from rushhour.kernel.processes import free_port, stop_process
+from rushhour.kernel.quantiles import percentile_value
+from rushhour.scenarios.load.health import generator_figures
+from rushhour.scenarios.load.session import LoadSession
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.run.envinfo import machine_facts
 
 __all__ = ["LADDER_RPS", "SKIP_ENV", "drill_overhead", "at_peak", "cache_dir", "measure_overhead", "overhead_key", "run_overhead_check"]
 
@@ -137,7 +137,7 @@ class NullServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> NullServer:
-        self.proc = subprocess.Popen([sys.executable, "-m", "scenarios.run.nullserver", str(self.port)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "rushhour.scenarios.run.nullserver", str(self.port)],
                                      stdout=subprocess.PIPE, cwd=str(LOAD_DIR.parents[1]))
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # "ready", or "" if it died; bounded by the process itself
@@ -201,7 +201,7 @@ def at_peak(record: dict[str, Any], peak_rps: float) -> dict[str, Any] | None:
 
 def is_streaming(target: dict[str, object] | None) -> bool:
     """Whether the run's protocol streams its answers (then time to first token is reported too)."""
-    from scenarios.protocols.base import make_protocol
+    from rushhour.scenarios.protocols.base import make_protocol
 
     return bool(target) and make_protocol(target).streaming  # type: ignore[arg-type]
 

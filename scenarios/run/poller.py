@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import httpx
 
-from kernel.loopback import is_loopback_url
+from rushhour.kernel.loopback import is_loopback_url
 
 SCRAPE_INTERVAL_S = 1.0
 ERROR_REPORT_EVERY_S = 10.0

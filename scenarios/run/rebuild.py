@@ -20,15 +20,22 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from kernel.atomic import write_json_atomic, write_parquet_atomic
-from kernel.contract import AB_COLUMNS, EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE, SERVER_METRICS_FILE
-from scenarios.load.merge import merge_to_file
-from scenarios.load.parts import list_parts
-from scenarios.run.audit import AUDIT_FILE, LeakAudit, process_findings
-from scenarios.run.events import EventLog
-from scenarios.run.ledger import LEDGER_FILE, survivors
-from scenarios.run.scraper import metrics_frame
-from scenarios.spec.model import ScenarioError, load_scenario
+from rushhour.kernel.atomic import write_json_atomic, write_parquet_atomic
+from rushhour.kernel.contract import (
+    AB_COLUMNS,
+    EVENTS_FILE,
+    REQUESTS_FILE,
+    SCENARIO_FILE,
+    SCHEDULE_FILE,
+    SERVER_METRICS_FILE,
+)
+from rushhour.scenarios.load.merge import merge_to_file
+from rushhour.scenarios.load.parts import list_parts
+from rushhour.scenarios.run.audit import AUDIT_FILE, LeakAudit, process_findings
+from rushhour.scenarios.run.events import EventLog
+from rushhour.scenarios.run.ledger import LEDGER_FILE, survivors
+from rushhour.scenarios.run.scraper import metrics_frame
+from rushhour.scenarios.spec.model import ScenarioError, load_scenario
 
 __all__ = ["Rebuilt", "events_so_far", "needs_rebuild", "rebuild_results"]
 

@@ -2,7 +2,7 @@
 
 Runs in a thread of the runner: it must keep its 1 s rhythm while the runner's loop is busy
 merging parts, and a slow or dead server must cost one missed sample, never the run. A failed
-scrape is never silent: `on_error` hears of it (rate-limited, see `scenarios.run.poller.ErrorReporter`), so the run's
+scrape is never silent: `on_error` hears of it (rate-limited, see `rushhour.scenarios.run.poller.ErrorReporter`), so the run's
 timeline says which samples and server events are missing and why.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pandas as pd
 
-from scenarios.run.poller import SCRAPE_INTERVAL_S, Poller
+from rushhour.scenarios.run.poller import SCRAPE_INTERVAL_S, Poller
 
 METRIC_COLUMNS = (
     "t_s", "pool", "nodes_alive", "nodes_ready", "breakers_open", "queue_depth", "inflight",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scenarios.run.progress import RunningTally
-from scenarios.spec.model import StopCondition
+from rushhour.scenarios.run.progress import RunningTally
+from rushhour.scenarios.spec.model import StopCondition
 
 __all__ = ["stop_reason"]
 

@@ -1,7 +1,7 @@
 """The look at a drill's target before the load, the same for every kind of target.
 
 First the planning-time notes (fields the protocol cannot send, features it cannot serve), which
-need no network; then one real request through the scenario's protocol (`scenarios.protocols.probe`)
+need no network; then one real request through the scenario's protocol (`rushhour.scenarios.protocols.probe`)
 that also asks for the features the scenario uses (jobs, admin). A target given by URL is probed
 by the CLI before anything starts; the embedded server by the drill once it has booted. Either
 way the same function runs, and a misfit is one `TargetMisfit` sentence.
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scenarios.protocols.credentials import describe_auth
-from scenarios.protocols.features import UnsupportedFeature, apply_missing, protocol_notes, unserved_features
-from scenarios.protocols.probe import ProbeError, probe_target
-from scenarios.spec.plan import DrillPlan
+from rushhour.scenarios.protocols.credentials import describe_auth
+from rushhour.scenarios.protocols.features import UnsupportedFeature, apply_missing, protocol_notes, unserved_features
+from rushhour.scenarios.protocols.probe import ProbeError, probe_target
+from rushhour.scenarios.spec.plan import DrillPlan
 
 __all__ = ["TargetMisfit", "describe_target", "fit_protocol", "probe_plan", "unserved_wanted"]
 

@@ -7,7 +7,7 @@ parser. The rows kept are bounded: histogram buckets and `_created` stamps are d
 report reads gauges, counters, sums and counts), each sample name keeps at most
 `MAX_SERIES_PER_METRIC` label sets and the scrape at most `MAX_SERIES` in all, so a target that
 labels by request id cannot fill the disk. A failed scrape costs one sample, is reported through
-`on_error` (rate-limited, see `scenarios.run.poller.ErrorReporter`) and never stops the run.
+`on_error` (rate-limited, see `rushhour.scenarios.run.poller.ErrorReporter`) and never stops the run.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import httpx
 import pandas as pd
 from prometheus_client.parser import text_string_to_metric_families
 
-from kernel.atomic import write_parquet_atomic
-from kernel.contract import TARGET_METRICS_COLUMNS, TARGET_METRICS_FILE
-from scenarios.run.poller import SCRAPE_INTERVAL_S, Poller
+from rushhour.kernel.atomic import write_parquet_atomic
+from rushhour.kernel.contract import TARGET_METRICS_COLUMNS, TARGET_METRICS_FILE
+from rushhour.scenarios.run.poller import SCRAPE_INTERVAL_S, Poller
 
 MAX_SERIES_PER_METRIC = 64
 MAX_SERIES = 2000

@@ -2,7 +2,7 @@
 
 Planning reads and checks every experiment file (a malformed one is an input error, exit 2,
 found by `--dry-run` too), turns scenario clock times into wall offsets, and gives each fault a
-unique, path-safe name. The run's timeline (`scenarios.run.timeline`) only fires what was planned.
+unique, path-safe name. The run's timeline (`rushhour.scenarios.run.timeline`) only fires what was planned.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from chaoslib.activity import ensure_activity_is_valid
 from chaoslib.exceptions import ChaosException
 from pydantic import BaseModel
 
-from kernel.clock import format_clock, parse_clock_s, parse_duration
-from kernel.yamlfile import load_yaml, yaml_problem
-from scenarios.spec.model import DRILL_HYPOTHESIS, ChaosEntry, ScenarioError
+from rushhour.kernel.clock import format_clock, parse_clock_s, parse_duration
+from rushhour.kernel.yamlfile import load_yaml, yaml_problem
+from rushhour.scenarios.spec.model import DRILL_HYPOTHESIS, ChaosEntry, ScenarioError
 
 __all__ = ["PlannedFault", "check_experiment", "load_experiment_file", "plan_faults"]
 

@@ -16,14 +16,14 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from kernel.clock import parse_clock_s, parse_duration, refuse_unquoted_clock
-from kernel.textfile import TextFileError, read_text_file
-from kernel.validation import format_validation_errors
-from kernel.yamlfile import DuplicateKeyError, load_yaml, yaml_problem
-from reports.schema import CostModel, SloSpec
-from scenarios.spec.peak import Calibration, RelativePeak, parse_relative_peak
-from scenarios.spec.target import TargetMetricsSource, TargetProtocol
-from scenarios.spec.urls import check_target_url, hide_userinfo, special_address
+from rushhour.kernel.clock import parse_clock_s, parse_duration, refuse_unquoted_clock
+from rushhour.kernel.textfile import TextFileError, read_text_file
+from rushhour.kernel.validation import format_validation_errors
+from rushhour.kernel.yamlfile import DuplicateKeyError, load_yaml, yaml_problem
+from rushhour.reports.schema import CostModel, SloSpec
+from rushhour.scenarios.spec.peak import Calibration, RelativePeak, parse_relative_peak
+from rushhour.scenarios.spec.target import TargetMetricsSource, TargetProtocol
+from rushhour.scenarios.spec.urls import check_target_url, hide_userinfo, special_address
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1]
 DEFAULT_LANGUAGES = ("en-de", "en-fr", "en-es")
@@ -135,7 +135,7 @@ REFERENCE_CHAT_EXTRA_FIELDS = ("deadline_ms",)
 
 class TargetSpec(TargetProtocol, TargetMetricsSource):
     """Exactly one of: the embedded reference server, or a running service at `url`, plus the
-    protocol it speaks (`scenarios.spec.target`)."""
+    protocol it speaks (`rushhour.scenarios.spec.target`)."""
 
     embedded: EmbeddedTarget | None = None
     url: str | None = None

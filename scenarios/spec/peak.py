@@ -2,8 +2,8 @@
 
 `0.7x capacity` is 70% of the highest rate at which the scenario's SLOs hold on this machine
 (`rushhour capacity`, cached per machine, server configuration and version); `0.5x n-1
-capacity` is relative to the capacity with one quality node down. `scenarios.spec.plan`
-turns it into a rate before anything else (see `scenarios.capacity.calibrate`), and the
+capacity` is relative to the capacity with one quality node down. `rushhour.scenarios.spec.plan`
+turns it into a rate before anything else (see `rushhour.scenarios.capacity.calibrate`), and the
 resolved scenario keeps the figure it used as `traffic.calibration`.
 """
 

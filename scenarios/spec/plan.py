@@ -16,16 +16,16 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
-from kernel.clock import format_clock
-from reports.schema import SloSpec
-from scenarios.spec.chaos import PlannedFault, plan_faults
-from scenarios.spec.model import Scenario, ScenarioError, format_errors
-from scenarios.spec.peak import Calibration
-from scenarios.spec.urls import check_target_url
-from traffic_models import Phase, TrafficModelError, generate_schedule, load_traffic_model, phases, rate_curve
-from traffic_models.chunked import DEFAULT_CHUNK_ROWS, iter_schedule
-from traffic_models.facts import ScheduleFacts
-from traffic_models.model import TrafficModel
+from rushhour.kernel.clock import format_clock
+from rushhour.reports.schema import SloSpec
+from rushhour.scenarios.spec.chaos import PlannedFault, plan_faults
+from rushhour.scenarios.spec.model import Scenario, ScenarioError, format_errors
+from rushhour.scenarios.spec.peak import Calibration
+from rushhour.scenarios.spec.urls import check_target_url
+from rushhour.traffic_models import Phase, TrafficModelError, generate_schedule, load_traffic_model, phases, rate_curve
+from rushhour.traffic_models.chunked import DEFAULT_CHUNK_ROWS, iter_schedule
+from rushhour.traffic_models.facts import ScheduleFacts
+from rushhour.traffic_models.model import TrafficModel
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
@@ -56,7 +56,7 @@ class ScheduleDraw:
     duration_s: float
 
     def chunks(self, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[pd.DataFrame]:
-        """The schedule's rows in order, `chunk_rows` at a time (`traffic_models.chunked`)."""
+        """The schedule's rows in order, `chunk_rows` at a time (`rushhour.traffic_models.chunked`)."""
         return iter_schedule(self.model, seed=self.seed, rate_scale=self.rate_scale, time_scale=self.time_scale,
                              start_clock_s=self.start_clock_s, duration_s=self.duration_s, chunk_rows=chunk_rows)
 

@@ -3,8 +3,8 @@
 `TargetProtocol` holds every field a load worker needs to talk to the target: the protocol, the
 model name, streaming, extra headers (fixed, or a row's field per request), where the
 credential comes from (never the credential itself: an environment variable or a file, read by
-whoever sends), a CA bundle for https, and the request template of the `http` protocol. `scenarios.spec.model.TargetSpec` adds where the
-target is (embedded or a URL).
+whoever sends), a CA bundle for https, and the request template of the `http` protocol.
+`rushhour.scenarios.spec.model.TargetSpec` adds where the target is (embedded or a URL).
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kernel.validation import format_validation_errors
-from reference_server.config import ConfigError, ServerConfig, merge_pools_onto_defaults, read_config_file
-from scenarios.spec.model import EmbeddedTarget, Scenario, ScenarioError, TargetSpec, Variant
+from rushhour.kernel.validation import format_validation_errors
+from rushhour.reference_server.config import ConfigError, ServerConfig, merge_pools_onto_defaults, read_config_file
+from rushhour.scenarios.spec.model import EmbeddedTarget, Scenario, ScenarioError, TargetSpec, Variant
 
 BASE_FIELD = "target.embedded.server"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks.calibration_sim import _one, simulate
-from scenarios.capacity.calibrate import CALIBRATION_PRECISION
+from rushhour.scenarios.capacity.calibrate import CALIBRATION_PRECISION
 
 
 def test_calibration_sim_never_reports_above_a_sharp_knee_and_confirms_within_a_precision() -> None:

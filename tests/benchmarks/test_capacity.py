@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from benchmarks.capacity import MDC_RANGE, REFERENCE_SLOS, STEP_S, mdc_scenario
-from scenarios.capacity.job import CapacityJob
-from scenarios.cli.capacity import build_job
-from scenarios.spec.model import ScenarioError
+from rushhour.scenarios.capacity.job import CapacityJob
+from rushhour.scenarios.cli.capacity import build_job
+from rushhour.scenarios.spec.model import ScenarioError
 
 
 def _job(scenario: str, tmp_path: Path, *, slos: tuple[str, ...] = (), low: float | None = None,

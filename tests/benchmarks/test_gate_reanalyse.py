@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from benchmarks.gate_reanalyse import main, night_folders, rates, rejudge
-from scenarios.ab.trials import TrialDesign
+from rushhour.scenarios.ab.trials import TrialDesign
 from tests.reports.ab.simulate import simulate
 from tests.reports.helpers import write_run
 

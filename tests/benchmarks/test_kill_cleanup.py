@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 
 from benchmarks.kill_cleanup import HOLD, _alive, _scenario
-from scenarios.spec.model import load_scenario
+from rushhour.scenarios.spec.model import load_scenario
 
 
 def test_kill_cleanup_scenario_is_a_valid_drill_that_holds_a_partition(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.probe_spread import VARIANTS, spread
-from scenarios.capacity import throughput
+from rushhour.scenarios.capacity import throughput
 
 
 def test_probe_spread_summarises_lowest_median_highest_and_the_coefficient_of_variation() -> None:

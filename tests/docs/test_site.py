@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scenarios.cli.main import _register, cli
+from rushhour.scenarios.cli.main import _register, cli
 
 REPO = Path(__file__).resolve().parents[2]
 README_LINES = 300

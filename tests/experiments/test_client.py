@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from chaoslib.exceptions import ActivityFailed
 
-from experiments.client import AdminClient, client_from
+from rushhour.experiments.client import AdminClient, client_from
 from tests.support.stub import Answer, stub_server
 
 Fake = tuple[Any, dict[str, Any], dict[str, Any]]

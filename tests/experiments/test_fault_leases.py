@@ -18,14 +18,14 @@ from chaoslib import substitute
 from chaoslib.configuration import load_configuration
 from chaoslib.exceptions import ActivityFailed
 
-from experiments import leases
-from experiments.local import actions
+from rushhour.experiments import leases
+from rushhour.experiments.local import actions
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 FILES = sorted(EXPERIMENTS.glob("*.json"))
 HOLD_S = 300.0
 RENEWAL_WAIT_S = 30.0
-RUNNABLE = "experiments.local.actions"  # the only module safe to run against the fake (no Redis, no cluster)
+RUNNABLE = "rushhour.experiments.local.actions"  # the only module safe to run against the fake (no Redis, no cluster)
 Fake = tuple[Any, dict[str, Any], dict[str, Any]]
 
 

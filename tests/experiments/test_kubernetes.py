@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from experiments.kubernetes import objects
+from rushhour.experiments.kubernetes import objects
 from tests.support.manifests import documents
 
 MODELS = {
@@ -91,6 +91,6 @@ def test_replicas_patch_rejects_negative_counts() -> None:
     not os.environ.get("KUBECONFIG"), reason="needs a Kubernetes cluster: KUBECONFIG not set"
 )
 def test_live_cluster_reports_the_quality_pool() -> None:
-    from experiments.kubernetes import probes
+    from rushhour.experiments.kubernetes import probes
 
     assert probes.pool_ready_replicas(pool="quality", ns=os.environ.get("RUSHHOUR_NAMESPACE", "rushhour")) >= 0

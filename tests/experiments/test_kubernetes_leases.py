@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from experiments.kubernetes import actions, objects
-from experiments.kubernetes.leases import sweep
+from rushhour.experiments.kubernetes import actions, objects
+from rushhour.experiments.kubernetes.leases import sweep
 from tests.experiments.test_kubernetes import round_trip
 
 

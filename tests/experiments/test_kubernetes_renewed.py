@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from experiments import leases
-from experiments.kubernetes import actions, objects
-from experiments.kubernetes.leases import keep_swept, sweep
+from rushhour.experiments import leases
+from rushhour.experiments.kubernetes import actions, objects
+from rushhour.experiments.kubernetes.leases import keep_swept, sweep
 
 
 def _merge(annotations: dict[str, str], patch: dict[str, Any]) -> dict[str, str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from experiments.local.redis import redis_running
+from rushhour.experiments.local.redis import redis_running
 from tests.support.redis import RedisServer, redis_or_skip
 from tests.support.server import REPO
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 LEASE_S = 2.0
 HOLDER = """
 import json, sys, time
-from experiments.local.redis import stop_redis
+from rushhour.experiments.local.redis import stop_redis
 print(json.dumps(stop_redis(port=int(sys.argv[1]), hold_s=600)), flush=True)
 time.sleep(3600)
 """

@@ -12,7 +12,7 @@ import psutil
 import pytest
 from chaoslib.exceptions import ActivityFailed
 
-from experiments import leasekeeper, leases
+from rushhour.experiments import leasekeeper, leases
 
 
 def _renewer(log: list[float], *, held: bool = True) -> Callable[[float], bool]:
@@ -94,8 +94,8 @@ class Clock:
 
 def test_keeper_undoes_the_fault_when_the_lease_runs_out(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[dict[str, object]] = []
-    monkeypatch.setattr("experiments.local.redis.start_redis", lambda **kw: calls.append(kw))
-    monkeypatch.setattr("experiments.local.redis.redis_running", lambda port: False)
+    monkeypatch.setattr("rushhour.experiments.local.redis.start_redis", lambda **kw: calls.append(kw))
+    monkeypatch.setattr("rushhour.experiments.local.redis.redis_running", lambda port: False)
     clock = Clock()
     outcome = leasekeeper.keep("start_redis", 5.5, {"port": 7000, "command": ""}, clock=clock, sleep=clock.sleep)
     assert outcome == "healed" and calls == [{"port": 7000, "command": ""}] and clock.now == pytest.approx(5.5)
@@ -104,17 +104,17 @@ def test_keeper_undoes_the_fault_when_the_lease_runs_out(monkeypatch: pytest.Mon
 def test_keeper_waits_for_the_fault_to_appear_before_judging_it_undone(monkeypatch: pytest.MonkeyPatch) -> None:
     """Started before the fault: Redis still up at first is not an undo; up again after it was down is."""
     calls: list[dict[str, object]] = []
-    monkeypatch.setattr("experiments.local.redis.start_redis", lambda **kw: calls.append(kw))
+    monkeypatch.setattr("rushhour.experiments.local.redis.start_redis", lambda **kw: calls.append(kw))
     clock = Clock()
-    monkeypatch.setattr("experiments.local.redis.redis_running", lambda port: not 2 <= clock.now < 5)
+    monkeypatch.setattr("rushhour.experiments.local.redis.redis_running", lambda port: not 2 <= clock.now < 5)
     assert leasekeeper.keep("start_redis", 600, {"port": 7000}, clock=clock, sleep=clock.sleep) == "undone"
     assert calls == [] and clock.now == 5
 
 
 def test_keeper_follows_a_renewed_lease_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[dict[str, object]] = []
-    monkeypatch.setattr("experiments.local.redis.start_redis", lambda **kw: calls.append(kw))
-    monkeypatch.setattr("experiments.local.redis.redis_running", lambda port: False)
+    monkeypatch.setattr("rushhour.experiments.local.redis.start_redis", lambda **kw: calls.append(kw))
+    monkeypatch.setattr("rushhour.experiments.local.redis.redis_running", lambda port: False)
     clock = Clock()
     path = tmp_path / "lease.json"
 
@@ -130,7 +130,7 @@ def test_keeper_follows_a_renewed_lease_file(tmp_path: Path, monkeypatch: pytest
 
 
 def test_keeper_exits_when_the_rollback_removed_the_lease(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("experiments.local.redis.redis_running", lambda port: False)
+    monkeypatch.setattr("rushhour.experiments.local.redis.redis_running", lambda port: False)
     clock = Clock()
     outcome = leasekeeper.keep("start_redis", 20, {"port": 7000, "lease_file": str(tmp_path / "gone.json")},
                                clock=clock, sleep=clock.sleep)

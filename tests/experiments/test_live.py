@@ -10,15 +10,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.client import AdminClient
-from experiments.live import (
+from rushhour.experiments.client import AdminClient
+from rushhour.experiments.live import (
     LIVE_ENV,
     histogram_quantile,
     is_error_status,
     stats_from_file,
     stats_from_metrics,
 )
-from experiments.local import probes
+from rushhour.experiments.local import probes
 
 INF = float("inf")
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from chaoslib.exceptions import ActivityFailed
 
-from experiments.local import actions, probes
+from rushhour.experiments.local import actions, probes
 
 Fake = tuple[Any, dict[str, Any], dict[str, Any]]
 

@@ -19,11 +19,11 @@ from typing import Any
 import httpx
 import pytest
 
-from experiments.local import actions, probes
-from reference_server.launch import ServerProcess
-from scenarios.run.timeline import ChaosTimeline
-from scenarios.spec.chaos import plan_faults
-from scenarios.spec.model import ChaosEntry
+from rushhour.experiments.local import actions, probes
+from rushhour.reference_server.launch import ServerProcess
+from rushhour.scenarios.run.timeline import ChaosTimeline
+from rushhour.scenarios.spec.chaos import plan_faults
+from rushhour.scenarios.spec.model import ChaosEntry
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "live-test-token"

@@ -16,8 +16,8 @@ import psutil
 import pytest
 from chaoslib.exceptions import ActivityFailed
 
-from experiments.local.redis import redis_running, start_redis, stop_redis
-from kernel.processes import free_port
+from rushhour.experiments.local.redis import redis_running, start_redis, stop_redis
+from rushhour.kernel.processes import free_port
 from tests.support.redis import RedisServer, redis_or_skip
 from tests.support.server import REPO, TOKEN
 

@@ -11,9 +11,9 @@ from chaoslib import substitute
 from chaoslib.configuration import load_configuration
 from chaoslib.exceptions import ActivityFailed
 
-from experiments import leases
-from experiments.client import client_from
-from experiments.local import actions
+from rushhour.experiments import leases
+from rushhour.experiments.client import client_from
+from rushhour.experiments.local import actions
 
 EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "gpu-throttle.json"
 Fake = tuple[Any, dict[str, Any], dict[str, Any]]

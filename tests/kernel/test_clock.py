@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.clock import format_clock, parse_clock
+from rushhour.kernel.clock import format_clock, parse_clock
 
 
 @pytest.mark.parametrize(

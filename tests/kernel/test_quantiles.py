@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import math
 
-from kernel.quantiles import percentile_or_none, percentile_value
+from rushhour.kernel.quantiles import percentile_or_none, percentile_value
 
 
 def test_percentile_value_is_an_observed_value_by_nearest_rank() -> None:

@@ -8,7 +8,7 @@ from typing import Annotated
 import pytest
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from kernel.validation import format_validation_errors
+from rushhour.kernel.validation import format_validation_errors
 
 Point = tuple[str, Annotated[float, Field(ge=0)]]
 

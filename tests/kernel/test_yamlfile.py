@@ -8,9 +8,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kernel.yamlfile import DuplicateKeyError, load_yaml, yaml_problem
-from reference_server.config import ConfigError, read_config_file
-from scenarios.cli.run import run
+from rushhour.kernel.yamlfile import DuplicateKeyError, load_yaml, yaml_problem
+from rushhour.reference_server.config import ConfigError, read_config_file
+from rushhour.scenarios.cli.run import run
 
 ROOT = Path(__file__).resolve().parents[2]
 

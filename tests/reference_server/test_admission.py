@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from reference_server.config import PriorityClass
-from reference_server.gateway.admission import Overloaded, PoolDispatcher, TokenBuckets
+from rushhour.reference_server.config import PriorityClass
+from rushhour.reference_server.gateway.admission import Overloaded, PoolDispatcher, TokenBuckets
 
 INF = math.inf
 

@@ -14,7 +14,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
-from reference_server.gateway.api import ApiError, TranslateRequest, handle_api_error, handle_validation_error
+from rushhour.reference_server.gateway.api import ApiError, TranslateRequest, handle_api_error, handle_validation_error
 
 VALID = {"text": "Hello", "source_lang": "en", "target_lang": "de"}
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from reference_server.config import AutoscaleConfig, ScheduledPeak
-from reference_server.gateway.autoscaler import (
+from rushhour.reference_server.config import AutoscaleConfig, ScheduledPeak
+from rushhour.reference_server.gateway.autoscaler import (
     Decision,
     History,
     Sample,
@@ -224,9 +224,9 @@ def test_autoscaler_live_schedule_scales_ahead_of_the_peak(server_factory) -> No
 
 
 def test_autoscaler_epoch_moves_the_schedule_to_the_drill_clock() -> None:
-    from reference_server.config import load_config
-    from reference_server.gateway.autoscaler import Autoscaler, floor_at
-    from reference_server.gateway.metrics import Metrics
+    from rushhour.reference_server.config import load_config
+    from rushhour.reference_server.gateway.autoscaler import Autoscaler, floor_at
+    from rushhour.reference_server.gateway.metrics import Metrics
 
     config = load_config()
     config.pools["quality"].autoscale = AutoscaleConfig(

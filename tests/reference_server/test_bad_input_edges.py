@@ -13,10 +13,10 @@ from typing import Any, cast
 
 import pytest
 
-from reference_server.config import JobsConfig
-from reference_server.gateway.api import ApiError, Timing, TranslateRequest, TranslateResponse, error_response
-from reference_server.gateway.bodylimit import BodyLimitMiddleware
-from reference_server.gateway.jobs import JobManager, split_segments
+from rushhour.reference_server.config import JobsConfig
+from rushhour.reference_server.gateway.api import ApiError, Timing, TranslateRequest, TranslateResponse, error_response
+from rushhour.reference_server.gateway.bodylimit import BodyLimitMiddleware
+from rushhour.reference_server.gateway.jobs import JobManager, split_segments
 from tests.support.server import RunningServer
 
 CJK_SENTENCE = "东京的天气今天很好我们去公园散步. "  # 16 CJK characters, then ". "

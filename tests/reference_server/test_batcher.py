@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from reference_server.batcher import CannotMeetDeadline, DeadlineExceeded, DynamicBatcher, QueueFull
+from rushhour.reference_server.batcher import CannotMeetDeadline, DeadlineExceeded, DynamicBatcher, QueueFull
 
 
 class FakeClock:

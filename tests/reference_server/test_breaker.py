@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reference_server.config import BreakerConfig
-from reference_server.gateway.breaker import CLOSED, HALF_OPEN, OPEN, CircuitBreaker
+from rushhour.reference_server.config import BreakerConfig
+from rushhour.reference_server.gateway.breaker import CLOSED, HALF_OPEN, OPEN, CircuitBreaker
 
 
 class FakeClock:

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from reference_server.gateway.cache import Coalescer, TranslationCache, cache_key
+from rushhour.reference_server.gateway.cache import Coalescer, TranslationCache, cache_key
 
 
 class FakeClock:

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from reference_server.config import DEFAULT_CACHE_MAX_BYTES, CacheConfig, ConfigError, load_config
-from reference_server.gateway.cache import ENTRY_OVERHEAD_BYTES, TranslationCache, cache_key, entry_bytes
+from rushhour.reference_server.config import DEFAULT_CACHE_MAX_BYTES, CacheConfig, ConfigError, load_config
+from rushhour.reference_server.gateway.cache import ENTRY_OVERHEAD_BYTES, TranslationCache, cache_key, entry_bytes
 from tests.support.server import RunningServer
 
 MIB = 1024 * 1024

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reference_server.gateway.cluster import batching_label
+from rushhour.reference_server.gateway.cluster import batching_label
 
 
 @pytest.mark.parametrize(("health", "label"), [

@@ -17,10 +17,10 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from reference_server.config import PoolConfig, ServerConfig
-from reference_server.gateway.cluster import Cluster
-from reference_server.gateway.metrics import Metrics
-from reference_server.gateway.nodes import NodeHandle
+from rushhour.reference_server.config import PoolConfig, ServerConfig
+from rushhour.reference_server.gateway.cluster import Cluster
+from rushhour.reference_server.gateway.metrics import Metrics
+from rushhour.reference_server.gateway.nodes import NodeHandle
 
 SLOW_EXIT = (
     "import signal, sys, time\n"

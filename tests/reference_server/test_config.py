@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reference_server.config import ConfigError, load_config
+from rushhour.reference_server.config import ConfigError, load_config
 
 
 def _write(tmp_path: Path, text: str) -> Path:

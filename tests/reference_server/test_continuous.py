@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from reference_server.batcher import CannotMeetDeadline, DeadlineExceeded
-from reference_server.continuous import ContinuousBatcher
+from rushhour.reference_server.batcher import CannotMeetDeadline, DeadlineExceeded
+from rushhour.reference_server.continuous import ContinuousBatcher
 
 Item = tuple[str, int]  # (name, decode steps)
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from reference_server.model.samples import sample_text
+from rushhour.reference_server.model.samples import sample_text
 from tests.support.server import RunningServer, all_nodes_ready, module_server, reset_after_each
 
 CONTINUOUS = {

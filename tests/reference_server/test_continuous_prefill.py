@@ -9,13 +9,13 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from reference_server.batcher import DeadlineExceeded
-from reference_server.continuous import ContinuousBatcher
-from reference_server.model import ModelInput, load_model
-from reference_server.model.rows import IDLE_PREFILL_FACTOR, HostRowDecoder, row_steps
-from reference_server.model.runtime import OnnxSeq2SeqModel
-from reference_server.model.samples import sample_text
-from reference_server.node.worker import ModelWorker, NodeSettings
+from rushhour.reference_server.batcher import DeadlineExceeded
+from rushhour.reference_server.continuous import ContinuousBatcher
+from rushhour.reference_server.model import ModelInput, load_model
+from rushhour.reference_server.model.rows import IDLE_PREFILL_FACTOR, HostRowDecoder, row_steps
+from rushhour.reference_server.model.runtime import OnnxSeq2SeqModel
+from rushhour.reference_server.model.samples import sample_text
+from rushhour.reference_server.node.worker import ModelWorker, NodeSettings
 
 BUDGET = 16
 DOC = ModelInput(sample_text(4000, salt=11), "en", "de")

@@ -16,8 +16,8 @@ import pytest
 if TYPE_CHECKING:
     from kubernetes.client import V1EndpointsList
 
-from reference_server.config import KubernetesEndpoints
-from reference_server.gateway.discovery import (
+from rushhour.reference_server.config import KubernetesEndpoints
+from rushhour.reference_server.gateway.discovery import (
     Address,
     EndpointsWatcher,
     endpoint_addresses,
@@ -163,9 +163,9 @@ def test_discovery_events_reach_the_cluster_on_its_loop() -> None:
     """The watcher's thread hands changes to the event loop, never touching the table itself."""
     import asyncio
 
-    from reference_server.config import ServerConfig
-    from reference_server.gateway.cluster import Cluster
-    from reference_server.gateway.metrics import Metrics
+    from rushhour.reference_server.config import ServerConfig
+    from rushhour.reference_server.gateway.cluster import Cluster
+    from rushhour.reference_server.gateway.metrics import Metrics
 
     config = ServerConfig.model_validate({"pools": {"fast": {"model": "fast", "kubernetes": SPEC.model_dump()}}})
     api = FakeCoreV1(endpoints("127.0.0.1"))

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from reference_server.gateway.faults import DEFAULT_TTL_S, FaultSpec, FaultTransport
+from rushhour.reference_server.gateway.faults import DEFAULT_TTL_S, FaultSpec, FaultTransport
 
 
 class FakeClock:
@@ -100,7 +100,7 @@ def test_fault_transport_latency_sleeps_before_sending(monkeypatch: pytest.Monke
         slept.append((delay, node.calls))
         await real_sleep(0)
 
-    monkeypatch.setattr("reference_server.gateway.faults.asyncio.sleep", fake_sleep)
+    monkeypatch.setattr("rushhour.reference_server.gateway.faults.asyncio.sleep", fake_sleep)
     [response] = _send(proxy)
     assert isinstance(response, httpx.Response) and response.status_code == 200
     assert slept == [(0.25, 0)]  # slept 250 ms, before the node saw the request

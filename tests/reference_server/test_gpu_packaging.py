@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from packaging.utils import canonicalize_name
 
-from reference_server.model.providers import RUNTIME_DISTRIBUTIONS, installed_runtimes
+from rushhour.reference_server.model.providers import RUNTIME_DISTRIBUTIONS, installed_runtimes
 
 REPO = Path(__file__).resolve().parents[2]
 UV = Path(sys.executable).parent / "uv"

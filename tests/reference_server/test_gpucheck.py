@@ -1,4 +1,4 @@
-"""`python -m reference_server.gpucheck` runs on the CPU build too: it says CUDA is absent,
+"""`python -m rushhour.reference_server.gpucheck` runs on the CPU build too: it says CUDA is absent,
 measures the CPU, prints its table and writes its JSON."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from reference_server.gpucheck import render
-from reference_server.model.build import ensure_built
-from reference_server.model.compare import FP16_TOLERANCE, agreement, batch_independence, check_inputs
-from reference_server.model.providers import CPU, SessionPlan
-from reference_server.model.runtime import OnnxSeq2SeqModel, load_model
-from reference_server.model.spec import get_spec
+from rushhour.reference_server.gpucheck import render
+from rushhour.reference_server.model.build import ensure_built
+from rushhour.reference_server.model.compare import FP16_TOLERANCE, agreement, batch_independence, check_inputs
+from rushhour.reference_server.model.providers import CPU, SessionPlan
+from rushhour.reference_server.model.runtime import OnnxSeq2SeqModel, load_model
+from rushhour.reference_server.model.spec import get_spec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     work = tmp_path_factory.mktemp("gpucheck")
     out = work / "gpucheck.json"
-    done = subprocess.run([sys.executable, "-m", "reference_server.gpucheck", "--quick", "--out", str(out),
+    done = subprocess.run([sys.executable, "-m", "rushhour.reference_server.gpucheck", "--quick", "--out", str(out),
                            "--model-cache-dir", str(work / "models")], cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return done, json.loads(out.read_text())

@@ -9,14 +9,14 @@ from typing import Any, cast
 
 import pytest
 
-from reference_server.config import JobsConfig
-from reference_server.gateway.api import (
+from rushhour.reference_server.config import JobsConfig
+from rushhour.reference_server.gateway.api import (
     ApiError,
     Timing,
     TranslateRequest,
     TranslateResponse,
 )
-from reference_server.gateway.jobs import JobManager, split_segments
+from rushhour.reference_server.gateway.jobs import JobManager, split_segments
 from tests.support.server import RunningServer, module_server
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios.cli.errors import BadInput
-from scenarios.cli.scaleout import master_settings
-from scenarios.load.clusterauth import SECRET_ENV
+from rushhour.scenarios.cli.errors import BadInput
+from rushhour.scenarios.cli.scaleout import master_settings
+from rushhour.scenarios.load.clusterauth import SECRET_ENV
 from tests.support.manifests import container, manifest
 
 

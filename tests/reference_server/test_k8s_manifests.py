@@ -12,9 +12,9 @@ import click
 import pytest
 import yaml
 
-from reference_server.config import ServerConfig, load_config
-from scenarios.cli.node import node as node_command
-from scenarios.cli.serve import serve as serve_command
+from rushhour.reference_server.config import ServerConfig, load_config
+from rushhour.scenarios.cli.node import node as node_command
+from rushhour.scenarios.cli.serve import serve as serve_command
 from tests.support.manifests import container, documents, manifest, pool_argv
 
 
@@ -72,8 +72,8 @@ def test_k8s_gateway_may_watch_endpoints_and_nothing_more() -> None:
 def test_k8s_locust_workers_join_the_master_service() -> None:
     """The CLI of Locust across hosts: `rushhour run ... --workers N --master-bind HOST:PORT` and
     `rushhour worker --master HOST:PORT`, both parsed by the real commands."""
-    from scenarios.cli.run import run as run_command
-    from scenarios.cli.worker import worker as worker_command
+    from rushhour.scenarios.cli.run import run as run_command
+    from rushhour.scenarios.cli.worker import worker as worker_command
 
     master = container("Job", "rushhour-drill")["args"]
     params = _parse(run_command, master)

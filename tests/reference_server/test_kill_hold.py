@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from reference_server.config import PoolConfig, ServerConfig
-from reference_server.gateway.admin import KillBody
-from reference_server.gateway.cluster import Cluster
-from reference_server.gateway.metrics import Metrics
-from reference_server.gateway.nodes import NodeHandle
+from rushhour.reference_server.config import PoolConfig, ServerConfig
+from rushhour.reference_server.gateway.admin import KillBody
+from rushhour.reference_server.gateway.cluster import Cluster
+from rushhour.reference_server.gateway.metrics import Metrics
+from rushhour.reference_server.gateway.nodes import NodeHandle
 
 SLEEPER = "import time\nwhile True: time.sleep(1)\n"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from reference_server.gateway.cache import cache_key
-from reference_server.gateway.l2cache import KEY_PREFIX, MIN_BACKOFF_S, L2Cache
-from reference_server.gateway.metrics import Metrics
+from rushhour.reference_server.gateway.cache import cache_key
+from rushhour.reference_server.gateway.l2cache import KEY_PREFIX, MIN_BACKOFF_S, L2Cache
+from rushhour.reference_server.gateway.metrics import Metrics
 from tests.support.redis import RedisServer, redis_or_skip
 from tests.support.server import RunningServer, free_port
 
@@ -72,7 +72,7 @@ def test_l2_dead_redis_counts_one_error_then_backs_off() -> None:
 
 
 def test_l2_ignores_foreign_values(redis_server: RedisServer) -> None:
-    from reference_server.gateway.l2cache import redis_key
+    from rushhour.reference_server.gateway.l2cache import redis_key
 
     redis_server.client().set(redis_key(KEY), b"not json")
 

@@ -8,8 +8,8 @@ import asyncio
 import pytest
 from pydantic import ValidationError
 
-from reference_server.gateway.admin import KillBody, LeaseBody
-from reference_server.gateway.faults import FaultSpec
+from rushhour.reference_server.gateway.admin import KillBody, LeaseBody
+from rushhour.reference_server.gateway.faults import FaultSpec
 from tests.reference_server.test_faults import FakeClock, _proxy
 from tests.reference_server.test_kill_hold import Spawner, _close, _cluster, _supervise_for, spawner  # noqa: F401
 
@@ -65,8 +65,8 @@ def test_kill_and_lease_bodies_bound_their_ttls() -> None:
 
 
 def test_the_lease_endpoint_and_the_kill_ttl_are_in_the_openapi_document() -> None:
-    from reference_server.config import ServerConfig
-    from reference_server.gateway.app import create_app
+    from rushhour.reference_server.config import ServerConfig
+    from rushhour.reference_server.gateway.app import create_app
 
     schema = create_app(ServerConfig(), admin_token="t").openapi()
     lease = schema["paths"]["/admin/nodes/{node_id}/lease"]["post"]
@@ -77,8 +77,8 @@ def test_the_lease_endpoint_and_the_kill_ttl_are_in_the_openapi_document() -> No
 
 
 def test_a_renewal_needs_the_admin_token_and_a_known_node() -> None:
-    from reference_server.config import ServerConfig
-    from reference_server.gateway.app import create_app
+    from rushhour.reference_server.config import ServerConfig
+    from rushhour.reference_server.gateway.app import create_app
     from tests.reference_server.test_routes import _request
 
     app = create_app(ServerConfig(), admin_token="t")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reference_server.model import (
+from rushhour.reference_server.model import (
     TIERS,
     ModelInput,
     Seq2SeqModel,
@@ -15,8 +15,8 @@ from reference_server.model import (
     load_model,
     output_tokens,
 )
-from reference_server.model.runtime import OnnxSeq2SeqModel
-from reference_server.model.samples import sample_text
+from rushhour.reference_server.model.runtime import OnnxSeq2SeqModel
+from rushhour.reference_server.model.samples import sample_text
 
 LENGTHS = (1, 9, 63, 200, 517)
 

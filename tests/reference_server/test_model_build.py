@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from reference_server.model import build_model
-from reference_server.model.build import CACHE_ENV, ensure_built, model_dir, resolve_cache_dir
-from reference_server.model.spec import SPECS
+from rushhour.reference_server.model import build_model
+from rushhour.reference_server.model.build import CACHE_ENV, ensure_built, model_dir, resolve_cache_dir
+from rushhour.reference_server.model.spec import SPECS
 
 SMALL = dataclasses.replace(
     SPECS["fast"], d_model=32, enc_ffn=32, dec_ffn=32, src_vocab=128, tgt_vocab=96
@@ -76,7 +76,7 @@ def test_build_model_rejects_unknown_tier(tmp_path: Path) -> None:
 def test_a_server_whose_build_is_in_place_never_loads_the_onnx_package() -> None:
     """The onnx package (and ml_dtypes under it) takes about half a second of CPU to import; every
     gateway and node boot would pay it for files it only reads through ONNX Runtime."""
-    code = ("import sys, reference_server.node.serve, reference_server.gateway.app, reference_server.model; "
+    code = ("import sys, rushhour.reference_server.node.serve, rushhour.reference_server.gateway.app, rushhour.reference_server.model; "
             "print(sorted(m for m in sys.modules if m == 'onnx' or m.startswith(('onnx.', 'ml_dtypes'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reference_server.model import ModelInput
-from reference_server.model.build import ensure_built, model_dir
-from reference_server.model.providers import (
+from rushhour.reference_server.model import ModelInput
+from rushhour.reference_server.model.build import ensure_built, model_dir
+from rushhour.reference_server.model.providers import (
     CPU,
     CUDA,
     SessionPlan,
@@ -17,9 +17,9 @@ from reference_server.model.providers import (
     warmup_batch_sizes,
     warmup_text_lengths,
 )
-from reference_server.model.runtime import OnnxSeq2SeqModel, load_model
-from reference_server.model.samples import sample_text
-from reference_server.model.spec import get_spec
+from rushhour.reference_server.model.runtime import OnnxSeq2SeqModel, load_model
+from rushhour.reference_server.model.samples import sample_text
+from rushhour.reference_server.model.spec import get_spec
 
 GPU_BUILD = ["TensorrtExecutionProvider", CUDA, CPU]
 CPU_BUILD = ["AzureExecutionProvider", CPU]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from reference_server.config import RoutingConfig
-from reference_server.gateway.api import TranslateRequest
-from reference_server.gateway.placement import choose_tier
+from rushhour.reference_server.config import RoutingConfig
+from rushhour.reference_server.gateway.api import TranslateRequest
+from rushhour.reference_server.gateway.placement import choose_tier
 from tests.support.server import RunningServer
 
 SHORT = "Short and sweet."

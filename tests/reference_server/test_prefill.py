@@ -7,12 +7,12 @@ import math
 
 import pytest
 
-from reference_server.model import ModelInput, load_model
-from reference_server.model.prefill import MIN_BUDGET, chunk_size
-from reference_server.model.rows import IDLE_PREFILL_FACTOR, HostRowDecoder, row_steps
-from reference_server.model.runtime import OnnxSeq2SeqModel
-from reference_server.model.samples import sample_text
-from reference_server.model.tokenizer import encode_batch
+from rushhour.reference_server.model import ModelInput, load_model
+from rushhour.reference_server.model.prefill import MIN_BUDGET, chunk_size
+from rushhour.reference_server.model.rows import IDLE_PREFILL_FACTOR, HostRowDecoder, row_steps
+from rushhour.reference_server.model.runtime import OnnxSeq2SeqModel
+from rushhour.reference_server.model.samples import sample_text
+from rushhour.reference_server.model.tokenizer import encode_batch
 
 DOC = ModelInput(sample_text(4000, salt=7), "en", "de")
 

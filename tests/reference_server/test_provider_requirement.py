@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from reference_server.config import ConfigError, load_config
-from reference_server.model import ProviderRequirementError, load_model
-from reference_server.model import providers as providers_module
-from reference_server.model.providers import CPU, CUDA, REQUIRE_ENV, parse_requirement, preflight
-from reference_server.node.worker import EXIT_REFUSED, ModelWorker, NodeSettings
+from rushhour.reference_server.config import ConfigError, load_config
+from rushhour.reference_server.model import ProviderRequirementError, load_model
+from rushhour.reference_server.model import providers as providers_module
+from rushhour.reference_server.model.providers import CPU, CUDA, REQUIRE_ENV, parse_requirement, preflight
+from rushhour.reference_server.node.worker import EXIT_REFUSED, ModelWorker, NodeSettings
 
 BIN = Path(sys.executable).parent
 
@@ -113,7 +113,7 @@ def test_warm_node_refuses_to_start_on_cpu(cache_dir: Path, capsys: pytest.Captu
     assert "rushhour node quality-0: refusing to start. The quality tier must run on CUDA" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", [[sys.executable, "-m", "reference_server"], [str(BIN / "rushhour"), "serve"]])
+@pytest.mark.parametrize("command", [[sys.executable, "-m", "rushhour.reference_server"], [str(BIN / "rushhour"), "serve"]])
 @pytest.mark.slow
 def test_serve_requiring_cuda_exits_2_before_listening(command: list[str], tmp_path: Path) -> None:
     done = subprocess.run([*command, "--require-provider", "cuda", "--port", "0"], capture_output=True, text=True, check=False,
@@ -124,7 +124,7 @@ def test_serve_requiring_cuda_exits_2_before_listening(command: list[str], tmp_p
 
 
 def test_scenario_embedded_target_passes_requirement_to_server_config(tmp_path: Path) -> None:
-    from scenarios.spec.model import load_scenario
+    from rushhour.scenarios.spec.model import load_scenario
 
     path = tmp_path / "gpu.yaml"
     path.write_text("name: gpu\ntraffic: {model: 'constant:5', duration: 10s}\n"
@@ -135,7 +135,7 @@ def test_scenario_embedded_target_passes_requirement_to_server_config(tmp_path: 
 
 
 def test_scenario_names_bad_requirement(tmp_path: Path) -> None:
-    from scenarios.spec.model import ScenarioError, load_scenario
+    from rushhour.scenarios.spec.model import ScenarioError, load_scenario
 
     path = tmp_path / "gpu.yaml"
     path.write_text("name: gpu\ntraffic: {model: 'constant:5', duration: 10s}\ntarget: {embedded: {require_provider: tpu}}\n")

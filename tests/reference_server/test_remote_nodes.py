@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from kernel.processes import die_with_parent, stop_process
+from rushhour.kernel.processes import die_with_parent, stop_process
 from tests.support.manifests import loopback_node_argv
 from tests.support.server import RunningServer, free_port, module_server, reset_after_each
 

@@ -14,14 +14,14 @@ from fastapi.routing import APIRoute
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from reference_server.config import ServerConfig
-from reference_server.gateway import admin, chat, jobs_api, public
-from reference_server.gateway.app import create_app
-from reference_server.gateway.components import Gateway
-from reference_server.gateway.deps import get_gateway
-from reference_server.gateway.events import EventLog
-from reference_server.node import app as node_app
-from reference_server.node.worker import ModelWorker, NodeSettings
+from rushhour.reference_server.config import ServerConfig
+from rushhour.reference_server.gateway import admin, chat, jobs_api, public
+from rushhour.reference_server.gateway.app import create_app
+from rushhour.reference_server.gateway.components import Gateway
+from rushhour.reference_server.gateway.deps import get_gateway
+from rushhour.reference_server.gateway.events import EventLog
+from rushhour.reference_server.node import app as node_app
+from rushhour.reference_server.node.worker import ModelWorker, NodeSettings
 
 TOKEN = "route-test-token"
 SCHEDULED = {

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from reference_server.model import TIERS, ModelInput, load_model
-from reference_server.model.rows import HostRowDecoder, row_steps
-from reference_server.model.runtime import OnnxSeq2SeqModel
-from reference_server.model.samples import sample_text
+from rushhour.reference_server.model import TIERS, ModelInput, load_model
+from rushhour.reference_server.model.rows import HostRowDecoder, row_steps
+from rushhour.reference_server.model.runtime import OnnxSeq2SeqModel
+from rushhour.reference_server.model.samples import sample_text
 
 LENGTHS = (1, 9, 63, 200, 517, 0, 40, 3000)
 

@@ -24,7 +24,7 @@ def _node_processes(server: RunningServer) -> set[int]:
     alive = set()
     for child in children:
         try:
-            if child.status() != psutil.STATUS_ZOMBIE and "reference_server.node" in " ".join(child.cmdline()):
+            if child.status() != psutil.STATUS_ZOMBIE and "rushhour.reference_server.node" in " ".join(child.cmdline()):
                 alive.add(child.pid)
         except psutil.NoSuchProcess:
             pass

@@ -17,12 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from reference_server.gateway.faults import FaultSpec, FaultTransport
-from reference_server.model import ModelInput
-from reference_server.node import worker as worker_module
-from reference_server.node.app import create_node_app
-from reference_server.node.protocol import SLOWDOWN_HEADER, parse_slowdown
-from reference_server.node.worker import ModelWorker, NodeSettings
+from rushhour.reference_server.gateway.faults import FaultSpec, FaultTransport
+from rushhour.reference_server.model import ModelInput
+from rushhour.reference_server.node import worker as worker_module
+from rushhour.reference_server.node.app import create_node_app
+from rushhour.reference_server.node.protocol import SLOWDOWN_HEADER, parse_slowdown
+from rushhour.reference_server.node.worker import ModelWorker, NodeSettings
 
 COMPUTE_S = 0.04
 BODY = {"text": "hello", "source_lang": "en", "target_lang": "de"}

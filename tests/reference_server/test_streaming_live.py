@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
-from reference_server.model.samples import sample_text
+from rushhour.reference_server.model.samples import sample_text
 from tests.support.server import RunningServer, module_server
 
 if TYPE_CHECKING:
@@ -144,9 +144,9 @@ def test_streaming_metrics_have_ttft_gaps_and_decode_rows(server: RunningServer,
 def test_rushhour_openai_chat_protocol_reaches_the_reference_server_with_its_priority(server: RunningServer) -> None:
     """A drill of the embedded server over openai-chat carries each row's priority (a header) and
     deadline (an extra field) by default: the gateway files the request under the row's class."""
-    from scenarios.protocols import make_protocol
-    from scenarios.protocols.base import sample_fields
-    from scenarios.spec.model import TargetSpec
+    from rushhour.scenarios.protocols import make_protocol
+    from rushhour.scenarios.protocols.base import sample_fields
+    from rushhour.scenarios.spec.model import TargetSpec
 
     spec = TargetSpec.model_validate({"embedded": {}, "protocol": "openai-chat", "model": "fast", "stream": False})
     sent = spec.resolved()

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reports import build_reports
-from reports.attempts import attempted, fill_missing_ends, latest_end_s
-from reports.burn import _rule
+from rushhour.reports import build_reports
+from rushhour.reports.attempts import attempted, fill_missing_ends, latest_end_s
+from rushhour.reports.burn import _rule
 from tests.reports.helpers import requests_frame, write_run
 
 SLOS = {"slos": [

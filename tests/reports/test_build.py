@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from benchmarks.synth import make_results
-from reports import build_reports
-from reports.build import exit_code
+from rushhour.reports import build_reports
+from rushhour.reports.build import exit_code
 
 CHART_KEYS = ["rates", "latency_over_time", "errors_sheds", "error_degrade_rates", "latency_cdf",
               "latency_by_length", "queue_batch", "nodes_breakers", "cache_hit_ratio", "cost_rate"]

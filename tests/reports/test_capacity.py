@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from reports.capacity import knee_chart, render_capacity_html, write_capacity_html
+from rushhour.reports.capacity import knee_chart, render_capacity_html, write_capacity_html
 
 
 def _step(index: int, rate: float, passed: bool, p99: float | None) -> dict[str, Any]:

@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from benchmarks.synth import make_answered_results, make_results
-from reports.baselines import ScheduleMismatch
-from reports.compare import compare_runs, explain_comparison
-from reports.decision import explain
-from reports.gate import GatePopulation, parse_population
-from reports.results import ResultsError
-from scenarios.cli.report import compare
+from rushhour.reports.baselines import ScheduleMismatch
+from rushhour.reports.compare import compare_runs, explain_comparison
+from rushhour.reports.decision import explain
+from rushhour.reports.gate import GatePopulation, parse_population
+from rushhour.reports.results import ResultsError
+from rushhour.scenarios.cli.report import compare
 from tests.reports.helpers import requests_frame, write_run
 
 NIGHTLY_LIKE = 2_000  # requests per synthetic run: groups of about 600 paid, 1,000 free, 400 batch

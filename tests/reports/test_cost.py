@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports import build_reports
-from reports.cost import compute_cost, node_intervals, node_seconds
-from reports.results import load_run
-from reports.schema import CostModel
-from reports.summary import summarise
+from rushhour.reports import build_reports
+from rushhour.reports.cost import compute_cost, node_intervals, node_seconds
+from rushhour.reports.results import load_run
+from rushhour.reports.schema import CostModel
+from rushhour.reports.summary import summarise
 from tests.reports.helpers import requests_frame, write_run
 
 MODEL = CostModel.model_validate({

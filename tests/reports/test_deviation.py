@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from benchmarks.synth import make_results
-from reports import build_reports
-from reports.build import exit_code
+from rushhour.reports import build_reports
+from rushhour.reports.build import exit_code
 from tests.reports.helpers import requests_frame, write_run
 
 

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports import build_reports
-from reports.documents import documents_section
-from reports.results import load_run
+from rushhour.reports import build_reports
+from rushhour.reports.documents import documents_section
+from rushhour.reports.results import load_run
 from tests.reports.helpers import requests_frame, write_run
 
 

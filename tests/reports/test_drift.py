@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from reports import build_reports
-from reports.drift import HOUR_S, drift_slo, soak_section, trend, window_width
-from reports.schema import SloSpec
+from rushhour.reports import build_reports
+from rushhour.reports.drift import HOUR_S, drift_slo, soak_section, trend, window_width
+from rushhour.reports.schema import SloSpec
 from tests.reports.helpers import requests_frame, write_run
 
 RNG_SEED = 7

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reports.environment import describe_environment
+from rushhour.reports.environment import describe_environment
 
 
 def _metrics(batching: list[str]) -> pd.DataFrame:

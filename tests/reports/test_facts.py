@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from reports.facts import IMPLICIT_SLO, RunFacts
-from reports.results import RunData, load_run
-from reports.summary import summarise
+from rushhour.reports.facts import IMPLICIT_SLO, RunFacts
+from rushhour.reports.results import RunData, load_run
+from rushhour.reports.summary import summarise
 from tests.reports.helpers import requests_frame, write_run
 
 EVENTS = [

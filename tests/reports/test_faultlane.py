@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from reports.faultlane import fault_figure, lane_rows
-from reports.faults import FaultWindow
-from reports.plotting import time_chart
+from rushhour.reports.faultlane import fault_figure, lane_rows
+from rushhour.reports.faults import FaultWindow
+from rushhour.reports.plotting import time_chart
 
 
 def _fault(name: str, start: float, end: float) -> FaultWindow:

@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reports.faults import RecoveryLimits, fault_impact, fault_windows, limits_for, recovery_time, steady_state
-from reports.schema import SloSpec
+from rushhour.reports.faults import RecoveryLimits, fault_impact, fault_windows, limits_for, recovery_time, steady_state
+from rushhour.reports.schema import SloSpec
 from tests.reports.helpers import requests_frame
 
 LIMITS = RecoveryLimits(percentile=99, threshold_ms=100, max_error_rate=0.1, window_s=2.0, min_requests=15)

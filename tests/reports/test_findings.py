@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from benchmarks.synth_drill import make_drill_results
-from reports.build import build_reports
-from reports.findings import headline
+from rushhour.reports.build import build_reports
+from rushhour.reports.findings import headline
 
 
 @pytest.fixture(scope="module")

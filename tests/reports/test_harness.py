@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.synth import make_results
-from reports.build import build_reports
+from rushhour.reports.build import build_reports
 
 LEFT_BEHIND = {"type": "leak_audit", "t_s": 61.0, "clean": False, "checked": ["faults", "nodes"], "skipped": [],
                "findings": [{"kind": "fault", "target": "quality-1", "detail": "partition still active"}],

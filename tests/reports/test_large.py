@@ -3,7 +3,7 @@
 The large run is a small synthetic run with every request recorded three times over (same times,
 same outcomes): its percentiles, shares and verdicts are those of the small run, its counts three
 times as many. The small one goes through the full pandas path, the large one through
-`reports.large` (the row limit lowered so a test-sized run crosses it).
+`rushhour.reports.large` (the row limit lowered so a test-sized run crosses it).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from benchmarks.synth import make_results
-from reports import large
-from reports.build import build_reports
+from rushhour.reports import large
+from rushhour.reports.build import build_reports
 
 COPIES = 3
 pytestmark = pytest.mark.slow  # two whole reports, a few seconds

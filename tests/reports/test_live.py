@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.live import live_section
+from rushhour.reports.live import live_section
 
 
 def test_live_section_records_port_and_window_for_grafana() -> None:

@@ -131,7 +131,7 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def _version(repo: Path, marker: str) -> str:
-    """Commit a `scenarios.cli.main` that prints `marker` and where it was imported from."""
+    """Commit a `rushhour.scenarios.cli.main` that prints `marker` and where it was imported from."""
     main = repo / "scenarios" / "cli" / "main.py"
     main.parent.mkdir(parents=True, exist_ok=True)
     for package in (repo / "scenarios", main.parent):
@@ -177,7 +177,7 @@ def test_refresh_baseline_lays_out_several_runs_for_compare(tmp_path: Path) -> N
             for i in (1, 2)]
     baseline = tmp_path / "baseline"
     fake = tmp_path / "rushhour"
-    fake.write_text(f"#!{sys.executable}\nimport sys\nfrom scenarios.cli.report import compare, report\n"
+    fake.write_text(f"#!{sys.executable}\nimport sys\nfrom rushhour.scenarios.cli.report import compare, report\n"
                     "{'report': report, 'compare': compare}[sys.argv[1]].main(sys.argv[2:], prog_name='rushhour')\n")
     fake.chmod(0o755)
     env = dict(os.environ, RUSHHOUR=str(fake), PYTHONPATH=str(REPO), NIGHTLY_BASELINE=str(baseline))

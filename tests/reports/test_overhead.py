@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 
-from reports import build_reports
-from reports.overhead import TIGHT_TEXT, flag_tight_slos, overhead_section
+from rushhour.reports import build_reports
+from rushhour.reports.overhead import TIGHT_TEXT, flag_tight_slos, overhead_section
 from tests.reports.helpers import requests_frame, write_run
 
 OVERHEAD = {"type": "harness_overhead", "t_s": 0.0, "source": "harness", "peak_rps": 40.0, "at_rps": 50.0,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reports.faults import FaultWindow
-from reports.periods import fault_periods, period_length
+from rushhour.reports.faults import FaultWindow
+from rushhour.reports.periods import fault_periods, period_length
 from tests.reports.helpers import requests_frame
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reports.pools import healthy_nodes, pool_low
+from rushhour.reports.pools import healthy_nodes, pool_low
 
 
 def _metrics() -> pd.DataFrame:

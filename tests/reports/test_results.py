@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.results import ResultsError, load_run, read_text
+from rushhour.reports.results import ResultsError, load_run, read_text
 from tests.reports.helpers import requests_frame, write_run
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reports.compare import compare_runs
-from reports.gate import paired_draws
-from reports.runnoise import run_noise
+from rushhour.reports.compare import compare_runs
+from rushhour.reports.gate import paired_draws
+from rushhour.reports.runnoise import run_noise
 from tests.reports.helpers import requests_frame, write_run
 
 N = 2_000

@@ -1,7 +1,7 @@
 """The sequential step design against simulated steps of known truth: both wrong calls at most 5%.
 
 The simulation (benchmarks/sequential_sim.py) judges 600-request steps against a P99 objective at
-the planned looks, as `reports.stepstats` judges a live step, with independent, AR(1) and M/D/1
+the planned looks, as `rushhour.reports.stepstats` judges a live step, with independent, AR(1) and M/D/1
 latencies at bad shares on both sides of the allowed 1%: 9 shares x 800 steps x 3 laws.
 """
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from benchmarks.sequential_sim import ALLOWED, TRUTHS, wrong_calls
-from reports.sequential import LOOKS, design_effect, look_fractions, nominal_levels, paired_error
+from rushhour.reports.sequential import LOOKS, design_effect, look_fractions, nominal_levels, paired_error
 
 STEPS = 800
 

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from reports.schema import SloSpec
-from reports.slos import evaluate_slos
+from rushhour.reports.schema import SloSpec
+from rushhour.reports.slos import evaluate_slos
 from tests.reports.helpers import requests_frame
 
 
@@ -74,7 +74,7 @@ def test_slo_per_phase_from_events() -> None:
     frame = requests_frame(np.arange(10.0), [10.0] * 10, ok=[True] * 5 + [False, True, True, True, True])
     events = [{"type": "phase", "name": "ramp", "start_s": 0, "end_s": 5},
               {"type": "phase", "name": "peak", "start_s": 5, "end_s": 10}]
-    from reports.selection import phase_labels
+    from rushhour.reports.selection import phase_labels
 
     phases = phase_labels(frame, events)
     [slo] = evaluate_slos(frame, phases, events, [SloSpec(name="a", kind="availability", objective=0.85)],

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reports.stats import (
+from rushhour.reports.stats import (
     binom_ppf,
     ci_ranks,
     grouped_percentiles,

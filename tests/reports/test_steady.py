@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports.schema import SloSpec
-from reports.slos import evaluate_slos
-from reports.steady import SteadyWindow, mser5, per_second, steady_mask, steady_windows
-from reports.steady_slos import judge_steady
+from rushhour.reports.schema import SloSpec
+from rushhour.reports.slos import evaluate_slos
+from rushhour.reports.steady import SteadyWindow, mser5, per_second, steady_mask, steady_windows
+from rushhour.reports.steady_slos import judge_steady
 from tests.reports.helpers import requests_frame
 
 

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports.schema import SloSpec
-from reports.sequential import nominal_levels, paired_error
-from reports.stepstats import judge_slos, reachable, samples_to_pass, step_figures
+from rushhour.reports.schema import SloSpec
+from rushhour.reports.sequential import nominal_levels, paired_error
+from rushhour.reports.stepstats import judge_slos, reachable, samples_to_pass, step_figures
 
 P99 = SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=500)
 AVAILABILITY = SloSpec(name="avail", kind="availability", objective=0.95)

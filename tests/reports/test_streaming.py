@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports.build import build_reports
-from reports.compare import compare_runs
-from reports.gate import parse_population
-from reports.goodput import per_request_good
-from reports.schema import SloSpec
+from rushhour.reports.build import build_reports
+from rushhour.reports.compare import compare_runs
+from rushhour.reports.gate import parse_population
+from rushhour.reports.goodput import per_request_good
+from rushhour.reports.schema import SloSpec
 from tests.reports.helpers import requests_frame, write_run
 
 SLOS = [

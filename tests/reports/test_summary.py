@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reports.results import load_run
-from reports.summary import summarise
+from rushhour.reports.results import load_run
+from rushhour.reports.summary import summarise
 from tests.reports.helpers import requests_frame, write_run
 
 

@@ -12,18 +12,18 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from experiments.leases import default_lease_s
-from kernel.atomic import write_json_atomic
-from reports.build import summarise_run
-from reports.facts import RunFacts
-from reports.results import RunData, load_run
-from reports.summary import summarise
-from reports.summary_harness import LeakAuditEvent, LeakAuditRecord
-from reports.summary_model import Summary
-from scenarios.run.audit import AUDIT_FILE, Finding, LeakAudit
-from scenarios.run.envinfo import machine_facts
-from scenarios.run.events import EventLog
-from scenarios.run.scraper import StatusScraper
+from rushhour.experiments.leases import default_lease_s
+from rushhour.kernel.atomic import write_json_atomic
+from rushhour.reports.build import summarise_run
+from rushhour.reports.facts import RunFacts
+from rushhour.reports.results import RunData, load_run
+from rushhour.reports.summary import summarise
+from rushhour.reports.summary_harness import LeakAuditEvent, LeakAuditRecord
+from rushhour.reports.summary_model import Summary
+from rushhour.scenarios.run.audit import AUDIT_FILE, Finding, LeakAudit
+from rushhour.scenarios.run.envinfo import machine_facts
+from rushhour.scenarios.run.events import EventLog
+from rushhour.scenarios.run.scraper import StatusScraper
 from tests.reports.helpers import requests_frame, write_run
 
 HARNESS = ("environment", "leak_audit", "scraper")

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from reports.build import summarise_run
-from reports.facts import RunFacts
-from reports.results import RunData, load_run
-from reports.summary import summarise
-from reports.summary_model import Summary
+from rushhour.reports.build import summarise_run
+from rushhour.reports.facts import RunFacts
+from rushhour.reports.results import RunData, load_run
+from rushhour.reports.summary import summarise
+from rushhour.reports.summary_model import Summary
 from tests.reports.helpers import requests_frame, write_run
 
 MEASURES = ("streaming", "goodput", "target_metrics", "soak")

@@ -10,14 +10,14 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from reports.baselines import load_baselines
-from reports.build import build_reports, story, summarise_run
-from reports.compare import compare_loaded
-from reports.facts import RunFacts
-from reports.live import live_section
-from reports.results import RunData, load_run
-from reports.summary import summarise
-from reports.summary_model import Summary
+from rushhour.reports.baselines import load_baselines
+from rushhour.reports.build import build_reports, story, summarise_run
+from rushhour.reports.compare import compare_loaded
+from rushhour.reports.facts import RunFacts
+from rushhour.reports.live import live_section
+from rushhour.reports.results import RunData, load_run
+from rushhour.reports.summary import summarise
+from rushhour.reports.summary_model import Summary
 from tests.reports.helpers import requests_frame, write_run
 
 EVENTS = [{"type": "fault_start", "t_s": 3.0, "name": "kill", "experiment": "kill.json"},
@@ -179,7 +179,7 @@ def test_summary_refuses_a_misspelt_cost_field_naming_its_path(tmp_path: Path) -
 def test_summary_steady_windows_refuse_a_misspelt_field() -> None:
     from pydantic import TypeAdapter
 
-    from reports.steady import SteadyWindow
+    from rushhour.reports.steady import SteadyWindow
 
     window = {"phase": "peak", "start_s": 0.0, "end_s": 60.0, "steady_start_s": 5.0, "warmup_s": 5.0, "reason": None}
     assert TypeAdapter(SteadyWindow).validate_python(window) == SteadyWindow("peak", 0.0, 60.0, 5.0, 5.0, None)

@@ -16,17 +16,17 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from reports.build import summarise_run
-from reports.facts import RunFacts
-from reports.results import RunData, load_run
-from reports.summary import summarise
-from reports.summary_model import Summary
-from reports.summary_scenario import OverheadMeasured, OverheadUnmeasured
-from scenarios.run import overhead
-from scenarios.run.events import EventLog
-from scenarios.spec.model import load_scenario, resolved_dict
-from scenarios.spec.peak import Calibration
-from scenarios.spec.plan import with_calibration
+from rushhour.reports.build import summarise_run
+from rushhour.reports.facts import RunFacts
+from rushhour.reports.results import RunData, load_run
+from rushhour.reports.summary import summarise
+from rushhour.reports.summary_model import Summary
+from rushhour.reports.summary_scenario import OverheadMeasured, OverheadUnmeasured
+from rushhour.scenarios.run import overhead
+from rushhour.scenarios.run.events import EventLog
+from rushhour.scenarios.spec.model import load_scenario, resolved_dict
+from rushhour.scenarios.spec.peak import Calibration
+from rushhour.scenarios.spec.plan import with_calibration
 from tests.reports.helpers import requests_frame, write_run
 
 LIMIT_MS = 50.0

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports import build_reports
-from reports.targetmetrics import hit_ratio, named_series, rate, recognised_series
+from rushhour.reports import build_reports
+from rushhour.reports.targetmetrics import hit_ratio, named_series, rate, recognised_series
 from tests.reports.helpers import requests_frame, write_run
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports.tokencost import token_costs, token_price
+from rushhour.reports.tokencost import token_costs, token_price
 from tests.reports.helpers import requests_frame
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports.results import load_run
-from reports.variants import cheapest_passing, comparison_dict, peak_phase, variant_row, write_comparison
+from rushhour.reports.results import load_run
+from rushhour.reports.variants import cheapest_passing, comparison_dict, peak_phase, variant_row, write_comparison
 from tests.reports.helpers import requests_frame, write_run
 
 PHASES = [{"type": "phase", "t_s": 0.0, "name": "base", "start_s": 0.0, "end_s": 8.0},

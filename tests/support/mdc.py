@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from kernel.processes import free_port, stop_process
+from rushhour.kernel.processes import free_port, stop_process
 from tests.support.waiting import wait_for_http
 
 MDC_SERVER = Path(__file__).resolve().parents[2] / "benchmarks" / "mdc.py"

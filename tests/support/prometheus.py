@@ -7,8 +7,8 @@ from typing import get_args
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from reference_server.config import PRIORITIES
-from reference_server.gateway.faults import FaultKind
+from rushhour.reference_server.config import PRIORITIES
+from rushhour.reference_server.gateway.faults import FaultKind
 
 NODE_ID = re.compile(r"^[a-z][a-z0-9_-]{0,30}-\d{1,2}$")
 IDENTIFIER = re.compile(r"^[A-Za-z0-9_.+-]{0,48}$")

@@ -17,7 +17,7 @@ import httpx
 import pytest
 import yaml
 
-from kernel.processes import die_with_parent, free_port, stop_process
+from rushhour.kernel.processes import die_with_parent, free_port, stop_process
 
 SKIP_REASON = "needs a Prometheus server and promtool (apt-get install prometheus)"
 

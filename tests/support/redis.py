@@ -12,7 +12,7 @@ import psutil
 import pytest
 import redis
 
-from kernel.processes import free_port, stop_process
+from rushhour.kernel.processes import free_port, stop_process
 
 SKIP_REASON = "needs redis-server (apt-get install redis-server)"
 

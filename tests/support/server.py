@@ -17,8 +17,8 @@ import httpx
 import pytest
 import yaml
 
-from kernel.processes import free_port
-from reference_server.launch import LaunchError, ServerProcess
+from rushhour.kernel.processes import free_port
+from rushhour.reference_server.launch import LaunchError, ServerProcess
 from tests.support.processes import pids_alive
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,9 +7,9 @@ import pandas as pd
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
-from traffic_models import generate_schedule, load_traffic_model
-from traffic_models.chunked import iter_schedule, write_schedule
-from traffic_models.facts import LABEL_COLUMNS, ScheduleFacts
+from rushhour.traffic_models import generate_schedule, load_traffic_model
+from rushhour.traffic_models.chunked import iter_schedule, write_schedule
+from rushhour.traffic_models.facts import LABEL_COLUMNS, ScheduleFacts
 
 
 def _whole_and_chunked(model, chunk_rows: int, **window) -> tuple[pd.DataFrame, list[pd.DataFrame]]:

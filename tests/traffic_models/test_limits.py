@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from traffic_models import TrafficModelError, generate_schedule, load_traffic_model
-from traffic_models.chunked import iter_schedule
-from traffic_models.limits import MAX_REQUESTS
-from traffic_models.schedule import intensity
-from traffic_models.window import resolve_window
+from rushhour.traffic_models import TrafficModelError, generate_schedule, load_traffic_model
+from rushhour.traffic_models.chunked import iter_schedule
+from rushhour.traffic_models.limits import MAX_REQUESTS
+from rushhour.traffic_models.schedule import intensity
+from rushhour.traffic_models.window import resolve_window
 
 REFUSED = r"rushhour draws at most 200,000,000 per run: lower the rate or the duration\."
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from traffic_models import TrafficModel, TrafficModelError, load_traffic_model
-from traffic_models.events import FlashCrowd, Promotion, Step
-from traffic_models.loader import bundled_models
+from rushhour.traffic_models import TrafficModel, TrafficModelError, load_traffic_model
+from rushhour.traffic_models.events import FlashCrowd, Promotion, Step
+from rushhour.traffic_models.loader import bundled_models
 
 PROMO = """
 base_rps: 2

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from traffic_models import Phase, generate_schedule, load_traffic_model, phases
+from rushhour.traffic_models import Phase, generate_schedule, load_traffic_model, phases
 
 
 def assert_covers(run_phases: list[Phase], duration: float) -> None:

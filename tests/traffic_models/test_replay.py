@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from traffic_models import TrafficModelError, generate_schedule, load_traffic_model, phases, rate_curve
-from traffic_models.replay import Trace, replay_rate
+from rushhour.traffic_models import TrafficModelError, generate_schedule, load_traffic_model, phases, rate_curve
+from rushhour.traffic_models.replay import Trace, replay_rate
 
 AZURE_ROWS = 19_366
 

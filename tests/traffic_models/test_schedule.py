@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from traffic_models import TrafficModelError, generate_schedule, load_traffic_model, rate_curve
-from traffic_models.schedule import COLUMNS
+from rushhour.traffic_models import TrafficModelError, generate_schedule, load_traffic_model, rate_curve
+from rushhour.traffic_models.schedule import COLUMNS
 
 DAY = 86_400.0
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from traffic_models import TrafficModelError, generate_schedule, load_traffic_model
+from rushhour.traffic_models import TrafficModelError, generate_schedule, load_traffic_model
 
 CONVERSATIONS = """\
 timestamp,session_id,tokens,max_tokens

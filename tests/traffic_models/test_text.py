@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from traffic_models import text_for
+from rushhour.traffic_models import text_for
 
 
 @pytest.mark.parametrize("chars", [0, 1, 2, 5, 80, 999, 20_000])

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from traffic_models import TrafficModelError, generate_schedule, load_traffic_model
-from traffic_models.text import prompt_text
+from rushhour.traffic_models import TrafficModelError, generate_schedule, load_traffic_model
+from rushhour.traffic_models.text import prompt_text
 
 MOONCAKE = """\
 {"timestamp": 27482, "input_length": 1200, "output_length": 10, "hash_ids": [46, 47, 48]}

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from scenarios.ab.trials import TrialDesign
+from rushhour.scenarios.ab.trials import TrialDesign
 
 Noise = Callable[[np.ndarray], np.ndarray]
 """Extra log-scale noise per trial, given the trials' mid times in [0, 1)."""

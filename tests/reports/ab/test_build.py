@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kernel.contract import AB_HTML_FILE, AB_JSON_FILE, AB_MD_FILE, JUNIT_FILE
-from reports.ab.build import build_ab, is_ab_folder
-from reports.results import ResultsError
-from scenarios.ab.trials import TrialDesign
+from rushhour.kernel.contract import AB_HTML_FILE, AB_JSON_FILE, AB_MD_FILE, JUNIT_FILE
+from rushhour.reports.ab.build import build_ab, is_ab_folder
+from rushhour.reports.results import ResultsError
+from rushhour.scenarios.ab.trials import TrialDesign
 from tests.reports.ab.simulate import simulate
 from tests.reports.helpers import write_run
 
@@ -86,7 +86,7 @@ def test_build_ab_refuses_a_folder_that_is_not_an_ab_run(tmp_path: Path) -> None
 def test_report_command_rebuilds_an_ab_folder_with_its_exit_code(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from scenarios.cli.report import report
+    from rushhour.scenarios.cli.report import report
 
     root = _folder(tmp_path, simulate(1.5, pairs=PAIRS, per_trial=30, seed=2))
     result = CliRunner().invoke(report, [str(root)])
@@ -96,7 +96,7 @@ def test_report_command_rebuilds_an_ab_folder_with_its_exit_code(tmp_path: Path)
 
 
 def test_reports_say_how_the_arms_were_interleaved(tmp_path: Path) -> None:
-    from reports.ab.render import design_text
+    from rushhour.reports.ab.render import design_text
 
     trials = TrialDesign.build(96.0, 48, 5)
     requests = TrialDesign.build(96.0, 48, 5, interleave="requests")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reports.ab.groups import Population, compare_populations
-from reports.ab.stats import ArmSample, _excluded, error_test, hodges_lehmann, pair_weights
+from rushhour.reports.ab.groups import Population, compare_populations
+from rushhour.reports.ab.stats import ArmSample, _excluded, error_test, hodges_lehmann, pair_weights
 from tests.reports.ab.simulate import simulate
 
 PAID = Population("paid", "paid", None, None, (("latency_ms", 99.0, "p99"),))
@@ -97,7 +97,7 @@ def test_hodges_lehmann_interval_covers_the_centre_at_its_level() -> None:
 
 
 def test_ratio_bound_that_reaches_a_failed_pair_reads_as_infinite() -> None:
-    from reports.ab.stats import ratio_test
+    from rushhour.reports.ab.stats import ratio_test
 
     pair = np.repeat(np.arange(12), 10)
     base = ArmSample.of(np.full(120, 100.0), np.ones(120, bool), pair)
@@ -110,7 +110,7 @@ def test_ratio_bound_that_reaches_a_failed_pair_reads_as_infinite() -> None:
 
 
 def test_pairs_where_both_arms_failed_beyond_the_percentile_are_left_out() -> None:
-    from reports.ab.stats import pair_log_ratios, ratio_test
+    from rushhour.reports.ab.stats import pair_log_ratios, ratio_test
 
     pair = np.repeat(np.arange(24), 20)
     saturated = pair < 16  # two thirds of the pairs: both arms time out beyond their P99
@@ -126,7 +126,7 @@ def test_pairs_where_both_arms_failed_beyond_the_percentile_are_left_out() -> No
 
 
 def test_pairs_where_both_arms_read_zero_are_left_out() -> None:
-    from reports.ab.stats import pair_log_ratios, ratio_test
+    from rushhour.reports.ab.stats import pair_log_ratios, ratio_test
 
     pair = np.repeat(np.arange(12), 10)
     rng = np.random.default_rng(5)

@@ -23,18 +23,18 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kernel.contract import AB_COLUMNS, REQUESTS_FILE, SCHEDULE_FILE
-from kernel.processes import free_port, stop_process
-from reference_server.launch import LaunchError
-from scenarios.ab.runner import AbRun
-from scenarios.ab.targets import ArmTarget
-from scenarios.ab.trials import TrialDesign, assign_rows
-from scenarios.cli.ab import ab, each_arm_at_full_rate
-from scenarios.cli.run import prepare
-from scenarios.load.parts import PART_COLUMNS, list_parts, merge_requests, read_parts
-from scenarios.load.session import LoadSession
-from scenarios.load.sharestream import share_tables
-from scenarios.spec.plan import DrillPlan, Overrides, ScheduleDraw
+from rushhour.kernel.contract import AB_COLUMNS, REQUESTS_FILE, SCHEDULE_FILE
+from rushhour.kernel.processes import free_port, stop_process
+from rushhour.reference_server.launch import LaunchError
+from rushhour.scenarios.ab.runner import AbRun
+from rushhour.scenarios.ab.targets import ArmTarget
+from rushhour.scenarios.ab.trials import TrialDesign, assign_rows
+from rushhour.scenarios.cli.ab import ab, each_arm_at_full_rate
+from rushhour.scenarios.cli.run import prepare
+from rushhour.scenarios.load.parts import PART_COLUMNS, list_parts, merge_requests, read_parts
+from rushhour.scenarios.load.session import LoadSession
+from rushhour.scenarios.load.sharestream import share_tables
+from rushhour.scenarios.spec.plan import DrillPlan, Overrides, ScheduleDraw
 from tests.support.waiting import wait_for_http
 
 URLS = {"baseline": "http://127.0.0.1:1", "candidate": "http://127.0.0.1:2"}
@@ -119,8 +119,8 @@ def chunks_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
     monkeypatch.setattr(ScheduleDraw, "chunks", spied)
     monkeypatch.setattr(ScheduleDraw, "whole", _no_whole)
-    monkeypatch.setattr("scenarios.ab.runner.LoadSession", StandInSession)
-    monkeypatch.setattr("scenarios.ab.runner.machine_facts", dict)
+    monkeypatch.setattr("rushhour.scenarios.ab.runner.LoadSession", StandInSession)
+    monkeypatch.setattr("rushhour.scenarios.ab.runner.machine_facts", dict)
     StandInSession.given = {}
     yield sizes
 
@@ -156,7 +156,7 @@ def test_ab_run_that_never_loaded_writes_every_row_unsent(tmp_path: Path, chunks
     def no_boot(*_args: object) -> None:
         raise LaunchError("the baseline server did not start")
 
-    monkeypatch.setattr("scenarios.ab.runner.ArmServers.start", no_boot)
+    monkeypatch.setattr("rushhour.scenarios.ab.runner.ArmServers.start", no_boot)
     plan = _plan("requests")
     design = TrialDesign.build(plan.duration_s, 8, plan.scenario.traffic.seed, "requests")
     run = _run(plan, tmp_path / "ab", design)
@@ -171,7 +171,7 @@ def test_ab_run_that_never_loaded_writes_every_row_unsent(tmp_path: Path, chunks
 
 def _whole(plan: DrillPlan) -> pd.DataFrame:
     """The whole schedule, drawn outside the spy (generate_schedule itself)."""
-    from traffic_models import generate_schedule
+    from rushhour.traffic_models import generate_schedule
 
     d = plan.draw
     return generate_schedule(d.model, seed=d.seed, rate_scale=d.rate_scale, time_scale=d.time_scale,
@@ -201,7 +201,7 @@ def test_ab_command_through_locust_writes_the_whole_schedule_paths_files(
         tmp_path: Path, two_timed_targets: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """`rushhour ab` end to end (Locust firing), its schedule in chunks of 37 rows: the same files
     as the whole-schedule path, and the whole schedule never drawn."""
-    monkeypatch.setattr("scenarios.ab.runner.AbRun", functools.partial(AbRun, chunk_rows=37))
+    monkeypatch.setattr("rushhour.scenarios.ab.runner.AbRun", functools.partial(AbRun, chunk_rows=37))
     monkeypatch.setattr(ScheduleDraw, "whole", _no_whole)
     scenario = tmp_path / "abt.yaml"
     scenario.write_text(yaml.safe_dump({

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.ab.targets import TargetError, parse_target
-from scenarios.spec.model import load_scenario
+from rushhour.scenarios.ab.targets import TargetError, parse_target
+from rushhour.scenarios.spec.model import load_scenario
 
 SCENARIO = load_scenario(Path("scenarios/nightly.yaml"))
 

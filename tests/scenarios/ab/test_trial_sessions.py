@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from scenarios.ab.trials import TrialDesign, assign_rows, assigned_chunks
-from traffic_models import generate_schedule, load_traffic_model
+from rushhour.scenarios.ab.trials import TrialDesign, assign_rows, assigned_chunks
+from rushhour.traffic_models import generate_schedule, load_traffic_model
 
 URLS = {"baseline": "http://127.0.0.1:1", "candidate": "http://127.0.0.1:2"}
 

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scenarios.ab.trials import DesignError, TrialDesign, assign_rows, assigned_chunks, default_trials
-from scenarios.cli.run import prepare
-from scenarios.spec.plan import Overrides
+from rushhour.scenarios.ab.trials import DesignError, TrialDesign, assign_rows, assigned_chunks, default_trials
+from rushhour.scenarios.cli.run import prepare
+from rushhour.scenarios.spec.plan import Overrides
 
 URLS = {"baseline": "http://127.0.0.1:1", "candidate": "http://127.0.0.1:2"}
 

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 from benchmarks.mdc_search import MDC, STREAMING, ChainedSteps, Queue, found_capacities
-from reports.schema import SloSpec
-from reports.sequential import ALPHA
-from reports.stepstats import samples_to_pass
-from scenarios.capacity.bracket import HIGHEST_START, MARGIN, knee_share, plan_from_throughput, step_length
-from scenarios.capacity.job import SloFloor, load_mix, slo_floors, step_rules
-from scenarios.capacity.search import SearchResult, StepVerdict, search
-from scenarios.spec.model import load_scenario
+from rushhour.reports.schema import SloSpec
+from rushhour.reports.sequential import ALPHA
+from rushhour.reports.stepstats import samples_to_pass
+from rushhour.scenarios.capacity.bracket import HIGHEST_START, MARGIN, knee_share, plan_from_throughput, step_length
+from rushhour.scenarios.capacity.job import SloFloor, load_mix, slo_floors, step_rules
+from rushhour.scenarios.capacity.search import SearchResult, StepVerdict, search
+from rushhour.scenarios.spec.model import load_scenario
 
 ROOT = Path(__file__).resolve().parents[3]
 SEARCHES = 30
@@ -194,7 +194,7 @@ def test_a_calibrations_search_with_paired_windows_still_stays_at_or_below_the_t
     second passing window, from the known throughput at the calibration's precision: it reports
     above the long-run truth no more often than the stated 5%, confirms every figure, and gets
     at least as close to the truth as the same search at 5% a window, in no more steps."""
-    from scenarios.capacity.calibrate import CALIBRATION_MET_ERROR, CALIBRATION_PRECISION
+    from rushhour.scenarios.capacity.calibrate import CALIBRATION_MET_ERROR, CALIBRATION_PRECISION
 
     searches = 100
     paired = [_planned_search(queue, _saturation(queue), k, met_error=CALIBRATION_MET_ERROR,

@@ -11,19 +11,19 @@ from typing import Any
 import pytest
 import yaml
 
-from scenarios.capacity import calibrate
-from scenarios.capacity.calibrate import (
+from rushhour.scenarios.capacity import calibrate
+from rushhour.scenarios.capacity.calibrate import (
     cache_dir,
     calibrated_peak,
     calibration_job,
     calibration_key,
     remember,
 )
-from scenarios.capacity.freshness import checked
-from scenarios.capacity.job import CapacityJob, slo_floors
-from scenarios.capacity.search import GENERATOR, StepVerdict
-from scenarios.spec.model import Scenario, load_scenario
-from scenarios.spec.peak import RelativePeak
+from rushhour.scenarios.capacity.freshness import checked
+from rushhour.scenarios.capacity.job import CapacityJob, slo_floors
+from rushhour.scenarios.capacity.search import GENERATOR, StepVerdict
+from rushhour.scenarios.spec.model import Scenario, load_scenario
+from rushhour.scenarios.spec.peak import RelativePeak
 
 BASE = {
     "name": "cal", "traffic": {"model": "promo-day", "time_scale": 360, "peak_rps": "0.7x capacity",
@@ -222,8 +222,8 @@ def test_calibrate_a_check_step_that_is_only_open_keeps_the_cached_figure(tmp_pa
 
 def test_calibrate_no_recalibrate_makes_a_stale_figure_an_invalid_run(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from scenarios.cli.calibration import StaleCalibration
-    from scenarios.cli.calibration import calibrate as calibration_step
+    from rushhour.scenarios.cli.calibration import StaleCalibration
+    from rushhour.scenarios.cli.calibration import calibrate as calibration_step
 
     scenario, path = _scenario(tmp_path)
     remember(calibration_job(scenario, "none", source=str(path), base_dir=path.parent), _document(400.0))
@@ -334,8 +334,8 @@ def test_calibrate_an_interrupted_search_stops_the_calibration_and_caches_nothin
     """Ctrl-C in the middle of a search: whatever its steps showed so far (all failures, which
     look like "below the lowest rate", or an unconfirmed pass) is neither cached nor followed by
     the next search; the command ends as interrupted (exit 3)."""
-    from scenarios.cli.calibration import CalibrationStopped
-    from scenarios.cli.calibration import calibrate as calibration_step
+    from rushhour.scenarios.cli.calibration import CalibrationStopped
+    from rushhour.scenarios.cli.calibration import calibrate as calibration_step
 
     scenario, path = _scenario(tmp_path)
     jobs: list[CapacityJob] = []

@@ -35,8 +35,8 @@ from click.testing import CliRunner
 
 from benchmarks.mdc import Workers, simulated_p99_ms, stream_service_ms, true_capacity, true_ttft_capacity
 from benchmarks.mdc_search import MDC, STREAMING, Queue, found_capacities, simulate_step, simulate_step_and_next_window
-from scenarios.capacity.job import step_rules
-from scenarios.cli.capacity import capacity
+from rushhour.scenarios.capacity.job import step_rules
+from rushhour.scenarios.cli.capacity import capacity
 from tests.support.mdc import serve_mdc
 
 WORKERS, SERVICE_MS, THRESHOLD_MS = 4, 100.0, 500.0

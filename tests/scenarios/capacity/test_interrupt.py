@@ -38,7 +38,7 @@ def _state(server: RunningServer, node: str) -> str:
 def _capacity(server: RunningServer, tmp_path: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "RUSHHOUR_ADMIN_TOKEN": TOKEN, "RUSHHOUR_LEASE_S": LEASE_S}
     return subprocess.Popen(
-        [sys.executable, "-m", "scenarios.cli.main", "capacity", str(_scenario(tmp_path, server.url)), "--faults", "n-1",
+        [sys.executable, "-m", "rushhour.scenarios.cli.main", "capacity", str(_scenario(tmp_path, server.url)), "--faults", "n-1",
          "--min-rps", "2", "--max-rps", "8", "--step-duration", "60s", "--out", str(tmp_path / "out")],
         env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

@@ -29,7 +29,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from scenarios.cli.capacity import capacity
+from rushhour.scenarios.cli.capacity import capacity
 from tests.support.server import TOKEN, RunningServer, start_server
 
 MIX = {

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scenarios.capacity.record import condition_entry
-from scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict, search
+from rushhour.scenarios.capacity.record import condition_entry
+from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict, search
 
 
 def _entry(capacity: float, generator_limit: float) -> dict:

@@ -16,14 +16,14 @@ import pandas as pd
 import yaml
 from click.testing import CliRunner
 
-from scenarios.capacity.conditions import Healthy, NMinusOne
-from scenarios.capacity.job import CapacityJob
-from scenarios.capacity.record import step_entry
-from scenarios.capacity.runner import _before_step, _condition, _keep_cache, _ready_for_step, _start_cache
-from scenarios.capacity.stepper import StepRecord
-from scenarios.capacity.steps import Assessment, StepRules
-from scenarios.capacity.target import Target
-from scenarios.cli.capacity import capacity
+from rushhour.scenarios.capacity.conditions import Healthy, NMinusOne
+from rushhour.scenarios.capacity.job import CapacityJob
+from rushhour.scenarios.capacity.record import step_entry
+from rushhour.scenarios.capacity.runner import _before_step, _condition, _keep_cache, _ready_for_step, _start_cache
+from rushhour.scenarios.capacity.stepper import StepRecord
+from rushhour.scenarios.capacity.steps import Assessment, StepRules
+from rushhour.scenarios.capacity.target import Target
+from rushhour.scenarios.cli.capacity import capacity
 from tests.support.targets import serve_handler, serve_target
 
 

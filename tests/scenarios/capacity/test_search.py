@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict, search
+from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict, search
 
 
 def _service(capacity: float, *, generator_limit: float = float("inf")):

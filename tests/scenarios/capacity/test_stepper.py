@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from reports.schema import SloSpec
-from scenarios.capacity.job import load_mix, step_rules
-from scenarios.capacity.stepper import StepRunner
-from scenarios.capacity.steps import StepRules, look_times
-from scenarios.spec.model import load_scenario
+from rushhour.reports.schema import SloSpec
+from rushhour.scenarios.capacity.job import load_mix, step_rules
+from rushhour.scenarios.capacity.stepper import StepRunner
+from rushhour.scenarios.capacity.steps import StepRules, look_times
+from rushhour.scenarios.spec.model import load_scenario
 from tests.support.mdc import serve_mdc
 
 P99 = SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=500)

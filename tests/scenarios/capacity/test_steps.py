@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports.schema import SloSpec
-from reports.sequential import paired_error
-from scenarios.capacity.steps import StepRules, assess, curtailed, live_frame, look_times, step_schedule
-from traffic_models import load_traffic_model
+from rushhour.reports.schema import SloSpec
+from rushhour.reports.sequential import paired_error
+from rushhour.scenarios.capacity.steps import StepRules, assess, curtailed, live_frame, look_times, step_schedule
+from rushhour.traffic_models import load_traffic_model
 
 P99 = SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=500)
 RULES = StepRules(measure_s=20.0, warmup_s=2.0, max_lag_p99_ms=50.0)

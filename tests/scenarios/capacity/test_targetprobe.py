@@ -7,11 +7,11 @@ from typing import Any, cast
 
 import pytest
 
-from scenarios.capacity import targetprobe
-from scenarios.capacity.job import CapacityJob
-from scenarios.capacity.targetprobe import jobs_answer, probe_capacity_target, wanted_features
-from scenarios.protocols.probe import ProbeError, ProbeReport
-from scenarios.spec.target import TargetProtocol
+from rushhour.scenarios.capacity import targetprobe
+from rushhour.scenarios.capacity.job import CapacityJob
+from rushhour.scenarios.capacity.targetprobe import jobs_answer, probe_capacity_target, wanted_features
+from rushhour.scenarios.protocols.probe import ProbeError, ProbeReport
+from rushhour.scenarios.spec.target import TargetProtocol
 
 URL = "http://127.0.0.1:9"
 

@@ -12,16 +12,16 @@ import httpx
 import pytest
 import yaml
 
-from scenarios.capacity.bracket import knee_share
-from scenarios.capacity.job import CapacityJob
-from scenarios.capacity.runner import _planned
-from scenarios.capacity.steps import step_schedule
-from scenarios.capacity.target import Target
-from scenarios.capacity.throughput import FIRST_USERS, Level, closed_loop, next_users, row_sender
-from scenarios.cli.capacity import build_job
-from scenarios.spec.target import TargetProtocol
+from rushhour.scenarios.capacity.bracket import knee_share
+from rushhour.scenarios.capacity.job import CapacityJob
+from rushhour.scenarios.capacity.runner import _planned
+from rushhour.scenarios.capacity.steps import step_schedule
+from rushhour.scenarios.capacity.target import Target
+from rushhour.scenarios.capacity.throughput import FIRST_USERS, Level, closed_loop, next_users, row_sender
+from rushhour.scenarios.cli.capacity import build_job
+from rushhour.scenarios.spec.target import TargetProtocol
+from rushhour.traffic_models import load_traffic_model
 from tests.support.mdc import serve_mdc
-from traffic_models import load_traffic_model
 
 
 def test_next_users_doubles_until_a_doubling_adds_too_little() -> None:
@@ -132,9 +132,9 @@ def test_a_plan_after_a_known_failure_stays_below_it(tmp_path: Path, monkeypatch
     """A re-measure's plan (the cached figure just missed its check at 30 req/s): the probe reads 40
     answers/s, whose estimated knee (~32) lies above the failure, so the search tops out at 30 and
     starts one precision below it, with the step length of that rate."""
-    from scenarios.capacity import runner
-    from scenarios.capacity.search import StepVerdict
-    from scenarios.capacity.throughput import Saturation
+    from rushhour.scenarios.capacity import runner
+    from rushhour.scenarios.capacity.search import StepVerdict
+    from rushhour.scenarios.capacity.throughput import Saturation
 
     monkeypatch.setattr(runner, "settle", lambda _url: None)
     monkeypatch.setattr(runner, "_flush_cache", lambda _target: None)

@@ -15,9 +15,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kernel.contract import AB_HTML_FILE, AB_JSON_FILE, AB_MD_FILE, JUNIT_FILE, REQUESTS_FILE
-from kernel.processes import free_port, stop_process
-from scenarios.cli.ab import ab
+from rushhour.kernel.contract import AB_HTML_FILE, AB_JSON_FILE, AB_MD_FILE, JUNIT_FILE, REQUESTS_FILE
+from rushhour.kernel.processes import free_port, stop_process
+from rushhour.scenarios.cli.ab import ab
 from tests.support.traffic import short_texts
 from tests.support.waiting import wait_for_http
 
@@ -139,7 +139,7 @@ def test_ab_candidate_shedding_a_tenth_instantly_is_a_regression(tmp_path: Path,
 
 @pytest.mark.slow
 def test_ab_report_rebuilds_the_same_verdict(tmp_path: Path, slower_candidate: tuple[Path, int, str, dict]) -> None:
-    from scenarios.cli.report import report
+    from rushhour.scenarios.cli.report import report
 
     made, code, _, doc = slower_candidate
     shutil.copytree(made, tmp_path / "out")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scenarios.cli.capacity import capacity
+from rushhour.scenarios.cli.capacity import capacity
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from scenarios.capacity.runner import _exit_code
-from scenarios.cli.capacity import capacity
+from rushhour.scenarios.capacity.runner import _exit_code
+from rushhour.scenarios.cli.capacity import capacity
 
 SLOS = [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 500},
         {"name": "availability", "kind": "availability", "objective": 0.95}]

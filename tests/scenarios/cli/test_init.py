@@ -10,9 +10,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from scenarios.cli.init import init
-from scenarios.cli.run import run
-from scenarios.spec.model import load_scenario
+from rushhour.scenarios.cli.init import init
+from rushhour.scenarios.cli.run import run
+from rushhour.scenarios.spec.model import load_scenario
 from tests.support.server import RunningServer, start_server
 from tests.support.stub import Answer, stub_server
 from tests.support.targets import StreamPlan, serve_target

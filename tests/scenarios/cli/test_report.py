@@ -7,7 +7,7 @@ import yaml
 from click.testing import CliRunner
 
 from benchmarks.synth import make_answered_results, make_results
-from scenarios.cli.report import compare, report
+from rushhour.scenarios.cli.report import compare, report
 
 
 @pytest.fixture(scope="module")

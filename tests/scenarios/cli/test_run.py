@@ -8,7 +8,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from scenarios.cli.run import run
+from rushhour.scenarios.cli.run import run
 
 
 def _scenario(tmp_path: Path, **extra: object) -> Path:
@@ -106,7 +106,7 @@ def test_run_cli_refuses_a_file_as_results_folder(tmp_path: Path) -> None:
 
 
 def test_default_results_folders_never_collide(tmp_path: Path) -> None:
-    from scenarios.run.resultsdir import claim_results_dir, new_results_dir
+    from rushhour.scenarios.run.resultsdir import claim_results_dir, new_results_dir
 
     made = {new_results_dir("smoke", tmp_path) for _ in range(50)}  # all within the same second or two
     assert len(made) == 50 and all(p.is_dir() and p.name.startswith("smoke-") for p in made)
@@ -119,10 +119,10 @@ def test_default_results_folders_never_collide(tmp_path: Path) -> None:
 def test_drill_refuses_a_folder_claimed_by_another_run(tmp_path: Path) -> None:
     import dataclasses
 
-    from scenarios.cli.run import prepare
-    from scenarios.run.drill import Drill
-    from scenarios.run.resultsdir import ResultsDirError
-    from scenarios.spec.plan import Overrides
+    from rushhour.scenarios.cli.run import prepare
+    from rushhour.scenarios.run.drill import Drill
+    from rushhour.scenarios.run.resultsdir import ResultsDirError
+    from rushhour.scenarios.spec.plan import Overrides
 
     plan = prepare(str(_scenario(tmp_path)), Overrides(), allow_remote=False)
     out = tmp_path / "raced"
@@ -141,7 +141,7 @@ def test_run_cli_chaos_env_cannot_redirect_the_experiments(tmp_path: Path, name:
 
 
 def test_chaos_env_never_overrides_the_guarded_target() -> None:
-    from scenarios.spec.chaos import PlannedFault
+    from rushhour.scenarios.spec.chaos import PlannedFault
 
     fault = PlannedFault.model_construct(name="f", experiment=Path("x.json"), scenario_time="0", offset_s=0.0,
                                          targets=[], env={"RUSHHOUR_URL": "http://elsewhere.invalid"}, hold_s=None)

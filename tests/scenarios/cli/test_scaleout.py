@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scenarios.cli.errors import BadInput
-from scenarios.cli.run import run
-from scenarios.cli.scaleout import master_settings
-from scenarios.cli.worker import worker
-from scenarios.load.clusterauth import SECRET_ENV
+from rushhour.scenarios.cli.errors import BadInput
+from rushhour.scenarios.cli.run import run
+from rushhour.scenarios.cli.scaleout import master_settings
+from rushhour.scenarios.cli.worker import worker
+from rushhour.scenarios.load.clusterauth import SECRET_ENV
 
 SCENARIO = """\
 name: scaleout

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from scenarios.cli.schema import SCHEMA_FILE, schema
-from scenarios.spec.model import BUNDLED_DIR
+from rushhour.scenarios.cli.schema import SCHEMA_FILE, schema
+from rushhour.scenarios.spec.model import BUNDLED_DIR
 
 BUNDLED = sorted(BUNDLED_DIR.glob("*.yaml"))
 SCHEMA_LINE = "# yaml-language-server: $schema=scenario.schema.json"

@@ -9,19 +9,19 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from scenarios.cli.errors import EXIT_BAD_INPUT
-from traffic_models import load_traffic_model
+from rushhour.scenarios.cli.errors import EXIT_BAD_INPUT
+from rushhour.traffic_models import load_traffic_model
 
 
 @pytest.fixture(scope="module")
 def rushhour() -> click.Group:
-    from scenarios.cli.main import _register, cli
+    from rushhour.scenarios.cli.main import _register, cli
 
     try:
         _register()
     except ImportError:
         # Another package's command may not exist yet in this checkout; ours must still register.
-        from scenarios.cli.traffic import traffic
+        from rushhour.scenarios.cli.traffic import traffic
 
         cli.add_command(traffic)
     return cli

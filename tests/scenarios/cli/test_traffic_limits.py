@@ -6,7 +6,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from scenarios.cli.errors import EXIT_BAD_INPUT
+from rushhour.scenarios.cli.errors import EXIT_BAD_INPUT
 
 SMOKE = str(Path(__file__).resolve().parents[3] / "scenarios" / "smoke.yaml")
 REFUSED = "rushhour draws at most 200,000,000 per run: lower the rate or the duration."
@@ -14,7 +14,7 @@ REFUSED = "rushhour draws at most 200,000,000 per run: lower the rate or the dur
 
 @pytest.fixture(scope="module")
 def rushhour() -> click.Group:
-    from scenarios.cli.main import _register, cli
+    from rushhour.scenarios.cli.main import _register, cli
 
     _register()
     return cli

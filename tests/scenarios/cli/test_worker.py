@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scenarios.cli.worker import worker
+from rushhour.scenarios.cli.worker import worker
 
 CLOSED_MASTER = "127.0.0.1:1"
 

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernel.processes import stop_process
+from rushhour.kernel.processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[3]
 MASTER_ADDRESS = "10.77.1.1"
@@ -91,4 +91,4 @@ def _link(master: str, worker: str, net: int) -> None:
 
 
 def rushhour(*args: str) -> list[str]:
-    return [sys.executable, "-m", "scenarios.cli.main", *args]
+    return [sys.executable, "-m", "rushhour.scenarios.cli.main", *args]

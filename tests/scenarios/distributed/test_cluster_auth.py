@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kernel.processes import free_port, stop_process
-from scenarios.load.clusterauth import SECRET_ENV
-from scenarios.load.locust import proxy_free_env
+from rushhour.kernel.processes import free_port, stop_process
+from rushhour.scenarios.load.clusterauth import SECRET_ENV
+from rushhour.scenarios.load.locust import proxy_free_env
 from tests.support.waiting import wait_for_http
 
 pytestmark = pytest.mark.slow
@@ -30,7 +30,7 @@ slos:
 
 
 def rushhour(*args: str) -> list[str]:
-    return [sys.executable, "-m", "scenarios.cli.main", *args]
+    return [sys.executable, "-m", "rushhour.scenarios.cli.main", *args]
 
 
 @pytest.fixture

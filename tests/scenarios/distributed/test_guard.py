@@ -10,8 +10,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from scenarios.cli.run import run
-from scenarios.cli.worker import worker
+from rushhour.scenarios.cli.run import run
+from rushhour.scenarios.cli.worker import worker
 
 SCENARIO = """\
 name: guard

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kernel.processes import free_port, stop_process
-from scenarios.cli.worker import worker_argv
-from scenarios.load.locust import proxy_free_env
-from scenarios.load.worker_relay import ENV_REMOTE_WORK, STATUS_FILE
+from rushhour.kernel.processes import free_port, stop_process
+from rushhour.scenarios.cli.worker import worker_argv
+from rushhour.scenarios.load.locust import proxy_free_env
+from rushhour.scenarios.load.worker_relay import ENV_REMOTE_WORK, STATUS_FILE
 
 HERE = Path(__file__).resolve().parent
 SCENARIO = """\
@@ -34,7 +34,7 @@ def test_refusal_of_another_version_stops_the_drill_with_the_reason(tmp_path: Pa
     old = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         master = subprocess.run(
-            [sys.executable, "-m", "scenarios.cli.main", "run", str(tmp_path / "scenario.yaml"), "--workers", "1",
+            [sys.executable, "-m", "rushhour.scenarios.cli.main", "run", str(tmp_path / "scenario.yaml"), "--workers", "1",
              "--master-bind", f"127.0.0.1:{master_port}", "--no-probe", "--out", str(tmp_path / "out")],
             capture_output=True, text=True, timeout=180, check=False)
         assert old.wait(timeout=30) is not None

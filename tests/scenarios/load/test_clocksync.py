@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios.load.clocksync import ClockSample, estimate_offset, software_version
+from rushhour.scenarios.load.clocksync import ClockSample, estimate_offset, software_version
 
 
 def test_estimate_offset_keeps_the_shortest_round_trip() -> None:

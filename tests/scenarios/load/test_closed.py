@@ -12,15 +12,15 @@ import numpy as np
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
-from scenarios.load import closed
-from scenarios.load.closed import ClosedDrill, shape_users, users_curve
-from scenarios.load.openloop import Share, worker_share
-from scenarios.load.parts import list_parts, read_parts
-from scenarios.load.settings import LoadSettings
-from scenarios.load.worker import publish_start
-from scenarios.protocols.outcome import Outcome
-from traffic_models import load_traffic_model, text_for
-from traffic_models.chunked import iter_schedule, write_schedule
+from rushhour.scenarios.load import closed
+from rushhour.scenarios.load.closed import ClosedDrill, shape_users, users_curve
+from rushhour.scenarios.load.openloop import Share, worker_share
+from rushhour.scenarios.load.parts import list_parts, read_parts
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.worker import publish_start
+from rushhour.scenarios.protocols.outcome import Outcome
+from rushhour.traffic_models import load_traffic_model, text_for
+from rushhour.traffic_models.chunked import iter_schedule, write_schedule
 
 
 def test_users_curve_follows_rate_in_bins() -> None:

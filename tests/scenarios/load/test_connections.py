@@ -13,13 +13,13 @@ import pytest
 import yaml
 from gevent.lock import BoundedSemaphore
 
-from reports.results import load_run
-from reports.summary import summarise
-from scenarios.load import handoff
-from scenarios.load.health import generator_figures
-from scenarios.load.openloop import OpenLoopFirer, Share
-from scenarios.load.parts import PartWriter, list_parts, read_parts
-from scenarios.protocols.outcome import Outcome
+from rushhour.reports.results import load_run
+from rushhour.reports.summary import summarise
+from rushhour.scenarios.load import handoff
+from rushhour.scenarios.load.health import generator_figures
+from rushhour.scenarios.load.openloop import OpenLoopFirer, Share
+from rushhour.scenarios.load.parts import PartWriter, list_parts, read_parts
+from rushhour.scenarios.protocols.outcome import Outcome
 from tests.scenarios.load.truth import Fate, row_schedule, run_session, share_of, truth_server
 
 CONNECTIONS = 2

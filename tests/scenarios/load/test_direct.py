@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import gevent
 import pytest
 
-from kernel.processes import free_port
-from scenarios.load import handoff
-from scenarios.load.direct import DirectSender, error_name
-from scenarios.protocols.base import make_protocol
+from rushhour.kernel.processes import free_port
+from rushhour.scenarios.load import handoff
+from rushhour.scenarios.load.direct import DirectSender, error_name
+from rushhour.scenarios.protocols.base import make_protocol
 from tests.scenarios.load.truth import Fate, truth_server
 
 ELSEWHERE = "http://[2001:db8::1]:9/v1/translate"  # a documentation address: never reachable, never contacted

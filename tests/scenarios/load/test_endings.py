@@ -14,12 +14,12 @@ import gevent
 import numpy as np
 import pytest
 
-from scenarios.load import handoff
-from scenarios.load.openloop import OpenLoopFirer
-from scenarios.load.parts import PartWriter, list_parts, read_parts
-from scenarios.load.session import LoadSession
-from scenarios.load.settings import LoadSettings
-from scenarios.protocols.outcome import Outcome
+from rushhour.scenarios.load import handoff
+from rushhour.scenarios.load.openloop import OpenLoopFirer
+from rushhour.scenarios.load.parts import PartWriter, list_parts, read_parts
+from rushhour.scenarios.load.session import LoadSession
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.protocols.outcome import Outcome
 from tests.scenarios.load.truth import (
     Fate,
     connection_trap,

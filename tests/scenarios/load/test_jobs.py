@@ -10,16 +10,16 @@ import gevent
 import numpy as np
 import pandas as pd
 
-from scenarios.load.jobs import JOBS_PATH, JobFollower, Reply
-from scenarios.load.openloop import OpenLoopFirer
-from scenarios.load.parts import (
+from rushhour.scenarios.load.jobs import JOBS_PATH, JobFollower, Reply
+from rushhour.scenarios.load.openloop import OpenLoopFirer
+from rushhour.scenarios.load.parts import (
     REQUEST_COLUMNS,
     PartWriter,
     list_parts,
     merge_requests,
     read_parts,
 )
-from scenarios.protocols.outcome import Outcome
+from rushhour.scenarios.protocols.outcome import Outcome
 from tests.scenarios.load.truth import share_of
 
 
@@ -179,7 +179,7 @@ def test_merge_computes_first_segment_from_intended_and_plans_via() -> None:
 
 
 def test_spec_documents_via_jobs_defaults_off_and_promo_day_turns_it_on() -> None:
-    from scenarios.spec.model import LoadSpec, load_scenario
+    from rushhour.scenarios.spec.model import LoadSpec, load_scenario
 
     assert LoadSpec().documents_via_jobs is False
     assert load_scenario("promo-day").load.documents_via_jobs is True

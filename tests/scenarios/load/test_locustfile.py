@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.load.locust import worker_env
-from scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.locust import worker_env
+from rushhour.scenarios.load.settings import LoadSettings
 from tests.scenarios.load.truth import Fate, connection_trap, truth_server
 
 ELSEWHERE = "http://[2001:db8::1]:9/v1/translate"  # a documentation address: never reachable, never contacted
@@ -33,8 +33,8 @@ def spy(self, sock, address):
 ConnectionPool._connect_socket = spy
 
 from locust.env import Environment
-from scenarios.load import handoff
-from scenarios.load.locustfile import OpenLoopUser
+from rushhour.scenarios.load import handoff
+from rushhour.scenarios.load.locustfile import OpenLoopUser
 
 OpenLoopUser.host = sys.argv[1]
 user = OpenLoopUser(Environment(user_classes=[OpenLoopUser], host=sys.argv[1]))
@@ -83,12 +83,12 @@ FIRING = """
 import sys
 import types
 import locust.main  # noqa: F401 - what a Locust process imports first
-import scenarios.load.locustfile, scenarios.load.locustfile_closed  # noqa: F401, E401
+import rushhour.scenarios.load.locustfile, rushhour.scenarios.load.locustfile_closed  # noqa: F401, E401
 from locust import events
-from scenarios.load.partwriter import PartWriter, list_parts
-from scenarios.load.settings import LoadSettings
-from scenarios.load.sharestream import share_stream
-from traffic_models import text_for
+from rushhour.scenarios.load.partwriter import PartWriter, list_parts
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.sharestream import share_stream
+from rushhour.traffic_models import text_for
 
 # as Locust does once it has loaded the locustfiles (a runner on one machine: no relay)
 events.init.fire(environment=types.SimpleNamespace(runner=None), runner=None, web_ui=None)
@@ -109,8 +109,8 @@ def test_a_load_generator_process_reads_fires_and_records_without_pandas(tmp_pat
     """A Locust process starts for every run, every capacity step and every --processes: it reads
     its share and writes its parts with pyarrow alone, since importing pandas would add about 0.4 s
     of CPU and tens of MB to each one."""
-    from traffic_models import load_traffic_model
-    from traffic_models.chunked import iter_schedule, write_schedule
+    from rushhour.traffic_models import load_traffic_model
+    from rushhour.traffic_models.chunked import iter_schedule, write_schedule
 
     schedule = tmp_path / "schedule.parquet"
     rows = write_schedule(schedule, iter_schedule(load_traffic_model("constant:20"), seed=3, duration_s=5))

@@ -14,9 +14,9 @@ import gevent
 import pandas as pd
 import pytest
 
-from scenarios.load import clusterauth, master_relay
-from scenarios.load.clocksync import software_version
-from scenarios.load.master_relay import (
+from rushhour.scenarios.load import clusterauth, master_relay
+from rushhour.scenarios.load.clocksync import software_version
+from rushhour.scenarios.load.master_relay import (
     MSG_CHALLENGE,
     MSG_CONFIG,
     MSG_CPU,
@@ -33,8 +33,8 @@ from scenarios.load.master_relay import (
     STATE_SPAWNING,
     MasterRelay,
 )
-from scenarios.load.settings import LoadSettings
-from scenarios.load.worker import publish_start
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.worker import publish_start
 
 
 @dataclass

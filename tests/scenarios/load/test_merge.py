@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scenarios.load.merge import merge_chunks_to_file, merge_to_file, part_ranges
-from scenarios.load.parts import PART_COLUMNS, merge_requests, read_parts
-from traffic_models import generate_schedule, load_traffic_model
-from traffic_models.chunked import iter_schedule, write_schedule
+from rushhour.scenarios.load.merge import merge_chunks_to_file, merge_to_file, part_ranges
+from rushhour.scenarios.load.parts import PART_COLUMNS, merge_requests, read_parts
+from rushhour.traffic_models import generate_schedule, load_traffic_model
+from rushhour.traffic_models.chunked import iter_schedule, write_schedule
 
 
 def _parts_frame(rows: np.ndarray, schedule: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:

@@ -12,11 +12,11 @@ import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 
-from scenarios.load.openloop import OpenLoopFirer, worker_share
-from scenarios.load.parts import PartWriter, list_parts, merge_requests, read_parts
-from scenarios.load.session import LoadSession
-from scenarios.load.settings import LoadSettings
-from scenarios.protocols.outcome import Outcome, outcome_from
+from rushhour.scenarios.load.openloop import OpenLoopFirer, worker_share
+from rushhour.scenarios.load.parts import PartWriter, list_parts, merge_requests, read_parts
+from rushhour.scenarios.load.session import LoadSession
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.protocols.outcome import Outcome, outcome_from
 from tests.scenarios.load.truth import share_of
 
 

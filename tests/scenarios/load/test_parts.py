@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scenarios.load.parts import CHUNK_ROWS, PART_COLUMNS, PartWriter, list_parts, read_parts
+from rushhour.scenarios.load.parts import CHUNK_ROWS, PART_COLUMNS, PartWriter, list_parts, read_parts
 
 
 def _record(writer: PartWriter, row: int, **extra: object) -> None:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from scenarios.load.parts import REQUEST_COLUMNS, merge_requests
+from rushhour.scenarios.load.parts import REQUEST_COLUMNS, merge_requests
 
 
 def _schedule(n: int) -> pd.DataFrame:

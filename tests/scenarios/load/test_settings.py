@@ -9,9 +9,9 @@ from typing import Literal
 import pandas as pd
 import pytest
 
-from scenarios.load.settings import ENV_SETTINGS, LoadSettings, SettingsError
-from scenarios.spec.model import LoadSpec
-from scenarios.spec.target import TargetProtocol
+from rushhour.scenarios.load.settings import ENV_SETTINGS, LoadSettings, SettingsError
+from rushhour.scenarios.spec.model import LoadSpec
+from rushhour.scenarios.spec.target import TargetProtocol
 
 SETTINGS = LoadSettings(host="http://127.0.0.1:8000", schedule_path=Path("/r/schedule.parquet"),
                         work_dir=Path("/r/load"), duration_s=30.0, processes=2, languages=("en-de", "en-fr"),

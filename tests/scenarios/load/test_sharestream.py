@@ -12,13 +12,13 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
-from scenarios.load.openloop import OpenLoopFirer, worker_share
-from scenarios.load.parts import PartWriter, list_parts, read_parts
-from scenarios.load.sharestream import Prefetched, share_size, share_tables
-from scenarios.protocols.outcome import Outcome
+from rushhour.scenarios.load.openloop import OpenLoopFirer, worker_share
+from rushhour.scenarios.load.parts import PartWriter, list_parts, read_parts
+from rushhour.scenarios.load.sharestream import Prefetched, share_size, share_tables
+from rushhour.scenarios.protocols.outcome import Outcome
+from rushhour.traffic_models import load_traffic_model
+from rushhour.traffic_models.chunked import iter_schedule, write_schedule
 from tests.scenarios.load.truth import share_of
-from traffic_models import load_traffic_model
-from traffic_models.chunked import iter_schedule, write_schedule
 
 
 @pytest.fixture(scope="module")

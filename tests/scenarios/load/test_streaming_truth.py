@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kernel.quantiles import percentile_value
-from scenarios.load.session import LoadSession
-from scenarios.load.settings import LoadSettings
+from rushhour.kernel.quantiles import percentile_value
+from rushhour.scenarios.load.session import LoadSession
+from rushhour.scenarios.load.settings import LoadSettings
 from tests.support.targets import StreamPlan, serve_target
 
 TOLERANCE = 0.10

@@ -19,12 +19,12 @@ import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 
-from scenarios.load.openloop import worker_share
-from scenarios.load.session import LoadSession
-from scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.openloop import worker_share
+from rushhour.scenarios.load.session import LoadSession
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.traffic_models import generate_schedule, load_traffic_model, text_for
 from tests.scenarios.load.truth import share_of
 from tests.support.targets import StreamPlan, TargetState, serve_target
-from traffic_models import generate_schedule, load_traffic_model, text_for
 
 MOONCAKE = """\
 {"timestamp": 0, "input_length": 1200, "output_length": 10, "hash_ids": [46, 47, 48]}

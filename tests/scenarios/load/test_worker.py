@@ -15,19 +15,19 @@ import pytest
 import yaml
 from gevent.pool import Group
 
-from reports.results import load_run
-from reports.summary import summarise
-from scenarios.load import openloop
-from scenarios.load.health import generator_figures
-from scenarios.load.parts import (
+from rushhour.reports.results import load_run
+from rushhour.reports.summary import summarise
+from rushhour.scenarios.load import openloop
+from rushhour.scenarios.load.health import generator_figures
+from rushhour.scenarios.load.parts import (
     duplicate_count,
     list_parts,
     merge_requests,
     read_parts,
 )
-from scenarios.load.settings import LoadSettings
-from scenarios.load.worker import publish_start, run_worker
-from scenarios.protocols.outcome import Outcome
+from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.worker import publish_start, run_worker
+from rushhour.scenarios.protocols.outcome import Outcome
 from tests.scenarios.load.truth import row_schedule
 
 ROWS = 30

@@ -9,9 +9,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from scenarios.load.settings import SettingsError
-from scenarios.load.worker_local import WorkerLocal, remote_target
-from scenarios.load.worker_relay import WorkerRelay
+from rushhour.scenarios.load.settings import SettingsError
+from rushhour.scenarios.load.worker_local import WorkerLocal, remote_target
+from rushhour.scenarios.load.worker_relay import WorkerRelay
 
 MASTERS_TARGET = {"protocol": "rushhour", "headers": {"X-Team": "a"},
                   "auth": {"scheme": "bearer", "file": "/etc/shadow", "env": None, "header": None},

@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from scenarios.load.openloop import Share
-from scenarios.load.session import LoadSession
-from scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.openloop import Share
+from rushhour.scenarios.load.session import LoadSession
+from rushhour.scenarios.load.settings import LoadSettings
 
 HOLD_LIMIT_S = 15.0
 """No handler ever holds a request longer than this, whatever a test asks."""

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from scenarios.cli.run import run
+from rushhour.scenarios.cli.run import run
 from tests.support.targets import StreamPlan, serve_target
 
 

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from scenarios.cli.run import run
-from scenarios.protocols import make_protocol
+from rushhour.scenarios.cli.run import run
+from rushhour.scenarios.protocols import make_protocol
 from tests.support.targets import StreamPlan, serve_target
 
 

@@ -13,9 +13,9 @@ import yaml
 from click.testing import CliRunner
 from pydantic import ValidationError
 
-from scenarios.cli.run import run
-from scenarios.protocols import make_protocol
-from scenarios.spec.target import TargetProtocol
+from rushhour.scenarios.cli.run import run
+from rushhour.scenarios.protocols import make_protocol
+from rushhour.scenarios.spec.target import TargetProtocol
 from tests.support.targets import StreamPlan, serve_target
 
 BURSTGPT = """\

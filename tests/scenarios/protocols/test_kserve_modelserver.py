@@ -23,8 +23,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kernel.processes import die_with_parent, free_port, stop_process
-from scenarios.cli.run import run
+from rushhour.kernel.processes import die_with_parent, free_port, stop_process
+from rushhour.scenarios.cli.run import run
 
 ROOT = Path(__file__).resolve().parents[3]
 APP = ROOT / "tests" / "support" / "kserve_app.py"

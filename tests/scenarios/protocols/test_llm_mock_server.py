@@ -19,8 +19,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kernel.processes import die_with_parent, free_port, stop_process
-from scenarios.cli.run import run
+from rushhour.kernel.processes import die_with_parent, free_port, stop_process
+from rushhour.scenarios.cli.run import run
 from tests.support.waiting import wait_for_http
 
 MOCK = Path(sys.executable).parent / "llm-mock-api"

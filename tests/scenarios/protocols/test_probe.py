@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios.protocols.probe import ProbeError, probe_target
-from scenarios.spec.target import TargetProtocol
+from rushhour.scenarios.protocols.probe import ProbeError, probe_target
+from rushhour.scenarios.spec.target import TargetProtocol
 from tests.support.targets import StreamPlan, serve_target
 
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from scenarios.protocols import make_protocol
-from scenarios.protocols.base import sample_fields
-from scenarios.protocols.credentials import CredentialError, mask, masked_headers
+from rushhour.scenarios.protocols import make_protocol
+from rushhour.scenarios.protocols.base import sample_fields
+from rushhour.scenarios.protocols.credentials import CredentialError, mask, masked_headers
 
 FIELDS = {**sample_fields(), "text": "Guten Tag", "max_tokens": 0, "chars": 400}
 
@@ -133,8 +133,8 @@ def test_row_headers_and_extra_fields_reach_kserve_parameters_and_http_headers()
 def test_row_headers_and_extra_fields_are_checked(target: dict[str, object], wrong: str) -> None:
     from pydantic import ValidationError
 
-    from kernel.validation import format_validation_errors
-    from scenarios.spec.target import TargetProtocol
+    from rushhour.kernel.validation import format_validation_errors
+    from rushhour.scenarios.spec.target import TargetProtocol
 
     with pytest.raises(ValidationError) as caught:
         TargetProtocol.model_validate(target)
@@ -142,7 +142,7 @@ def test_row_headers_and_extra_fields_are_checked(target: dict[str, object], wro
 
 
 def test_the_embedded_chat_defaults_go_only_to_the_embedded_server() -> None:
-    from scenarios.spec.model import TargetSpec
+    from rushhour.scenarios.spec.model import TargetSpec
 
     embedded = TargetSpec.model_validate({"embedded": {}, "protocol": "openai-chat"})
     assert embedded.wire_dict()["row_headers"] == {"X-Rushhour-Priority": "priority"}

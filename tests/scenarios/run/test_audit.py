@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from scenarios.run.audit import Finding, LeakAudit, process_findings, settle, status_findings, target_findings
-from scenarios.run.leakscope import leak_scope
-from scenarios.spec.chaos import PlannedFault
+from rushhour.scenarios.run.audit import Finding, LeakAudit, process_findings, settle, status_findings, target_findings
+from rushhour.scenarios.run.leakscope import leak_scope
+from rushhour.scenarios.spec.chaos import PlannedFault
 from tests.support.stub import Answer, stub_server
 
 EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments"
@@ -94,7 +94,7 @@ def test_leak_scope_resolves_redis_ports_and_namespaces_from_the_experiments() -
 def test_audit_target_heals_only_what_it_found_broken(monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
-    from scenarios.run.leakcheck import WAIT_ENV, audit_target
+    from rushhour.scenarios.run.leakcheck import WAIT_ENV, audit_target
 
     monkeypatch.setenv(WAIT_ENV, "0")
     plan: Any = SimpleNamespace(chaos=[])

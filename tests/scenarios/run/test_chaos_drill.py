@@ -67,7 +67,7 @@ def test_drill_with_node_loss_records_fault_and_recovery(tmp_path: Path, drill_p
     late = {"at": "00:05:00", "experiment": "experiments/cache-flush.json"}  # past the run's end
     scenario = _scenario(tmp_path, chaos=[loss, late], duration="40s")
     out = tmp_path / "results"
-    proc = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", str(scenario), "--out", str(out)],
+    proc = subprocess.Popen([sys.executable, "-m", "rushhour.scenarios.cli.main", "run", str(scenario), "--out", str(out)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     drill_process.append(proc)
     output = proc.communicate(timeout=300)[0].decode()
@@ -97,7 +97,7 @@ def test_drill_ctrl_c_during_partition_rolls_back_and_leaves_nothing(tmp_path: P
     partition = {"at": "00:00:03", "experiment": "experiments/network-partition.json", "hold": "60s"}
     scenario = _scenario(tmp_path, chaos=[partition], duration="60s")
     out = tmp_path / "results"
-    proc = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", str(scenario), "--out", str(out)],
+    proc = subprocess.Popen([sys.executable, "-m", "rushhour.scenarios.cli.main", "run", str(scenario), "--out", str(out)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     drill_process.append(proc)
     give_up = time.monotonic() + 180

@@ -14,11 +14,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from reports.results import REQUIRED_COLUMNS
-from scenarios.cli.run import prepare
-from scenarios.load.parts import REQUEST_COLUMNS, list_parts, merge_requests, read_parts
-from scenarios.run.scraper import METRIC_COLUMNS
-from scenarios.spec.plan import Overrides
+from rushhour.reports.results import REQUIRED_COLUMNS
+from rushhour.scenarios.cli.run import prepare
+from rushhour.scenarios.load.parts import REQUEST_COLUMNS, list_parts, merge_requests, read_parts
+from rushhour.scenarios.run.scraper import METRIC_COLUMNS
+from rushhour.scenarios.spec.plan import Overrides
 
 RESULT_FILES = ("scenario.yaml", "schedule.parquet", "requests.parquet", "server_metrics.parquet",
                 "events.jsonl", "summary.json", "report.html", "report.md", "junit.xml")
@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def _drill(out: Path, *extra: str, scenario: str = "smoke") -> list[str]:
-    return [sys.executable, "-m", "scenarios.cli.main", "run", scenario, "--out", str(out), *extra]
+    return [sys.executable, "-m", "rushhour.scenarios.cli.main", "run", scenario, "--out", str(out), *extra]
 
 
 def _smoke_with_room(tmp_path: Path) -> str:

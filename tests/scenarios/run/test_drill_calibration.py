@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scenarios.run.drill import Drill
-from scenarios.spec.model import parse_scenario
-from scenarios.spec.peak import Calibration
-from scenarios.spec.plan import build_plan, pin_rate_scale, with_calibration
+from rushhour.scenarios.run.drill import Drill
+from rushhour.scenarios.spec.model import parse_scenario
+from rushhour.scenarios.spec.peak import Calibration
+from rushhour.scenarios.spec.plan import build_plan, pin_rate_scale, with_calibration
 
 CALIBRATION = Calibration(factor=0.5, condition="n-1", capacity_rps=40.0, peak_rps=20.0, note="cached", key="k")
 

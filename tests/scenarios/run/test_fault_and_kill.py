@@ -22,8 +22,8 @@ import psutil
 import pytest
 import yaml
 
-from kernel.contract import EVENTS_FILE
-from scenarios.run.rebuild import events_so_far
+from rushhour.kernel.contract import EVENTS_FILE
+from rushhour.scenarios.run.rebuild import events_so_far
 from tests.support.server import REPO, TOKEN, RunningServer
 from tests.support.traffic import short_texts
 
@@ -69,7 +69,7 @@ def _alive(procs: list[psutil.Process]) -> list[str]:
 
 
 def _start_drill(scenario: Path, out: Path, drill_process: list, **env: str) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", str(scenario), "--out", str(out)],
+    proc = subprocess.Popen([sys.executable, "-m", "rushhour.scenarios.cli.main", "run", str(scenario), "--out", str(out)],
                             cwd=REPO, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     drill_process.append(proc)
     return proc
@@ -91,7 +91,7 @@ def _wait_for_parts(out: Path, proc: subprocess.Popen[bytes]) -> None:
 
 
 def _report_rebuilds(out: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "scenarios.cli.main", "report", str(out)], cwd=REPO,
+    result = subprocess.run([sys.executable, "-m", "rushhour.scenarios.cli.main", "report", str(out)], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 3, result.stdout + result.stderr  # rebuilt, and invalid: the run was killed
     assert "rebuilt the results of an interrupted run" in result.stderr
@@ -117,7 +117,7 @@ def test_sigkill_mid_partition_leaves_no_process_of_the_run(tmp_path: Path, dril
     _wait_for_parts(out, proc)
     family = psutil.Process(proc.pid).children(recursive=True)
     commands = " ".join(" ".join(p.cmdline()) for p in family)
-    for role in ("reference_server --host", "reference_server.node", "locust", "scenarios.run.chaos_main"):
+    for role in ("reference_server --host", "rushhour.reference_server.node", "locust", "rushhour.scenarios.run.chaos_main"):
         assert role in commands, f"{role} is not running: {commands}"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)

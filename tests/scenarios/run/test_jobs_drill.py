@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kernel.processes import stop_process
-from scenarios.load.parts import REQUEST_COLUMNS
+from rushhour.kernel.processes import stop_process
+from rushhour.scenarios.load.parts import REQUEST_COLUMNS
 
 TRAFFIC_MODEL = """\
 description: Half short requests, half 1500-3000 character documents, flat 2 requests/s.
@@ -47,7 +47,7 @@ def drill_dir(tmp_path: Path) -> Iterator[Path]:
 @pytest.mark.slow
 def test_drill_sends_documents_as_jobs_and_reports_first_segment(drill_dir: Path) -> None:
     out = drill_dir / "out"
-    argv = [sys.executable, "-m", "scenarios.cli.main", "run", str(drill_dir / "scenario.yaml"), "--out", str(out)]
+    argv = [sys.executable, "-m", "rushhour.scenarios.cli.main", "run", str(drill_dir / "scenario.yaml"), "--out", str(out)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         output = proc.communicate(timeout=240)[0].decode()

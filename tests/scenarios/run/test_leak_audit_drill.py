@@ -25,7 +25,7 @@ def _leaky_experiment(tmp_path: Path) -> Path:
         "configuration": {"rushhour_url": {"type": "env", "key": "RUSHHOUR_URL"}},
         "secrets": {"rushhour": {"admin_token": {"type": "env", "key": "RUSHHOUR_ADMIN_TOKEN"}}},
         "method": [{"type": "action", "name": "partition-and-leave", "provider": {
-            "type": "python", "module": "experiments.local.actions", "func": "partition_node",
+            "type": "python", "module": "rushhour.experiments.local.actions", "func": "partition_node",
             "secrets": ["rushhour"], "arguments": {"pool": "fast", "ttl_s": 600}}}],
         "rollbacks": [],
     }
@@ -46,7 +46,7 @@ def test_interrupted_drill_ignores_more_signals_in_teardown_and_audits_a_leftove
     scenario = tmp_path / "leaky.yaml"
     scenario.write_text(yaml.safe_dump(spec))
     out = tmp_path / "results"
-    proc = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", str(scenario), "--out", str(out)],
+    proc = subprocess.Popen([sys.executable, "-m", "rushhour.scenarios.cli.main", "run", str(scenario), "--out", str(out)],
                             cwd=REPO, env={**os.environ, "RUSHHOUR_AUDIT_WAIT_S": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     drill_process.append(proc)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel.processes import stop_process
-from scenarios.run.ledger import CHAOS_MARK, ProcessLedger, survivors
+from rushhour.kernel.processes import stop_process
+from rushhour.scenarios.run.ledger import CHAOS_MARK, ProcessLedger, survivors
 
 CHILD = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
 

@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports.schema import SloSpec
-from scenarios.load.parts import PART_COLUMNS
-from scenarios.run.live_fold import COUNTERS, LATENCY_BUCKETS_S, LiveFold
-from scenarios.run.live_rows import KEEP_GROUPS
-from scenarios.run.live_slo import SloBoard, burn_windows, window_name
-from traffic_models import load_traffic_model
-from traffic_models.chunked import iter_schedule, write_schedule
-from traffic_models.facts import ScheduleFacts
+from rushhour.reports.schema import SloSpec
+from rushhour.scenarios.load.parts import PART_COLUMNS
+from rushhour.scenarios.run.live_fold import COUNTERS, LATENCY_BUCKETS_S, LiveFold
+from rushhour.scenarios.run.live_rows import KEEP_GROUPS
+from rushhour.scenarios.run.live_slo import SloBoard, burn_windows, window_name
+from rushhour.traffic_models import load_traffic_model
+from rushhour.traffic_models.chunked import iter_schedule, write_schedule
+from rushhour.traffic_models.facts import ScheduleFacts
 
 
 def _schedule() -> pd.DataFrame:

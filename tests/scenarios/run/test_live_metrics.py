@@ -12,11 +12,11 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from scenarios.cli.run import prepare
-from scenarios.run.live_metrics import LiveMetricsError, MetricsServer, sd_targets
-from scenarios.run.live_state import LiveState
-from scenarios.run.live_view import render_view
-from scenarios.spec.plan import Overrides
+from rushhour.scenarios.cli.run import prepare
+from rushhour.scenarios.run.live_metrics import LiveMetricsError, MetricsServer, sd_targets
+from rushhour.scenarios.run.live_state import LiveState
+from rushhour.scenarios.run.live_view import render_view
+from rushhour.scenarios.spec.plan import Overrides
 from tests.scenarios.run.test_live_fold import _parts
 
 

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from kernel.processes import free_port
+from rushhour.kernel.processes import free_port
 from tests.support.promserver import PrometheusServer, binaries, check_metrics
 from tests.support.traffic import short_texts
 
@@ -97,7 +97,7 @@ def test_live_drill_in_prometheus_matches_results_and_feeds_every_panel(
         tmp_path: Path, prometheus: tuple[PrometheusServer, int], drill_process: list) -> None:
     prom, port = prometheus
     out = tmp_path / "results"
-    proc = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", str(_scenario(tmp_path)), "--out", str(out),
+    proc = subprocess.Popen([sys.executable, "-m", "rushhour.scenarios.cli.main", "run", str(_scenario(tmp_path)), "--out", str(out),
                              "--metrics-port", str(port)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     drill_process.append(proc)
     texts = _expositions(f"http://127.0.0.1:{port}/sd", proc)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from scenarios.run import overhead
-from scenarios.run.nullserver import answer
-from scenarios.spec.model import load_scenario
-from scenarios.spec.plan import build_plan
+from rushhour.scenarios.run import overhead
+from rushhour.scenarios.run.nullserver import answer
+from rushhour.scenarios.spec.model import load_scenario
+from rushhour.scenarios.spec.plan import build_plan
 
 SMOKE = Path(__file__).resolve().parents[3] / "scenarios" / "smoke.yaml"
 STABLE_FACTOR = 3.0
@@ -94,11 +94,11 @@ def test_a_drill_reports_the_cached_overhead_and_a_dry_run_never_checks(tmp_path
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(overhead.SKIP_ENV)
     record = _seed_cache(_mix()[2])
-    dry = subprocess.run([sys.executable, "-m", "scenarios.cli.main", "run", "smoke", "--dry-run"],
+    dry = subprocess.run([sys.executable, "-m", "rushhour.scenarios.cli.main", "run", "smoke", "--dry-run"],
                          capture_output=True, text=True, timeout=120)
     assert dry.returncode == 0 and "overhead" not in dry.stdout + dry.stderr
     out = tmp_path / "drill"
-    proc = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", "smoke", "--out", str(out),
+    proc = subprocess.Popen([sys.executable, "-m", "rushhour.scenarios.cli.main", "run", "smoke", "--out", str(out),
                              "--duration", "5s"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     drill_process.append(proc)
     output = proc.communicate(timeout=240)[0].decode()

@@ -48,7 +48,7 @@ def test_sigkill_of_run_mid_partition_heals_within_the_lease(uncached_server: Ru
     env = {**os.environ, "RUSHHOUR_ADMIN_TOKEN": TOKEN}
     env.pop("RUSHHOUR_LEASE_S", None)
     with (tmp_path / "run.log").open("wb") as log:
-        drill = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", str(tmp_path / "scenario.yaml"),
+        drill = subprocess.Popen([sys.executable, "-m", "rushhour.scenarios.cli.main", "run", str(tmp_path / "scenario.yaml"),
                                   "--no-probe", "--out", str(tmp_path / "out")], env=env, cwd=REPO, stdout=log,
                                  stderr=subprocess.STDOUT)
     try:

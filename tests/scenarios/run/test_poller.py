@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from scenarios.capacity.probe import SAMPLE_COLUMNS, StatusSampler
-from scenarios.run.targetmetrics import TargetMetricsScraper
+from rushhour.scenarios.capacity.probe import SAMPLE_COLUMNS, StatusSampler
+from rushhour.scenarios.run.targetmetrics import TargetMetricsScraper
 from tests.support.stub import stub_server
 
 POOLS = {"pools": {"quality": {"nodes_alive": 2, "nodes_ready": 1, "slots_busy": 3, "inflight": 4, "queue_depth": 5}}}

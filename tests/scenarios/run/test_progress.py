@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from scenarios.run.progress import RunningTally, progress_line
-from scenarios.run.stopping import stop_reason
-from scenarios.spec.model import StopCondition
+from rushhour.scenarios.run.progress import RunningTally, progress_line
+from rushhour.scenarios.run.stopping import stop_reason
+from rushhour.scenarios.spec.model import StopCondition
 
 
 def _parts(done: np.ndarray, status: np.ndarray) -> pd.DataFrame:

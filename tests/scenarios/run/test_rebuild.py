@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from kernel.processes import stop_process
-from scenarios.cli.report import report
-from scenarios.run.ledger import ProcessLedger
-from scenarios.run.rebuild import needs_rebuild, rebuild_results
-from scenarios.spec.model import dump_scenario, load_scenario, resolve_path
+from rushhour.kernel.processes import stop_process
+from rushhour.scenarios.cli.report import report
+from rushhour.scenarios.run.ledger import ProcessLedger
+from rushhour.scenarios.run.rebuild import needs_rebuild, rebuild_results
+from rushhour.scenarios.spec.model import dump_scenario, load_scenario, resolve_path
 
 
 def _killed_run(root: Path, schedule: pd.DataFrame, answered: int) -> None:
@@ -90,7 +90,7 @@ def test_finished_run_is_never_rebuilt(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_report_rebuilds_a_killed_ab_run_as_an_ab_run_and_calls_it_invalid(
         tmp_path: Path, make_schedule: Callable[..., pd.DataFrame]) -> None:
-    from scenarios.ab.trials import TrialDesign
+    from rushhour.scenarios.ab.trials import TrialDesign
 
     design = TrialDesign.build(4.0, 8, 5)
     schedule = make_schedule(10.0, 4.0)

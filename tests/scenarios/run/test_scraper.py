@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import pytest
 
-from scenarios.run.scraper import METRIC_COLUMNS, metrics_frame, status_rows
+from rushhour.scenarios.run.scraper import METRIC_COLUMNS, metrics_frame, status_rows
 
 
 def _status(batches: int, items: int, requests: int) -> dict:
@@ -59,7 +59,7 @@ def test_metrics_frame_has_contract_columns_even_empty() -> None:
 def test_scraper_copies_server_events_once_each() -> None:
     import httpx
 
-    from scenarios.run.scraper import StatusScraper
+    from rushhour.scenarios.run.scraper import StatusScraper
 
     served: list[dict[str, Any]] = [{"seq": 1, "wall": 100.0, "type": "node_down", "node": "quality-0"},
               {"seq": 2, "wall": 101.0, "type": "scale", "pool": "quality", "nodes": 3, "reason": "queue"}]
@@ -79,7 +79,7 @@ def test_scraper_copies_server_events_once_each() -> None:
 def test_scraper_stops_asking_a_target_without_events() -> None:
     import httpx
 
-    from scenarios.run.scraper import StatusScraper
+    from rushhour.scenarios.run.scraper import StatusScraper
 
     calls: list[str] = []
 
@@ -97,7 +97,7 @@ def test_scraper_stops_asking_a_target_without_events() -> None:
 def test_scraper_reports_a_failing_events_endpoint_rate_limited() -> None:
     import httpx
 
-    from scenarios.run.scraper import StatusScraper
+    from rushhour.scenarios.run.scraper import StatusScraper
 
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/v1/events":
@@ -119,7 +119,7 @@ def test_scraper_reports_a_failing_events_endpoint_rate_limited() -> None:
 def test_scraper_reports_an_unreachable_status_endpoint() -> None:
     import httpx
 
-    from scenarios.run.scraper import StatusScraper
+    from rushhour.scenarios.run.scraper import StatusScraper
 
     def handler(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("Connection refused", request=request)
@@ -132,7 +132,7 @@ def test_scraper_reports_an_unreachable_status_endpoint() -> None:
 
 
 def test_error_reporter_reports_again_after_its_interval() -> None:
-    from scenarios.run.poller import ErrorReporter
+    from rushhour.scenarios.run.poller import ErrorReporter
 
     now = [0.0]
     sent: list[dict] = []
@@ -147,7 +147,7 @@ def test_error_reporter_reports_again_after_its_interval() -> None:
 def test_scraper_ignores_proxy_variables_for_a_loopback_target(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    from scenarios.run.scraper import StatusScraper
+    from rushhour.scenarios.run.scraper import StatusScraper
     from tests.support.stub import Answer, stub_server
 
     for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
@@ -167,7 +167,7 @@ def test_scraper_ignores_proxy_variables_for_a_loopback_target(monkeypatch: pyte
 
 
 def test_scraper_does_not_follow_a_redirect() -> None:
-    from scenarios.run.scraper import StatusScraper
+    from rushhour.scenarios.run.scraper import StatusScraper
     from tests.support.stub import Answer, stub_server
 
     routes: dict[str, Answer] = {"/v1/status": (302, {"Location": "http://redirected.invalid/v1/status"}, {})}

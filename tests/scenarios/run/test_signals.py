@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from scenarios.run.signals import SignalGuard
+from rushhour.scenarios.run.signals import SignalGuard
 
 
 def test_signal_guard_asks_to_stop_once_then_interrupts_before_teardown() -> None:

@@ -30,7 +30,7 @@ def test_drill_scrapes_target_metrics_and_survives_their_loss(tmp_path: Path, dr
     out = tmp_path / "run"
     stopped = threading.Event()
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "scenarios.cli.main", "run", str(scenario), "--out", str(out),
+        proc = subprocess.Popen([sys.executable, "-m", "rushhour.scenarios.cli.main", "run", str(scenario), "--out", str(out),
                                  "--duration", "10s"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         drill_process.append(proc)
 

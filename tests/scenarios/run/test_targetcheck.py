@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.run.targetcheck import TargetMisfit, probe_plan
-from scenarios.spec.model import parse_scenario
-from scenarios.spec.plan import DrillPlan, build_plan
+from rushhour.scenarios.run.targetcheck import TargetMisfit, probe_plan
+from rushhour.scenarios.spec.model import parse_scenario
+from rushhour.scenarios.spec.plan import DrillPlan, build_plan
 from tests.support.stub import Answer, stub_server
 
 TRANSLATED: Answer = (200, {}, {"translation": "hallo", "model": "m"})

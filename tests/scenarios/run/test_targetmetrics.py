@@ -11,8 +11,13 @@ import httpx
 import pandas as pd
 import pytest
 
-from kernel.contract import TARGET_METRICS_FILE
-from scenarios.run.targetmetrics import MAX_SERIES_PER_METRIC, TargetMetricsScraper, sample_rows, target_metrics_frame
+from rushhour.kernel.contract import TARGET_METRICS_FILE
+from rushhour.scenarios.run.targetmetrics import (
+    MAX_SERIES_PER_METRIC,
+    TargetMetricsScraper,
+    sample_rows,
+    target_metrics_frame,
+)
 from tests.scenarios.run.truth_metrics import TruthServer
 
 

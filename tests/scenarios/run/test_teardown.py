@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scenarios.run.teardown import run_every_step
+from rushhour.scenarios.run.teardown import run_every_step
 
 
 def test_every_step_runs_after_one_fails_and_the_failure_is_said() -> None:

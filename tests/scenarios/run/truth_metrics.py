@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from kernel.processes import free_port
+from rushhour.kernel.processes import free_port
 
 
 class TruthServer:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scenarios.cli.main import _register, cli
+from rushhour.scenarios.cli.main import _register, cli
 
 TRAFFIC = 'name: x\ntraffic: {{model: "constant:3", duration: 10s, start_clock: {clock}}}\n'
 CHAOS = 'name: x\ntraffic: {model: "constant:3", duration: 10s}\nchaos:\n  - {at: 19:00, experiment: e.json}\n'

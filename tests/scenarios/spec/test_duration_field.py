@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scenarios.cli.main import _register, cli
+from rushhour.scenarios.cli.main import _register, cli
 
 SCENARIO = 'name: x\ntraffic: {{model: "constant:3", duration: {duration}}}\n'
 

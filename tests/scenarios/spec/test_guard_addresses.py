@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scenarios.cli.run import run
-from scenarios.spec.model import ScenarioError, parse_scenario
+from rushhour.scenarios.cli.run import run
+from rushhour.scenarios.spec.model import ScenarioError, parse_scenario
 
 
 def _scenario(url: str = "http://127.0.0.1:9", allowed: tuple[str, ...] = ()) -> dict[str, object]:

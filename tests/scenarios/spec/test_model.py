@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kernel.loopback import is_loopback_url
-from scenarios.spec.model import ScenarioError, load_scenario
+from rushhour.kernel.loopback import is_loopback_url
+from rushhour.scenarios.spec.model import ScenarioError, load_scenario
 
 BASE = {"name": "x", "traffic": {"model": "constant:5", "duration": "10s"}}
 
@@ -77,7 +77,7 @@ def test_spec_loopback_detection(url: str, loopback: bool) -> None:
 
 
 def test_chaos_entry_takes_an_expected_recovery_on_the_scenario_clock() -> None:
-    from scenarios.spec.model import ChaosEntry
+    from rushhour.scenarios.spec.model import ChaosEntry
 
     assert ChaosEntry(at="20:10", experiment="gpu-node-loss.json", expect_recovery="10m").expect_recovery == "10m"
     with pytest.raises(ValueError, match="duration"):

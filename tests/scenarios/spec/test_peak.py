@@ -8,15 +8,15 @@ from typing import Any
 import pytest
 import yaml
 
-from scenarios.cli import calibration
-from scenarios.spec.model import (
+from rushhour.scenarios.cli import calibration
+from rushhour.scenarios.spec.model import (
     ScenarioError,
     dump_scenario,
     load_scenario,
     parse_scenario,
 )
-from scenarios.spec.peak import Calibration, RelativePeak, parse_relative_peak
-from scenarios.spec.plan import build_plan, describe, pin_rate_scale
+from rushhour.scenarios.spec.peak import Calibration, RelativePeak, parse_relative_peak
+from rushhour.scenarios.spec.plan import build_plan, describe, pin_rate_scale
 
 BASE: dict[str, Any] = {"name": "x", "traffic": {"model": "promo-day", "time_scale": 360, "start_clock": "06:00", "duration": "180s"}}
 

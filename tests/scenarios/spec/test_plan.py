@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.spec.model import ScenarioError, parse_scenario
-from scenarios.spec.plan import build_plan, describe, peak_rate
-from traffic_models import generate_schedule, load_traffic_model
+from rushhour.scenarios.spec.model import ScenarioError, parse_scenario
+from rushhour.scenarios.spec.plan import build_plan, describe, peak_rate
+from rushhour.traffic_models import generate_schedule, load_traffic_model
 
 TRAFFIC = {"model": "promo-day", "time_scale": 360, "start_clock": "06:00", "duration": "180s", "seed": 5}
 

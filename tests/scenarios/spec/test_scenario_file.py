@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scenarios.cli.main import _register, cli
+from rushhour.scenarios.cli.main import _register, cli
 
 
 def _invoke(*args: str) -> tuple[int, str]:

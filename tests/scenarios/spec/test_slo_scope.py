@@ -9,10 +9,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from scenarios.cli.main import _register, cli
-from scenarios.spec.model import BUNDLED_DIR, load_scenario
-from scenarios.spec.plan import check_slo_scopes
-from traffic_models import load_traffic_model
+from rushhour.scenarios.cli.main import _register, cli
+from rushhour.scenarios.spec.model import BUNDLED_DIR, load_scenario
+from rushhour.scenarios.spec.plan import check_slo_scopes
+from rushhour.traffic_models import load_traffic_model
 
 SLO = {"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 5000}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scenarios.cli.main import _register, cli
+from rushhour.scenarios.cli.main import _register, cli
 
 GOOD = 'name: t\ntraffic: {model: "constant:2", duration: 2s, seed: 1}\n'
 

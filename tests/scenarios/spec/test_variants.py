@@ -12,9 +12,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from scenarios.cli.run import run
-from scenarios.spec.model import EmbeddedTarget, parse_scenario
-from scenarios.spec.variants import deep_merge, embedded_server_data, expand_variants
+from rushhour.scenarios.cli.run import run
+from rushhour.scenarios.spec.model import EmbeddedTarget, parse_scenario
+from rushhour.scenarios.spec.variants import deep_merge, embedded_server_data, expand_variants
 from tests.support.traffic import short_texts
 
 COST = {"source": "test prices", "date": "2026-11-30",
@@ -103,7 +103,7 @@ def test_variants_two_variant_drill_compares_both(tmp_path: Path, drill_process:
     # what is tested is the variants' comparison, not the generator: 18 rows per variant make the
     # lag P99 their largest lag, and one late wake-up on two shared cores is over the default 50 ms
     scenario = _scenario(tmp_path, TWO, load={"max_lag_p99_ms": 250})
-    argv = [sys.executable, "-m", "scenarios.cli.main", "run", str(scenario), "--out", str(out)]
+    argv = [sys.executable, "-m", "rushhour.scenarios.cli.main", "run", str(scenario), "--out", str(out)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     drill_process.append(proc)
     output = proc.communicate(timeout=280)[0].decode()
