@@ -35,8 +35,8 @@ from typing import Any
 import click
 import numpy as np
 
+from rushhour.reports.capacity.stepstats import samples_to_pass
 from rushhour.reports.schema import SloSpec
-from rushhour.reports.stepstats import samples_to_pass
 from rushhour.scenarios.capacity.bracket import ProbePlan, plan_from_throughput
 from rushhour.scenarios.capacity.calibrate import CALIBRATION_MET_ERROR, CALIBRATION_PRECISION
 from rushhour.scenarios.capacity.job import SloFloor

@@ -95,7 +95,7 @@ def _search(scenario: str, out: Path, *, slos: tuple[str, ...], faults: str, min
 
 
 def _figure(document: dict[str, Any], path: Path) -> None:
-    from rushhour.reports.capacity import knee_chart
+    from rushhour.reports.capacity.page import knee_chart
 
     chart = knee_chart(document)
     if chart.png_base64:

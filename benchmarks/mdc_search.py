@@ -1,7 +1,7 @@
 """What the capacity search finds on an ideal queue: the whole search, simulated, many times.
 
 The search (`rushhour.scenarios.capacity.search.search`) and each step's sequential verdict
-(`rushhour.reports.sequential.look_call`, with the step's planned looks, warm-up and pending requests as
+(`rushhour.reports.estimate.sequential.look_call`, with the step's planned looks, warm-up and pending requests as
 `rushhour capacity` has them, and a confirmation right after its pass going on with that pass's
 load) run unchanged; only the service is replaced by a simulated M/D/c queue (benchmarks/mdc.py),
 whose long-run capacity is known. Repeated over many seeds this gives
@@ -29,7 +29,7 @@ import click
 import numpy as np
 
 from benchmarks.mdc import true_capacity, true_ttft_capacity
-from rushhour.reports.sequential import PILOT_FLOOR, look_call
+from rushhour.reports.estimate.sequential import PILOT_FLOOR, look_call
 from rushhour.scenarios.capacity.job import step_rules
 from rushhour.scenarios.capacity.search import SearchSettings, StepVerdict, search
 from rushhour.scenarios.capacity.steps import SETTLE_S, StepRules

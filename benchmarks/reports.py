@@ -31,9 +31,9 @@ def run_bench(n_requests: int, workdir: Path) -> dict[str, Any]:
     """Synthesise a results directory, then time loading, aggregating and the full build."""
     from benchmarks.synth import make_results
     from rushhour.reports.build import build_reports
-    from rushhour.reports.compare import compare_runs
-    from rushhour.reports.results import load_run
-    from rushhour.reports.summary import summarise
+    from rushhour.reports.gate.compare import compare_runs
+    from rushhour.reports.rundata.results import load_run
+    from rushhour.reports.summary.aggregate import summarise
 
     timings: dict[str, float] = {}
     root = _timed("synthesise (not part of the goal)",

@@ -1,7 +1,7 @@
 """Benchmark: the capacity step's wrong calls over thousands of simulated steps of known truth.
 
 Each simulated step is 600 requests (20 req/s for a 30 s window) judged against a P99 objective
-at the planned looks of `rushhour.reports.sequential`, the way `rushhour.reports.stepstats` judges a live step (the
+at the planned looks of `rushhour.reports.estimate.sequential`, the way `rushhour.reports.capacity.stepstats` judges a live step (the
 pilot indicator floored at half the threshold). Latencies come from three laws: independent
 log-normal draws, a log-normal AR(1) series (neighbours correlated, rho 0.6), and an M/D/1 queue
 at 80% load (Lindley's recursion, started in its stationary state), each at bad shares on both
@@ -10,7 +10,7 @@ wrong "met" one of met where it is above. Vectorised: the whole table takes seco
 
 `--paired` simulates what a calibration's figure rests on instead: two windows of 600 requests
 taken back to back from one series (the second starts where the first ends, so a queue carries
-its state across), each judged with "met" spending `rushhour.reports.sequential.paired_error()`: "called met" is both windows
+its state across), each judged with "met" spending `rushhour.reports.estimate.sequential.paired_error()`: "called met" is both windows
 called met (a wrong one where the truth is above 1%), "called missed" the first window called
 missed, as each window may be; the JSON adds one window's "met" (`one_window_met`) and either
 window's "missed" (`either_missed`, what a confirmation costs at any level).
@@ -27,7 +27,7 @@ import click
 import numpy as np
 from scipy.special import ndtri
 
-from rushhour.reports.sequential import ALPHA, PILOT_FLOOR, look_call, look_fractions, paired_error
+from rushhour.reports.estimate.sequential import ALPHA, PILOT_FLOOR, look_call, look_fractions, paired_error
 
 N = 600
 ALLOWED = 0.01

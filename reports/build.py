@@ -9,20 +9,20 @@ from typing import Any
 
 from rushhour.kernel.atomic import write_json_atomic
 from rushhour.kernel.contract import SUMMARY_FILE, ExitCode
-from rushhour.reports.baselines import load_baselines
-from rushhour.reports.charts import all_charts
-from rushhour.reports.compare import compare_loaded
-from rushhour.reports.facts import RunFacts
-from rushhour.reports.findings import find, headline
-from rushhour.reports.gate import DEFAULT_POPULATION, GatePopulation
+from rushhour.reports.charts.catalog import all_charts
+from rushhour.reports.gate.baselines import load_baselines
+from rushhour.reports.gate.compare import compare_loaded
+from rushhour.reports.gate.population import DEFAULT_POPULATION, GatePopulation
 from rushhour.reports.large import is_large, load_narrow, summarise_large
-from rushhour.reports.live import live_section
-from rushhour.reports.overhead import flag_tight_slos, overhead_section
-from rushhour.reports.periods import fault_periods, period_length
-from rushhour.reports.render import write_reports
-from rushhour.reports.results import RunData, load_run
-from rushhour.reports.summary import summarise
-from rushhour.reports.summary_model import Summary
+from rushhour.reports.measures.facts import RunFacts
+from rushhour.reports.measures.live import live_section
+from rushhour.reports.measures.overhead import flag_tight_slos, overhead_section
+from rushhour.reports.measures.periods import fault_periods, period_length
+from rushhour.reports.render.pages import write_reports
+from rushhour.reports.rundata.results import RunData, load_run
+from rushhour.reports.summary.aggregate import summarise
+from rushhour.reports.summary.findings import find, headline
+from rushhour.reports.summary.model import Summary
 
 EXIT_CODES = {"pass": ExitCode.OK, "fail": ExitCode.FAILED, "invalid": ExitCode.INVALID}
 
@@ -31,10 +31,10 @@ def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None =
                   paired: bool | None = None, population: GatePopulation = DEFAULT_POPULATION) -> dict[str, Any]:
     """Read the results, write summary.json, report.html, report.md, junit.xml; return the summary.
 
-    `baseline` is one run, a directory of runs, or several (rushhour.reports.baselines); `paired` and
-    `population` are passed to the gate (rushhour.reports.compare). A run over `rushhour.reports.large.LARGE_ROWS`
+    `baseline` is one run, a directory of runs, or several (rushhour.reports.gate.baselines); `paired` and
+    `population` are passed to the gate (rushhour.reports.gate.compare). A run over `rushhour.reports.large.LARGE_ROWS`
     requests (and no baseline) is summarised from a narrow projection of its columns. Raises
-    rushhour.reports.results.ResultsError when a required file is missing or malformed, or a paired
+    rushhour.reports.rundata.results.ResultsError when a required file is missing or malformed, or a paired
     comparison meets another schedule.
     """
     root = Path(results_dir)
@@ -55,7 +55,7 @@ def build_reports(results_dir: Path, *, baseline: Path | Sequence[Path] | None =
 def summarise_run(run: RunData, facts: RunFacts, *, baseline: Path | Sequence[Path] | None = None,
                   paired: bool | None = None, population: GatePopulation = DEFAULT_POPULATION) -> Summary:
     """The one pipeline that makes a summary: sections, then the story told from them, then the
-    live-metrics window and the comparison; validated as a whole (rushhour.reports.summary_model)."""
+    live-metrics window and the comparison; validated as a whole (rushhour.reports.summary.model)."""
     sections = summarise(run, facts)
     overhead = overhead_section(run.events, sections["latency_ms"], sections["slos"])
     if overhead is not None:

@@ -25,23 +25,30 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from rushhour.kernel import contract
-from rushhour.reports.attempts import fill_missing_ends, latest_end_s
-from rushhour.reports.cost import compute_cost
-from rushhour.reports.drift import soak_and_drift
-from rushhour.reports.environment import describe_environment
-from rushhour.reports.facts import judged_slos
-from rushhour.reports.faults import fault_windows
-from rushhour.reports.harness import harness_checks
-from rushhour.reports.live import live_section
-from rushhour.reports.overhead import flag_tight_slos, overhead_section
-from rushhour.reports.results import ResultsError, RunData, load_run
-from rushhour.reports.selection import phase_labels
-from rushhour.reports.slos import evaluate_slos
-from rushhour.reports.steady import steady_mask, steady_section, steady_windows
-from rushhour.reports.steady_slos import judge_steady
-from rushhour.reports.summary import _scenario, generator_health, latency_sections, request_counts, throughput, verdict
-from rushhour.reports.summary_model import Summary
-from rushhour.reports.window import schedule_window
+from rushhour.reports.measures.cost import compute_cost
+from rushhour.reports.measures.drift import soak_and_drift
+from rushhour.reports.measures.environment import describe_environment
+from rushhour.reports.measures.facts import judged_slos
+from rushhour.reports.measures.faults import fault_windows
+from rushhour.reports.measures.harness import harness_checks
+from rushhour.reports.measures.live import live_section
+from rushhour.reports.measures.overhead import flag_tight_slos, overhead_section
+from rushhour.reports.measures.slos import evaluate_slos
+from rushhour.reports.measures.steady import steady_mask, steady_section, steady_windows
+from rushhour.reports.measures.steady_slos import judge_steady
+from rushhour.reports.rundata.attempts import fill_missing_ends, latest_end_s
+from rushhour.reports.rundata.results import ResultsError, RunData, load_run
+from rushhour.reports.rundata.selection import phase_labels
+from rushhour.reports.rundata.window import schedule_window
+from rushhour.reports.summary.aggregate import (
+    _scenario,
+    generator_health,
+    latency_sections,
+    request_counts,
+    throughput,
+    verdict,
+)
+from rushhour.reports.summary.model import Summary
 
 LARGE_ROWS = 2_000_000
 """Above this many requests the report takes the narrow path (about 150 MB of columns at the limit)."""

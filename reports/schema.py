@@ -1,7 +1,7 @@
 """What a scenario file writes to configure its report: SLOs (`SloSpec`) and prices (`CostModel`).
 
 The scenario loader (`rushhour.scenarios.spec.model`) validates these sections with the models here; the
-verdicts and the dollars are computed in `rushhour.reports.slos` and `rushhour.reports.cost`.
+verdicts and the dollars are computed in `rushhour.reports.measures.slos` and `rushhour.reports.measures.cost`.
 
 One flat SLO model with a `kind` field keeps the YAML readable; a validator checks that each
 kind has its own fields.
@@ -35,9 +35,9 @@ class SloSpec(BaseModel):
       >= `min_rps`, over the run and per phase.
     - drift (soak runs): the trend of `metric` (latency_p99 in ms, error_rate as a share, or
       server_memory in MB) per hour stays at or below `max_slope`; it fails when the slope's whole
-      95% interval lies above it (rushhour.reports.drift).
+      95% interval lies above it (rushhour.reports.measures.drift).
     `priority`, `mode`, `phase` and `request_kind` narrow the requests the objective applies to;
-    `steady_only` judges it over the steady windows only (rushhour.reports.steady: each phase after its
+    `steady_only` judges it over the steady windows only (rushhour.reports.measures.steady: each phase after its
     detected warm-up), the whole run's figure reported beside.
     """
 

@@ -17,14 +17,14 @@ from typing import Any
 import numpy as np
 
 from rushhour.kernel.contract import SUMMARY_FILE
-from rushhour.reports.attempts import attempt_values
 from rushhour.reports.build import _json_safe
-from rushhour.reports.cost import node_intervals, node_seconds
-from rushhour.reports.render import template_environment
-from rushhour.reports.results import ResultsError, RunData, load_run, read_text
-from rushhour.reports.selection import phase_labels
-from rushhour.reports.stats import percentile_of
-from rushhour.reports.window import schedule_window
+from rushhour.reports.estimate.intervals import percentile_of
+from rushhour.reports.measures.cost import node_intervals, node_seconds
+from rushhour.reports.render.pages import template_environment
+from rushhour.reports.rundata.attempts import attempt_values
+from rushhour.reports.rundata.results import ResultsError, RunData, load_run, read_text
+from rushhour.reports.rundata.selection import phase_labels
+from rushhour.reports.rundata.window import schedule_window
 
 __all__ = ["cheapest_passing", "comparison_dict", "render_comparison_html", "render_comparison_md",
            "variant_row", "write_comparison"]
@@ -53,7 +53,7 @@ def peak_phase(run: RunData) -> str | None:
 def phase_p99(run: RunData, phase: str | None) -> float | None:
     """P99 latency (from intended send) of the attempted requests in `phase`, or of all when None.
 
-    Failures count at the moment they ended (rushhour.reports.attempts)."""
+    Failures count at the moment they ended (rushhour.reports.rundata.attempts)."""
     requests = run.requests
     latency = attempt_values(requests)
     if phase is not None:

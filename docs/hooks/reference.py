@@ -148,7 +148,7 @@ def _field_notes() -> dict[str, str]:
 
 
 def _check_notes() -> None:
-    from rushhour.reports.summary_model import Summary
+    from rushhour.reports.summary.model import Summary
     from rushhour.scenarios.spec.model import Scenario
 
     fields: set[str] = set()
@@ -264,8 +264,8 @@ def _files() -> str:
 
 
 def _summary() -> str:
-    """summary.json's keys from rushhour.reports.summary_model.Summary, each with its meaning."""
-    from rushhour.reports import summary_model
+    """summary.json's keys from rushhour.reports.summary.model.Summary, each with its meaning."""
+    from rushhour.reports.summary import model as summary_model
 
     docs = _attribute_docs(Path(summary_model.__file__), "Summary")
     notes = _field_notes()

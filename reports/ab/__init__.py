@@ -1,6 +1,6 @@
 """The judgement of an A/B run (`rushhour ab`), from its results folder.
 
-- `stats`: paired statistics over trial pairs: a percentile ratio with its interval and minimum
+- `paired`: paired statistics over trial pairs: a percentile ratio with its interval and minimum
   detectable effect, and an error-share difference (vectorised cluster bootstrap).
 - `groups`: which comparisons a scenario asks for (its latency SLOs, per priority) and the
   verdict of each and of the whole run.

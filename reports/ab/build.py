@@ -8,7 +8,7 @@ from typing import Any
 from rushhour.kernel.contract import AB_COLUMNS, REQUESTS_FILE
 from rushhour.reports.ab.document import ab_document
 from rushhour.reports.ab.render import write_ab_files
-from rushhour.reports.results import RunData, load_run
+from rushhour.reports.rundata.results import RunData, load_run
 
 __all__ = ["build_ab", "is_ab_folder"]
 
@@ -28,7 +28,7 @@ def is_ab_folder(root: Path) -> bool:
 
 
 def build_ab(root: Path, run: RunData | None = None) -> dict[str, Any]:
-    """Judge the run and write its files; raises rushhour.reports.results.ResultsError for a folder that is
+    """Judge the run and write its files; raises rushhour.reports.rundata.results.ResultsError for a folder that is
     not an A/B run or is malformed."""
     run = run or load_run(Path(root))
     doc = ab_document(run)

@@ -21,10 +21,10 @@ from rushhour.reports.ab.groups import (
     populations,
     ratio_text,
 )
-from rushhour.reports.attempts import attempted
-from rushhour.reports.results import ResultsError, RunData
-from rushhour.reports.stats import grouped_percentiles
-from rushhour.reports.summary import generator_health
+from rushhour.reports.estimate.intervals import grouped_percentiles
+from rushhour.reports.rundata.attempts import attempted
+from rushhour.reports.rundata.results import ResultsError, RunData
+from rushhour.reports.summary.aggregate import generator_health
 
 SCHEMA_VERSION = 1
 EXIT_CODES = {"no_regression": ExitCode.OK, "regression": ExitCode.FAILED, "inconclusive": ExitCode.INVALID,

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rushhour.reports.ab.stats import ArmSample, ErrorTest, RatioTest, error_test, pair_weights, ratio_test
-from rushhour.reports.attempts import attempted
+from rushhour.reports.ab.paired import ArmSample, ErrorTest, RatioTest, error_test, pair_weights, ratio_test
+from rushhour.reports.rundata.attempts import attempted
 from rushhour.reports.schema import LATENCY_KINDS, SloSpec
 
 DEFAULT_THRESHOLD = 1.10

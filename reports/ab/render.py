@@ -11,9 +11,9 @@ import numpy as np
 
 from rushhour.kernel import contract
 from rushhour.kernel.atomic import write_json_atomic
-from rushhour.reports.format import ms, num, pct
-from rushhour.reports.plotting import Chart, encode, missing_chart
-from rushhour.reports.render import template_environment
+from rushhour.reports.charts.plotting import Chart, encode, missing_chart
+from rushhour.reports.render.format import ms, num, pct
+from rushhour.reports.render.pages import template_environment
 
 ARM_STYLE = {"baseline": ("#1565c0", "o"), "candidate": ("#ef6c00", "s")}
 

@@ -13,6 +13,6 @@
     freshness.py   the check step of a cached capacity, and a search widened above its ceiling
 
 The statistics of a step (SLO verdicts at 95% confidence, percentiles, rates) are in
-`rushhour.reports.stepstats`, its sequential design in `rushhour.reports.sequential`; the knee
-curve and capacity.html in `rushhour.reports.capacity`.
+`rushhour.reports.capacity.stepstats`, its sequential design in `rushhour.reports.estimate.sequential`; the knee
+curve and capacity.html in `rushhour.reports.capacity.page`.
 """

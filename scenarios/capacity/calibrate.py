@@ -16,7 +16,7 @@ again. A search whose every rate passed is searched again above its ceiling, sin
 taken for the capacity would under-load the drill.
 
 A calibration's figure is cached only once it is confirmed, i.e. once two windows at it or above
-it passed, so each window may spend a larger error on "met" (`rushhour.reports.sequential.paired_error`:
+it passed, so each window may spend a larger error on "met" (`rushhour.reports.estimate.sequential.paired_error`:
 22.4% each, 5% for the two together); its windows need 175 paid requests instead of 314, and
 "missed" keeps 5% in every window. A figure the search could not confirm is used for this run
 only, said so, and measured again by the next.
@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rushhour.reports.sequential import ALPHA, paired_error
+from rushhour.reports.estimate.sequential import ALPHA, paired_error
 from rushhour.scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE
 from rushhour.scenarios.capacity.freshness import (
     CheckResult,

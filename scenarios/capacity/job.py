@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from rushhour.reports.capacity.stepstats import samples_to_pass
+from rushhour.reports.estimate.sequential import ALPHA
+from rushhour.reports.rundata.selection import slo_scope
 from rushhour.reports.schema import CostModel, SloSpec
-from rushhour.reports.selection import slo_scope
-from rushhour.reports.sequential import ALPHA
-from rushhour.reports.stepstats import samples_to_pass
 from rushhour.scenarios.capacity.search import SearchSettings, StepVerdict
 from rushhour.scenarios.capacity.steps import StepRules, step_schedule
 from rushhour.scenarios.spec.model import Scenario, ScenarioError

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rushhour.reports.cost import compute_cost
+from rushhour.reports.measures.cost import compute_cost
 from rushhour.reports.schema import CostModel
 from rushhour.scenarios.capacity.search import GENERATOR, SearchResult, StepVerdict
 from rushhour.scenarios.capacity.stepper import StepRecord

@@ -319,6 +319,6 @@ def _run_conditions(job: CapacityJob, say: Callable[[str], None]
 def _write(job: CapacityJob, document: dict[str, Any]) -> None:
     (job.out_dir / CAPACITY_JSON_FILE).write_text(json.dumps(plain(document), indent=2, allow_nan=False),
                                                encoding="utf-8")
-    from rushhour.reports.capacity import write_capacity_html
+    from rushhour.reports.capacity.page import write_capacity_html
 
     write_capacity_html(document, job.out_dir / CAPACITY_HTML_FILE)

@@ -2,7 +2,7 @@
 
 A step is the scenario's request mix (kinds, sizes, priorities, modes, repetition) at one
 constant open-loop Poisson rate: a warm-up, then a measurement window. The window is judged at a
-few planned looks (`rushhour.reports.sequential`: evenly spread, with O'Brien-Fleming error spending), each
+few planned looks (`rushhour.reports.estimate.sequential`: evenly spread, with O'Brien-Fleming error spending), each
 over the requests due up to its share of the window; `assess` is one look and says pass, fail,
 invalid or keep going. It is pure (no Locust, no server), so the rules are tested on made-up
 frames.
@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 
 from rushhour.kernel.quantiles import percentile_or_none
+from rushhour.reports.capacity.stepstats import SloCall, judge_slos, reachable, step_figures
+from rushhour.reports.estimate.sequential import ALPHA, LOOKS, look_fractions
+from rushhour.reports.rundata.selection import slo_scope
 from rushhour.reports.schema import LATENCY_KINDS, SloSpec
-from rushhour.reports.selection import slo_scope
-from rushhour.reports.sequential import ALPHA, LOOKS, look_fractions
-from rushhour.reports.stepstats import SloCall, judge_slos, reachable, step_figures
 from rushhour.scenarios.capacity.search import GENERATOR
 from rushhour.scenarios.load.health import generator_figures
 from rushhour.scenarios.load.parts import merge_requests
@@ -45,7 +45,7 @@ SETTLE_S = 5.0
 @dataclass(frozen=True, kw_only=True)
 class StepRules:
     """How long a step runs and how many planned looks judge it (the last at the window's end);
-    `met_error` is the chance a step calls an SLO met that is truly missed (`rushhour.reports.sequential`)."""
+    `met_error` is the chance a step calls an SLO met that is truly missed (`rushhour.reports.estimate.sequential`)."""
 
     measure_s: float = DEFAULT_MEASURE_S
     warmup_s: float = 5.0
@@ -206,7 +206,7 @@ def curtailed(frame: pd.DataFrame, schedule: pd.DataFrame, specs: list[SloSpec],
     """A failure now, when the step's final look can no longer pass; None while it still can.
 
     An SLO whose bad requests already rule out a pass at the final look, even with every request
-    still due in the window good and no design effect (`rushhour.reports.stepstats.reachable`), ends the
+    still due in the window good and no design effect (`rushhour.reports.capacity.stepstats.reachable`), ends the
     step "not met" at its end whatever else happens, so the step ends now with that call. This
     is no extra look: the outcome is the one the final look would give, so it spends no error
     and may be checked at every poll.

@@ -122,7 +122,7 @@ def _say_plan(plan: DrillPlan, targets: Arms, design: TrialDesign, probed: dict[
 
 def _run(plan: DrillPlan, targets: Arms, design: TrialDesign, probed: dict[str, str], folder: Path,
          threshold: float, confidence: float) -> None:
-    from rushhour.reports.results import ResultsError
+    from rushhour.reports.rundata.results import ResultsError
     from rushhour.scenarios.ab.runner import AbRun
     from rushhour.scenarios.ab.targets import TargetError
     from rushhour.scenarios.run.resultsdir import ResultsDirError

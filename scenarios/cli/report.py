@@ -25,7 +25,7 @@ def report(results_dir: Path, baseline: Path | None) -> None:
     Exit 0 pass, 1 SLO missed or regression, 2 bad input, 3 measurement invalid.
     """
     from rushhour.reports.build import build_reports, exit_code
-    from rushhour.reports.results import ResultsError
+    from rushhour.reports.rundata.results import ResultsError
     from rushhour.scenarios.run.rebuild import rebuild_results
 
     _check_text_files(results_dir)
@@ -48,7 +48,7 @@ def report(results_dir: Path, baseline: Path | None) -> None:
 
 def _check_text_files(results_dir: Path) -> None:
     """Refuse a folder whose scenario or timeline is unreadable before anything is rebuilt into it."""
-    from rushhour.reports.results import ResultsError, read_text
+    from rushhour.reports.rundata.results import ResultsError, read_text
 
     for name in (SCENARIO_FILE, EVENTS_FILE):
         if (results_dir / name).is_file():
@@ -61,7 +61,7 @@ def _check_text_files(results_dir: Path) -> None:
 def _report_ab(results_dir: Path) -> None:
     """An A/B run's folder: rebuild ab.json, ab.md, ab.html and junit.xml, exit with its verdict."""
     from rushhour.reports.ab.build import build_ab, is_ab_folder
-    from rushhour.reports.results import ResultsError
+    from rushhour.reports.rundata.results import ResultsError
 
     if not is_ab_folder(results_dir):
         return
@@ -96,9 +96,9 @@ def compare(baseline: tuple[Path, ...], current_dir: Path, min_change: float, pa
     population, sample counts, paired or not, each group's ratio and interval, the threshold.
     Exit 1 on regression, 2 on unusable input.
     """
-    from rushhour.reports.compare import GATE_METRICS, compare_runs, explain_comparison
-    from rushhour.reports.gate import parse_population
-    from rushhour.reports.results import ResultsError
+    from rushhour.reports.gate.compare import GATE_METRICS, compare_runs, explain_comparison
+    from rushhour.reports.gate.population import parse_population
+    from rushhour.reports.rundata.results import ResultsError
 
     try:
         gate_population = parse_population(population + (f",metric={metric}" if metric else ""))

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rushhour.reports.faults import SHED_STATUSES
+from rushhour.reports.measures.faults import SHED_STATUSES
 from rushhour.scenarios.load.parts import merge_requests
 from rushhour.scenarios.run.live_hist import LogHistogram, TimeRing
 from rushhour.scenarios.run.live_rows import ScheduleRows

@@ -1,10 +1,10 @@
 """Each SLO's running good/bad counts and burn rates while the drill runs.
 
-The semantics are the report's (`rushhour.reports.selection`): a latency SLO's event is good when the
+The semantics are the report's (`rushhour.reports.rundata.selection`): a latency SLO's event is good when the
 request succeeded within the threshold, availability counts every answer, degraded counts ok
 answers. Live, an event counts when the request ended, so a failure spends budget at its end
 time. Burn rate = bad share in a trailing window / allowed bad share, for both windows of each
-page rule in `rushhour.reports.burn` (scaled into run time by the scenario's time_scale); a window
+page rule in `rushhour.reports.measures.burn` (scaled into run time by the scenario's time_scale); a window
 without events burns nothing (0). Goodput SLOs are a rate over the run, not good/bad events,
 and are left to the report. Events are kept as counts per time bin (a ring as long as the longest
 window, bins a fiftieth of the shortest), never one per request, so a window's edges are resolved
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from rushhour.reports.burn import PAGE_RULES
+from rushhour.reports.measures.burn import PAGE_RULES
+from rushhour.reports.rundata.selection import slo_scope, valid_and_bad
 from rushhour.reports.schema import LATENCY_KINDS, SloSpec
-from rushhour.reports.selection import slo_scope, valid_and_bad
 from rushhour.scenarios.run.live_fold import end_times
 from rushhour.scenarios.run.live_hist import TimeRing
 

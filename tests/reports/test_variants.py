@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rushhour.reports.results import load_run
+from rushhour.reports.rundata.results import load_run
 from rushhour.reports.variants import cheapest_passing, comparison_dict, peak_phase, variant_row, write_comparison
 from tests.reports.helpers import requests_frame, write_run
 

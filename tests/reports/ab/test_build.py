@@ -11,7 +11,7 @@ import pytest
 
 from rushhour.kernel.contract import AB_HTML_FILE, AB_JSON_FILE, AB_MD_FILE, JUNIT_FILE
 from rushhour.reports.ab.build import build_ab, is_ab_folder
-from rushhour.reports.results import ResultsError
+from rushhour.reports.rundata.results import ResultsError
 from rushhour.scenarios.ab.trials import TrialDesign
 from tests.reports.ab.simulate import simulate
 from tests.reports.helpers import write_run

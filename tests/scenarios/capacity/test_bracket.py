@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from benchmarks.mdc_search import MDC, STREAMING, ChainedSteps, Queue, found_capacities
+from rushhour.reports.capacity.stepstats import samples_to_pass
+from rushhour.reports.estimate.sequential import ALPHA
 from rushhour.reports.schema import SloSpec
-from rushhour.reports.sequential import ALPHA
-from rushhour.reports.stepstats import samples_to_pass
 from rushhour.scenarios.capacity.bracket import HIGHEST_START, MARGIN, knee_share, plan_from_throughput, step_length
 from rushhour.scenarios.capacity.job import SloFloor, load_mix, slo_floors, step_rules
 from rushhour.scenarios.capacity.search import SearchResult, StepVerdict, search

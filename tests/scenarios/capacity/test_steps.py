@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rushhour.reports.estimate.sequential import paired_error
 from rushhour.reports.schema import SloSpec
-from rushhour.reports.sequential import paired_error
 from rushhour.scenarios.capacity.steps import StepRules, assess, curtailed, live_frame, look_times, step_schedule
 from rushhour.traffic_models import load_traffic_model
 

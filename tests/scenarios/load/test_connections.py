@@ -13,8 +13,8 @@ import pytest
 import yaml
 from gevent.lock import BoundedSemaphore
 
-from rushhour.reports.results import load_run
-from rushhour.reports.summary import summarise
+from rushhour.reports.rundata.results import load_run
+from rushhour.reports.summary.aggregate import summarise
 from rushhour.scenarios.load import handoff
 from rushhour.scenarios.load.health import generator_figures
 from rushhour.scenarios.load.openloop import OpenLoopFirer, Share

@@ -15,8 +15,8 @@ import pytest
 import yaml
 from gevent.pool import Group
 
-from rushhour.reports.results import load_run
-from rushhour.reports.summary import summarise
+from rushhour.reports.rundata.results import load_run
+from rushhour.reports.summary.aggregate import summarise
 from rushhour.scenarios.load import openloop
 from rushhour.scenarios.load.health import generator_figures
 from rushhour.scenarios.load.parts import (

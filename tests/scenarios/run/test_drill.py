@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from rushhour.reports.results import REQUIRED_COLUMNS
+from rushhour.reports.rundata.results import REQUIRED_COLUMNS
 from rushhour.scenarios.cli.run import prepare
 from rushhour.scenarios.load.parts import REQUEST_COLUMNS, list_parts, merge_requests, read_parts
 from rushhour.scenarios.run.scraper import METRIC_COLUMNS

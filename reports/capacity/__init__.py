@@ -1,0 +1,2 @@
+"""Capacity search results: one step judged at a planned look (`stepstats`) and capacity.html with
+its knee curve (`page`)."""

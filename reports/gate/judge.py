@@ -1,0 +1,154 @@
+"""Judging each group of the gate population: counts, the two percentiles, ratio, interval, verdict.
+
+Paired: only requests attempted by the current run and by every baseline run are compared, and
+the baseline's percentile is the geometric mean of the baseline runs' own percentiles over those
+requests (the percentile of per-request medians would sit below every single run's tail, since
+each run's slow requests are different ones, and so favour a regression verdict). Unpaired: the
+baseline runs' requests are pooled. A group with fewer requests than its percentile needs is
+skipped. The ratio's interval is the bootstrap's, widened once by the baseline runs' run-to-run
+variance component (rushhour.reports.gate.runnoise); the failure share is judged beside it (rushhour.reports.gate.failshare).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from rushhour.reports.estimate.intervals import CONFIDENCE, min_samples
+from rushhour.reports.gate.decision import GroupVerdict
+from rushhour.reports.gate.failshare import judge_failures
+from rushhour.reports.gate.population import (
+    GatePopulation,
+    log_ratio,
+    paired_draws,
+    quantiles,
+    reference_tail,
+    tail,
+    unpaired_draws,
+)
+from rushhour.reports.gate.runnoise import run_noise, widen
+from rushhour.reports.rundata.results import RunData
+
+__all__ = ["group_confidence", "judge_groups", "verdict_reason"]
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One run's share of one group: values in schedule order (NaN: not attempted, +inf: failed)."""
+
+    latency: np.ndarray
+
+    @property
+    def failed(self) -> int:
+        return int(np.isposinf(self.latency).sum())
+
+    @property
+    def attempted(self) -> int:
+        return int((~np.isnan(self.latency)).sum())
+
+
+def group_confidence(judged: int) -> float:
+    """Per-group interval confidence, Bonferroni-adjusted so the whole gate keeps CONFIDENCE."""
+    return 1.0 - (1.0 - CONFIDENCE) / max(1, judged)
+
+
+def judge_groups(baselines: list[RunData], current: RunData, *, paired: bool, population: GatePopulation,
+                 min_change: float, rng: np.random.Generator) -> list[GroupVerdict]:
+    """One GroupVerdict per group found in any run, in name order."""
+    runs = [current, *baselines]
+    masks = [population.groups(run.requests) for run in runs]
+    names = sorted(set().union(*masks))
+    values = [population.values(run.requests) for run in runs]
+    sides = {name: [_side(run_values, groups.get(name)) for run_values, groups in zip(values, masks, strict=True)]
+             for name in names}
+    compared = {name: _compared(sides[name][0], sides[name][1:], paired) for name in names}
+    needed = min_samples(population.percentile)
+    judged = sum(1 for cur, ref in compared.values() if min(cur.size, ref.size) >= needed)
+    confidence = group_confidence(judged)
+    return [_verdict(name, sides[name][0], sides[name][1:], *compared[name], paired=paired,
+                     percentile=population.percentile, confidence=confidence, min_change=min_change,
+                     needed=needed, rng=rng) for name in names]
+
+
+def _side(latency: np.ndarray, mask: np.ndarray | None) -> _Side:
+    """A run's share of one group (empty when the run has no request in it)."""
+    mask = np.zeros(latency.size, dtype=bool) if mask is None else mask
+    return _Side(latency[mask])
+
+
+def _compared(cur: _Side, base: list[_Side], paired: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(current values, baseline values) the ratio is computed on, NaN-free.
+
+    Paired: baseline values are a (runs x requests) matrix over the requests every run attempted.
+    """
+    if paired:
+        stack = np.vstack([side.latency for side in base])
+        keep = ~np.isnan(cur.latency) & ~np.isnan(stack).any(axis=0)
+        return cur.latency[keep], stack[:, keep]
+    pooled = np.concatenate([side.latency for side in base])
+    return cur.latency[~np.isnan(cur.latency)], pooled[~np.isnan(pooled)]
+
+
+def _verdict(name: str, cur: _Side, base: list[_Side], cur_values: np.ndarray, ref_values: np.ndarray, *,
+             paired: bool, percentile: float, confidence: float, min_change: float, needed: int,
+             rng: np.random.Generator) -> GroupVerdict:
+    noise = run_noise([side.latency for side in base], percentile, paired, rng)
+    p_ref, p_cur = reference_tail(ref_values, percentile), tail(cur_values, percentile)
+    failures = judge_failures(sum(side.failed for side in base), sum(side.attempted for side in base),
+                              cur.failed, cur.attempted, alpha=(1.0 - confidence) / 2.0)
+    verdict = GroupVerdict(
+        group=name, samples_baseline=sum(side.attempted for side in base), samples_current=cur.attempted,
+        pairs=int(cur_values.size) if paired else None, failed_baseline=sum(side.failed for side in base),
+        failed_current=cur.failed, p_baseline_ms=p_ref, p_current_ms=p_cur, ratio=None, ci=None,
+        noise_band=noise.band(confidence) if noise else None, threshold=1.0 + min_change, regression=False,
+        run_noise_sd=noise.tau if noise else None, failure_share_baseline=failures.baseline,
+        failure_share_current=failures.current, failure_p_value=failures.p_value,
+        failure_regression=failures.regression)
+    usable = min(cur_values.size, ref_values.shape[-1])
+    if usable < needed or p_ref is None or p_cur is None:
+        return replace(verdict, skipped=f"skipped: {usable} < {needed} requests", failure_regression=False)
+    if np.isinf(p_ref) and np.isinf(p_cur):
+        return replace(verdict, regression=failures.regression, note=(
+            f"P{percentile:g} is a failure in both runs (more than {100 - percentile:g}% failed); "
+            "judged on the failure share only."))
+    draws = (paired_draws if paired else unpaired_draws)(ref_values, cur_values, percentile, rng)
+    interval = quantiles(widen(draws, noise, rng), confidence)
+    ratio = float(np.exp(log_ratio(p_cur, p_ref)))
+    latency = bool(ratio >= verdict.threshold and interval[0] > 1.0)
+    return replace(verdict, ratio=ratio, ci=interval, latency_regression=latency,
+                   regression=latency or failures.regression)
+
+
+def verdict_reason(groups: list[GroupVerdict], percentile: float, regressed: bool) -> str:
+    """One sentence: which groups regressed and how, or why the largest change is not a regression."""
+    label = f"P{percentile:g}"
+    if regressed:
+        hits = [_latency_hit(g, label) for g in groups if g.latency_regression]
+        hits += [_failure_hit(g) for g in groups if g.failure_regression]
+        return "; ".join(hits) + ": a regression beyond noise."
+    worst = max(groups, key=lambda g: g.ratio or 0.0)
+    if worst.ratio is None or worst.ci is None:
+        return "no group's percentile could be compared, and no failure share rose significantly; no regression."
+    head = (f"largest change {worst.group} {label} {_ms(worst.p_baseline_ms)} -> {_ms(worst.p_current_ms)} "
+            f"(x{worst.ratio:.3f}, interval [{worst.ci[0]:.3f}, {worst.ci[1]:.3f}])")
+    if worst.ratio < worst.threshold:
+        return f"{head} is below its x{worst.threshold:.3f} threshold; no regression."
+    return f"{head} reaches its threshold but the interval includes no change; within noise, no regression."
+
+
+def _latency_hit(g: GroupVerdict, label: str) -> str:
+    interval = f"[{g.ci[0]:.3f}, {g.ci[1]:.3f}]" if g.ci else "—"
+    return (f"{g.group} {label} {_ms(g.p_baseline_ms)} -> {_ms(g.p_current_ms)} "
+            f"(x{g.ratio or 0.0:.3f}, interval {interval}, threshold x{g.threshold:.3f})")
+
+
+def _failure_hit(g: GroupVerdict) -> str:
+    return (f"{g.group} failure share {100 * (g.failure_share_baseline or 0.0):.2f}% -> "
+            f"{100 * (g.failure_share_current or 0.0):.2f}% (one-sided p = {g.failure_p_value or 0.0:.2g})")
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return "a failure" if value == float("inf") else f"{value:,.1f} ms"

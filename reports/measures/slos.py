@@ -1,0 +1,116 @@
+"""SLO verdicts: measured value, met or not, error budget spent, burn rates, per phase.
+
+Budget consumed is bad share / allowed bad share, so 1.0 means the whole budget is gone. A
+latency SLO is a good-events ratio over every attempted request: "P99 <= 2000 ms" is met when at
+least 99% of the attempts succeeded within 2000 ms. Beside the verdict the report shows the
+percentile over all attempts (failures at the moment they ended) and, labelled apart, over
+successful requests only; when every failure is slower than the threshold, the first of them
+agrees exactly with the verdict (nearest rank), while the second shows what an ok-only figure
+would hide.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import special
+
+from rushhour.reports.estimate.intervals import CONFIDENCE, nearest_rank, percentile_of
+from rushhour.reports.measures.burn import burn_rates
+from rushhour.reports.measures.drift import drift_slo, soak_section
+from rushhour.reports.measures.goodput import goodput_slo
+from rushhour.reports.rundata.selection import phase_segments, slo_scope, valid_and_bad
+from rushhour.reports.schema import LATENCY_KINDS, SloSpec
+
+Segment = tuple[str, float | None, float | None, np.ndarray]
+
+
+def evaluate_slos(requests: pd.DataFrame, phases: pd.Series, phase_events: list[dict[str, Any]],
+                  specs: list[SloSpec], duration_s: float, time_scale: float,
+                  window: tuple[float, float] | None = None,
+                  soak: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One result dict per SLO: whole-run verdict, burn rates and per-phase breakdown; a goodput
+    SLO is measured over `window` (default the whole run), see rushhour.reports.measures.goodput."""
+    segments = phase_segments(phases, phase_events, requests["intended_s"].to_numpy(dtype=float))
+    span = window if window is not None else (0.0, duration_s)
+    if soak is None and any(spec.kind == "drift" for spec in specs):
+        soak = soak_section(requests, None, duration_s)
+    return [goodput_slo(requests, phases, phase_events, spec, specs, span) if spec.kind == "goodput"
+            else drift_slo(spec, soak or {}) if spec.kind == "drift"
+            else _evaluate_one(requests, phases, segments, spec, duration_s, time_scale) for spec in specs]
+
+
+def _evaluate_one(requests: pd.DataFrame, phases: pd.Series, segments: list[Segment], spec: SloSpec,
+                  duration_s: float, time_scale: float) -> dict[str, Any]:
+    scope = slo_scope(requests, phases, spec)
+    valid, bad = valid_and_bad(requests, spec)
+    result = measure(requests, scope & valid, scope & bad, spec)
+    times = requests["intended_s"].to_numpy()
+    rules = burn_rates(times, scope & valid, scope & bad, spec.allowed_bad_share, duration_s,
+                       time_scale)
+    result["burn_rates"] = [rule.as_dict() for rule in rules]
+    result["phases"] = [
+        {"phase": name, "start_s": start, "end_s": end,
+         **measure(requests, scope & valid & mask, scope & bad & mask, spec)}
+        for name, start, end, mask in segments if spec.phase is None
+    ]
+    return result
+
+
+def measure(requests: pd.DataFrame, valid: np.ndarray, bad: np.ndarray,
+            spec: SloSpec) -> dict[str, Any]:
+    """The verdict of `spec` over the requests marked valid; `bad` spends its budget."""
+    n_valid, n_bad = int(valid.sum()), int(bad.sum())
+    share_bad = n_bad / n_valid if n_valid else None
+    budget = share_bad / spec.allowed_bad_share if share_bad is not None else None
+    base = {
+        "name": spec.name, "kind": spec.kind, "objective": _objective_value(spec),
+        "objective_text": spec.objective_text, "samples": n_valid, "bad": n_bad,
+        "budget_consumed": budget,
+    }
+    if spec.kind in LATENCY_KINDS:
+        return base | _latency_measure(requests, valid, n_valid, n_bad, spec)
+    measured, low, high = _share_measure(n_valid, n_bad, good_is_measured=spec.kind == "availability")
+    met = None if measured is None else (
+        measured >= float(spec.objective or 0) if spec.kind == "availability"
+        else measured <= float(spec.max_share or 0))
+    return base | {"measured": measured, "met": bool(met) if met is not None else False,
+                   "ci": [low, high], "trusted": n_valid > 0 and spec.allowed_bad_share * n_valid >= 1}
+
+
+def _latency_measure(requests: pd.DataFrame, valid: np.ndarray, n_valid: int, n_bad: int,
+                     spec: SloSpec) -> dict[str, Any]:
+    """Good-events verdict, and the percentile over all attempts and over ok requests only."""
+    percentile = float(spec.percentile or 0)
+    latency = requests[spec.column].to_numpy(dtype=float)
+    point = percentile_of(latency[valid], percentile)
+    ok_only = percentile_of(latency[valid & requests["ok"].to_numpy()], percentile)
+    share, low, high = _share_measure(n_valid, n_bad, good_is_measured=True)
+    met = n_valid > 0 and n_valid - n_bad >= nearest_rank(percentile, n_valid)
+    return {"measured": point.value, "measured_ms": point.value, "ci": [point.ci_low, point.ci_high],
+            "trusted": point.trusted, "met": met,
+            "good_share": share, "good_share_ci": [low, high], "good_objective": percentile / 100.0,
+            "measured_ok_only_ms": ok_only.value, "samples_ok": ok_only.samples}
+
+
+def _share_measure(n_valid: int, n_bad: int,
+                   good_is_measured: bool) -> tuple[float | None, float | None, float | None]:
+    """The share (good or bad) with its Clopper-Pearson interval."""
+    if n_valid == 0:
+        return None, None, None
+    hits = n_valid - n_bad if good_is_measured else n_bad
+    tail = (1.0 - CONFIDENCE) / 2.0
+    # the Beta quantiles of Clopper-Pearson (`betaincinv` is `scipy.stats.beta.ppf`'s own function)
+    low = float(special.betaincinv(hits, n_valid - hits + 1, tail)) if hits > 0 else 0.0
+    high = float(special.betaincinv(hits + 1, n_valid - hits, 1 - tail)) if hits < n_valid else 1.0
+    return hits / n_valid, low, high
+
+
+def _objective_value(spec: SloSpec) -> float:
+    if spec.kind in LATENCY_KINDS:
+        return float(spec.threshold_ms or 0)
+    if spec.kind == "availability":
+        return float(spec.objective or 0)
+    return float(spec.max_share or 0)

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from pydantic import ValidationError
+
+from rushhour.reports.measures.slos import evaluate_slos
+from rushhour.reports.schema import SloSpec
+from tests.reports.helpers import requests_frame
+
+
+def _evaluate(frame: pd.DataFrame, specs: list[SloSpec], duration: float = 10.0,
+              time_scale: float = 1.0, phase_events: list | None = None) -> list[dict]:
+    return evaluate_slos(frame, frame["phase"], phase_events or [], specs, duration, time_scale)
+
+
+def test_slo_spec_requires_fields_of_its_kind() -> None:
+    with pytest.raises(ValidationError, match="needs percentile"):
+        SloSpec(name="p99", kind="latency", threshold_ms=100)
+    spec = SloSpec.model_validate({"name": "a", "kind": "availability", "objective": 0.99})
+    assert spec.allowed_bad_share == pytest.approx(0.01)
+
+
+def test_availability_measured_met_and_budget() -> None:
+    frame = requests_frame(np.arange(10.0), [100.0] * 10, ok=[True] * 8 + [False] * 2)
+    [slo] = _evaluate(frame, [SloSpec(name="avail", kind="availability", objective=0.9)])
+    assert slo["measured"] == pytest.approx(0.8)
+    assert slo["met"] is False
+    assert slo["budget_consumed"] == pytest.approx(2.0)  # 20% bad of a 10% budget
+    assert slo["samples"] == 10 and slo["bad"] == 2
+    low, high = slo["ci"]
+    assert low < 0.8 < high
+
+
+def test_latency_good_events_percentile_and_budget_agree() -> None:
+    # Ok latencies 10..100 ms (10 requests) and one failure after 5000 ms: 11 attempts. Leaving the
+    # failure out would give P90 90 ms over 10 samples; a failure is a slow request.
+    latency = [10.0, 20, 30, 40, 50, 60, 70, 80, 90, 100, 5000]
+    frame = requests_frame(np.arange(11.0), latency, ok=[True] * 10 + [False])
+    specs = [SloSpec(name="p90-met", kind="latency", percentile=90, threshold_ms=100),
+             SloSpec(name="p90-miss", kind="latency", percentile=90, threshold_ms=95)]
+    met, missed = _evaluate(frame, specs)
+    assert met["measured"] == met["measured_ms"] == 100.0 and met["samples"] == 11  # rank 10 of 11
+    assert met["measured_ok_only_ms"] == 90.0 and met["samples_ok"] == 10
+    assert met["met"] and met["good_share"] == pytest.approx(10 / 11)
+    assert met["budget_consumed"] == pytest.approx(1 / 11 / 0.1)
+    assert missed["measured"] == 100.0 and not missed["met"]
+    assert missed["good_share"] == pytest.approx(9 / 11)
+    assert missed["budget_consumed"] == pytest.approx(2 / 11 / 0.1)
+    assert not met["trusted"]  # 11 samples cannot bound a P90 from above
+
+
+def test_latency_fast_failure_is_still_a_bad_event() -> None:
+    # 100 attempts at 10 ms, 5 of them failed fast: the percentile looks fine, the SLO is missed.
+    frame = requests_frame(np.arange(100.0), np.full(100, 10.0), ok=[True] * 95 + [False] * 5)
+    [slo] = _evaluate(frame, [SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=50)],
+                      duration=100.0)
+    assert slo["measured"] == 10.0 and slo["bad"] == 5 and not slo["met"]
+    assert slo["good_share"] == pytest.approx(0.95)
+
+
+def test_degraded_share_and_priority_filter() -> None:
+    frame = requests_frame(np.arange(4.0), [10.0] * 4, degraded=[True, False, False, True],
+                           priority=["paid", "paid", "free", "free"])
+    specs = [SloSpec(name="deg", kind="degraded", max_share=0.4),
+             SloSpec(name="deg-paid", kind="degraded", max_share=0.6, priority="paid")]
+    overall, paid = _evaluate(frame, specs)
+    assert overall["measured"] == pytest.approx(0.5) and not overall["met"]
+    assert paid["measured"] == pytest.approx(0.5) and paid["samples"] == 2 and paid["met"]
+
+
+def test_slo_per_phase_from_events() -> None:
+    frame = requests_frame(np.arange(10.0), [10.0] * 10, ok=[True] * 5 + [False, True, True, True, True])
+    events = [{"type": "phase", "name": "ramp", "start_s": 0, "end_s": 5},
+              {"type": "phase", "name": "peak", "start_s": 5, "end_s": 10}]
+    from rushhour.reports.rundata.selection import phase_labels
+
+    phases = phase_labels(frame, events)
+    [slo] = evaluate_slos(frame, phases, events, [SloSpec(name="a", kind="availability", objective=0.85)],
+                          10.0, 1.0)
+    assert [(p["phase"], p["measured"], p["met"]) for p in slo["phases"]] == [
+        ("ramp", 1.0, True), ("peak", pytest.approx(0.8), False)]
+    assert slo["measured"] == pytest.approx(0.9) and slo["met"]
+
+
+def test_burn_rates_scaled_windows_and_page() -> None:
+    # 100 req/s for 100 s; everything fails in [50, 55). time_scale 360 turns
+    # 1h/5m into 10 s / 0.833 s and 6h/30m into 60 s / 5 s.
+    times = np.arange(10_000) * 0.01 + 0.005
+    ok = ~((times >= 50) & (times < 55))
+    frame = requests_frame(times, np.full(times.size, 10.0), ok=ok)
+    [slo] = _evaluate(frame, [SloSpec(name="a", kind="availability", objective=0.99)],
+                      duration=100.0, time_scale=360.0)
+    fast, slow = slo["burn_rates"]
+    assert fast["long_window_s"] == pytest.approx(10.0) and fast["short_window_s"] == pytest.approx(300 / 360)
+    assert fast["worst_short"] == pytest.approx(100.0)  # all bad over 0.83 s, 1% allowed
+    assert fast["worst_long"] == pytest.approx(50.0)  # 500 bad of 1000 in [45, 55)
+    assert fast["pages"] and fast["threshold"] == 14.4
+    # Long window of 60 s is still partial at t=55: 500 bad of 5500 -> 9.09x.
+    assert slow["worst_long"] == pytest.approx(500 / 5500 / 0.01)
+    assert slow["worst_short"] == pytest.approx(100.0)
+    assert slow["pages"] and slow["threshold"] == 6.0
+    assert slo["budget_consumed"] == pytest.approx(5.0)  # 5% bad of a 1% budget
