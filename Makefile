@@ -16,6 +16,8 @@ ORT_EXTRA := cpu
 ORT_OTHER := onnxruntime-gpu
 STAMP     := $(VENV)/.rushhour-installed
 endif
+TEST_STAMP := $(STAMP)-test
+COMMA      := ,
 
 .PHONY: install install-gpu drill test test-deps debian-packages test-fast bench clean redis-server prometheus kserve
 
@@ -28,19 +30,32 @@ UV          := $(VENV)/bin/uv
 # if uv cannot. uv compiles no bytecode: Python writes it on first import (see PYRUN).
 # Switching builds uninstalls both first: they write the same files, so removing one after the
 # other was installed over it would break the survivor.
+# $(call PIP_INSTALL,EXTRAS): install the package (editable) with EXTRAS into $(VENV).
+define PIP_INSTALL
+@{ $(PY) -m pip install --upgrade pip \
+	&& { ! $(PY) -m pip show -q $(ORT_OTHER) 2>/dev/null || $(PY) -m pip uninstall -y onnxruntime onnxruntime-gpu; } \
+	&& { { $(PY) -m pip install uv && $(UV) pip install --python $(PY) -e '.[$(1)]'; } \
+		|| $(PY) -m pip install -e '.[$(1)]'; }; } > $(INSTALL_LOG) 2>&1 || { \
+	tail -n 30 $(INSTALL_LOG); \
+	echo "rushhour: the install failed; the whole log is $(INSTALL_LOG). It needs Python 3.11+ and the package index."; \
+	exit 1; }
+endef
+
+# What a user needs (make install, make drill): the package and one ONNX Runtime build.
 $(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "rushhour: installing into $(VENV) with the $(ORT_EXTRA) build of ONNX Runtime (log: $(INSTALL_LOG)) ..."
-	@{ $(PY) -m pip install --upgrade pip \
-		&& { ! $(PY) -m pip show -q $(ORT_OTHER) 2>/dev/null || $(PY) -m pip uninstall -y onnxruntime onnxruntime-gpu; } \
-		&& { { $(PY) -m pip install uv && $(UV) pip install --python $(PY) -e '.[$(ORT_EXTRA),test]'; } \
-			|| $(PY) -m pip install -e '.[$(ORT_EXTRA),test]'; }; } > $(INSTALL_LOG) 2>&1 || { \
-		tail -n 30 $(INSTALL_LOG); \
-		echo "rushhour: the install failed; the whole log is $(INSTALL_LOG). It needs Python 3.11+ and the package index."; \
-		exit 1; }
-	@rm -f $(VENV)/.rushhour-installed $(VENV)/.rushhour-installed-gpu
-	@$(PY) -m tests.support.namespace > /dev/null  # the links mypy and import-linter read the packages through
+	$(call PIP_INSTALL,$(ORT_EXTRA))
+	@rm -f $(VENV)/.rushhour-installed $(VENV)/.rushhour-installed-gpu $(VENV)/.rushhour-installed-test $(VENV)/.rushhour-installed-gpu-test
 	@touch $(STAMP)
+
+# What the tests need on top (make test, make test-fast): the test extra, and the links mypy and
+# import-linter read the packages through.
+$(TEST_STAMP): $(STAMP)
+	@echo "rushhour: installing the test tools into $(VENV) (log: $(INSTALL_LOG)) ..."
+	$(call PIP_INSTALL,$(ORT_EXTRA)$(COMMA)test)
+	@$(PY) -m tests.support.namespace > /dev/null
+	@touch $(TEST_STAMP)
 
 install: $(STAMP)
 
@@ -87,7 +102,7 @@ kserve: $(KSERVE_STAMP)
 # environment and the Debian packages do not depend on one another (the Debian packages go one
 # after the other, since apt holds a lock).
 test-deps:
-	@$(MAKE) --no-print-directory -j3 $(STAMP) debian-packages kserve
+	@$(MAKE) --no-print-directory -j3 $(TEST_STAMP) debian-packages kserve
 
 debian-packages:
 	@$(REDIS_SERVER)
@@ -110,9 +125,10 @@ test: test-deps
 	$(PYRUN) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder -rR \
 		--reruns $(TEST_RERUNS) --reruns-delay 5 $(PYTEST_ARGS)
 
-# The edit loop: unit tests only (no server booted, no drill, no subprocess), in under two minutes.
-test-fast: $(STAMP)
-	$(PYRUN) $(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+# The edit loop: unit tests (no server booted, no drill), plus the architecture checks (the import
+# contracts, ruff and mypy: subprocesses, but the rules every change must keep).
+test-fast: $(TEST_STAMP)
+	$(PYRUN) $(PY) -m pytest -q -m "not slow or architecture" $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PYRUN) $(PY) -m benchmarks.server

@@ -19,6 +19,7 @@ MAX_MODULE_LINES = 400
 
 
 @pytest.mark.slow
+@pytest.mark.architecture
 def test_layers_contract_is_kept() -> None:
     lint_imports = Path(sys.executable).parent / "lint-imports"
     if not lint_imports.exists():
@@ -44,6 +45,7 @@ def _tool(name: str) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.architecture
 def test_ruff_finds_nothing() -> None:
     done = subprocess.run([str(_tool("ruff")), "check", "--no-cache", "."], cwd=REPO, capture_output=True, text=True,
                           timeout=120)
@@ -51,6 +53,7 @@ def test_ruff_finds_nothing() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.architecture
 def test_mypy_finds_nothing() -> None:
     # one cache per user, not per clone: mypy re-checks a module whose source hash changed, so a fresh
     # clone reuses what is unchanged instead of a cold run (about half a minute of one core)
