@@ -78,7 +78,7 @@ FILE_MEANINGS: dict[str, str] = {
                            "batch size, execution provider, cache and shed counters",
     "TARGET_METRICS_FILE": "the target's own Prometheus metrics when `target.metrics_url` is set: time, metric, "
                            "labels, value",
-    "EVENTS_FILE": "the timeline: run start with its environment, phases, faults, the server's own events, "
+    "EVENTS_FILE": "the timeline: run start with its environment, phases, faults, the target's own events (as `target_event`), "
                    "generator health, scraper errors, the leak audit, run end",
     "CHAOS_DIR": "one Chaos Toolkit journal per experiment (`<name>.journal.json`)",
     "SUMMARY_FILE": "verdict, SLOs, latency percentiles, requests, throughput, cost, faults, generator health",

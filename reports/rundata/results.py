@@ -33,6 +33,8 @@ OPTIONAL_COLUMNS: dict[str, Any] = {
 } | {"via": "translate"}
 """What an older or foreign folder's missing columns hold: empty for their type, `via` the plain API."""
 DEFAULT_MAX_LAG_P99_MS = 50.0
+UNTRUSTED_SOURCES = frozenset({"target", "server"})
+"""Sources of events a target sent about itself: kept for the timeline, never read as the harness's."""
 
 
 class ResultsError(ValueError):
@@ -115,9 +117,12 @@ class RunData:
     missing: list[str] = field(default_factory=list)
     target_metrics: pd.DataFrame | None = None
     """The target's own Prometheus samples (t_s, metric, labels, value), when they were scraped."""
+    target_events: list[dict[str, Any]] = field(default_factory=list)
+    """What the target said about itself (`source` target or server): kept apart from `events`, so
+    no figure is read from it whatever type it claims."""
 
     def events_of(self, kind: str) -> list[dict[str, Any]]:
-        """Events of one type, in file order."""
+        """The harness's events of one type, in file order."""
         return [event for event in self.events if event.get("type") == kind]
 
     @property
@@ -143,7 +148,9 @@ def load_run(root: Path, *, requests: pd.DataFrame | None = None) -> RunData:
     scenario = _load_scenario(root / contract.SCENARIO_FILE)
     requests = _load_requests(root / contract.REQUESTS_FILE) if requests is None else requests
     metrics = _load_optional_parquet(root / contract.SERVER_METRICS_FILE, missing)
-    events = _load_events(root / contract.EVENTS_FILE, missing)
+    everything = _load_events(root / contract.EVENTS_FILE, missing)
+    events = [event for event in everything if event.get("source") not in UNTRUSTED_SOURCES]
+    target_events = [event for event in everything if event.get("source") in UNTRUSTED_SOURCES]
     requests = fill_missing_ends(requests, latest_end_s(requests, events))
     journals = _load_journals(root / "chaos", missing)
     if not (root / contract.SCHEDULE_FILE).exists():
@@ -151,7 +158,7 @@ def load_run(root: Path, *, requests: pd.DataFrame | None = None) -> RunData:
     target_metrics = None
     if scenario.target.metrics_url or (root / contract.TARGET_METRICS_FILE).exists():
         target_metrics = _load_optional_parquet(root / contract.TARGET_METRICS_FILE, missing)
-    return RunData(root, scenario, requests, metrics, events, journals, missing, target_metrics)
+    return RunData(root, scenario, requests, metrics, events, journals, missing, target_metrics, target_events)
 
 
 def read_text(path: Path) -> str:
@@ -236,6 +243,8 @@ def _load_events(path: Path, missing: list[str]) -> list[dict[str, Any]]:
             event = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ResultsError(f'"{path}" line {number} is not JSON: {exc.msg}.') from exc
+        except RecursionError as exc:
+            raise ResultsError(f'"{path}" line {number} is nested too deeply to read.') from exc
         if not isinstance(event, dict) or "type" not in event:
             raise ResultsError(f'"{path}" line {number} has no "type" field.')
         events.append(event)
@@ -252,6 +261,6 @@ def _load_journals(folder: Path, missing: list[str]) -> dict[str, dict[str, Any]
     for path in sorted(folder.glob("*.journal.json")):
         try:
             journals[path.name.removesuffix(".journal.json")] = json.loads(read_text(path))
-        except (json.JSONDecodeError, ResultsError):
+        except (json.JSONDecodeError, RecursionError, ResultsError):
             missing.append(f"chaos/{path.name} (not JSON)")
     return journals

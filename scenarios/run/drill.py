@@ -50,6 +50,7 @@ from rushhour.scenarios.run.resultsdir import ResultsDirError
 from rushhour.scenarios.run.scraper import StatusScraper, metrics_frame
 from rushhour.scenarios.run.signals import SignalGuard
 from rushhour.scenarios.run.stopping import stop_reason
+from rushhour.scenarios.run.target_events import TARGET_EVENT, TargetEvent, target_event_record
 from rushhour.scenarios.run.targetmetrics import TargetMetricsScraper
 from rushhour.scenarios.run.teardown import run_every_step
 from rushhour.scenarios.spec.model import dump_scenario
@@ -246,10 +247,8 @@ class Drill:
         if self.ledger is not None:
             self.ledger.observe()
 
-    def _server_event(self, event: dict) -> None:
-        fields = {("fault_kind" if k == "kind" else k): v for k, v in event.items() if k not in ("type", "wall", "seq", "t_s")}
-        wall = float(event.get("wall", time.time()))
-        self.events_log.emit(str(event.get("type", "server")), t_s=wall - self.t0, source="server", **fields)
+    def _server_event(self, event: TargetEvent) -> None:
+        self.events_log.emit(TARGET_EVENT, **target_event_record(event, t0=self.t0, now=time.time()))
 
     def _watch(self) -> None:
         """The drill's heartbeat: progress, phase marks, stop conditions, until the load is done."""

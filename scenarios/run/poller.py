@@ -9,6 +9,7 @@ not stretch the rhythm, rows appended under a lock, and failures reported throug
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -20,8 +21,11 @@ from rushhour.kernel.loopback import is_loopback_url
 SCRAPE_INTERVAL_S = 1.0
 ERROR_REPORT_EVERY_S = 10.0
 JOIN_TIMEOUT_S = 5.0
+TICK_FAILED = "tick"
+"""The endpoint name under which a tick that raised is counted."""
+log = logging.getLogger("rushhour.scraper")
 
-__all__ = ["ERROR_REPORT_EVERY_S", "SCRAPE_INTERVAL_S", "ErrorReporter", "Poller"]
+__all__ = ["ERROR_REPORT_EVERY_S", "SCRAPE_INTERVAL_S", "TICK_FAILED", "ErrorReporter", "Poller"]
 
 
 class ErrorReporter:
@@ -107,5 +111,14 @@ class Poller:
         with self.client() as client:
             while not self._stop.is_set():
                 began = time.monotonic()
-                self.tick(client)
+                self._guarded_tick(client)
                 self._stop.wait(max(0.0, self._interval - (time.monotonic() - began)))
+
+    def _guarded_tick(self, client: httpx.Client) -> None:
+        """One tick that cannot end the thread: whatever a tick or a handler raises (a target's
+        answer nobody foresaw) costs that tick, and is logged and reported as the tick's failure."""
+        try:
+            self.tick(client)
+        except Exception as exc:
+            log.warning("%s: a tick failed", self._thread.name, exc_info=True)
+            self.errors.failed(TICK_FAILED, f"A tick of {self._thread.name} failed: {type(exc).__name__}: {exc}"[:500])

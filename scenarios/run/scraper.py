@@ -8,6 +8,7 @@ timeline says which samples and server events are missing and why.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import httpx
 import pandas as pd
 
 from rushhour.scenarios.run.poller import SCRAPE_INTERVAL_S, Poller
+from rushhour.scenarios.run.target_events import MalformedTargetEvent, TargetEvent, read_target_event
 
 METRIC_COLUMNS = (
     "t_s", "pool", "nodes_alive", "nodes_ready", "breakers_open", "queue_depth", "inflight",
@@ -23,6 +25,9 @@ METRIC_COLUMNS = (
 )
 STATUS_PATH = "/v1/status"
 EVENTS_PATH = "/v1/events"
+MALFORMED_EVENTS = "/v1/events (malformed)"
+"""The name under which a target's unreadable event entries are counted."""
+MAX_EVENTS_PER_TICK = 2000
 
 
 def _pool_provider(status: dict, pool: str) -> str:
@@ -83,12 +88,12 @@ def metrics_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
 
 
 class StatusScraper(Poller):
-    """Polls `<base>/v1/status` once a second (one row per pool) and copies the server's own
-    events into the drill's log."""
+    """Polls `<base>/v1/status` once a second (one row per pool) and hands the target's own
+    events, read by `rushhour.scenarios.run.target_events`, to `on_server_event`."""
 
     def __init__(
         self, base_url: str, *, origin: float, interval_s: float = SCRAPE_INTERVAL_S,
-        on_server_event: Callable[[dict], None] | None = None,
+        on_server_event: Callable[[TargetEvent], None] | None = None,
         on_error: Callable[[dict[str, object]], None] | None = None,
     ) -> None:
         self._base = base_url.rstrip("/")
@@ -134,8 +139,9 @@ class StatusScraper(Poller):
             return None
 
     def _pull_events(self, client: httpx.Client) -> None:
-        """Copy the server's own events (scale, node down/ready, breaker) into the drill's log.
-        A target without /v1/events (404: not the reference server) just has none."""
+        """Copy the target's own events (scale, node down/ready, breaker) into the drill's log,
+        at most `MAX_EVENTS_PER_TICK` a tick. A target without /v1/events (404: not the reference
+        server) just has none; an entry that cannot be read is counted as malformed and skipped."""
         if self._on_server_event is None:
             return
         body = self._get_json(client, EVENTS_PATH, self._events_url, after=self._last_seq)
@@ -146,8 +152,14 @@ class StatusScraper(Poller):
         if body is not None and not isinstance(events, list):
             self.errors.failed(EVENTS_PATH, f'GET {self._events_url} answered a body without an "events" list.')
             return
-        for event in events or []:
-            self._last_seq = max(self._last_seq, int(event.get("seq", 0)))
+        now = time.time()
+        for entry in (events or [])[:MAX_EVENTS_PER_TICK]:
+            try:
+                event = read_target_event(entry, now=now)
+            except MalformedTargetEvent as exc:
+                self.errors.failed(MALFORMED_EVENTS, f"GET {self._events_url} answered a malformed event: {exc}")
+                continue
+            self._last_seq = max(self._last_seq, event.seq)
             self._on_server_event(event)
 
     def summary(self) -> dict[str, object]:

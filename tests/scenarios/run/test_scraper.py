@@ -68,12 +68,12 @@ def test_scraper_copies_server_events_once_each() -> None:
         after = int(request.url.params["after"])
         return httpx.Response(200, json={"events": [e for e in served if e["seq"] > after]})
 
-    seen: list[dict] = []
+    seen: list = []
     scraper = StatusScraper("http://127.0.0.1:9", origin=0.0, on_server_event=seen.append)
     with httpx.Client(transport=httpx.MockTransport(handler)) as client:
         scraper._pull_events(client)
         scraper._pull_events(client)
-    assert [e["type"] for e in seen] == ["node_down", "scale"]
+    assert [e.kind for e in seen] == ["node_down", "scale"]
 
 
 def test_scraper_stops_asking_a_target_without_events() -> None:
