@@ -1,6 +1,13 @@
 """The statistics core: the only code that turns observations into an interval, a test or an
 effective sample size.
 
-- `intervals`: percentiles with their confidence intervals, shares and their bounds.
+- `intervals`: percentiles of independent samples with their order-statistic intervals; shares.
+- `blocks`: how much independent evidence a time-ordered series holds. `dependence(series)`
+  returns a `Dependence` (method, block length, blocks, lag-1 correlation of block means,
+  samples, effective sample size); `block_means`, `lag1` are its parts.
+- `series`: intervals for requests in time order, sized by `blocks.dependence`:
+  `quantile_interval(values, percentile)` and `share_interval(hits)` return a `SeriesInterval`
+  (value, low, high, confidence, dependence, enough, note); `needed_effective(percentile)` and
+  `not_enough_text(...)` say how many independent requests a percentile needs.
 - `sequential`: a capacity step's planned looks and error spending.
 """
