@@ -110,13 +110,17 @@ class SoakWindow(_Part):
 
 class SoakTrend(_Part):
     """The least-squares line through one metric's windows: its slope per hour with the 95%
-    interval, untrusted (no interval) with too few windows."""
+    interval, untrusted (no interval) with too few windows; the lag-1 correlation charged to it,
+    the windows' worth in independent points and the method (`rushhour.reports.estimate.trend`)."""
 
     slope_per_h: float | None
     ci: list[float | None]
     intercept: float | None
     points: int
     trusted: bool
+    lag1: float | None = None
+    effective_points: float | None = None
+    method: str | None = None
     unit: str
 
 

@@ -171,6 +171,8 @@ class _DriftCore(_Row):
     burn_rates: list[BurnRule]
     phases: Annotated[list[object], Field(max_length=0)]
     """Always empty: a drift is judged over the whole run."""
+    method: str | None = None
+    effective_points: float | None = None
     drift_note: str | None
 
 
