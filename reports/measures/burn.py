@@ -6,6 +6,11 @@ must exceed the threshold at the same moment, so a long window still carrying an
 cannot page on its own while the short window is empty (the alert would have resolved). A drill
 compresses time, so the windows shrink by the scenario's time_scale (model seconds replayed per run
 second).
+
+Windows are clipped to the run: a rule is looked at only where its long window lies wholly inside
+the run (from its start to its end), so a few bad requests at the start cannot page through a
+window that holds seconds of traffic and calls itself an hour. A run shorter than a rule's long
+window is not evaluated on that rule (`evaluated` False, with the reason); it never pages.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ class BurnRule:
     worst_both: float | None
     pages: bool
     first_page_s: float | None
+    evaluated: bool = True
+    note: str | None = None
 
     def as_dict(self) -> dict[str, float | bool | None]:
         return asdict(self)
@@ -54,24 +61,33 @@ def burn_rates(times: np.ndarray, valid: np.ndarray, bad: np.ndarray, allowed: f
 def _rule(times: np.ndarray, valid: np.ndarray, bad: np.ndarray, allowed: float,
           duration_s: float, long_s: float, short_s: float, threshold: float) -> BurnRule:
     width = max(short_s / BINS_PER_SHORT_WINDOW, duration_s / MAX_BINS, 1e-6)
-    n_bins = max(1, int(np.ceil(duration_s / width)))
-    index = np.clip((times[valid] // width).astype(np.int64), 0, n_bins - 1)
+    long_bins, short_bins = max(1, round(long_s / width)), max(1, round(short_s / width))
+    n_bins = int(np.floor(duration_s / width + 1e-9))  # whole bins inside the run only
+    if n_bins < long_bins:
+        return BurnRule(long_window_s=long_s, short_window_s=short_s, threshold=threshold, worst_long=None,
+                        worst_short=None, worst_both=None, pages=False, first_page_s=None, evaluated=False,
+                        note=f"not evaluated: the run ({duration_s:.4g} s) is shorter than the long "
+                             f"window ({long_s:.4g} s), and a partial window never pages")
+    inside = valid & (times >= 0) & (times < n_bins * width)
+    index = (times[inside] // width).astype(np.int64)
     valid_counts = np.bincount(index, minlength=n_bins)
-    bad_counts = np.bincount(index, weights=bad[valid].astype(float), minlength=n_bins)
-    long_rate = _window_rate(valid_counts, bad_counts, max(1, round(long_s / width)), allowed)
-    short_rate = _window_rate(valid_counts, bad_counts, max(1, round(short_s / width)), allowed)
+    bad_counts = np.bincount(index, weights=bad[inside].astype(float), minlength=n_bins)
+    long_rate = _window_rate(valid_counts, bad_counts, long_bins, allowed)[long_bins - 1:]
+    short_rate = _window_rate(valid_counts, bad_counts, short_bins, allowed)[long_bins - 1:]
     both = np.where(np.isnan(long_rate) | np.isnan(short_rate), np.nan, np.minimum(long_rate, short_rate))
     paging = np.flatnonzero(np.nan_to_num(both, nan=-np.inf) >= threshold)
     return BurnRule(
         long_window_s=long_s, short_window_s=short_s, threshold=threshold,
         worst_long=_nanmax(long_rate), worst_short=_nanmax(short_rate), worst_both=_nanmax(both),
-        pages=bool(paging.size), first_page_s=float((paging[0] + 1) * width) if paging.size else None,
+        pages=bool(paging.size),
+        first_page_s=float((paging[0] + long_bins) * width) if paging.size else None,
     )
 
 
 def _window_rate(valid_counts: np.ndarray, bad_counts: np.ndarray, window: int,
                  allowed: float) -> np.ndarray:
-    """Trailing-window burn rate at the end of every bin (partial windows at the start)."""
+    """Trailing-window burn rate at the end of every bin (the caller drops the partial windows
+    at the start)."""
     valid_sum = _trailing_sum(valid_counts.astype(float), window)
     bad_sum = _trailing_sum(bad_counts, window)
     with np.errstate(invalid="ignore", divide="ignore"):

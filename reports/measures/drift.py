@@ -5,8 +5,10 @@ A soak drill holds a steady rate for hours to find leaks and slow drifts, which 
 percentile hides: a P99 that doubles over six hours can still meet its objective on average. So
 the run is cut into windows (an hour each on a long run; a twelfth of the run on a short one, so
 a ten-minute rehearsal still gets a line), each window gives one point per metric, and an
-ordinary least-squares line through the points gives the slope per hour with its 95% interval
-(Student t on the slope's standard error of the least-squares line). A drift SLO fails only when
+ordinary least-squares line through the points gives the slope per hour with its 95% interval.
+Neighbouring windows are correlated (a slow hour is followed by a slow hour), so the slope's
+standard error is widened for the lag-1 correlation of the residuals and the t quantile takes
+the effective number of windows (rushhour.reports.estimate.trend). A drift SLO fails only when
 the whole interval lies above `max_slope`: noise that merely might be a drift does not fail it,
 and a run too short for a line (fewer than `MIN_POINTS` windows with data) is not trusted.
 """
@@ -18,15 +20,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
+from rushhour.reports.estimate.trend import MIN_POINTS, trend_interval
 from rushhour.reports.schema import SloSpec
 
 __all__ = ["MIN_POINTS", "DRIFT_UNITS", "drift_slo", "metric_series", "soak_section", "trend", "window_width"]
 
 HOUR_S = 3600.0
 SHORT_RUN_WINDOWS = 12
-MIN_POINTS = 3
 CONFIDENCE = 0.95
 MEMORY_METRIC = "process_resident_memory_bytes"
 DRIFT_UNITS = {"latency_p99": "ms/h", "error_rate": "share/h", "server_memory": "MB/h"}
@@ -42,27 +43,12 @@ def window_width(duration_s: float) -> float:
 
 def trend(t_s: np.ndarray, values: np.ndarray) -> dict[str, Any]:
     """The least-squares line through (time, value), its slope per hour and the slope's 95%
-    interval; `trusted` False (and no interval) with fewer than MIN_POINTS finite points."""
-    keep = np.isfinite(t_s) & np.isfinite(values)
-    x, y = t_s[keep] / HOUR_S, values[keep]
-    if len(x) < MIN_POINTS or np.ptp(x) == 0:
-        return {"slope_per_h": None, "ci": [None, None], "intercept": None, "points": int(len(x)), "trusted": False}
-    slope, intercept, stderr = _least_squares(x, y)
-    half = float(special.stdtrit(len(x) - 2, 0.5 + CONFIDENCE / 2) * stderr) if math.isfinite(stderr) else 0.0
-    return {"slope_per_h": slope, "ci": [slope - half, slope + half], "intercept": intercept,
-            "points": int(len(x)), "trusted": True}
-
-
-def _least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
-    """Slope, intercept and the slope's standard error of the least-squares line, as
-    `scipy.stats.linregress` gives them (without importing `scipy.stats`: half a second in every
-    report); the Student t quantile comes from `scipy.special`, as `scipy.stats.t` takes it."""
-    dx, dy = x - x.mean(), y - y.mean()
-    sxx = float(dx @ dx)
-    slope = float(dx @ dy) / sxx
-    residual = dy - slope * dx
-    stderr = math.sqrt(float(residual @ residual) / (len(x) - 2) / sxx) if len(x) > 2 else 0.0
-    return slope, float(y.mean() - slope * x.mean()), stderr
+    interval, widened for correlated windows (rushhour.reports.estimate.trend); `trusted` False
+    (and no interval) with fewer than MIN_POINTS finite points."""
+    line = trend_interval(t_s / HOUR_S, values, CONFIDENCE)
+    return {"slope_per_h": line.slope, "ci": [line.low, line.high], "intercept": line.intercept,
+            "points": line.points, "trusted": line.trusted, "lag1": line.lag1,
+            "effective_points": line.effective_points, "method": line.method}
 
 
 def _request_windows(requests: pd.DataFrame, width: float) -> pd.DataFrame:
@@ -126,11 +112,14 @@ def drift_slo(spec: SloSpec, soak: dict[str, Any]) -> dict[str, Any]:
     met = bool(line["trusted"] and low is not None and low <= allowed)
     unit = DRIFT_UNITS[metric]
     slope = line["slope_per_h"]
-    text = "not measured" if slope is None else f"{slope:+.4g} {unit} [{line['ci'][0]:+.3g}, {line['ci'][1]:+.3g}]"
+    text = "not measured" if slope is None else (
+        f"{slope:+.4g} {unit} [{line['ci'][0]:+.3g}, {line['ci'][1]:+.3g}] "
+        f"({line['points']} windows, worth {line['effective_points']:.1f} independent ones)")
     return {"name": spec.name, "kind": "drift", "objective": allowed, "objective_text": spec.objective_text,
             "metric": metric, "unit": unit, "measured": slope, "measured_text": text, "ci": line["ci"],
             "met": met, "trusted": bool(line["trusted"]), "samples": line["points"], "bad": 0,
             "budget_consumed": None, "burn_rates": [], "phases": [],
+            "method": line.get("method"), "effective_points": line.get("effective_points"),
             "drift_note": None if line["trusted"] else (
                 f"only {line['points']} window(s) with data; a trend needs {MIN_POINTS}, so drift is not judged")}
 

@@ -118,8 +118,10 @@ def test_a_short_run_without_a_drift_slo_keeps_the_soak_section_out_of_the_repor
     assert "Soak: trends" not in (root / "report.html").read_text()
 
 
-def test_trend_is_scipy_stats_linregress_with_its_t_interval() -> None:
+def test_trend_is_scipy_stats_linregress_with_its_interval_widened_for_correlation() -> None:
     from scipy import stats
+
+    from rushhour.reports.estimate.trend import charged_lag1
 
     rng = np.random.default_rng(8)
     for _ in range(200):
@@ -127,8 +129,13 @@ def test_trend_is_scipy_stats_linregress_with_its_t_interval() -> None:
         t_s = np.sort(rng.random(n)) * 8 * HOUR_S
         values = rng.normal(size=n) + rng.normal() * t_s / HOUR_S
         got, fit = trend(t_s, values), stats.linregress(t_s / HOUR_S, values)
-        half = stats.t.ppf(0.975, n - 2) * fit.stderr
+        residual = values - fit.intercept - fit.slope * t_s / HOUR_S
+        r = charged_lag1(residual - residual.mean())
+        widen = (1 + r) / (1 - r)
+        half = stats.t.ppf(0.975, max(1.0, n / widen - 2)) * fit.stderr * np.sqrt(widen)
         assert got["slope_per_h"] == pytest.approx(fit.slope, rel=1e-9, abs=1e-12)
         assert got["intercept"] == pytest.approx(fit.intercept, rel=1e-9, abs=1e-12)
         assert got["ci"] == pytest.approx([fit.slope - half, fit.slope + half], rel=1e-9, abs=1e-12)
-
+        assert got["lag1"] == pytest.approx(r) and got["effective_points"] == pytest.approx(n / widen)
+        plain = stats.t.ppf(0.975, n - 2) * fit.stderr
+        assert got["ci"][0] <= fit.slope - plain + 1e-12 and got["ci"][1] >= fit.slope + plain - 1e-12

@@ -97,8 +97,38 @@ def test_burn_rates_scaled_windows_and_page() -> None:
     assert fast["worst_short"] == pytest.approx(100.0)  # all bad over 0.83 s, 1% allowed
     assert fast["worst_long"] == pytest.approx(50.0)  # 500 bad of 1000 in [45, 55)
     assert fast["pages"] and fast["threshold"] == 14.4
-    # Long window of 60 s is still partial at t=55: 500 bad of 5500 -> 9.09x.
-    assert slow["worst_long"] == pytest.approx(500 / 5500 / 0.01)
-    assert slow["worst_short"] == pytest.approx(100.0)
-    assert slow["pages"] and slow["threshold"] == 6.0
+    # Only whole 60 s windows count (the first ends at t=60): 500 bad of 6000 -> 8.33x, but by
+    # then the 5 s window is clean, so the slow rule, looked at only inside the run, never pages.
+    assert slow["worst_long"] == pytest.approx(500 / 6000 / 0.01)
+    assert slow["worst_short"] == pytest.approx(0.0) and slow["evaluated"]
+    assert not slow["pages"] and slow["first_page_s"] is None and slow["threshold"] == 6.0
     assert slo["budget_consumed"] == pytest.approx(5.0)  # 5% bad of a 1% budget
+
+
+def test_three_bad_requests_at_run_start_page_no_rule() -> None:
+    # 12,000 requests over 600 s, the first three bad, 99.9% allowed: a partial window at the
+    # start would see 3 bad of a handful (a burn rate in the hundreds) and page both rules.
+    times = np.arange(12_000) * 0.05 + 0.025
+    ok = np.arange(12_000) >= 3
+    frame = requests_frame(times, np.full(times.size, 10.0), ok=ok)
+    spec = SloSpec(name="a", kind="availability", objective=0.999)
+    [unscaled] = _evaluate(frame, [spec], duration=600.0, time_scale=1.0)
+    assert [(rule["evaluated"], rule["pages"]) for rule in unscaled["burn_rates"]] == [(False, False)] * 2
+    assert "shorter than the long window (3600 s)" in unscaled["burn_rates"][0]["note"]
+    [scaled] = _evaluate(frame, [spec], duration=600.0, time_scale=60.0)  # windows 60 s/5 s, 360 s/30 s
+    fast, slow = scaled["burn_rates"]
+    assert fast["evaluated"] and slow["evaluated"] and not fast["pages"] and not slow["pages"]
+    assert fast["worst_long"] == pytest.approx(3 / 1200 / 0.001)  # the first whole minute: 2.5x
+    assert slow["worst_long"] == pytest.approx(3 / 7200 / 0.001)
+
+
+def test_a_burst_inside_whole_windows_still_pages_at_the_window_end() -> None:
+    # The same run with 30 s of failures at [300, 330): the fast rule pages once a whole
+    # 60 s window holds enough of them, and not before the burst began.
+    times = np.arange(12_000) * 0.05 + 0.025
+    ok = ~((times >= 300) & (times < 330))
+    frame = requests_frame(times, np.full(times.size, 10.0), ok=ok)
+    [slo] = _evaluate(frame, [SloSpec(name="a", kind="availability", objective=0.999)], duration=600.0,
+                      time_scale=60.0)
+    fast = slo["burn_rates"][0]
+    assert fast["pages"] and 300.0 < fast["first_page_s"] <= 310.0
