@@ -58,12 +58,15 @@ class FaultCost(_Part):
 
 
 class TokenPrice(_Part):
-    """Dollars per million tokens with the delta-method interval (`rushhour.reports.measures.tokencost.token_price`)."""
+    """Dollars per million tokens with the delta-method interval (`rushhour.reports.measures.tokencost.token_price`),
+    the method behind it and the effective number of answers it stands on."""
 
     tokens: int
     usd: float
     usd_per_1m: float | None
     ci: list[float | None]
+    method: str | None = None
+    effective_answers: float | None = None
 
 
 class PoolTokenPrice(_Part):
@@ -74,16 +77,21 @@ class PoolTokenPrice(_Part):
     usd: float
     usd_per_1m: float | None
     ci: list[float | None]
+    method: str | None = None
+    effective_answers: float | None = None
 
 
 class ClassTokenPrice(_Part):
-    """A priority's or phase's price per million tokens (written under the key `class`)."""
+    """A priority's or phase's price per million tokens (written under the key `class`); its
+    interval is its pools' (`method` says so), so it has no effective number of answers of its own."""
 
     label: str = Field(alias="class")
     tokens: int
     usd: float
     usd_per_1m: float | None
     ci: list[float | None]
+    method: str | None = None
+    effective_answers: float | None = None
 
 
 class TokenDirection(_Part):
