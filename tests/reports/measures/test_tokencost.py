@@ -85,3 +85,37 @@ def test_output_tokens_unknown_when_every_answer_has_none() -> None:
     frame = _frame()
     frame["output_tokens"] = -1.0
     assert token_costs(frame, pd.Series([""] * 4), POOLS, (0.0, 10.0))["output"]["known"] is False
+
+
+def test_a_class_interval_is_its_pools_weighted_by_its_tokens() -> None:
+    frame = _frame()
+    frame["priority"] = ["paid", "free", "paid", "free"]  # each class: one quality answer, one fast
+    output = token_costs(frame, pd.Series([""] * 4), POOLS, (0.0, 10.0))["output"]
+    pools = {row["pool"]: row for row in output["by_pool"]}
+    paid = next(row for row in output["by_priority"] if row["class"] == "paid")  # 100 quality + 200 fast
+    for side in (0, 1):
+        expected = (100 * pools["quality"]["ci"][side] + 200 * pools["fast"]["ci"][side]) / 300
+        assert paid["ci"][side] == pytest.approx(expected)
+    assert paid["usd_per_1m"] == pytest.approx((100 * 5000.0 + 200 * 500.0) / 300)
+    assert paid["method"].startswith("the pools' intervals") and paid["effective_answers"] is None
+
+
+def test_a_single_pool_class_has_exactly_its_pools_interval() -> None:
+    frame = _frame()
+    output = token_costs(frame, pd.Series([""] * 4), POOLS, (0.0, 10.0))["output"]
+    quality = next(row for row in output["by_pool"] if row["pool"] == "quality")
+    paid = next(row for row in output["by_priority"] if row["class"] == "paid")  # quality only
+    assert paid["ci"] == pytest.approx(quality["ci"]) and paid["usd_per_1m"] == pytest.approx(quality["usd_per_1m"])
+
+
+def test_token_price_interval_widens_when_long_answers_come_in_bursts() -> None:
+    rng = np.random.default_rng(3)
+    alone = rng.lognormal(5.0, 0.8, 6000)
+    bursty = np.concatenate([np.sort(chunk) for chunk in np.split(alone, 60)])  # alike neighbours
+    plain, grouped = token_price(1.0, alone), token_price(1.0, bursty)
+    assert plain["tokens"] == grouped["tokens"]
+    assert plain["effective_answers"] == pytest.approx(6000, rel=0.35)
+    assert grouped["effective_answers"] < plain["effective_answers"] / 3
+    width = [price["ci"][1] - price["ci"][0] for price in (plain, grouped)]
+    assert width[1] > 1.7 * width[0]
+    assert "batch means" in grouped["method"]
