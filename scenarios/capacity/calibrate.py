@@ -51,8 +51,11 @@ from rushhour.scenarios.capacity.target import embedded_config
 from rushhour.scenarios.run.envinfo import machine_facts
 from rushhour.scenarios.spec.model import Scenario, ScenarioError
 from rushhour.scenarios.spec.peak import Calibration, RelativePeak
+from rushhour.scenarios.spec.target import TargetProtocol
+from rushhour.scenarios.spec.urls import hide_userinfo
 
-__all__ = ["CalibrationAborted", "CalibrationInvalid", "cache_dir", "calibrated_peak", "calibration_key", "measure", "remember"]
+__all__ = ["CalibrationAborted", "CalibrationInvalid", "cache_dir", "calibrated_peak", "calibrated_target", "calibration_key",
+           "check_calibratable", "measure", "remember"]
 
 REFERENCE_SERVER = Path(__file__).resolve().parents[2] / "reference_server"
 CALIBRATION_STEP_S = 60.0
@@ -97,19 +100,58 @@ def _code_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def calibration_key(scenario: Scenario, condition: str, *, source: str, base_dir: Path) -> tuple[str, dict[str, Any]]:
-    """(key, what it was made of): machine, version, server config, mix, SLOs, load, condition."""
-    embedded = scenario.target.embedded
-    if embedded is None:
-        raise ScenarioError(f'{source}: traffic.peak_rps: a peak relative to capacity needs target: embedded, the '
-                            f'server this machine measures; "{scenario.target.url}" is measured with '
-                            "`rushhour capacity` and given as a number.")
+def calibrated_target(scenario: Scenario, target_url: str | None = None) -> str | None:
+    """The URL a calibration measures (a `--target` of a capacity job, else the scenario's own
+    `target.url`); None for the embedded server."""
+    if target_url is not None:
+        return target_url.rstrip("/")
+    return None if scenario.target.embedded is not None or scenario.target.url is None else str(scenario.target.url).rstrip("/")
+
+
+def check_calibratable(scenario: Scenario, relative: RelativePeak, *, source: str, target_url: str | None = None) -> None:
+    """Refuse, before anything is measured, a relative peak this scenario's target cannot give a
+    figure for, saying what to write instead."""
+    per_request = [slo for slo in scenario.slos if slo.kind not in ("goodput", "drift")]
+    if not per_request:
+        raise ScenarioError(
+            f'{source}: traffic.peak_rps: "{relative.text}" is a share of the highest rate meeting every SLO, and the '
+            "scenario has no per-request SLO (latency, availability, degraded, ttft, tpot, itl) to measure it by; "
+            "add one under slos: (e.g. {name: p99, kind: latency, percentile: 99, threshold_ms: 1500}) or give "
+            "peak_rps as a number of requests per second.")
+    url = calibrated_target(scenario, target_url)
+    if url is None or relative.condition != N_MINUS_ONE:
+        return
+    if scenario.target.protocol != "rushhour" or not os.environ.get("RUSHHOUR_ADMIN_TOKEN"):
+        raise ScenarioError(
+            f'{source}: traffic.peak_rps: "{relative.text}" is measured with one node of the quality pool held '
+            f'down through the reference server\'s admin API, which "{hide_userinfo(url)}" does not offer here '
+            f"(protocol {scenario.target.protocol}, RUSHHOUR_ADMIN_TOKEN "
+            f"{'set' if os.environ.get('RUSHHOUR_ADMIN_TOKEN') else 'unset'}); write "
+            f'"{relative.factor:g}x capacity" to calibrate on the healthy service, or measure the degraded capacity '
+            "with `rushhour capacity SCENARIO --target URL --faults EXPERIMENT` and give peak_rps as a number.")
+
+
+def calibration_key(scenario: Scenario, condition: str, *, source: str, base_dir: Path,
+                    target_url: str | None = None) -> tuple[str, dict[str, Any]]:
+    """(key, what it was made of): machine, version, the target (the embedded server's config, or
+    the URL and protocol of a service), mix, SLOs, load, condition."""
     facts = machine_facts()
+    url = calibrated_target(scenario, target_url)
+    if url is not None:
+        protocol = scenario.target.model_dump(mode="json", include=set(TargetProtocol.model_fields))
+        target: dict[str, Any] = {"url": hide_userinfo(url), "protocol": protocol}
+        version: dict[str, Any] = {"rushhour": _package_version(facts, "rushhour")}
+    else:
+        embedded = scenario.target.embedded
+        if embedded is None:
+            raise ScenarioError(f"{source}: target: the scenario names no target to calibrate on.")
+        target = {"server": embedded_config(embedded, source=source, base_dir=base_dir).model_dump(
+            mode="json", exclude=SERVER_VOLATILE)}
+        version = {"rushhour": _package_version(facts, "rushhour"), "server": _code_digest()}
     parts = {
         "machine": {key: facts.get(key) for key in MACHINE_FACTS},
-        "version": {"rushhour": _package_version(facts, "rushhour"), "server": _code_digest()},
-        "server": embedded_config(embedded, source=source, base_dir=base_dir).model_dump(
-            mode="json", exclude=SERVER_VOLATILE),
+        "version": version,
+        **target,
         "mix": load_mix(scenario, source=source, base_dir=base_dir).mix.model_dump(mode="json"),
         "slos": [slo.model_dump(mode="json") for slo in scenario.slos],
         "load": scenario.load.model_dump(mode="json", include=LOAD_FIELDS),
@@ -127,19 +169,28 @@ def _read(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and isinstance(data.get("capacity_rps"), (int, float)) else None
 
 
+def _target_name(scenario: Scenario, target_url: str | None = None) -> str:
+    url = calibrated_target(scenario, target_url)
+    return "embedded" if url is None else hide_userinfo(url)
+
+
 def _previous(scenario: Scenario, condition: str) -> float | None:
-    """The latest figure this scenario had under `condition`, under any key (a re-measure starts there)."""
+    """The latest figure this scenario had on this target under `condition`, under any key (a
+    re-measure starts there)."""
+    target = _target_name(scenario)
     entries = [e for p in cache_dir().glob("*.json") if (e := _read(p)) is not None
-               and e.get("scenario") == scenario.name and e.get("condition") == condition]
+               and e.get("scenario") == scenario.name and e.get("condition") == condition
+               and e.get("target", "embedded") == target]
     latest = max(entries, key=lambda e: str(e.get("measured_at", "")), default=None)
     return float(latest["capacity_rps"]) if latest else None
 
 
 def remember(job: CapacityJob, document: dict[str, Any]) -> list[Path]:
     """Cache every condition a job measured, when the job is the calibration's kind of measurement:
-    the scenario's embedded server and all its SLOs, run to its end; a figure whose windows spent
-    more than 5% each on "met" only once it is confirmed. Returns the files written."""
-    if job.target_url is not None or job.scenario.target.embedded is None or document.get("aborted"):
+    all the scenario's SLOs on its target (the embedded server, its URL or the job's `--target`),
+    run to its end; a figure whose windows spent more than 5% each on "met" only once it is
+    confirmed. Returns the files written."""
+    if document.get("aborted"):
         return []
     if [slo.name for slo in job.slos] != [slo.name for slo in job.scenario.slos]:
         return []
@@ -150,8 +201,10 @@ def remember(job: CapacityJob, document: dict[str, Any]) -> list[Path]:
         usable = usable and (entry.get("confirmed") is True or job.rules.met_error <= ALPHA)
         if name not in (HEALTHY, N_MINUS_ONE) or not usable:
             continue
-        key, parts = calibration_key(job.scenario, name, source=job.source, base_dir=job.base_dir)
-        record = {"key": key, "scenario": job.scenario.name, "condition": name, "capacity_rps": entry["capacity_rps"],
+        key, parts = calibration_key(job.scenario, name, source=job.source, base_dir=job.base_dir,
+                                     target_url=job.target_url)
+        record = {"key": key, "scenario": job.scenario.name, "target": _target_name(job.scenario, job.target_url),
+                  "condition": name, "capacity_rps": entry["capacity_rps"],
                   "bracket": entry.get("bracket"), "summary": entry.get("summary"),
                   "measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "loadavg_1m": load_average(),
                   "results": str(job.out_dir.resolve()), "made_of": parts}
@@ -189,6 +242,7 @@ def calibration_job(scenario: Scenario, condition: str, *, source: str, base_dir
         conditions=[condition], settings=settings,
         rules=step_rules(step_s, scenario.load.max_lag_p99_ms, CALIBRATION_MET_ERROR),
         out_dir=cache_dir() / "runs" / f"{scenario.name}-{condition}-{stamp}", seed=scenario.traffic.seed,
+        target_url=calibrated_target(scenario),
         start_rps=previous * REMEASURE_START if previous else None, floors=floors, known_fail=known_fail)
 
 
@@ -287,6 +341,7 @@ def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, 
     A cached figure the check step shows missed is measured again; with `recalibrate` False that
     raises CalibrationInvalid instead. `run` runs one capacity job (a seam for tests).
     """
+    check_calibratable(scenario, relative, source=source)
     key, _ = calibration_key(scenario, relative.condition, source=source, base_dir=base_dir)
     cached = _read(cache_dir() / f"{key}.json")
     facts: dict[str, Any] = {"load_now": load_average()}

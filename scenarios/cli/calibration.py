@@ -1,10 +1,13 @@
 """The calibration step of `rushhour run` and `rushhour capacity --calibrate`.
 
-A scenario whose peak is relative to the machine (`peak_rps: 0.7x capacity`) needs that machine's
-capacity before anything can be planned: from the per-machine cache, or measured now, which is a
-capacity search of minutes. That is a step of its own, said on the terminal as it starts and ends,
-and run before planning, so planning stays a pure function of the scenario file. The drill writes
-what the step found into `events.jsonl` (its `calibration` event) and `summary.json`.
+A scenario whose peak is relative to the machine (`peak_rps: 0.7x capacity`) needs the capacity of
+the target the drill will load before anything can be planned: the embedded server on this
+machine, or the service at the scenario's URL (after `--target`, under the same loopback guard),
+from the cache kept per machine and target, or measured now, which is a capacity search of
+minutes; `rushhour run` applies its overrides first, so `--traffic constant:RPS` needs none. That
+is a step of its own, said on the terminal as it starts and ends, and run before planning, so
+planning stays a pure function of the scenario file. The drill writes what the step found into
+`events.jsonl` (its `calibration` event) and `summary.json`.
 
 A cached figure is checked first by one short step at that rate; when it misses, the capacity is
 measured again, or, with `--no-recalibrate`, the run stops as invalid (exit 3).
@@ -18,11 +21,17 @@ from pathlib import Path
 import click
 
 from rushhour.kernel.contract import ExitCode
-from rushhour.scenarios.capacity.calibrate import CalibrationAborted, CalibrationInvalid, calibrated_peak
+from rushhour.scenarios.capacity.calibrate import (
+    CalibrationAborted,
+    CalibrationInvalid,
+    calibrated_peak,
+    calibrated_target,
+)
 from rushhour.scenarios.capacity.conditions import HEALTHY
 from rushhour.scenarios.spec.model import Scenario
 from rushhour.scenarios.spec.peak import Calibration, RelativePeak
 from rushhour.scenarios.spec.plan import with_calibration
+from rushhour.scenarios.spec.urls import hide_userinfo
 
 __all__ = ["CalibrationStopped", "StaleCalibration", "calibrate", "calibrate_scenario"]
 
@@ -46,8 +55,10 @@ def calibrate(scenario: Scenario, relative: RelativePeak | None = None, *, sourc
     """The capacity `relative` (default: the scenario's own relative peak, else 1x healthy) stands
     for on this machine; a dry run boots nothing and shows the search's first rate instead."""
     relative = relative or scenario.traffic.relative_peak or RelativePeak(1.0, HEALTHY)
+    url = calibrated_target(scenario)
+    where = f"on {hide_userinfo(url)}" if url else "of the embedded reference server on this machine"
     if not dry_run:
-        say(f"calibration: the capacity behind peak_rps {relative.text} on this machine ...")
+        say(f"calibration: the capacity behind peak_rps {relative.text} {where} ...")
     try:
         calibration = calibrated_peak(scenario, relative, source=source, base_dir=base_dir, dry_run=dry_run,
                                       say=lambda text: say(f"calibrating: {text}"), recalibrate=recalibrate)

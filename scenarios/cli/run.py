@@ -19,7 +19,7 @@ from rushhour.scenarios.cli.errors import EXIT_ABORTED, BadInput
 from rushhour.scenarios.cli.targetcheck import check_target, describe_target
 from rushhour.scenarios.run.overhead import SKIP_ENV
 from rushhour.scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
-from rushhour.scenarios.spec.model import ScenarioError, load_scenario, resolve_path
+from rushhour.scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
 from rushhour.scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_plan, describe, pin_rate_scale
 from rushhour.scenarios.spec.target import PROTOCOL_NAMES
 from rushhour.scenarios.spec.variants import VariantRun, check_embedded, describe_variants, expand_variants
@@ -44,27 +44,36 @@ def _check_duration(_ctx: click.Context, _param: click.Parameter, value: str | N
 
 def prepare(scenario: str, flags: Overrides, *, allow_remote: bool, dry_run: bool = False,
             say: Callable[[str], None] = lambda _text: None, recalibrate: bool = True) -> DrillPlan:
-    """Load the scenario, calibrate a relative peak (its own step), override, plan; refuse a
-    non-loopback target unless allowed."""
+    """Load the scenario, override, refuse a non-loopback target unless allowed, calibrate a
+    relative peak on the target the drill will load (its own step), plan.
+
+    `--duration` comes last: a peak is pinned to a rate over the file's own window first, so a
+    shorter run plays the start of the same drill at the same rate."""
     try:
         path = resolve_path(scenario)
         source = str(path)
         base_dir = path.resolve().parent
-        spec = calibrate_scenario(load_scenario(path), source=source, base_dir=base_dir, dry_run=dry_run, say=say,
+        spec = apply_overrides(load_scenario(path), dataclasses.replace(flags, duration=None), source)
+        _guard(spec, flags, allow_remote, source)
+        spec = calibrate_scenario(spec, source=source, base_dir=base_dir, dry_run=dry_run, say=say,
                                   recalibrate=recalibrate)
         spec = pin_rate_scale(spec, source=source, base_dir=base_dir)
-        spec = apply_overrides(spec, flags, source)
-        url = spec.target.url
-        named = url is not None and is_named_host(url, spec.load.allowed_hosts)
-        if url is not None and not is_loopback_url(url) and not allow_remote and not named:
-            field = "--target" if flags.target_url else "target.url"
-            raise ScenarioError(
-                f'{source}: {field}: "{url}" is not on this machine (127.0.0.0/8, ::1 or localhost); '
-                "pass --allow-remote to load a remote service on purpose.")
+        spec = apply_overrides(spec, Overrides(duration=flags.duration), source)
         check_embedded(spec, source=source, base_dir=base_dir)
         return build_plan(spec, source=source, base_dir=base_dir)
     except ScenarioError as exc:
         raise BadInput(str(exc)) from exc
+
+
+def _guard(spec: Scenario, flags: Overrides, allow_remote: bool, source: str) -> None:
+    """The loopback guard, before anything (the calibration included) sends a request."""
+    url = spec.target.url
+    named = url is not None and is_named_host(url, spec.load.allowed_hosts)
+    if url is not None and not is_loopback_url(url) and not allow_remote and not named:
+        field = "--target" if flags.target_url else "target.url"
+        raise ScenarioError(
+            f'{source}: {field}: "{url}" is not on this machine (127.0.0.0/8, ::1 or localhost); '
+            "pass --allow-remote to load a remote service on purpose.")
 
 
 def results_folder(out: Path | None, name: str) -> Path:

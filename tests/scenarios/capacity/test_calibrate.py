@@ -72,12 +72,51 @@ def test_calibrate_key_changes_with_server_slos_and_condition(tmp_path: Path) ->
     assert key != _key(other_slo, path)
 
 
-def test_calibrate_needs_an_embedded_target(tmp_path: Path) -> None:
+def _at_url(scenario: Scenario, url: str, protocol: str = "rushhour") -> Scenario:
+    return scenario.model_copy(update={"target": scenario.target.model_copy(
+        update={"embedded": None, "url": url, "protocol": protocol})})
+
+
+def test_calibrate_a_url_target_is_keyed_by_its_url_and_protocol_never_its_credentials(tmp_path: Path) -> None:
     scenario, path = _scenario(tmp_path)
-    remote = scenario.model_copy(update={"target": scenario.target.model_copy(
-        update={"embedded": None, "url": "http://127.0.0.1:9"})})
-    with pytest.raises(ValueError, match="needs target: embedded"):
-        _key(remote, path)
+    at_9 = _key(_at_url(scenario, "http://127.0.0.1:9"), path)
+    assert at_9 != _key(scenario, path)  # the embedded server is another target
+    assert at_9 != _key(_at_url(scenario, "http://127.0.0.1:10"), path)
+    assert at_9 != _key(_at_url(scenario, "http://127.0.0.1:9", "openai-chat"), path)
+    assert at_9 == calibration_key(scenario, "none", source=str(path), base_dir=path.parent,
+                                   target_url="http://127.0.0.1:9/")[0]  # a capacity job's --target: the same
+    _, parts = calibration_key(_at_url(scenario, "http://user:secret@127.0.0.1:9"), "none", source=str(path),
+                               base_dir=path.parent)
+    assert "secret" not in json.dumps(parts) and parts["url"] == "http://***@127.0.0.1:9"
+    assert "server" not in parts and "server" not in parts["version"]
+
+
+def test_calibrate_a_url_job_loads_the_url_and_is_cached_under_its_key(tmp_path: Path) -> None:
+    scenario, path = _scenario(tmp_path)
+    remote = _at_url(scenario, "http://127.0.0.1:9")
+    job = calibration_job(remote, "none", source=str(path), base_dir=path.parent)
+    assert job.target_url == "http://127.0.0.1:9"
+    written = remember(job, _document(42.0))
+    assert [p.name for p in written] == [f"{_key(remote, path)}.json"]
+    assert json.loads(written[0].read_text())["target"] == "http://127.0.0.1:9"
+
+
+def test_calibrate_refuses_a_scenario_without_a_per_request_slo_saying_what_to_write(tmp_path: Path) -> None:
+    scenario, path = _scenario(tmp_path)
+    bare = scenario.model_copy(update={"slos": []})
+    with pytest.raises(ValueError, match=r"no per-request SLO .* add one under slos: .* or give peak_rps as a number"):
+        calibrated_peak(bare, RelativePeak(0.7, "none"), source=str(path), base_dir=path.parent,
+                        run=lambda job: pytest.fail("nothing may be measured"))
+
+
+def test_calibrate_refuses_n_minus_one_on_a_service_without_the_admin_api(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario, path = _scenario(tmp_path)
+    monkeypatch.delenv("RUSHHOUR_ADMIN_TOKEN", raising=False)
+    chat = _at_url(scenario, "http://127.0.0.1:9", "openai-chat")
+    with pytest.raises(ValueError, match=r'write "0.6x capacity" to calibrate on the healthy service'):
+        calibrated_peak(chat, RelativePeak(0.6, "n-1"), source=str(path), base_dir=path.parent,
+                        run=lambda job: pytest.fail("nothing may be measured"))
 
 
 def _document(capacity: float | None, **extra: object) -> dict[str, object]:
