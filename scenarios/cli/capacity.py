@@ -131,14 +131,17 @@ def describe_job(job: CapacityJob) -> str:
     return "\n".join(lines)
 
 
-def _calibrate(scenario_spec: str, *, dry_run: bool) -> None:
-    """The calibration step alone: the capacity a relative peak resolves to, cached or measured now."""
+def _calibrate(scenario_spec: str, *, dry_run: bool, target_url: str | None = None, allow_remote: bool = False) -> None:
+    """The calibration step alone: the capacity a relative peak resolves to on the target (`--target`
+    as `rushhour run` takes it), cached or measured now."""
     from rushhour.scenarios.cli.calibration import calibrate
     from rushhour.scenarios.spec.peak import RelativePeak
+    from rushhour.scenarios.spec.plan import Overrides, apply_overrides
 
     try:
         path = resolve_path(scenario_spec)
-        scenario = load_scenario(path)
+        scenario = apply_overrides(load_scenario(path), Overrides(target_url=target_url), str(path))
+        _guard(scenario, target_url, allow_remote, str(path))
         calibration = calibrate(scenario, source=str(path), base_dir=path.resolve().parent, dry_run=dry_run,
                                 say=lambda text: click.echo(text, err=True))
     except ScenarioError as exc:
@@ -169,7 +172,8 @@ def _calibrate(scenario_spec: str, *, dry_run: bool) -> None:
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan; boot nothing, send nothing.")
 @click.option("--calibrate", is_flag=True, help="Measure (or show the cached) capacity that the scenario's "
-              '`peak_rps: 0.7x capacity` resolves to on this machine, and cache it; other options are ignored.')
+              '`peak_rps: 0.7x capacity` resolves to on this machine and target, and cache it; other options but --target, '
+              '--allow-remote and --dry-run are ignored.')
 def capacity(scenario: str, target_url: str | None, slos: tuple[str, ...], faults: str, min_rps: float | None,
              max_rps: float | None, precision: float, step_duration: str, require_rps: float | None,
              out: Path | None, seed: int | None, allow_remote: bool, dry_run: bool, calibrate: bool) -> None:
@@ -183,7 +187,7 @@ def capacity(scenario: str, target_url: str | None, slos: tuple[str, ...], fault
     2 invalid input, 3 generator-bound, interrupted or the target failed.
     """
     if calibrate:
-        _calibrate(scenario, dry_run=dry_run)
+        _calibrate(scenario, dry_run=dry_run, target_url=target_url, allow_remote=allow_remote)
         return
     try:
         job = build_job(scenario, target_url=target_url, slos=slos, faults=faults, min_rps=min_rps, max_rps=max_rps,
