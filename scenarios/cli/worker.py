@@ -11,7 +11,9 @@ this worker's flags, never from the master.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import shutil
 import ssl
 import subprocess
@@ -43,7 +45,8 @@ def worker_argv(host: str, port: int) -> list[str]:
 
 
 def _local_settings(allow_remote: bool, allowed_hosts: tuple[str, ...], auth_env: str | None,
-                    auth_file: Path | None, auth_scheme: str, auth_header: str | None, ca_bundle: Path | None) -> str:
+                    auth_file: Path | None, auth_scheme: str, auth_header: str | None, ca_bundle: Path | None,
+                    pinned: tuple[str, ...] = ()) -> str:
     """This worker's guard and credentials as `WorkerLocal` JSON (exit 2 on a bad value or combination)."""
     from rushhour.scenarios.load.worker_local import WorkerLocal
 
@@ -52,8 +55,28 @@ def _local_settings(allow_remote: bool, allowed_hosts: tuple[str, ...], auth_env
     if ca_bundle is not None:
         _check_ca_bundle(ca_bundle)
     local = WorkerLocal(allow_remote=allow_remote, allowed_hosts=allowed_hosts, auth=auth,
-                        ca_bundle=str(ca_bundle) if ca_bundle else None)
+                        ca_bundle=str(ca_bundle) if ca_bundle else None, pinned_hosts=_pinned(pinned))
     return local.to_env()
+
+
+def _pinned(hosts: tuple[str, ...]) -> tuple[str, ...]:
+    """--allow-target values as URL host names compare (lower case, no brackets); exit 2 on one that is not a host."""
+    out = []
+    for raw in hosts:
+        host = raw.strip().strip("[]").lower()
+        if not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", host) and not _is_ipv6(host):
+            raise BadInput(f'--allow-target: "{raw}" is not a host name or IP address (give the host alone, '
+                           "without scheme, port or path).")
+        out.append(host)
+    return tuple(out)
+
+
+def _is_ipv6(host: str) -> bool:
+    try:
+        ipaddress.IPv6Address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _check_allowed_hosts(allowed_hosts: tuple[str, ...]) -> None:
@@ -142,6 +165,9 @@ def _check_ca_bundle(path: Path) -> None:
 @click.option("--allow-remote", is_flag=True, help="Load a target that is not on this machine, if the master names one.")
 @click.option("--allowed-host", "allowed_hosts", multiple=True,
               help="A private test address this worker may load without --allow-remote (repeatable).")
+@click.option("--allow-target", "pinned", multiple=True,
+              help="A target host this worker may load and send its credential to (repeatable); with --auth-env/"
+                   "--auth-file, the credential goes to no other host but this machine's.")
 @click.option("--auth-env", help="The target's credential: this environment variable (this host's).")
 @click.option("--auth-file", type=click.Path(dir_okay=False, path_type=Path),
               help="The target's credential: this file (this host's).")
@@ -151,8 +177,8 @@ def _check_ca_bundle(path: Path) -> None:
 @click.option("--ca-bundle", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="https: verify the target against these CA certificates (this host's file).")
 def worker(master: str, name: str | None, work_dir: Path | None, secret_file: Path | None, connect_timeout: float,
-           allow_remote: bool, allowed_hosts: tuple[str, ...], auth_env: str | None, auth_file: Path | None,
-           auth_scheme: str, auth_header: str | None, ca_bundle: Path | None) -> None:
+           allow_remote: bool, allowed_hosts: tuple[str, ...], pinned: tuple[str, ...], auth_env: str | None,
+           auth_file: Path | None, auth_scheme: str, auth_header: str | None, ca_bundle: Path | None) -> None:
     """Join a drill's Locust master as one load worker; returns when the master ends the run.
 
     Exit codes: 0 the run ended, 2 bad usage or refused (the secret did not match, another
@@ -166,7 +192,8 @@ def worker(master: str, name: str | None, work_dir: Path | None, secret_file: Pa
 
     host, port = parse_host_port(master, "--master")
     secret = cluster_secret(secret_file)
-    local = _local_settings(allow_remote, allowed_hosts, auth_env, auth_file, auth_scheme, auth_header, ca_bundle)
+    local = _local_settings(allow_remote, allowed_hosts, auth_env, auth_file, auth_scheme, auth_header, ca_bundle,
+                            pinned)
     created = work_dir is None or not work_dir.exists()
     work = work_dir or Path(tempfile.mkdtemp(prefix="rushhour-worker-"))
     work.mkdir(parents=True, exist_ok=True)

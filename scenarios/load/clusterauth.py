@@ -4,12 +4,17 @@ Locust's own channel between master and workers carries no authentication, so ru
 on top with HMAC-SHA256 (RFC 2104) over a secret both sides hold (`RUSHHOUR_CLUSTER_SECRET` or
 `--secret-file`):
 
-- the master answers a worker's hello with a fresh random nonce; the worker returns
-  HMAC(secret, "hello" | nonce | node id), so a recorded answer is worth nothing for the next
-  nonce, and the secret never crosses the wire;
-- both then derive a session key HMAC(secret, "session" | nonce | node id), and every later
-  worker message carries HMAC(session key, type | index | sequence number | content), checked by
-  the master against the node it welcomed for that index, with sequence numbers that only rise.
+- the worker's hello carries its own fresh nonce; the master answers with a fresh nonce of its
+  own and HMAC(secret, "master" | worker nonce | nonce | node id), so the worker knows it speaks
+  to a holder of the secret before it answers or accepts anything (a master without the secret
+  learns nothing from it, and cannot use it to answer another master's challenge);
+- the worker then returns HMAC(secret, "hello" | nonce | node id), so a recorded answer is worth
+  nothing for the next nonce, and the secret never crosses the wire;
+- both then derive a session key HMAC(secret, "session" | nonce | worker nonce | node id), and
+  every later message, in both directions, carries HMAC(session key, type | index | sequence
+  number | content), with sequence numbers that only rise: the master checks it against the node
+  it welcomed for that index, the worker against the master that proved itself (a replayed
+  configuration, start or refusal is dropped).
 
 The secret authenticates; it does not encrypt: the schedule and results cross the network in
 the clear. On an untrusted network run the channel through a tunnel (SSH, WireGuard) or fence it
@@ -27,7 +32,8 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["SECRET_ENV", "SecretError", "mac", "new_nonce", "proof", "read_secret", "session_key"]
+__all__ = ["SECRET_ENV", "SecretError", "mac", "master_proof", "new_nonce", "proof", "read_secret", "same",
+           "session_key"]
 
 SECRET_ENV = "RUSHHOUR_CLUSTER_SECRET"
 MIN_SECRET_CHARS = 16
@@ -75,9 +81,20 @@ def proof(secret: str | None, nonce: str, node_id: str) -> str:
     return _hmac((secret or "").encode(), b"hello", nonce.encode(), node_id.encode())
 
 
-def session_key(secret: str | None, nonce: str, node_id: str) -> bytes:
-    """The key of one welcomed worker's messages (bound to its challenge and node)."""
-    return bytes.fromhex(_hmac((secret or "").encode(), b"session", nonce.encode(), node_id.encode()))
+def master_proof(secret: str | None, worker_nonce: str, nonce: str, node_id: str) -> str:
+    """The master's answer to a worker's hello: it holds the secret, for this worker's nonce."""
+    return _hmac((secret or "").encode(), b"master", worker_nonce.encode(), nonce.encode(), node_id.encode())
+
+
+def session_key(secret: str | None, nonce: str, node_id: str, worker_nonce: str = "") -> bytes:
+    """The key of one welcomed worker's messages, both ways (bound to both nonces and the node)."""
+    return bytes.fromhex(_hmac((secret or "").encode(), b"session", nonce.encode(), worker_nonce.encode(),
+                               node_id.encode()))
+
+
+def same(given: object, expected: str) -> bool:
+    """True when `given` is the string `expected` (constant-time comparison)."""
+    return isinstance(given, str) and hmac.compare_digest(given, expected)
 
 
 def _content(data: Mapping[str, object]) -> list[bytes]:

@@ -10,10 +10,18 @@ form. A worker Locust reports missing (no heartbeat) before it said `done` is wr
 failed with the reason, so its unsent share counts as not sent and the run is invalid.
 
 Nobody joins without the cluster secret (`rushhour.scenarios.load.clusterauth`): a hello is answered with
-a challenge, and only a node that proves it holds the secret is welcomed, given the lowest free
-worker index and told the version check's outcome. Every later message must carry a valid MAC
-for the node welcomed for its index; anything else is dropped and counted in
-`rejections.json` (the drill writes the counts into `events.jsonl`). A refusal for a wrong secret
+a challenge (and the master's own proof of the secret), and only a node that proves it holds the
+secret is welcomed, given the lowest free worker index and told the version check's outcome.
+Every later message must carry a valid MAC for the node welcomed for its index, and every message
+the master sends it carries one too; anything else is dropped and counted in `rejections.json`
+(the drill writes the counts into `events.jsonl` as `cluster_rejections`).
+
+Locust's own handlers run first, and trust what they receive: a message naming another node
+(`quit` or `client_stopped` with a welcomed worker's id) would take that worker out, and one that
+raises (`("exception", None, node)`, a frame that is not a message) would end the listener, after
+which the master hears nothing. The relay therefore wraps Locust's receiving: a message whose
+node id is not the connection it came from is dropped, one that raises in any handler is dropped,
+and the listener goes on; each is counted with the rest. A refusal for a wrong secret
 or a taken index leaves the run waiting for a rightful worker; only a worker that proved the
 secret but runs another version stops the drill, with the reason.
 
@@ -27,7 +35,6 @@ IDLE_GRACE_S after its welcome, while Locust is not spawning, gets the test star
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import math
@@ -35,6 +42,7 @@ import os
 import re
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import gevent
@@ -50,6 +58,8 @@ MSG_HELLO, MSG_CHALLENGE, MSG_PROVE = "rh_hello", "rh_challenge", "rh_prove"
 MSG_CONFIG, MSG_REFUSED = "rh_config", "rh_refused"
 MSG_READY, MSG_START, MSG_PART, MSG_DONE = "rh_ready", "rh_start", "rh_part", "rh_done"
 MSG_CPU = "rh_cpu"
+MALFORMED = "malformed"
+"""The count of frames that were not a Locust message at all."""
 WATCH_S = 0.05
 STATE_MISSING = "missing"
 """`locust.runners.STATE_MISSING`, spelled out: importing Locust here would monkey-patch the importer."""
@@ -83,6 +93,7 @@ class MasterRelay:
         self._pending: dict[str, str] = {}
         self._keys: dict[int, bytes] = {}
         self._seq: dict[int, int] = {}
+        self._sent_seq: Counter[str] = Counter()
         self._dropped: Counter[str] = Counter()
         self._refused: list[str] = []
 
@@ -91,40 +102,93 @@ class MasterRelay:
                     MSG_PART: self._part, MSG_DONE: self._done, MSG_CPU: self._cpu}
         for name, handler in handlers.items():
             self._runner.register_message(name, handler)
+        self._guard_listener()
         gevent.spawn(self._watch)
         return self
 
+    def _guard_listener(self) -> None:
+        """Wrap Locust's receiving so that no message can end its listener or speak for another node."""
+        handle: Callable[[str, Any], None] | None = getattr(self._runner, "handle_message", None)
+        server = getattr(self._runner, "server", None)
+        if handle is not None:
+            self._runner.handle_message = lambda client_id, msg: self._guarded(handle, client_id, msg)
+        if server is not None:
+            receive = server.recv_from_client
+            server.recv_from_client = lambda: self._received(receive)
+
+    def _guarded(self, handle: Callable[[str, Any], None], client_id: str, msg: Any) -> None:
+        msg_type = msg.type if isinstance(getattr(msg, "type", None), str) else MALFORMED
+        if getattr(msg, "node_id", None) != client_id:
+            self._drop(msg_type, str(client_id), f"it names another node ({str(getattr(msg, 'node_id', ''))[:80]!r})")
+            return
+        try:
+            handle(client_id, msg)
+        except Exception as exc:  # noqa: BLE001 - whatever a sender makes Locust raise, the listener lives on
+            self._drop(msg_type, str(client_id), f"it raised {type(exc).__name__} in its handler")
+
+    def _received(self, receive: Callable[[], tuple[str, Any]]) -> tuple[str, Any]:
+        """Locust's receive, with a frame it cannot read counted and turned into its own 'unreadable' error
+        (Locust catches that one; a TypeError from a frame that is not a 3-tuple would end the listener)."""
+        from locust.exception import RPCError, RPCReceiveError
+
+        try:
+            return receive()
+        except RPCReceiveError:
+            self._drop(MALFORMED, "?", "a frame that is not a Locust message")
+            raise
+        except RPCError:
+            raise
+        except Exception as exc:  # e.g. msgpack of the wrong shape
+            self._drop(MALFORMED, "?", "a frame that is not a Locust message")
+            raise RPCReceiveError(f"unreadable frame ({type(exc).__name__})") from exc
+
+    def _tell(self, node_id: str, key: bytes, msg_type: str, data: dict[str, object]) -> None:
+        """One message to a worker, with a sequence number of its own and the session's MAC."""
+        self._sent_seq[node_id] += 1
+        self._runner.send_message(msg_type, clusterauth.signed(key, msg_type, data, self._sent_seq[node_id]), node_id)
+
     def _ping(self, environment: Any, msg: Any) -> None:
-        self._runner.send_message(MSG_PONG, {"sent": msg.data["sent"], "master": time.time()}, msg.node_id)
+        index = self._accept(MSG_PING, msg)
+        if index is not None:
+            self._tell(msg.node_id, self._keys[index], MSG_PONG, {"sent": float(msg.data["sent"]), "master": time.time()})
 
     def _hello(self, environment: Any, msg: Any) -> None:
-        """A fresh challenge for every hello: a recorded answer never fits the next one."""
+        """A fresh challenge for every hello, with the master's proof over the worker's nonce: a recorded
+        answer never fits the next one, and the worker knows whom it answers."""
+        data = msg.data if isinstance(msg.data, dict) else {}
+        theirs = data.get("nonce")
+        if not isinstance(theirs, str) or not re.fullmatch(r"[0-9a-f]{32}", theirs):
+            self._drop(MSG_HELLO, msg.node_id, "a hello without the worker's nonce")
+            return
         nonce = clusterauth.new_nonce()
-        self._pending[msg.node_id] = nonce
-        self._runner.send_message(MSG_CHALLENGE, {"nonce": nonce}, msg.node_id)
+        self._pending[msg.node_id] = f"{nonce}:{theirs}"
+        proof = clusterauth.master_proof(self._secret, theirs, nonce, msg.node_id)
+        self._runner.send_message(MSG_CHALLENGE, {"nonce": nonce, "proof": proof}, msg.node_id)
 
     def _prove(self, environment: Any, msg: Any) -> None:
-        nonce = self._pending.pop(msg.node_id, None)
+        pending = self._pending.pop(msg.node_id, None)
         data = msg.data if isinstance(msg.data, dict) else {}
-        if nonce is None:
+        if pending is None:
             self._drop(MSG_PROVE, msg.node_id, "an answer to no challenge (replayed or unasked)")
             return
-        if not _same(data.get("proof"), clusterauth.proof(self._secret, nonce, msg.node_id)):
-            self._refuse(msg.node_id, SECRET_MISMATCH)
+        nonce, theirs = pending.split(":")
+        key = clusterauth.session_key(self._secret, nonce, msg.node_id, theirs)
+        if not clusterauth.same(data.get("proof"), clusterauth.proof(self._secret, nonce, msg.node_id)):
+            self._refuse(msg.node_id, SECRET_MISMATCH, key)
             return
         host = str(data.get("host", "?"))
         reason = version_refusal(data, host)
         index = next((i for i in range(self._settings.workers) if i not in self._nodes), None)
         if reason is not None:  # a rightful worker of another version: the drill cannot run as asked
             log.error("%s", reason)
-            self._runner.send_message(MSG_REFUSED, {"reason": reason}, msg.node_id)
+            self._tell(msg.node_id, key, MSG_REFUSED, {"reason": reason})
             self._mark(f"failed-{0 if index is None else index}", reason)
             return
         if index is None:
             self._refuse(msg.node_id, f"the worker on {host} came when all {self._settings.workers} worker "
-                                      "index(es) were taken; start it again for the next drill")
+                                      "index(es) were taken; start it again for the next drill", key)
             return
-        self._welcome(msg.node_id, index, host, clusterauth.session_key(self._secret, nonce, msg.node_id))
+        self._welcome(msg.node_id, index, host, key)
 
     def _welcome(self, node_id: str, index: int, host: str, key: bytes) -> None:
         self._nodes[index], self._hosts[index], self._keys[index], self._seq[index] = node_id, host, key, 0
@@ -132,14 +196,14 @@ class MasterRelay:
         wire = self._settings.to_wire()
         config = {**wire, "target": remote_target(wire["target"])}
         host = str(getattr(getattr(self._runner, "environment", None), "host", "") or "")
-        self._runner.send_message(MSG_CONFIG, {"index": index, "config": config, "host": host,
-                                               "schedule": self._schedule}, node_id)
+        self._tell(node_id, key, MSG_CONFIG, {"index": index, "config": config, "host": host,
+                                              "schedule": self._schedule})
 
-    def _refuse(self, node_id: str, reason: str) -> None:
+    def _refuse(self, node_id: str, reason: str, key: bytes) -> None:
         log.warning("Refused node %s: %s.", node_id, reason)
         self._refused.append(reason)
         self._write_rejections()
-        self._runner.send_message(MSG_REFUSED, {"reason": reason}, node_id)
+        self._tell(node_id, key, MSG_REFUSED, {"reason": reason})
         self._forget(node_id)
 
     def _forget(self, node_id: str) -> None:
@@ -230,7 +294,9 @@ class MasterRelay:
             gevent.sleep(WATCH_S)
             start = self._control / START_FILE
             if not started and start.exists():
-                self._runner.send_message(MSG_START, {"t0": float(start.read_text(encoding="utf-8"))})
+                t0 = float(start.read_text(encoding="utf-8"))
+                for index, node_id in self._nodes.items():
+                    self._tell(node_id, self._keys[index], MSG_START, {"t0": t0})
                 started = True
             self._start_for_idle(time.monotonic())
             for index in lost_workers(self._runner, self._nodes, self._closed):
@@ -257,10 +323,6 @@ class MasterRelay:
         log.warning("Worker(s) %s had no users %.0f s after joining; starting the test again for them.",
                     ", ".join(str(index) for index in idle), IDLE_GRACE_S)
         gevent.spawn(self._runner.start, users, float(users))
-
-
-def _same(given: object, expected: str) -> bool:
-    return isinstance(given, str) and hmac.compare_digest(given, expected)
 
 
 def version_refusal(hello: dict[str, Any], host: str) -> str | None:

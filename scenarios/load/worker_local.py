@@ -2,9 +2,12 @@
 
 A master may be misconfigured or not the operator's at all, so a `rushhour worker` takes the
 target's credential, its CA bundle and the set of targets it may load only from its own flags and
-environment (`rushhour worker --auth-env/--auth-file/--ca-bundle/--allow-remote/--allowed-host`),
-and applies the loopback guard itself. From the master it takes the schedule share and settings
-that cannot name a local file: `auth` and `ca_bundle` in the master's target are dropped.
+environment (`rushhour worker --auth-env/--auth-file/--ca-bundle/--allow-remote/--allowed-host/
+--allow-target`), and applies the loopback guard itself. From the master it takes the schedule
+share and settings that cannot name a local file: `auth` and `ca_bundle` in the master's target
+are dropped. A worker that holds a credential sends it only to a host on its own machine or one
+it pinned (`--allow-target HOST`, or `--allowed-host`): `--allow-remote` lets it load a host the
+master chose, never hand that host its credential.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class WorkerLocal:
     allow_remote: bool = False
     allowed_hosts: tuple[str, ...] = ()
     auth: dict[str, Any] | None = None
+    pinned_hosts: tuple[str, ...] = ()
     ca_bundle: str | None = None
 
     def to_env(self) -> str:
@@ -50,6 +54,7 @@ class WorkerLocal:
             return cls()
         data = json.loads(raw)
         data["allowed_hosts"] = tuple(data.get("allowed_hosts", ()))
+        data["pinned_hosts"] = tuple(data.get("pinned_hosts", ()))
         return cls(**data)
 
     def refusal(self, host: str) -> str | None:
@@ -58,7 +63,12 @@ class WorkerLocal:
             return "the master named no target host"
         if "@" in (host.split("://", 1)[-1].split("/", 1)[0]):
             return f'the master asked to load "{hide_userinfo(host)}", a URL with credentials in it'
-        if is_loopback_url(host) or self.allow_remote or is_named_host(host, self.allowed_hosts):
+        named = is_named_host(host, self.allowed_hosts + self.pinned_hosts)
+        if self.auth is not None and not (is_loopback_url(host) or named):
+            return (f'the master asked to load "{host}" with this worker\'s credential (--auth-env/--auth-file), '
+                    "but that host is the master's choice, not this worker's; start `rushhour worker` with "
+                    "--allow-target HOST naming it to send the credential there")
+        if is_loopback_url(host) or self.allow_remote or named:
             return None
         return (f'the master asked to load "{host}", which is not on this worker\'s machine; start '
                 "`rushhour worker` with --allow-remote (or --allowed-host ADDRESS) to load it on purpose")

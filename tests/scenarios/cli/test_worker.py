@@ -91,3 +91,9 @@ def test_worker_removes_its_scratch_folder_when_no_master_welcomed_it(tmp_path: 
     code, output = _invoke("--master", f"127.0.0.1:{port}")
     assert code == 3 and "no master welcomed this worker" in output
     assert list(tmp_path.glob("rushhour-worker-*")) == []
+
+
+@pytest.mark.parametrize("host", ["https://api.example.com", "api.example.com:443", "a b"])
+def test_worker_refuses_an_allow_target_that_is_not_a_bare_host(host: str) -> None:
+    code, output = _invoke("--master", CLOSED_MASTER, "--allow-target", host)
+    assert code == 2 and "--allow-target" in output and "without scheme, port or path" in output

@@ -23,6 +23,8 @@ from rushhour.scenarios.load.master_relay import (
     MSG_DONE,
     MSG_HELLO,
     MSG_PART,
+    MSG_PING,
+    MSG_PONG,
     MSG_PROVE,
     MSG_READY,
     MSG_REFUSED,
@@ -104,16 +106,21 @@ class Worker:
     index: int = -1
     seq: int = 0
     nonce: str = ""
+    ours: str = field(default_factory=clusterauth.new_nonce)
+    master_proven: bool = False
 
     def join(self) -> tuple[str, Any]:
-        self.runner.say(MSG_HELLO, {"host": self.node}, self.node)
+        self.runner.say(MSG_HELLO, {"host": self.node, "nonce": self.ours}, self.node)
         name, data, to = self.runner.sent[-1]
         assert (name, to) == (MSG_CHALLENGE, self.node)
         self.nonce = data["nonce"]
+        expected = clusterauth.master_proof(self.secret, self.ours, self.nonce, self.node)
+        self.master_proven = clusterauth.same(data["proof"], expected)
+        self.key = clusterauth.session_key(self.secret, self.nonce, self.node, self.ours)
         self.runner.say(MSG_PROVE, self.prove_data(), self.node)
         name, data, _ = self.runner.sent[-1]
         if name == MSG_CONFIG:
-            self.key, self.index = clusterauth.session_key(self.secret, self.nonce, self.node), data["index"]
+            self.index = data["index"]
         return name, data
 
     def prove_data(self) -> dict[str, Any]:
@@ -152,6 +159,23 @@ def test_master_relay_hands_a_proven_worker_its_settings_and_writes_what_it_repo
     assert (control / "done-1").exists() and "boom" in (control / "failed-1").read_text()
 
 
+def test_master_relay_proves_the_secret_to_a_worker_and_signs_every_message_it_sends_it(tmp_path: Path) -> None:
+    _, runner, control = _relay(tmp_path)
+    honest, other_secret = Worker(runner, "node-a"), Worker(runner, "node-b", secret="another-secret-of-length")
+    honest.join(), other_secret.join()
+    assert honest.master_proven and not other_secret.master_proven
+    honest.say(MSG_PING, {"index": 0, "sent": 5.0})
+    to_honest = [(name, data) for name, data, to in runner.sent if to == "node-a" and name != MSG_CHALLENGE]
+    assert [name for name, _ in to_honest] == [MSG_CONFIG, MSG_PONG]
+    assert all(clusterauth.verify(honest.key, name, data) for name, data in to_honest)
+    assert [data["seq"] for _, data in to_honest] == [1, 2], "the master's sequence numbers do not rise"
+    runner.say(MSG_PING, {"index": 0, "sent": 5.0}, "node-a")  # an unsigned ping gets no answer
+    assert sum(name == MSG_PONG for name, _, _ in runner.sent) == 1
+    runner.say(MSG_HELLO, {"host": "no-nonce"}, "node-c")  # an old-style hello: no challenge for it
+    assert not any(to == "node-c" for _, _, to in runner.sent)
+    assert _rejections(control)["dropped"] == {MSG_PING: 1, MSG_HELLO: 1}
+
+
 def test_master_relay_refuses_a_wrong_secret_without_telling_its_version_or_failing_the_run(tmp_path: Path) -> None:
     _, runner, control = _relay(tmp_path)
     name, data = Worker(runner, "stranger", secret="not-the-secret-at-all-000").join()
@@ -168,7 +192,7 @@ def test_master_relay_refuses_a_replayed_hello(tmp_path: Path) -> None:
     honest.join()
     recorded = honest.prove_data()
     runner.say(MSG_PROVE, recorded, "node-a")  # no challenge pending: dropped
-    runner.say(MSG_HELLO, {"host": "evil"}, "node-a")
+    runner.say(MSG_HELLO, {"host": "evil", "nonce": clusterauth.new_nonce()}, "node-a")
     runner.say(MSG_PROVE, recorded, "node-a")  # a fresh nonce was asked: the old proof does not fit
     assert runner.sent[-1][0] == MSG_REFUSED and "did not match" in runner.sent[-1][1]["reason"]
     assert _rejections(control)["dropped"] == {MSG_PROVE: 1}
@@ -220,11 +244,13 @@ def test_master_relay_refuses_a_proven_worker_of_another_version_with_the_reason
 
 def test_master_relay_sends_the_start_and_writes_down_a_lost_worker(tmp_path: Path) -> None:
     _, runner, control = _relay(tmp_path)
-    Worker(runner, "h0").join()
+    worker = Worker(runner, "h0")
+    worker.join()
     publish_start(control, 1234.5)
     runner.clients["h0"].state = STATE_MISSING
     gevent.sleep(0.2)
-    assert (MSG_START, {"t0": 1234.5}, None) in runner.sent
+    start = next(data for name, data, to in runner.sent if name == MSG_START and to == "h0")
+    assert start["t0"] == 1234.5 and clusterauth.verify(worker.key, MSG_START, start)
     assert "worker 0 on h0 stopped answering" in (control / "failed-0").read_text()
     assert (control / "done-0").exists()
     Worker(runner, "h1").join()
@@ -279,3 +305,16 @@ def test_master_relay_remedy_gives_users_to_a_worker_real_locust_left_idle() -> 
     assert seen["states"] == [STATE_IDLE, STATE_SPAWNING, STATE_MISSING]
     assert seen["idle"] == {"master": "ready", "worker": STATE_IDLE, "users": 0}
     assert seen["after"] == {"master": "running", "users": 8}
+
+
+def test_a_real_master_survives_strangers_messages_and_keeps_its_worker() -> None:
+    """Against Locust itself: an exception message that raises in Locust's handler, quit/client_stopped
+    naming the welcomed worker, frames that are not messages, an unsigned rushhour message. The listener
+    still answers, the worker is still there, and every one is counted."""
+    script = Path(__file__).with_name("locust_hostile_senders.py")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout)
+    assert seen["worker_kept"] and seen["listener_answers"]
+    assert seen["dropped"] == {"exception": 2, "client_stopped": 1, "quit": 1, "heartbeat": 1, MSG_READY: 1,
+                               master_relay.MALFORMED: 3}

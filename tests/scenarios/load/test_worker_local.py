@@ -73,3 +73,13 @@ def test_worker_local_refuses_a_schedule_whose_rows_name_a_remote_target(tmp_pat
     assert WorkerLocal().schedule_refusal(str(plain)) is None
     assert "2001:db8::9" in str(WorkerLocal().schedule_refusal(str(rows)))
     assert WorkerLocal(allowed_hosts=("2001:db8::9",)).schedule_refusal(str(rows)) is None
+
+
+def test_worker_local_sends_its_credential_only_to_a_host_it_pinned_not_one_the_master_chose() -> None:
+    own = {"scheme": "bearer", "env": "MY_TOKEN", "file": None, "header": None}
+    why = str(WorkerLocal(auth=own, allow_remote=True).refusal("https://collector.example.net"))
+    assert "the master's choice" in why and "--allow-target" in why
+    assert WorkerLocal(auth=own, pinned_hosts=("api.example.com",)).refusal("https://api.example.com") is None
+    assert WorkerLocal(auth=own, allowed_hosts=("fd77::1",)).refusal("http://[fd77::1]:80") is None
+    assert WorkerLocal(auth=own).refusal("http://127.0.0.1:8000") is None
+    assert WorkerLocal(allow_remote=True).refusal("https://collector.example.net") is None, "no credential, no pin needed"
