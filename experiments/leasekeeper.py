@@ -8,7 +8,8 @@ fault to appear (its probe reports it), so the fault not being there yet is neve
 undo; once the fault has appeared and is gone again, it exits. When the lease lapses it undoes the
 fault once and exits. Kubernetes faults carry their lease on the objects themselves, so their
 keeper sweeps until nothing of rushhour's is left (`rushhour.experiments.kubernetes.leases.keep_swept`).
-Only the undo actions named in `UNDO` can be run, with JSON arguments.
+Only the undo actions named in `UNDO` can be run, with JSON arguments. What it did goes to its
+standard error, which `spawn_keeper` sends to `lease-keeper.log` in the drill's results folder.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from chaoslib.exceptions import ActivityFailed
 
 __all__ = [
     "DEFAULT_LEASE_S", "LEASE_ENV", "LEASE_MARGIN_S", "MARGIN_ENV", "RENEW_EVERY_S", "default_lease_s",
-    "default_margin_s", "hold_lease", "lease_file", "lease_s", "read_lease", "release", "spawn_keeper",
+    "default_margin_s", "hold_lease", "keeper_log_path", "lease_file", "lease_s", "read_lease", "release", "spawn_keeper",
     "write_lease",
 ]
 
@@ -47,6 +47,7 @@ MARGIN_ENV = "RUSHHOUR_LEASE_MARGIN_S"
 LEASE_DIR_ENV = "RUSHHOUR_LEASE_DIR"
 MAX_LEASE_S = 7 * 24 * 3600.0
 REPO_ROOT = Path(__file__).resolve().parents[1]
+KEEPER_LOG = "lease-keeper.log"
 
 
 def _seconds_env(name: str, default: float, *, positive: bool) -> float:
@@ -185,6 +186,21 @@ def spawn_keeper(undo: str, after_s: float, arguments: dict[str, Any]) -> int:
     argv = [sys.executable, "-m", "rushhour.experiments.leasekeeper", undo, f"{float(after_s):.3f}", json.dumps(arguments)]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True, close_fds=True, env=env, cwd=REPO_ROOT)
+    log_path = keeper_log_path()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True, env=env, cwd=REPO_ROOT)
     return proc.pid
+
+
+def keeper_log_path(argv: list[str] | None = None) -> Path:
+    """Where a lease keeper writes what it did: `lease-keeper.log` beside the journal of the
+    `chaos run` that started it (the drill's `chaos/` results folder), else in the lease folder."""
+    args = list(sys.argv if argv is None else argv)
+    for index, arg in enumerate(args):
+        if arg.startswith("--journal-path="):
+            return Path(arg.split("=", 1)[1]).resolve().parent / KEEPER_LOG
+        if arg == "--journal-path" and index + 1 < len(args):
+            return Path(args[index + 1]).resolve().parent / KEEPER_LOG
+    return lease_file("lease-keeper").with_suffix(".log")

@@ -26,7 +26,7 @@ from chaoslib.types import Configuration, Secrets
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from rushhour.experiments.kubernetes.leases import renewer, sweep
+from rushhour.experiments.kubernetes.leases import keeper_arguments, renewer, sweep
 from rushhour.experiments.kubernetes.objects import (
     CORDONED_BY,
     DEFAULT_NAMESPACE,
@@ -102,7 +102,7 @@ def cordon_gpu_nodes(
     Undo with `uncordon_gpu_nodes`; a lease keeper uncordons them when the lease lapses.
     """
     core = client.CoreV1Api(create_k8s_api_client(secrets))
-    return _lease_cordon(core, _schedulable(core, label_selector), lease_s(ttl_s, hold_s), hold_s)
+    return _lease_cordon(core, _schedulable(core, label_selector), lease_s(ttl_s, hold_s), hold_s, secrets)
 
 
 def uncordon_gpu_nodes(
@@ -141,7 +141,7 @@ def drain_gpu_nodes(
     """
     core = client.CoreV1Api(create_k8s_api_client(secrets))
     chosen = _schedulable(core, label_selector)[:max(0, int(count))]
-    _lease_cordon(core, chosen, lease_s(ttl_s, hold_s), hold_s)
+    _lease_cordon(core, chosen, lease_s(ttl_s, hold_s), hold_s, secrets)
     for name in chosen:
         drain_nodes(name=name, timeout=int(timeout), secrets=secrets)
     return chosen
@@ -166,7 +166,7 @@ def partition_pool(
     """
     lease = lease_s(ttl_s, hold_s)
     policy = partition_policy(pool, ns, expires_at=time.time() + lease)
-    keeper = spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns})
+    keeper = spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns, **keeper_arguments(secrets)})
     create_network_policy(spec=policy, ns=ns, secrets=secrets)
     networking = client.NetworkingV1Api(create_k8s_api_client(secrets))
     name = policy_name(pool)
@@ -228,7 +228,7 @@ def scale_pool(
         apps.patch_namespaced_deployment(name, ns, restore_patch(wanted))
         return {"pool": pool, "deployment": name, "replicas": wanted}
     lease = lease_s(ttl_s, hold_s)
-    keeper = spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns})
+    keeper = spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns, **keeper_arguments(secrets)})
     apps.patch_namespaced_deployment(name, ns, scale_down_patch(wanted, before, time.time() + lease))
     hold_lease(f"k8s|deployment|{ns}/{name}", renewer(
         lambda body: apps.patch_namespaced_deployment(name, ns, body),
@@ -247,11 +247,11 @@ def _annotations(obj: Any) -> dict[str, str]:
     return dict((obj.metadata.annotations if obj is not None and obj.metadata else None) or {})
 
 
-def _lease_cordon(core: Any, names: list[str], lease: float, hold_s: float) -> list[str]:
+def _lease_cordon(core: Any, names: list[str], lease: float, hold_s: float, secrets: Secrets = None) -> list[str]:
     """Start the keeper, then cordon `names` with our mark and lease, renewed while held."""
     if not names:
         return names
-    spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": DEFAULT_NAMESPACE})
+    spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": DEFAULT_NAMESPACE, **keeper_arguments(secrets)})
     for name in names:
         _patch_node(core, name, cordon_patch(time.time() + lease))
         hold_lease(f"k8s|node|{name}", renewer(lambda body, n=name: _patch_node(core, n, body),

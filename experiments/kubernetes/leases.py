@@ -5,14 +5,25 @@ it makes (the `rushhour.io/chaos` label on policies, `rushhour.io/cordoned-by` o
 `rushhour.io/scaled-from` on Deployments) with its lease's end (`rushhour.io/lease-expires-at`),
 which the experiment holding the fault renews (`renewer`). `sweep` lists every marked object and
 undoes the expired ones; it is what a lease keeper runs until nothing of rushhour's is left
-(`keep_swept`), what the rollbacks run, and what the drill's leak audit runs. It never touches an
-object without rushhour's mark: a node an operator cordoned is not ours.
+(`keep_swept`), what the in-cluster sweeper CronJob runs (`rushhour.experiments.kubernetes.sweeper`),
+what the rollbacks run, and what the drill's leak audit runs. An object with rushhour's mark but
+no readable lease end counts as expired. It never touches an object without rushhour's mark: a
+node an operator cordoned is not ours.
+
+The keeper uses the experiment's Kubernetes credentials (its `secrets`, handed over in a file only
+its user can read, removed when it exits), retries through API errors with a doubling wait for up
+to `RETRY_FOR_S`, and says what it did on its standard error, which `spawn_keeper` sends to a log
+file in the drill's results folder.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from chaoslib.types import Configuration, Secrets
@@ -27,10 +38,13 @@ from rushhour.experiments.kubernetes.objects import (
     restore_patch,
     uncordon_patch,
 )
+from rushhour.experiments.leases import lease_file
 
-__all__ = ["Leftover", "keep_swept", "renewer", "sweep"]
+__all__ = ["Leftover", "keep_swept", "keeper_arguments", "renewer", "sweep"]
 
 CHECK_EVERY_S = 2.0
+MAX_BACKOFF_S = 30.0
+RETRY_FOR_S = 3600.0  # an API out for longer is left to the in-cluster sweeper
 
 
 @dataclass(frozen=True)
@@ -70,7 +84,7 @@ def sweep(ns: str = DEFAULT_NAMESPACE, now: float | None = None, networking: Any
     found: list[Leftover] = [] if apps is None else _sweep_deployments(apps, ns, when)
     for policy in networking.list_namespaced_network_policy(ns, label_selector=CHAOS_LABEL).items:
         expires_at = lease_expiry(policy.metadata.annotations)
-        expired = _expired(expires_at, when)
+        expired = _expired(expires_at, when) or expires_at is None
         if expired:
             networking.delete_namespaced_network_policy(policy.metadata.name, ns)
         found.append(Leftover("NetworkPolicy", f"{ns}/{policy.metadata.name}", expires_at, expired))
@@ -107,22 +121,73 @@ def _count(annotations: dict[str, str]) -> int:
         return 1  # a mangled mark: at least one replica back rather than none
 
 
-def keep_swept(ns: str = DEFAULT_NAMESPACE, after_s: float = 0.0, *, clock: Any = time.time, sleep: Any = time.sleep,
-               sweeper: Any = None) -> str:
+def keep_swept(ns: str = DEFAULT_NAMESPACE, after_s: float = 0.0, secrets_file: str | None = None, *,
+               clock: Any = time.time, sleep: Any = time.sleep, sweeper: Any = None, log: Any = None) -> str:
     """The lease keeper of the Kubernetes faults: sweep every few seconds until nothing of
     rushhour's is left in `ns` once something was (renewed leases are honoured by the sweep);
     if nothing ever appears within `after_s` (the injection failed), stop. "healed" when it
-    undid something itself, "undone" when the rollback did."""
-    sweeper = sweeper or (lambda: sweep(ns))
+    undid something itself, "undone" when the rollback did, "gave up" when the API failed for
+    `RETRY_FOR_S` on end.
+
+    secrets_file: the experiment's Kubernetes secrets (see `keeper_arguments`); read, then removed.
+    An API error is logged and the sweep tried again after 2, 4, 8... s (at most `MAX_BACKOFF_S`).
+    """
+    say = log or _log
+    secrets = _take_secrets(secrets_file)
+    sweeper = sweeper or (lambda: sweep(ns, secrets=secrets))
     give_up, seen, healed = clock() + after_s, False, False
+    failing_since: float | None = None
+    backoff = CHECK_EVERY_S
     while True:
-        found = sweeper()
+        try:
+            found = sweeper()
+        except Exception as exc:  # noqa: BLE001 - an API error is retried; the keeper must outlive it
+            now = clock()
+            failing_since = now if failing_since is None else failing_since
+            if now - failing_since >= RETRY_FOR_S:
+                say(f"the Kubernetes API failed for {now - failing_since:.0f} s; giving up ({exc})")
+                return "gave up"
+            say(f"sweep of namespace {ns} failed ({type(exc).__name__}: {exc}); retrying in {backoff:g} s")
+            sleep(backoff)
+            backoff = min(MAX_BACKOFF_S, backoff * 2)
+            continue
+        failing_since, backoff = None, CHECK_EVERY_S
+        for item in found:
+            if item["removed"]:
+                say(f"lease of {item['kind']} {item['name']} expired: undone")
         healed = healed or any(item["removed"] for item in found)
         if any(not item["removed"] for item in found):
             seen = True
         elif seen or found or clock() >= give_up:
             return "healed" if healed else "undone"
         sleep(CHECK_EVERY_S)
+
+
+def keeper_arguments(secrets: Secrets) -> dict[str, str]:
+    """The keeper's share of an experiment's Kubernetes secrets: a file only this user can read
+    (not the command line, which every user of the machine can see); empty without secrets."""
+    if not secrets:
+        return {}
+    path = lease_file(f"k8s-secrets-{os.getpid()}-{time.monotonic_ns()}")
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        json.dump(dict(secrets), handle)
+    return {"secrets_file": str(path)}
+
+
+def _take_secrets(path: str | None) -> dict[str, Any] | None:
+    if not path:
+        return None
+    file = Path(path)
+    try:
+        return dict(json.loads(file.read_text(encoding="utf-8")))
+    finally:
+        file.unlink(missing_ok=True)
+
+
+def _log(message: str) -> None:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    print(f"{stamp} lease keeper: {message}", file=sys.stderr, flush=True)
 
 
 def renewer(patch: Any, read: Any) -> Any:

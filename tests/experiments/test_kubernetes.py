@@ -23,6 +23,9 @@ MODELS = {
     ("rbac.authorization.k8s.io/v1", "Role"): "V1Role",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "V1RoleBinding",
     ("batch/v1", "Job"): "V1Job",
+    ("batch/v1", "CronJob"): "V1CronJob",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "V1ClusterRole",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "V1ClusterRoleBinding",
 }
 
 
