@@ -29,8 +29,12 @@ __all__ = ["UNDO", "keep"]
 # undo name -> (module, undo function, "is the target whole?" probe or None)
 UNDO: dict[str, tuple[str, str, str | None]] = {
     "start_redis": ("rushhour.experiments.local.redis", "start_redis", "redis_running"),
+    "resume_process": ("rushhour.experiments.service.actions", "resume_pid", "pid_not_paused"),
+    "remove_toxic": ("rushhour.experiments.service.network", "keep_toxic_removed", None),
     "sweep_kubernetes": ("rushhour.experiments.kubernetes.leases", "keep_swept", None),
 }
+PROBE_ARGUMENTS = ("port", "pid")
+"""The undo's arguments its probe takes too (what the fault was done to)."""
 CHECK_EVERY_S = 1.0
 
 
@@ -48,7 +52,7 @@ def keep(undo: str, after_s: float, arguments: dict[str, Any], *, clock: Callabl
     probe = getattr(loaded, probe_name)
     args = dict(arguments)
     path = Path(args.pop("lease_file")) if args.get("lease_file") else None
-    probe_args = {k: v for k, v in args.items() if k == "port"}
+    probe_args = {k: v for k, v in args.items() if k in PROBE_ARGUMENTS}
     deadline, seen = clock() + max(0.0, after_s), False
     while True:
         if path is not None:
