@@ -1,6 +1,12 @@
-"""MkDocs hook: the reference pages' generated parts, so the site cannot drift from the code.
+"""The reference pages' generated parts, so the pages cannot drift from the code.
 
-A page asks for a part with an HTML comment on a line of its own:
+The parts are written into the committed pages (readable on the repository page as they are), each
+between `<!-- generated: NAME -->` and `<!-- end generated: NAME -->`; `python docs/hooks/reference.py`
+writes them again and `--check` lists the pages that are stale (tests/docs/test_reference_pages.py
+runs it). As an MkDocs hook it fills the same parts at build time. The parts:
+
+- `<!-- generated: cli -->`: every command's usage and options, from the click commands (through
+  mkdocs-click's renderer, with `rushhour` as the program and 80 columns);
 
 - `<!-- generated: scenario -->`: every section of the scenario file, from the pydantic models
   that validate it (`rushhour.scenarios.spec.model.Scenario` and the models it holds);
@@ -12,8 +18,7 @@ A page asks for a part with an HTML comment on a line of its own:
 - `<!-- check: http-routes -->`: fails the build when a route of the reference server's routers
   is not named on the page.
 
-The CLI reference comes from the click commands through mkdocs-click; `on_config` loads every
-lazily registered command first so that none is missed.
+`on_config` (and the CLI part) load every lazily registered command first so that none is missed.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ import ast
 import inspect
 import json
 import logging
+import os
 import re
+import sys
 import types
 import typing
 from pathlib import Path
@@ -34,6 +41,9 @@ from pydantic.fields import FieldInfo
 
 log = logging.getLogger("mkdocs.plugins.rushhour")
 NOTES_FILE = Path(__file__).with_name("field_notes.yaml")
+DOCS = Path(__file__).resolve().parents[1]
+PART = re.compile(r"<!-- generated: (?P<name>[a-z-]+) -->\n(?:.*?\n)?<!-- end generated: (?P=name) -->"
+                  r"|<!-- generated: (?P<bare>[a-z-]+) -->", re.DOTALL)
 
 COLUMN_MEANINGS: dict[str, str] = {
     "intended_s": "when the schedule meant the request to be sent, seconds from the run's start",
@@ -101,15 +111,77 @@ def on_config(config: Any) -> Any:
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    parts = {"scenario": _scenario, "exit-codes": _exit_codes, "requests-columns": _columns,
-             "results-files": _files, "summary": _summary}
-    for name, make in parts.items():
-        marker = f"<!-- generated: {name} -->"
-        if marker in markdown:
-            markdown = markdown.replace(marker, make())
+    markdown = fill(markdown)
     if "<!-- check: http-routes -->" in markdown:
         _check_routes(markdown, page.file.src_path)
     return markdown
+
+
+def fill(markdown: str) -> str:
+    """The page with every generated part made afresh (a bare marker becomes a whole part)."""
+    def part(match: re.Match[str]) -> str:
+        name = match.group("name") or match.group("bare")
+        make = _parts().get(name)
+        if make is None:
+            raise ValueError(f'No generated part is called "{name}" (known: {", ".join(sorted(_parts()))}).')
+        return f"<!-- generated: {name} -->\n{make().strip()}\n<!-- end generated: {name} -->"
+
+    return PART.sub(part, markdown)
+
+
+def _parts() -> dict[str, Any]:
+    return {"cli": _cli, "scenario": _scenario, "exit-codes": _exit_codes, "requests-columns": _columns,
+            "results-files": _files, "summary": _summary}
+
+
+def pages() -> list[Path]:
+    """The documentation pages that hold a generated part."""
+    return sorted(p for p in DOCS.rglob("*.md") if PART.search(p.read_text(encoding="utf-8")))
+
+
+def stale_pages() -> list[Path]:
+    return [p for p in pages() if fill(text := p.read_text(encoding="utf-8")) != text]
+
+
+def main(argv: list[str]) -> int:
+    """`python docs/hooks/reference.py [--check]`: write the generated parts into the pages, or
+    (--check) list the stale ones and exit 1."""
+    if argv[1:] == ["--check"]:
+        stale = stale_pages()
+        for page in stale:
+            print(f"{page.relative_to(DOCS.parent)} is stale: run `python docs/hooks/reference.py`", file=sys.stderr)
+        return 1 if stale else 0
+    if argv[1:]:
+        print("usage: python docs/hooks/reference.py [--check]", file=sys.stderr)
+        return 2
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        if (fresh := fill(text)) != text:
+            page.write_text(fresh, encoding="utf-8")
+            print(f"wrote {page.relative_to(DOCS.parent)}")
+    return 0
+
+
+# --- the command line ----------------------------------------------------------------------------
+def _cli() -> str:
+    from mkdocs_click._docs import make_command_docs
+
+    from rushhour.scenarios.cli.main import _register, cli
+
+    _register()
+    columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "80"  # click wraps help to the terminal: the page must not depend on it
+    try:
+        lines = list(make_command_docs(prog_name="rushhour", command=cli, depth=1, style="plain", list_subcommands=True,
+                                       has_attr_list=True))
+    finally:
+        if columns is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = columns
+    # headings name the whole command ("### rushhour run", anchor #rushhour-run) without the attribute
+    # list mkdocs-click adds for it, which a repository page would show as text
+    return "\n".join(re.sub(r" \{ #[^{}]*\}$", "", line.rstrip()) for line in lines).strip()
 
 
 # --- the scenario file -----------------------------------------------------------------------
@@ -295,3 +367,7 @@ def _check_routes(markdown: str, page: str) -> None:
             path = route.path.replace(":path}", "}").replace("{node_id}", "{id}").replace("{job_id}", "{id}")
             if not re.search(re.escape(path) + r"[`?\s]", markdown):
                 log.warning(f"{page}: the reference server route {sorted(route.methods)} {route.path} is not documented.")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))
