@@ -1,7 +1,8 @@
 """An A/B results folder in, the ab.json document out: settings, arms, trials, comparisons, verdict.
 
-The run's settings (threshold, confidence, the trial design, the targets) are read back from its
-`ab` event in events.jsonl, so `rushhour report DIR` rebuilds the same judgement from disk.
+The run's settings (threshold, confidence, error margin, the trial design with its warm-up, the
+targets, the runner's calibration) are read back from its `ab` event in events.jsonl, so
+`rushhour report DIR` rebuilds the same judgement from disk.
 """
 
 from __future__ import annotations
@@ -12,11 +13,15 @@ import numpy as np
 import pandas as pd
 
 from rushhour.kernel.contract import AB_COLUMNS, ExitCode
+from rushhour.reports.ab.calibration import quote
+from rushhour.reports.ab.confounds import cache_check
 from rushhour.reports.ab.groups import (
     DEFAULT_CONFIDENCE,
+    DEFAULT_ERROR_MARGIN,
     DEFAULT_THRESHOLD,
     Comparison,
     compare_populations,
+    error_text,
     mde_text,
     populations,
     ratio_text,
@@ -26,7 +31,7 @@ from rushhour.reports.rundata.attempts import attempted
 from rushhour.reports.rundata.results import ResultsError, RunData
 from rushhour.reports.summary.aggregate import generator_health
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 EXIT_CODES = {"no_regression": ExitCode.OK, "regression": ExitCode.FAILED, "inconclusive": ExitCode.INVALID,
               "invalid": ExitCode.INVALID}
 
@@ -48,26 +53,46 @@ def ab_document(run: RunData) -> dict[str, Any]:
     settings = ab_settings(run)
     threshold = float(settings.get("threshold", DEFAULT_THRESHOLD))
     confidence = float(settings.get("confidence", DEFAULT_CONFIDENCE))
+    margin = float(settings.get("error_margin", DEFAULT_ERROR_MARGIN))
     design = dict(settings.get("design") or {})
     trials = int(design.get("trials") or int(run.requests["trial"].max()) + 1)
+    warmup = int(design.get("warmup_pairs") or 0)
     requests = run.requests
     pops = populations(run.scenario.slos, sorted(set(requests["priority"].astype(str)) - {""}))
     comparisons = compare_populations(requests, pops, pairs=trials // 2, threshold=threshold,
-                                      confidence=confidence, seed=int(design.get("seed") or 0))
+                                      confidence=confidence, seed=int(design.get("seed") or 0), margin=margin,
+                                      first_pair=warmup)
     tests = sum(len(p.metrics) for p in pops) + len(pops)
     generator = generator_health(run)
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "scenario": run.scenario.name, "threshold": threshold,
-        "confidence": confidence, "tests": tests, "test_confidence": 1.0 - (1.0 - confidence) / tests,
+        "confidence": confidence, "error_margin": margin, "tests": tests,
+        "test_confidence": 1.0 - (1.0 - confidence) / tests,
         "design": design, "targets": settings.get("targets", {}), "generator": generator,
         "aborted": [e.get("reason", "") for e in run.events_of("abort")],
         "arms": {arm: _arm_counts(requests, arm) for arm in ("baseline", "candidate")},
+        "cache": cache_check(requests, warmup).as_dict(),
+        "calibration": settings.get("calibration"), "runner": quote(settings.get("calibration")),
         "trials": trial_rows(requests, design, pops[0].metrics[0] if pops else ("latency_ms", 99.0, "")),
         "groups": [_group(c) for c in comparisons],
+        "errors": _error_rows(comparisons),
     }
     doc["verdict"], doc["sentence"], doc["reason"] = overall(doc, comparisons, threshold)
+    doc["sentence"] = f"{doc['sentence'][:-1]}; {doc['runner']}."
     doc["exit_code"] = int(EXIT_CODES[doc["verdict"]])
     return doc
+
+
+def _error_rows(comparisons: list[Comparison]) -> list[dict[str, Any]]:
+    """One failure-share row per population."""
+    seen: dict[str, dict[str, Any]] = {}
+    for c in comparisons:
+        e = c.errors
+        seen.setdefault(c.population.name, {
+            "population": c.population.name, "baseline": _finite(e.baseline), "candidate": _finite(e.candidate),
+            "difference": _finite(e.difference), "ci_low": _finite(e.low), "ci_high": _finite(e.high),
+            "margin": e.margin, "worse": e.worse, "not_worse": e.not_worse, "text": error_text(e)})
+    return list(seen.values())
 
 
 def _arm_counts(requests: pd.DataFrame, arm: str) -> dict[str, Any]:
@@ -80,14 +105,13 @@ def _arm_counts(requests: pd.DataFrame, arm: str) -> dict[str, Any]:
 
 
 def trial_rows(requests: pd.DataFrame, design: dict[str, Any], metric: tuple[str, float, str]) -> list[dict[str, Any]]:
-    """Per trial: its arm, time slice, attempts, failures and the first compared percentile over all
-    its requests (failures infinitely slow: null when they reach the percentile)."""
+    """Per trial: its arm, time slice, attempts, failures and the first compared percentile over its
+    answered requests (a slice's own figure, drawn in the chart; verdicts use the night's)."""
     column, percentile, _ = metric
     tried = attempted(requests)
     trial = requests["trial"].to_numpy(np.int64)
     count = int(design.get("trials") or (trial.max() + 1 if len(trial) else 0))
-    values = np.where(requests["ok"].to_numpy(bool), requests[column].to_numpy(float), np.inf)
-    values = np.where(tried, values, np.nan)
+    values = np.where(tried & requests["ok"].to_numpy(bool), requests[column].to_numpy(float), np.nan)
     tail, n = grouped_percentiles(trial, values, percentile, count)
     failed = np.bincount(trial[tried & ~requests["ok"].to_numpy(bool)], minlength=count)
     arms = list(design.get("arms") or [])
@@ -107,7 +131,7 @@ def _group(c: Comparison) -> dict[str, Any]:
     r, e = c.ratio, c.errors
     return {
         "name": f"{c.population.name}: {c.slo}", "population": c.population.name, "scope": c.population.scope(),
-        "slo": c.slo, "metric": c.column, "percentile": r.percentile,
+        "slo": c.slo, "metric": c.column, "percentile": r.percentile, "compared": r.compared, "not_compared": r.not_compared,
         "samples": {"baseline": c.samples[0], "candidate": c.samples[1]}, "pairs": r.pairs,
         "baseline_ms": _finite(r.baseline), "candidate_ms": _finite(r.candidate),
         "ratio": _finite(r.ratio), "ci_low": _finite(r.low), "ci_high": _finite(r.high),
@@ -115,7 +139,7 @@ def _group(c: Comparison) -> dict[str, Any]:
         "mde": _finite(r.mde), "mde_text": mde_text(r),
         "errors": {"baseline": _finite(e.baseline), "candidate": _finite(e.candidate),
                    "difference": _finite(e.difference), "ci_low": _finite(e.low), "ci_high": _finite(e.high),
-                   "p_value": e.p_value, "worse": e.worse},
+                   "margin": e.margin, "worse": e.worse, "not_worse": e.not_worse},
         "verdict": c.verdict, "reason": c.reason,
     }
 
@@ -126,27 +150,58 @@ def overall(doc: dict[str, Any], comparisons: list[Comparison], threshold: float
     if doc["aborted"] or not doc["generator"]["valid"]:
         why = "; ".join(doc["aborted"] + doc["generator"]["reasons"])
         return "invalid", f"Invalid measurement: {why}; no verdict.", why
-    if not comparisons or all(c.ratio.pairs == 0 for c in comparisons):
-        return "invalid", "Invalid measurement: no trial pair holds requests of both arms; no verdict.", ""
-    for verdict in ("regression", "inconclusive", "no_regression"):
-        chosen = [c for c in comparisons if c.verdict == verdict]
-        if chosen:
-            c = max(chosen, key=lambda x: (x.errors.worse, np.nan_to_num(x.ratio.high, nan=np.inf)))
-            reasons = "; ".join(f"{x.population.name} {x.slo}: {x.reason}" for x in comparisons)
-            return verdict, _sentence(verdict, c, threshold, level), reasons
-    raise AssertionError("unreachable: every comparison has a verdict")
+    if doc["cache"]["confounded"]:
+        why = doc["cache"]["sentence"]
+        return "invalid", f"Invalid measurement: {why}; no verdict.", why
+    reasons = "; ".join([f"{x.population.name} {x.slo}: {x.reason}" for x in comparisons]
+                        + [f"{row['population']}: {row['text']}" for row in doc["errors"]])
+    skipped = [c for c in comparisons if not c.ratio.compared]
+    regressions = [c for c in comparisons if c.verdict == "regression"]
+    if regressions:
+        c = max(regressions, key=lambda x: (x.errors.worse, np.nan_to_num(x.ratio.high, nan=np.inf)))
+        return "regression", _sentence("regression", c, threshold, level), reasons
+    compared = [c for c in comparisons if c.ratio.compared]
+    if not compared:
+        why = "; ".join(f"{c.population.name} {c.reason.removeprefix('not compared: ')}" for c in skipped)
+        return "inconclusive", f"Inconclusive: no percentile could be compared ({why}).", reasons
+    unsure = [c for c in compared if c.verdict == "inconclusive"]
+    if unsure:
+        c = max(unsure, key=lambda x: np.nan_to_num(x.ratio.high, nan=np.inf))
+        return "inconclusive", _with_skipped(_sentence("inconclusive", c, threshold, level), skipped), reasons
+    errors_open = [row for row in doc["errors"] if not row["not_worse"]]
+    c = max(compared, key=lambda x: np.nan_to_num(x.ratio.high, nan=np.inf))
+    if errors_open:
+        row = errors_open[0]
+        return "inconclusive", _with_skipped(
+            f"Inconclusive: latency shows no regression ({_ratio_clause(c, level)}), but the {row['population']} "
+            f"{row['text']}.", skipped), reasons
+    return "no_regression", _with_skipped(_sentence("no_regression", c, threshold, level), skipped), reasons
+
+
+def _with_skipped(sentence: str, skipped: list[Comparison]) -> str:
+    if not skipped:
+        return sentence
+    names = ", ".join(f"{c.population.name} P{c.ratio.percentile:g}" for c in skipped)
+    return f"{sentence[:-1]}; not compared (too few answers): {names}."
+
+
+def _ratio_clause(c: Comparison, level: str) -> str:
+    r = c.ratio
+    return (f"candidate/baseline P{r.percentile:g} of {c.population.name}'s answered requests over the night is "
+            f"{ratio_text(r.ratio)} ({level} {ratio_text(r.low)} to {ratio_text(r.high)})")
 
 
 def _sentence(verdict: str, c: Comparison, threshold: float, level: str) -> str:
-    r = c.ratio
-    ratio = f"candidate/baseline P{r.percentile:g} of {c.population.name} is {ratio_text(r.ratio)} ({level} " \
-            f"{ratio_text(r.low)} to {ratio_text(r.high)})"
-    if verdict == "regression" and c.errors.worse:
-        return (f"Regression: the candidate failed {100 * c.errors.candidate:.1f}% of {c.population.name} attempts "
-                f"against {100 * c.errors.baseline:.1f}% for the baseline; {ratio}.")
+    ratio = _ratio_clause(c, level)
+    e = c.errors
+    if verdict == "regression" and e.worse:
+        return (f"Regression: the candidate failed {100 * e.candidate:.2f}% of {c.population.name} attempts "
+                f"against {100 * e.baseline:.2f}% for the baseline (difference interval {100 * e.low:+.2f} to "
+                f"{100 * e.high:+.2f} percentage points).")
     if verdict == "regression":
         return f"Regression: {ratio}, above 1 and at or beyond the x{threshold:g} threshold."
     if verdict == "inconclusive":
         return (f"Inconclusive: {ratio}, which straddles the x{threshold:g} threshold; the smallest change this "
-                f"run could detect is {mde_text(r)}.")
-    return f"No regression: {ratio}, below the x{threshold:g} threshold."
+                f"run could detect is {mde_text(c.ratio)}.")
+    return (f"No regression: {ratio}, below the x{threshold:g} threshold; failure shares shown not worse by more "
+            f"than {100 * e.margin:.2f} percentage points.")

@@ -2,13 +2,15 @@
 
 Each latency SLO (latency, TTFT, TPOT or ITL) names a percentile and a population (its priority,
 mode and request kind); an SLO without a priority is compared per priority, since a regression in
-one class must not hide behind another. Every population also gets an error-share test. The
-family of tests shares one false-alarm budget (Bonferroni), so adding SLOs does not add alarms.
+one class must not hide behind another. Every population also gets its failure-share question.
+The family of tests shares one false-alarm budget (Bonferroni), so adding SLOs does not add alarms.
 
-A percentile comparison says *regression* when its interval lies above 1 and its ratio reaches
-the threshold, *no regression* when the whole interval lies below the threshold, and otherwise
-*inconclusive*: the run was too noisy to tell, and its minimum detectable effect says how large
-a change it could have seen.
+A percentile is the night's percentile of each arm's answered requests. Its comparison says
+*regression* when the ratio's interval lies above 1 and the ratio reaches the threshold, *no
+regression* when the whole interval lies below the threshold, *inconclusive* otherwise (with the
+smallest change the run could detect), and *not compared* when an arm holds too few answers for
+that percentile. The failure share is a regression when significantly worse, and passes only when
+shown not worse by more than the margin.
 """
 
 from __future__ import annotations
@@ -19,17 +21,28 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rushhour.reports.ab.paired import ArmSample, ErrorTest, RatioTest, error_test, pair_weights, ratio_test
+from rushhour.reports.ab.paired import (
+    DEFAULT_REPLICATES,
+    ArmSample,
+    ErrorTest,
+    RatioTest,
+    block_weights,
+    error_test,
+    ratio_test,
+)
 from rushhour.reports.rundata.attempts import attempted
 from rushhour.reports.schema import LATENCY_KINDS, SloSpec
 
 DEFAULT_THRESHOLD = 1.10
 DEFAULT_CONFIDENCE = 0.90
 """Two-sided, for the whole family: each side (regression, or no regression) a 5% test."""
-VERDICTS = ("no_regression", "regression", "inconclusive")
+DEFAULT_ERROR_MARGIN = 0.005
+"""How much higher (absolute, 0.5 percentage points) the candidate's failure share may be shown
+not to be for a pass: half the budget of a 99% availability objective."""
+VERDICTS = ("no_regression", "regression", "inconclusive", "not_compared")
 
-__all__ = ["DEFAULT_CONFIDENCE", "DEFAULT_THRESHOLD", "Comparison", "NoLatencySloError", "Population",
-           "compare_populations", "latency_slos", "populations"]
+__all__ = ["DEFAULT_CONFIDENCE", "DEFAULT_ERROR_MARGIN", "DEFAULT_THRESHOLD", "Comparison", "NoLatencySloError", "Population",
+           "compare_populations", "error_text", "latency_slos", "populations"]
 
 
 class NoLatencySloError(ValueError):
@@ -102,27 +115,31 @@ def _name(key: tuple[str | None, str | None, str | None]) -> str:
 
 
 def compare_populations(requests: pd.DataFrame, pops: Sequence[Population], *, pairs: int, threshold: float,
-                        confidence: float, seed: int) -> list[Comparison]:
-    """Every comparison of the run, each at the Bonferroni share of `confidence`."""
+                        confidence: float, seed: int, margin: float = DEFAULT_ERROR_MARGIN,
+                        first_pair: int = 0) -> list[Comparison]:
+    """Every comparison of the run over pairs `first_pair`.. (the ones before it warmed both arms),
+    each at the Bonferroni share of `confidence`."""
     tests = sum(len(p.metrics) for p in pops) + len(pops)
     level = 1.0 - (1.0 - confidence) / max(tests, 1)
-    weights = pair_weights(pairs, 2000, seed)
+    weights = block_weights(max(pairs - first_pair, 0), DEFAULT_REPLICATES, seed)
     out = []
     for pop in pops:
-        errors = error_test(*_arm_samples(requests, pop, "latency_ms"), weights, confidence=level)
+        errors = error_test(*_arm_samples(requests, pop, "latency_ms", first_pair), weights, confidence=level,
+                            margin=margin)
         for column, percentile, slo in pop.metrics:
-            base, cand = _arm_samples(requests, pop, column)
-            ratio = ratio_test(base, cand, percentile, pairs, confidence=level, threshold=threshold)
+            base, cand = _arm_samples(requests, pop, column, first_pair)
+            ratio = ratio_test(base, cand, percentile, weights, confidence=level, threshold=threshold)
             verdict, reason = judge(ratio, errors, threshold)
             out.append(Comparison(pop, column, slo, ratio, errors, (base.n, cand.n), verdict, reason))
     return out
 
 
-def _arm_samples(requests: pd.DataFrame, pop: Population, column: str) -> tuple[ArmSample, ArmSample]:
-    """Both arms' attempted requests of `pop` (never-sent rows left out), by trial pair."""
-    keep = pop.mask(requests) & attempted(requests)
+def _arm_samples(requests: pd.DataFrame, pop: Population, column: str, first_pair: int
+                 ) -> tuple[ArmSample, ArmSample]:
+    """Both arms' attempted requests of `pop` (never-sent rows left out), by pair counted from `first_pair`."""
+    pair = requests["trial"].to_numpy(dtype=np.int64) // 2 - first_pair
+    keep = pop.mask(requests) & attempted(requests) & (pair >= 0)
     arm = requests["arm"].astype(str).to_numpy()
-    pair = requests["trial"].to_numpy(dtype=np.int64) // 2
     values, ok = requests[column].to_numpy(dtype=float), requests["ok"].to_numpy(dtype=bool)
     return tuple(ArmSample.of(values[keep & (arm == a)], ok[keep & (arm == a)], pair[keep & (arm == a)])
                  for a in ("baseline", "candidate"))  # type: ignore[return-value]
@@ -130,19 +147,34 @@ def _arm_samples(requests: pd.DataFrame, pop: Population, column: str) -> tuple[
 
 def judge(ratio: RatioTest, errors: ErrorTest, threshold: float) -> tuple[str, str]:
     """The verdict of one comparison and the reason in a sentence."""
-    label = f"P{ratio.percentile:g}"
+    label = f"P{ratio.percentile:g} of answered requests"
     if errors.worse:
         return "regression", (f"the candidate failed {_share(errors.candidate)} of attempts against "
                               f"{_share(errors.baseline)} for the baseline, significantly more")
+    if not ratio.compared:
+        return "not_compared", f"not compared: {ratio.not_compared}"
     shown = f"{label} ratio {ratio_text(ratio.ratio)} [{ratio_text(ratio.low)}, {ratio_text(ratio.high)}]"
-    if ratio.pairs == 0 or np.isnan(ratio.low):
-        return "inconclusive", f"{label}: no trial pair holds requests of both arms"
     if ratio.low > 1.0 and ratio.ratio >= threshold:
         return "regression", f"{shown} lies above 1 and reaches the x{threshold:g} threshold"
     if ratio.high < threshold:
         return "no_regression", f"{shown} lies below the x{threshold:g} threshold"
     return "inconclusive", (f"{shown} straddles the x{threshold:g} threshold; the smallest change this run "
                             f"could detect is {mde_text(ratio)}")
+
+
+def error_text(errors: ErrorTest) -> str:
+    """What the failure shares show, in a clause: worse, not worse by more than the margin, or neither."""
+    shares = (f"failures {_share(errors.candidate)} (candidate) against {_share(errors.baseline)} (baseline), "
+              f"difference {_points(errors.difference)} [{_points(errors.low)}, {_points(errors.high)}]")
+    if errors.worse:
+        return f"{shares}: significantly worse"
+    if errors.not_worse:
+        return f"{shares}: shown not worse by more than the {_points(errors.margin)} margin"
+    return f"{shares}: not shown within the {_points(errors.margin)} margin"
+
+
+def _points(value: float) -> str:
+    return "n/a" if np.isnan(value) else f"{100 * value:+.2f} pp"
 
 
 def ratio_text(value: float) -> str:
@@ -156,9 +188,7 @@ def mde_text(ratio: RatioTest) -> str:
     """The minimum detectable effect, or why there is none: too few pairs for the confidence."""
     if np.isfinite(ratio.mde):
         return f"x{ratio.mde:.2f}"
-    if ratio.pairs < ratio.needed_pairs:
-        return f"unknown: {ratio.pairs} trial pair(s), and this confidence needs at least {ratio.needed_pairs}"
-    return "unknown: failures reach the percentile"
+    return f"unknown ({ratio.not_compared})" if ratio.not_compared else "unknown"
 
 
 def _share(value: float) -> str:

@@ -1,13 +1,16 @@
-"""Paired statistics of an A/B run: percentile ratios and error shares over trial pairs.
+"""Paired statistics of an A/B run: each arm's percentile over the night, and its failure share.
 
-Requests of one trial share the machine's state (a neighbour's burst, a warm cache), so they are
-not independent samples; the unit is the pair of adjacent trials, one per arm, whose order inside
-the pair was drawn at random. For a percentile, each pair gives one log ratio (the candidate
-trial's percentile over the baseline trial's); under "no difference" these are symmetric about
-zero whatever the machine did, so the Wilcoxon signed-rank test and its Hodges-Lehmann interval
-hold exactly, with no assumption about the noise, and one trial hit by a burst moves one pair,
-not the verdict. A failed attempt is infinitely slow: it sorts above every answer. The error share
-gets its own test (`error_test`): a pair bootstrap and an exact binomial test must both agree.
+The estimand is what a user of each version meets: the percentile of all its answered requests of
+the population over the night (the measured part of the run), and the share of its attempts that
+failed. The two questions are kept apart: a failure has no latency, so it is left out of the
+percentiles and counted in the share.
+
+The unit of resampling is the pair of slices (the same minutes for both arms), and the bootstrap
+draws *blocks* of consecutive pairs: a server state that outlives one slice (a queue, a cache, a
+neighbour's burst, a GC cycle) moves both arms' neighbouring slices together, and resampling whole
+blocks of them carries that dependence into the interval, which then widens instead of raising a
+false alarm. Every replicate reweights all of both arms' requests by its pair counts, so the
+replicate percentile is the night's percentile again, never a slice's maximum.
 """
 
 from __future__ import annotations
@@ -15,49 +18,59 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtri
+from scipy.special import ndtri, stdtrit
 
 from rushhour.kernel.quantiles import percentile_value
-from rushhour.reports.estimate.intervals import grouped_percentiles
 
-DEFAULT_REPLICATES = 2000
+DEFAULT_REPLICATES = 1000
 POWER = 0.80
 """The power at which the minimum detectable effect is quoted."""
-INFINITE_LOG = 1e6
-"""A log ratio standing for "one side failed beyond the percentile"; any average that includes it
-stays beyond INFINITE_CUT, far above every real log ratio (|log| < 100), and reads as infinite."""
-INFINITE_CUT = INFINITE_LOG / 10.0
-EXACT_PAIRS = 400
-"""Up to this many pairs the signed-rank distribution is computed exactly, beyond it approximated."""
+MIN_TAIL = 10
+"""Answered requests each arm needs beyond a percentile (P99 needs 1,000) to compare it."""
+MIN_PAIRS = 10
+"""Pairs of slices holding both arms needed to resample them."""
+GRID_STEP = 1.002
+"""Relative width of the bins a replicate's percentile is read from (0.2%)."""
+MAX_BINS = 6000
 
-__all__ = ["ArmSample", "ErrorTest", "RatioTest", "error_test", "pair_weights", "ratio_test"]
+__all__ = ["ArmSample", "ErrorTest", "RatioTest", "block_weights", "error_test", "ratio_test", "required_answers"]
 
 
 @dataclass(frozen=True)
 class ArmSample:
-    """One arm's attempted requests of one comparison: value (inf when failed), failed, pair id."""
+    """One arm's attempted requests of one comparison: the answered values with their pair, and
+    per attempt whether it failed, with its pair."""
 
     values: np.ndarray
-    failed: np.ndarray
     pair: np.ndarray
+    failed: np.ndarray
+    attempt_pair: np.ndarray
 
     @classmethod
     def of(cls, values: np.ndarray, ok: np.ndarray, pair: np.ndarray) -> ArmSample:
-        """Failures become +inf; rows without a value (never sent) are dropped."""
+        """Rows without a value (never sent) are dropped; a failure counts as an attempt, not a value."""
         raw = np.asarray(values, dtype=float)
-        values = np.where(np.asarray(ok, bool), raw, np.where(np.isnan(raw), np.nan, np.inf))
-        keep = ~np.isnan(values)
-        return cls(values[keep], ~np.asarray(ok, bool)[keep], np.asarray(pair, np.int64)[keep])
+        ok = np.asarray(ok, bool)
+        pair = np.asarray(pair, np.int64)
+        tried = ~np.isnan(raw)
+        answered = ok & tried
+        return cls(raw[answered], pair[answered], ~ok[tried], pair[tried])
 
     @property
     def n(self) -> int:
+        """Attempts (answered or failed)."""
+        return int(self.failed.size)
+
+    @property
+    def answered(self) -> int:
         return int(self.values.size)
 
 
 @dataclass(frozen=True)
 class RatioTest:
-    """Candidate/baseline ratio of one percentile (Hodges-Lehmann over pairs), its interval, the
-    pooled percentiles of both arms, the pairs used, and the smallest ratio the run could detect."""
+    """Candidate/baseline ratio of one percentile over the night, its block-bootstrap interval, the
+    pooled percentiles of both arms, the pairs used, the smallest ratio the run could detect, and
+    why it was not compared (empty when it was)."""
 
     percentile: float
     baseline: float
@@ -67,135 +80,176 @@ class RatioTest:
     high: float
     pairs: int
     mde: float
-    needed_pairs: int
-    """The fewest pairs with which this confidence can exclude anything at all."""
+    not_compared: str = ""
+
+    @property
+    def compared(self) -> bool:
+        return not self.not_compared
 
 
 @dataclass(frozen=True)
 class ErrorTest:
-    """Error shares of both arms, the difference's interval, and the one-sided p-value."""
+    """Failure shares of both arms, the difference's interval, and what it shows against `margin`:
+    `worse` (the interval lies above 0), `not_worse` (it lies below the margin), else neither."""
 
     baseline: float
     candidate: float
     difference: float
     low: float
     high: float
-    p_value: float
+    margin: float
     worse: bool
+    not_worse: bool
 
 
-def pair_weights(pairs: int, replicates: int, seed: int) -> np.ndarray:
-    """How often each pair is drawn in each bootstrap replicate (replicates x pairs)."""
-    rng = np.random.default_rng([seed, 0xB007])
-    drawn = rng.integers(0, pairs, size=(replicates, pairs)) + pairs * np.arange(replicates)[:, None]
-    return np.bincount(drawn.ravel(), minlength=replicates * pairs).reshape(replicates, pairs)
+def required_answers(percentile: float) -> int:
+    """Answered requests per arm for MIN_TAIL of them to lie beyond `percentile`."""
+    return int(np.ceil(round(MIN_TAIL * 100.0 / (100.0 - percentile), 6))) if percentile < 100 else 10**12
 
 
-def pair_log_ratios(baseline: ArmSample, candidate: ArmSample, percentile: float, pairs: int) -> np.ndarray:
-    """Per pair holding both arms, log(candidate's percentile / baseline's); a failure beyond the
-    percentile counts as INFINITE_LOG. A pair where both arms failed beyond it is left out: it
-    says nothing about the ratio, and counting it as "no difference" would narrow the interval
-    around 1 exactly when the machine was too saturated to measure (fewer pairs, wider interval).
-    A pair where both arms read exactly 0 (a figure such as time to first token that a protocol
-    can report as 0) is left out for the same reason: 0/0 is no ratio."""
-    base, n_base = grouped_percentiles(baseline.pair, baseline.values, percentile, pairs)
-    cand, n_cand = grouped_percentiles(candidate.pair, candidate.values, percentile, pairs)
-    both = (n_base > 0) & (n_cand > 0) & ~(np.isinf(base) & np.isinf(cand)) & ~((base == 0) & (cand == 0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.log(cand[both]) - np.log(base[both])
-    return np.clip(logs, -INFINITE_LOG, INFINITE_LOG)
+def block_length(pairs: int) -> int:
+    """Consecutive pairs drawn together: about the cube root of their number (at least 1)."""
+    return max(1, int(round(pairs ** (1.0 / 3.0))))
 
 
-def ratio_test(baseline: ArmSample, candidate: ArmSample, percentile: float, pairs: int, *,
+def block_weights(pairs: int, replicates: int, seed: int, block: int | None = None) -> np.ndarray:
+    """How often each pair is drawn in each moving-block bootstrap replicate (replicates x pairs)."""
+    if pairs == 0:
+        return np.zeros((replicates, 0))
+    block = min(block or block_length(pairs), pairs)
+    rng = np.random.default_rng([seed, 0xB10C])
+    blocks = -(-pairs // block)
+    starts = rng.integers(0, pairs - block + 1, size=(replicates, blocks))
+    drawn = (starts[:, :, None] + np.arange(block)).reshape(replicates, -1)[:, :pairs]
+    drawn = drawn + pairs * np.arange(replicates)[:, None]
+    return np.bincount(drawn.ravel(), minlength=replicates * pairs).reshape(replicates, pairs).astype(float)
+
+
+def ratio_test(baseline: ArmSample, candidate: ArmSample, percentile: float, weights: np.ndarray, *,
                confidence: float, threshold: float) -> RatioTest:
-    """Hodges-Lehmann ratio over pairs with its two-sided `confidence` signed-rank interval."""
-    logs = pair_log_ratios(baseline, candidate, percentile, pairs)
-    centre, low, high = hodges_lehmann(logs, (1.0 - confidence) / 2.0)
-    z = float(ndtri(1.0 - (1.0 - confidence) / 2.0))
-    bounded = max(abs(low), abs(high)) < INFINITE_CUT
-    se = (high - low) / (2.0 * z) if bounded else float("nan")
-    mde = float(np.exp(max(z * se, np.log(threshold)) + ndtri(POWER) * se)) if np.isfinite(se) else float("nan")
-    base = percentile_value(baseline.values, percentile)
-    cand = percentile_value(candidate.values, percentile)
-    needed = int(np.ceil(np.log2(2.0 / (1.0 - confidence))))  # P(every pair one way) = 2^-n <= the tail
-    return RatioTest(percentile, base, cand, _ratio(centre), _ratio(low), _ratio(high), int(logs.size), mde, needed)
+    """The ratio of the arms' night percentiles with its two-sided `confidence` interval."""
+    base = percentile_value(baseline.values, percentile) if baseline.answered else float("nan")
+    cand = percentile_value(candidate.values, percentile) if candidate.answered else float("nan")
+    both = _pairs_with_both(baseline, candidate, weights.shape[1])
+    nan = float("nan")
+    why = _why_not(baseline, candidate, percentile, int(both.sum()))
+    if why:
+        return RatioTest(percentile, base, cand, _safe_ratio(cand, base), nan, nan, int(both.sum()), nan, why)
+    edges = _grid(np.concatenate([baseline.values, candidate.values]))
+    logs = (np.log(_replicates(candidate, weights, percentile, edges))
+            - np.log(_replicates(baseline, weights, percentile, edges)))
+    logs = logs[np.isfinite(logs)]
+    tail = (1.0 - confidence) / 2.0
+    z = float(ndtri(1.0 - tail))
+    centre = float(np.log(cand / base))
+    widen = small_sample_factor(weights.shape[1], tail)
+    low, high = (centre + widen * (np.quantile(logs, [tail, 1.0 - tail]) - centre)) if logs.size else (nan, nan)
+    se = widen * float(np.std(logs)) if logs.size else nan
+    mde = float(np.exp(max(z * se, np.log(threshold)) + ndtri(POWER) * se))
+    return RatioTest(percentile, base, cand, _safe_ratio(cand, base), float(np.exp(low)), float(np.exp(high)),
+                     int(both.sum()), mde)
 
 
-def _ratio(log_value: float) -> float:
-    """e^log, with the INFINITE_LOG stand-in turned back into 0 or inf (NaN stays NaN)."""
-    if np.isnan(log_value):
+def small_sample_factor(pairs: int, tail: float) -> float:
+    """How much wider than the bootstrap's own an interval over few independent blocks is drawn: the
+    Student quantile for that many blocks over the normal one, with the n/(n-1) variance correction
+    (a percentile bootstrap over a dozen blocks covers less than it says)."""
+    blocks = max(2, -(-pairs // block_length(pairs)))
+    return float(stdtrit(blocks - 1, 1.0 - tail) / ndtri(1.0 - tail) * np.sqrt(blocks / (blocks - 1)))
+
+
+def _safe_ratio(cand: float, base: float) -> float:
+    if not (np.isfinite(cand) and np.isfinite(base)) or base <= 0:
         return float("nan")
-    if abs(log_value) >= INFINITE_CUT:
-        return float("inf") if log_value > 0 else 0.0
-    return float(np.exp(log_value))
+    return cand / base
 
 
-def hodges_lehmann(d: np.ndarray, tail: float) -> tuple[float, float, float]:
-    """The median of the Walsh averages of `d` and the distribution-free interval around it that
-    leaves out at most `tail` on each side (signed-rank test inverted); -inf/inf bounds when
-    there are too few pairs to exclude anything at that level."""
-    n = int(d.size)
-    if n == 0:
-        return float("nan"), float("nan"), float("nan")
-    i, j = np.triu_indices(n)
-    walsh = np.sort((d[i] + d[j]) / 2.0)
-    k = _excluded(n, tail)
-    if k == 0:
-        return float(np.median(walsh)), -np.inf, np.inf
-    return float(np.median(walsh)), float(walsh[k - 1]), float(walsh[walsh.size - k])
+def _pairs_with_both(baseline: ArmSample, candidate: ArmSample, pairs: int) -> np.ndarray:
+    counts = [np.bincount(arm.pair[(arm.pair >= 0) & (arm.pair < pairs)], minlength=pairs)
+              for arm in (baseline, candidate)]
+    return (counts[0] > 0) & (counts[1] > 0)
 
 
-def _excluded(n: int, tail: float) -> int:
-    """How many Walsh averages each tail of the interval leaves out: the largest c with
-    P(T < c) <= tail, T the signed-rank statistic of n pairs under no difference."""
-    if n > EXACT_PAIRS:
-        mean, sd = n * (n + 1) / 4.0, np.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
-        return max(0, int(np.floor(mean - ndtri(1.0 - tail) * sd)))
-    dist = np.zeros(n * (n + 1) // 2 + 1)
-    dist[0] = 1.0
-    for rank in range(1, n + 1):
-        shifted = np.zeros_like(dist)
-        shifted[rank:] = dist[:-rank]
-        dist = (dist + shifted) / 2.0
-    below = np.cumsum(dist)  # below[c] = P(T <= c)
-    return int(np.searchsorted(below, tail, side="right"))
+def _why_not(baseline: ArmSample, candidate: ArmSample, percentile: float, pairs: int) -> str:
+    """Why this percentile cannot be compared, in words; empty when it can."""
+    need = required_answers(percentile)
+    short = [f"the {name} {arm.answered:,}" for name, arm in (("baseline", baseline), ("candidate", candidate))
+             if arm.answered < need]
+    if short:
+        return (f"P{percentile:g} needs {need:,} answered requests per arm ({MIN_TAIL} beyond it); "
+                f"{' and '.join(short)}")
+    if pairs < MIN_PAIRS:
+        return f"P{percentile:g}: {pairs} slice pair(s) hold both arms, and resampling needs {MIN_PAIRS}"
+    return ""
 
 
-def error_test(baseline: ArmSample, candidate: ArmSample, weights: np.ndarray, *, confidence: float) -> ErrorTest:
-    """Does the candidate fail more often? Both a pair bootstrap of the share difference (robust to
-    failures bunched in a few trials) and an exact conditional binomial test (robust when failures
-    are rare) must say so at the one-sided level (1 - confidence) / 2."""
-    pairs = weights.shape[1]
-    shares = [_bootstrap_share(arm, weights, pairs) for arm in (baseline, candidate)]
+def _grid(values: np.ndarray) -> np.ndarray:
+    """Geometric bin edges over the values (zeros and negatives read as the smallest positive)."""
+    positive = values[values > 0]
+    low = float(positive.min()) if positive.size else 1e-3
+    high = max(float(values.max()), low * 1.0001)
+    step = max(GRID_STEP, (high / low) ** (1.0 / MAX_BINS))
+    count = int(np.ceil(np.log(high / low) / np.log(step))) + 1
+    return low * step ** np.arange(count + 1)
+
+
+def _replicates(arm: ArmSample, weights: np.ndarray, percentile: float, edges: np.ndarray) -> np.ndarray:
+    """The arm's night percentile in each replicate: every request weighted by its pair's count,
+    read at the upper edge of the bin where the weighted share reaches the percentile."""
+    pairs, bins = weights.shape[1], edges.size - 1
+    keep = (arm.pair >= 0) & (arm.pair < pairs)
+    index = np.clip(np.searchsorted(edges, np.maximum(arm.values[keep], edges[0]), side="right") - 1, 0, bins - 1)
+    hist = np.bincount(arm.pair[keep] * bins + index, minlength=pairs * bins).reshape(pairs, bins)
+    cumulative = np.cumsum(weights @ hist, axis=1)
+    total = cumulative[:, -1]
+    reached = cumulative >= np.round(percentile / 100.0 * total, 9)[:, None]
+    found = np.argmax(reached, axis=1)
+    return np.where(total > 0, edges[found + 1], np.nan)
+
+
+def error_test(baseline: ArmSample, candidate: ArmSample, weights: np.ndarray, *, confidence: float,
+               margin: float) -> ErrorTest:
+    """Is the candidate's failure share worse, or shown not worse by more than `margin`? The
+    difference's interval is the wider, on each side, of a block bootstrap (failures bunched in a
+    few slices) and Newcombe's score interval (rare failures, where a bootstrap sees too few)."""
     observed = [float(arm.failed.mean()) if arm.n else float("nan") for arm in (baseline, candidate)]
     tail = (1.0 - confidence) / 2.0
-    low, high = _quantiles(shares[1] - shares[0], tail)
-    failures = int(baseline.failed.sum() + candidate.failed.sum())
-    expected = candidate.n / max(baseline.n + candidate.n, 1)
-    p_value = _greater_p(int(candidate.failed.sum()), failures, expected) if failures else 1.0
-    worse = bool(low > 0 and p_value < tail)
-    return ErrorTest(observed[0], observed[1], observed[1] - observed[0], low, high, p_value, worse)
+    shares = [_bootstrap_share(arm, weights) for arm in (baseline, candidate)]
+    reps = shares[1] - shares[0]
+    reps = reps[np.isfinite(reps)]
+    boot = np.quantile(reps, [tail, 1.0 - tail]) if reps.size else (np.nan, np.nan)
+    score = newcombe(int(candidate.failed.sum()), candidate.n, int(baseline.failed.sum()), baseline.n, tail)
+    low, high = float(np.fmin(boot[0], score[0])), float(np.fmax(boot[1], score[1]))
+    difference = observed[1] - observed[0]
+    return ErrorTest(observed[0], observed[1], difference, low, high, margin,
+                     worse=bool(low > 0), not_worse=bool(high < margin))
 
 
-def _quantiles(reps: np.ndarray, tail: float) -> tuple[float, float]:
-    """Percentile-bootstrap bounds from the observed replicates (NaN when any replicate is NaN)."""
-    if reps.size == 0 or np.isnan(reps).any():
-        return float("nan"), float("nan")
-    ordered = np.sort(reps)
-    return (float(ordered[int(np.floor(tail * (ordered.size - 1)))]),
-            float(ordered[int(np.ceil((1.0 - tail) * (ordered.size - 1)))]))
-
-
-def _bootstrap_share(arm: ArmSample, weights: np.ndarray, pairs: int) -> np.ndarray:
-    failed = np.bincount(arm.pair, weights=arm.failed.astype(float), minlength=pairs)
-    tried = np.bincount(arm.pair, minlength=pairs).astype(float)
+def _bootstrap_share(arm: ArmSample, weights: np.ndarray) -> np.ndarray:
+    pairs = weights.shape[1]
+    keep = (arm.attempt_pair >= 0) & (arm.attempt_pair < pairs)
+    failed = np.bincount(arm.attempt_pair[keep], weights=arm.failed[keep].astype(float), minlength=pairs)
+    tried = np.bincount(arm.attempt_pair[keep], minlength=pairs).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (weights @ failed) / (weights @ tried)
+        return np.asarray((weights @ failed) / (weights @ tried))
 
 
-def _greater_p(hits: int, n: int, p: float) -> float:
-    """One-sided binomial test's p-value (more hits than `p` predicts)."""
-    # imported here: `scipy.stats` costs half a second, and an A/B report needs it only for this test
-    from scipy.stats import binomtest
+def wilson(hits: int, n: int, tail: float) -> tuple[float, float]:
+    """Wilson's score interval of a share, `tail` left out on each side."""
+    if n == 0:
+        return 0.0, 1.0
+    z = float(ndtri(1.0 - tail))
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
-    return float(binomtest(hits, n, p, alternative="greater").pvalue)
+
+def newcombe(hits1: int, n1: int, hits2: int, n2: int, tail: float) -> tuple[float, float]:
+    """Newcombe's hybrid score interval of share1 - share2 (method 10 of his 1998 comparison)."""
+    if n1 == 0 or n2 == 0:
+        return float("nan"), float("nan")
+    p1, p2 = hits1 / n1, hits2 / n2
+    (l1, u1), (l2, u2) = wilson(hits1, n1, tail), wilson(hits2, n2, tail)
+    d = p1 - p2
+    return d - float(np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)), d + float(np.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))

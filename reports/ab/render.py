@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from rushhour.kernel import contract
-from rushhour.kernel.atomic import write_json_atomic
+from rushhour.kernel.atomic import write_json_atomic, write_text_atomic
 from rushhour.reports.charts.plotting import Chart, encode, missing_chart
 from rushhour.reports.render.format import ms, num, pct
 from rushhour.reports.render.pages import template_environment
@@ -34,11 +34,11 @@ def trial_chart(doc: dict[str, Any]) -> Chart:
     for arm, (color, marker) in ARM_STYLE.items():
         mine = np.array([t["arm"] == arm for t in trials])
         axes.plot(mid[mine], values[mine], marker, color=color, label=arm, linestyle="none")
-        failed = mine & np.isnan(values) & np.array([t["attempted"] > 0 for t in trials])
+        failed = mine & np.array([t["failed"] > 0 for t in trials])
         if failed.any():
-            axes.plot(mid[failed], np.full(failed.sum(), top), "x", color=color, label=f"{arm}: failures")
+            axes.plot(mid[failed], np.full(failed.sum(), top), "x", color=color, label=f"{arm}: slice with failures")
     axes.set_xlabel("run time (s)")
-    axes.set_ylabel(f"P{trials[0]['percentile']:g} per trial (ms)")
+    axes.set_ylabel(f"P{trials[0]['percentile']:g} of a slice's answers (ms)")
     axes.set_ylim(bottom=0)
     axes.legend(loc="upper right", fontsize=8)
     axes.grid(alpha=0.3)
@@ -67,24 +67,30 @@ def render_markdown(doc: dict[str, Any]) -> str:
              f"{design_text(doc['design'])}; "
              f"threshold x{doc['threshold']:g}; {doc['tests']} tests, each at {pct(doc['test_confidence'])} "
              "confidence.", "",
-             "| population: SLO | pct | baseline | candidate | ratio [interval] | MDE | pairs | errors base / cand "
-             "| verdict |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             f"Failure shares must be shown not worse by more than {100 * doc['error_margin']:.2f} percentage points. "
+             f"Runner: {doc['runner']}.", "",
+             "| population: SLO | night percentile of answered requests | baseline | candidate | ratio [interval] "
+             "| MDE | pairs | verdict |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for g in doc["groups"]:
         lines.append(f"| {g['name']} | P{g['percentile']:g} | {ms(g['baseline_ms'])} | {ms(g['candidate_ms'])} | "
-                     f"{g['ratio_text']} | {g['mde_text']} | {g['pairs']} | {pct(g['errors']['baseline'])} / "
-                     f"{pct(g['errors']['candidate'])} | {g['verdict'].replace('_', ' ')} |")
+                     f"{g['ratio_text']} | {g['mde_text']} | {g['pairs']} | {g['verdict'].replace('_', ' ')} |")
+    lines += ["", "Failures:", *[f"- {row['population']}: {row['text']}." for row in doc.get("errors", [])]]
+    cache = doc.get("cache") or {}
+    if cache.get("reported"):
+        lines += ["", f"Answered from cache: baseline {pct(cache['baseline'])}, candidate {pct(cache['candidate'])}."]
     lines += ["", "Why:", *[f"- {g['name']}: {g['reason']}." for g in doc["groups"]]]
     if not doc["generator"]["valid"]:
         lines += ["", "Load generator: " + "; ".join(doc["generator"]["reasons"]) + "."]
-    lines += ["", "Each trial's percentile in run order (ms; A baseline, B candidate; inf: failures reach it):", "",
+    lines += ["", "Each slice's own percentile of its answers in run order (ms; A baseline, B candidate; a slice's "
+              "figure, not the night's):", "",
               " ".join(f"{'A' if t['arm'] == 'baseline' else 'B'}:{_trial_value(t['value_ms'])}"
                        for t in doc["trials"] if t["attempted"])]
     return "\n".join(lines) + "\n"
 
 
 def _trial_value(value: float | None) -> str:
-    return "inf" if value is None else f"{value:.0f}"
+    return "-" if value is None else f"{value:.0f}"
 
 
 def render_junit(doc: dict[str, Any]) -> str:
@@ -110,6 +116,6 @@ def render_junit(doc: dict[str, Any]) -> str:
 def write_ab_files(root: Path, doc: dict[str, Any]) -> None:
     """ab.json (strict JSON), ab.md, ab.html and junit.xml into the results folder."""
     write_json_atomic(doc, root / contract.AB_JSON_FILE)
-    (root / contract.AB_MD_FILE).write_text(render_markdown(doc), encoding="utf-8")
-    (root / contract.AB_HTML_FILE).write_text(render_html(doc, trial_chart(doc)), encoding="utf-8")
-    (root / contract.JUNIT_FILE).write_text(render_junit(doc), encoding="utf-8")
+    write_text_atomic(render_markdown(doc), root / contract.AB_MD_FILE)
+    write_text_atomic(render_html(doc, trial_chart(doc)), root / contract.AB_HTML_FILE)
+    write_text_atomic(render_junit(doc), root / contract.JUNIT_FILE)

@@ -3,7 +3,8 @@
 The machine's noise is shared by whatever runs at the time: a slow AR(1) wander of every latency
 (log scale), bursts that slow one trial two- to fourfold (a neighbour taking the cores), and an
 optional drift or periodic load. Each request's own latency is log-normal around 200 ms; the
-candidate's is multiplied by `effect`. The arms alternate as the real design lays them out.
+candidate's is multiplied by `effect`.
+Each arm fails its own share of requests at once. The arms alternate as the real design lays them out.
 """
 
 from __future__ import annotations
@@ -30,18 +31,20 @@ def machine_noise(rng: np.random.Generator, trials: int, *, wander: float = 0.3,
 
 
 def simulate(effect: float, *, pairs: int, per_trial: int, seed: int, fail_share: float = 0.0,
-             extra: Noise | None = None) -> pd.DataFrame:
+             extra: Noise | None = None, base_fail_share: float = 0.0, interleave: str = "trials") -> pd.DataFrame:
     """A requests table of one simulated A/B run (the columns the A/B judgement reads)."""
     rng = np.random.default_rng(seed)
-    design = TrialDesign.build(float(pairs * 2), pairs * 2, seed)
+    design = TrialDesign.build(float(pairs * 2), pairs * 2, seed, interleave)
     noise = machine_noise(rng, design.trials)
     if extra is not None:
         noise = noise + extra((np.arange(design.trials) + 0.5) / design.trials)
     trial = np.repeat(np.arange(design.trials), per_trial)
     arm = np.asarray(design.arms, dtype=object)[trial]
-    latency = rng.lognormal(np.log(200.0), 0.5, trial.size) * np.exp(noise[trial])
+    shared = trial // 2 * 2 if interleave == "requests" else trial  # one slice's two arms meet one moment
+    latency = rng.lognormal(np.log(200.0), 0.5, trial.size) * np.exp(noise[shared])
     latency = np.where(arm == "candidate", latency * effect, latency)
-    ok = ~((arm == "candidate") & (rng.random(trial.size) < fail_share))
+    share = np.where(arm == "candidate", fail_share, base_fail_share)
+    ok = rng.random(trial.size) >= share
     latency = np.where(ok, latency, 1.0)  # a failure answers at once: its raw latency flatters it
     intended = trial + rng.random(trial.size) * 0.9
     return pd.DataFrame({"intended_s": intended, "sent_s": intended, "done_s": intended + latency / 1000.0,
