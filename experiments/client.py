@@ -36,6 +36,11 @@ class AdminClient:
     def __repr__(self) -> str:
         return f"AdminClient(url={self.url!r}, token={'***' if self._token else '<none>'})"
 
+    @property
+    def token(self) -> str:
+        """The bearer token, for a child that acts on this server later (a lease keeper's environment)."""
+        return self._token
+
     def _http(self) -> httpx.Client:
         """A fresh client: proxy variables ignored for a loopback server (the token never goes to
         a proxy), and redirects never followed (an answer is judged where it was asked)."""

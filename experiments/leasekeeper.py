@@ -29,11 +29,12 @@ __all__ = ["UNDO", "keep"]
 # undo name -> (module, undo function, "is the target whole?" probe or None)
 UNDO: dict[str, tuple[str, str, str | None]] = {
     "start_redis": ("rushhour.experiments.local.redis", "start_redis", "redis_running"),
+    "restore_pool_size": ("rushhour.experiments.local.scaling", "restore_pool_size", "pool_size_is"),
     "resume_process": ("rushhour.experiments.service.actions", "resume_pid", "pid_not_paused"),
     "remove_toxic": ("rushhour.experiments.service.network", "keep_toxic_removed", None),
     "sweep_kubernetes": ("rushhour.experiments.kubernetes.leases", "keep_swept", None),
 }
-PROBE_ARGUMENTS = ("port", "pid")
+PROBE_ARGUMENTS = ("port", "pid", "url", "pool", "nodes")
 """The undo's arguments its probe takes too (what the fault was done to)."""
 CHECK_EVERY_S = 1.0
 
@@ -56,7 +57,7 @@ def keep(undo: str, after_s: float, arguments: dict[str, Any], *, clock: Callabl
     deadline, seen = clock() + max(0.0, after_s), False
     while True:
         if path is not None:
-            end = read_lease(path)
+            end = read_lease(path, clock)
             if end is None:
                 return "undone"
             deadline = end

@@ -15,6 +15,9 @@ A fault injected without a hold keeps its `ttl_s` as its lease, unrenewed.
 
 The margin covers the probes between the end of a hold and the rollbacks: 30 s, or
 `RUSHHOUR_LEASE_MARGIN_S`.
+
+Lease files live in this user's private folder and are timed on the machine's boot clock, which
+setting the date does not move (`rushhour.experiments.leasefiles`).
 """
 
 from __future__ import annotations
@@ -24,14 +27,16 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from chaoslib.exceptions import ActivityFailed
+
+from rushhour.experiments.leasefiles import lease_clock, lease_dir, read_end, write_end
+from rushhour.kernel.processes import child_env
 
 __all__ = [
     "DEFAULT_LEASE_S", "LEASE_ENV", "LEASE_MARGIN_S", "MARGIN_ENV", "RENEW_EVERY_S", "default_lease_s",
@@ -44,7 +49,6 @@ RENEW_EVERY_S = 5.0
 LEASE_ENV = "RUSHHOUR_LEASE_S"
 LEASE_MARGIN_S = 30.0
 MARGIN_ENV = "RUSHHOUR_LEASE_MARGIN_S"
-LEASE_DIR_ENV = "RUSHHOUR_LEASE_DIR"
 MAX_LEASE_S = 7 * 24 * 3600.0
 REPO_ROOT = Path(__file__).resolve().parents[1]
 KEEPER_LOG = "lease-keeper.log"
@@ -142,49 +146,48 @@ def release(prefix: str) -> int:
 
 
 def lease_file(name: str) -> Path:
-    """Where the renewable lease of a fault named `name` lives (read by its lease keeper)."""
-    folder = Path(os.environ.get(LEASE_DIR_ENV) or Path(tempfile.gettempdir()) / "rushhour-leases")
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Where the renewable lease of a fault named `name` lives (read by its lease keeper): in this
+    user's private lease folder (`rushhour.experiments.leasefiles`; LeaseFolderError when it is not private)."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-    return folder / f"{safe}.json"
+    return lease_dir() / f"{safe}.json"
 
 
 def write_lease(path: Path, lease: float) -> bool:
-    """Renew a lease file: it now ends `lease` seconds from now (written whole, atomically).
-    False when the file is gone (the fault was undone and its keeper removed it)."""
-    if not path.exists():
+    """Renew a lease file: it now ends `lease` seconds from now (written whole, atomically, never
+    through a link). False when the file is gone (the fault was undone and its keeper removed it)."""
+    if not os.path.lexists(path):
         return False
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"expires_at": time.time() + lease}), encoding="utf-8")
-    os.replace(tmp, path)
+    write_end(path, lease)
     return True
 
 
-def read_lease(path: Path) -> float | None:
-    """The lease's end (epoch seconds); None when the file is gone, 0.0 when unreadable (expired)."""
-    try:
-        return float(json.loads(path.read_text(encoding="utf-8"))["expires_at"])
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError):
-        return 0.0
+def read_lease(path: Path, clock: Callable[[], float] | None = None) -> float | None:
+    """The lease's end on `clock` (default `time.time`: epoch seconds), reckoned from the time left on the
+    boot clock, so a wall clock stepped back since it was written does not extend it; None when the
+    file is gone, 0.0 when it is a link or unreadable (expired)."""
+    end = read_end(path)
+    if end is None or end == 0.0:
+        return end
+    return (clock or time.time)() + (end - lease_clock())
 
 
 def new_lease_file(name: str, lease: float) -> Path:
     """Create the lease file of a fault about to be injected (before its keeper starts)."""
     path = lease_file(name)
-    path.write_text(json.dumps({"expires_at": time.time() + lease}), encoding="utf-8")
+    write_end(path, lease)
     return path
 
 
-def spawn_keeper(undo: str, after_s: float, arguments: dict[str, Any]) -> int:
+def spawn_keeper(undo: str, after_s: float, arguments: dict[str, Any], secrets: Mapping[str, str] | None = None) -> int:
     """Start a detached lease keeper for `undo` with `arguments`; returns its pid.
 
     undo: one of `rushhour.experiments.leasekeeper.UNDO`.
     after_s: the lease; with a `lease_file` in `arguments`, the file's (renewable) end is used.
+    secrets: variables the undo needs (e.g. the admin token), handed to the keeper's environment
+        only (never its command line); no other rushhour secret reaches it.
     """
     argv = [sys.executable, "-m", "rushhour.experiments.leasekeeper", undo, f"{float(after_s):.3f}", json.dumps(arguments)]
-    env = dict(os.environ)
+    env = child_env(extra=secrets)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     log_path = keeper_log_path()
     log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,9 @@ so a drill that dies half-way never leaves a node broken for good. An experiment
 as `hold_s`; the fault then gets a short lease (20 s) that this process renews every 5 s through
 the hold and a margin (`rushhour.experiments.local.held`), so the rollback heals it, and a killed drill
 leaves it for at most one lease, however long the hold (see `rushhour.experiments.leases`). Process-level faults
-(kill, restart, scale) do not heal themselves; pair them with `recover_pool` or `reset` in the
-rollbacks.
+(kill, restart) do not heal themselves; pair them with `recover_pool` or `reset` in the
+rollbacks. A scale has a lease like the node faults: the pool returns to its size by itself
+(`rushhour.experiments.local.scaling`).
 
 A node is chosen by `node_id`, or, when that is empty, as the first ready node of `pool`.
 """
@@ -23,6 +24,7 @@ from rushhour.experiments.client import AdminClient, client_from
 from rushhour.experiments.leases import LEASE_MARGIN_S, lease_s
 from rushhour.experiments.local.held import hold_node, release_node, release_server
 from rushhour.experiments.local.nodes import UP_STATES, choose_node, list_nodes, node_ids
+from rushhour.experiments.local.scaling import end_leases, restore, scale_with_lease
 
 __all__ = [
     "LEASE_MARGIN_S",
@@ -39,6 +41,7 @@ __all__ = [
     "recover_pool",
     "reset",
     "restart_node",
+    "restore_pool",
     "restart_pool",
     "scale_pool",
     "slow_down_node",
@@ -335,20 +338,25 @@ def recover_pool(
 def scale_pool(
     pool: str = "quality",
     nodes: int = 1,
+    ttl_s: float = 600.0,
+    hold_s: float = 0.0,
     configuration: Configuration = None,
     secrets: Secrets = None,
 ) -> dict[str, Any]:
     """Set the number of nodes in `pool`; new nodes start and warm up like a scale-out would.
 
     nodes: the target node count (0 removes the pool's capacity entirely).
+    ttl_s: seconds after which a lease keeper scales the pool back to its original size.
+    hold_s: how long the experiment holds the scale; its short lease is renewed meanwhile (see `lease_s`).
 
-    Undo by scaling back to the original count (see the `node_states` probe) or `reset`.
+    Undo by scaling back to the original count, `restore_pool` or `reset`; the lease ends with it.
     """
-    if int(nodes) < 0:
-        raise ActivityFailed(f"A pool cannot have {nodes!r} nodes.")
-    client = client_from(configuration, secrets)
-    response = client.post(f"/admin/pools/{pool}/scale", {"nodes": int(nodes)})
-    return {"pool": pool, "nodes": int(nodes), "response": response}
+    return scale_with_lease(client_from(configuration, secrets), pool, int(nodes), ttl_s, hold_s)
+
+
+def restore_pool(pool: str = "quality", configuration: Configuration = None, secrets: Secrets = None) -> dict[str, Any]:
+    """Scale `pool` back to the size it had before `scale_pool` first changed it; the lease ends."""
+    return restore(client_from(configuration, secrets), pool)
 
 
 def flush_cache(configuration: Configuration = None, secrets: Secrets = None) -> dict[str, Any]:
@@ -363,7 +371,9 @@ def reset(configuration: Configuration = None, secrets: Secrets = None) -> dict[
     """Heal everything the admin API can break: the last rollback of every experiment."""
     client = client_from(configuration, secrets)
     release_server(client)
-    return {"response": client.post("/admin/reset")}
+    response = client.post("/admin/reset")
+    end_leases(client)
+    return {"response": response}
 
 
 def _slowdown_spec(factor: float, ttl_s: float, hold_s: float) -> dict[str, Any]:

@@ -116,14 +116,15 @@ def test_keeper_follows_a_renewed_lease_file(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr("rushhour.experiments.local.redis.start_redis", lambda **kw: calls.append(kw))
     monkeypatch.setattr("rushhour.experiments.local.redis.redis_running", lambda port: False)
     clock = Clock()
+    monkeypatch.setattr(leases, "lease_clock", clock)  # the boot clock the lease files are written on
     path = tmp_path / "lease.json"
 
     def sleep(seconds: float) -> None:  # renewed every 5 s until t=30, then the holder is gone
         clock.sleep(seconds)
         if clock.now <= 30 and clock.now % 5 == 0:
-            path.write_text(json.dumps({"expires_at": clock.now + 20}))
+            path.write_text(json.dumps({"expires_boot": clock.now + 20}))
 
-    path.write_text(json.dumps({"expires_at": 20}))
+    path.write_text(json.dumps({"expires_boot": 20}))
     outcome = leasekeeper.keep("start_redis", 20, {"port": 7000, "lease_file": str(path)}, clock=clock, sleep=sleep)
     assert outcome == "healed" and calls == [{"port": 7000}] and clock.now == pytest.approx(50)
     assert not path.exists()

@@ -52,7 +52,7 @@ def test_stopped_redis_comes_back_by_its_lease_without_a_rollback(redis_server: 
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RUSHHOUR_LEASE_MARGIN_S", "1")
     monkeypatch.setenv("RUSHHOUR_LEASE_S", "1")
-    monkeypatch.setenv("RUSHHOUR_LEASE_DIR", str(redis_server.workdir))
+    monkeypatch.setenv("RUSHHOUR_LEASE_DIR", str(redis_server.workdir / "leases"))  # created private
     stopped = stop_redis(port=redis_server.port, hold_s=1, ttl_s=0.5)
     assert stopped["lease_s"] == 1.0 and redis_running(redis_server.port) is False
     keeper = psutil.Process(stopped["lease_keeper_pid"])
