@@ -59,6 +59,10 @@ class AbRun:
     threshold: float
     confidence: float
     stream: TextIO = field(default_factory=lambda: sys.stderr)
+    error_margin: float | None = None
+    """How much higher a failure share may be shown not to be for a pass (None: the report's default)."""
+    calibration: dict[str, Any] | None = None
+    """The runner's calibration record, quoted by the verdict."""
     probed: dict[str, str] = field(default_factory=dict)
     """Probe lines of the arms already probed (URL arms, by the CLI)."""
     chunk_rows: int = SCHEDULE_GROUP_ROWS
@@ -129,8 +133,9 @@ class AbRun:
                           processes=s.load.processes, time_scale=s.traffic.time_scale,
                           rate_scale=self.plan.rate_scale,
                           start_clock_s=s.traffic.start_clock_s, env=machine_facts())
+        margin = {} if self.error_margin is None else {"error_margin": self.error_margin}
         self._events.emit("ab", t_s=0.0, threshold=self.threshold, confidence=self.confidence,
-                          design=self.design.as_dict(),
+                          design=self.design.as_dict(), calibration=self.calibration, **margin,
                           targets={t.arm: f"{t.given} ({urls[t.arm]})" if t.embedded else t.given
                                    for t in self.targets})
 

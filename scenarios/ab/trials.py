@@ -11,6 +11,11 @@ trials of each arm, a linear drift of the machine inside a block weighs on both 
 periodic neighbour cannot line up with one arm. Only one arm is under load at a time, so two
 servers whose work competes for the same cores (a CPU-bound candidate) do not slow each other;
 adjacent trials meet different moments of the machine, which costs power (docs/ab.md).
+
+Two guards against a server that remembers: the first `warmup_pairs` pairs warm both arms with the
+same traffic (each request to a random arm) and are left out of the verdict, and every text id is
+turned by the night's `text_salt` (a bijection, so the night's own repeats stay repeats), so a
+long-lived baseline has not seen the night's texts the night before.
 """
 
 from __future__ import annotations
@@ -27,11 +32,15 @@ ARMS = ("baseline", "candidate")
 INTERLEAVES = ("requests", "trials")
 BLOCK = 4
 BLOCK_ORDERS = (("baseline", "candidate", "candidate", "baseline"), ("candidate", "baseline", "baseline", "candidate"))
+WARMUP_SHARE = 0.1
+"""Of the pairs, the share at the start that warms both arms and is not judged."""
+TEXT_ID_BITS = 50
+"""Text salts stay below 2**50, so a salted id keeps clear of the answer and block id ranges."""
 TARGET_TRIAL_S = 2.5
 """The default trial length: short enough for many pairs in a minute, long enough that the
 stragglers of one trial (answers still in flight when the next begins) are a small share."""
 
-__all__ = ["ARMS", "RowAssigner", "TrialDesign", "assign_rows", "assigned_chunks", "default_trials"]
+__all__ = ["ARMS", "RowAssigner", "TrialDesign", "assign_rows", "assigned_chunks", "default_trials", "text_salt"]
 
 
 class DesignError(ValueError):
@@ -51,22 +60,30 @@ class TrialDesign:
     arms: tuple[str, ...]
     seed: int
     interleave: str = "trials"
+    warmup_pairs: int = 0
+    text_salt: int = 0
 
     @classmethod
-    def build(cls, duration_s: float, trials: int, seed: int, interleave: str = "trials") -> TrialDesign:
-        """Lay out `trials` trials (a multiple of four) over `duration_s`, the block order from `seed`."""
+    def build(cls, duration_s: float, trials: int, seed: int, interleave: str = "trials", *,
+              warmup: bool = False, fresh_texts: bool = False) -> TrialDesign:
+        """Lay out `trials` trials (a multiple of four) over `duration_s`, the block order from `seed`;
+        with `warmup` the first WARMUP_SHARE of pairs warm both arms, with `fresh_texts` the night's
+        text ids are salted from the seed."""
         if trials < BLOCK or trials % BLOCK:
             raise DesignError(f"--trials {trials}: the trials form ABBA blocks, so it must be a multiple of "
                               f"{BLOCK} (4, 8, 12, ...).")
         if duration_s <= 0:
             raise DesignError(f"the scenario's duration ({duration_s:g} s) must be longer than zero.")
+        warm = int(WARMUP_SHARE * trials // 2) if warmup else 0
+        salt = text_salt(seed) if fresh_texts else 0
         if interleave == "requests":
             return cls(trials=trials, trial_s=2.0 * duration_s / trials, arms=ARMS * (trials // 2), seed=seed,
-                       interleave=interleave)
+                       interleave=interleave, warmup_pairs=warm, text_salt=salt)
         rng = np.random.default_rng([seed, 0xAB])
         picks = rng.integers(0, len(BLOCK_ORDERS), size=trials // BLOCK)
         arms = tuple(arm for pick in picks for arm in BLOCK_ORDERS[int(pick)])
-        return cls(trials=trials, trial_s=duration_s / trials, arms=arms, seed=seed)
+        return cls(trials=trials, trial_s=duration_s / trials, arms=arms, seed=seed, warmup_pairs=warm,
+                   text_salt=salt)
 
     def bounds(self, trial: int) -> tuple[float, float]:
         """Start and end (seconds from the run's start) of one trial (of its slice, per request)."""
@@ -79,7 +96,12 @@ class TrialDesign:
 
     def as_dict(self) -> dict[str, object]:
         return {"trials": self.trials, "trial_s": self.trial_s, "arms": list(self.arms), "seed": self.seed,
-                "interleave": self.interleave}
+                "interleave": self.interleave, "warmup_pairs": self.warmup_pairs, "text_salt": self.text_salt}
+
+
+def text_salt(seed: int) -> int:
+    """The night's text salt, drawn from its seed (never 0, below 2**TEXT_ID_BITS)."""
+    return int(np.random.default_rng([seed, 0x7E47]).integers(1, 1 << TEXT_ID_BITS))
 
 
 def default_trials(duration_s: float) -> int:
@@ -130,6 +152,8 @@ class RowAssigner:
         out["trial"] = trial.astype(AB_COLUMNS["trial"])
         out["arm"] = arm.astype(AB_COLUMNS["arm"])
         out["base_url"] = pd.Series(arm).map(self.urls).to_numpy(dtype=object)
+        if self.design.text_salt and "text_id" in out:
+            out["text_id"] = out["text_id"].to_numpy(np.int64) ^ np.int64(self.design.text_salt)
         return out
 
     def _own_trials(self, offsets: np.ndarray) -> np.ndarray:

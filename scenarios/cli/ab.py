@@ -1,4 +1,5 @@
-"""`rushhour ab SCENARIO --baseline TARGET --candidate TARGET`: both measured side by side, one verdict.
+"""`rushhour ab SCENARIO --baseline TARGET --candidate TARGET`: both measured side by side, one verdict;
+`rushhour ab calibrate ...` (`rushhour.scenarios.cli.ab_calibrate`) measures the runner itself.
 
 Exit codes: 0 no regression, 1 regression, 2 bad input (an unknown or unreachable target, a
 scenario without a latency SLO), 3 invalid measurement or inconclusive.
@@ -6,8 +7,9 @@ scenario without a latency SLO), 3 invalid measurement or inconclusive.
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -27,11 +29,35 @@ if TYPE_CHECKING:
 ARM_RATE_FACTOR = 2.0
 """With each request sent to a random arm, the schedule is drawn at this multiple of the scenario's
 rate, so each of the two arms carries the scenario's rate."""
+SEED_LIMIT = 2**31
+"""A night's seed is drawn below this when --seed is not given."""
 TARGET_HELP = ('A URL of a running service (on this machine unless --allow-remote), "embedded" (the bundled '
                'reference server with the scenario\'s settings, booted for this run) or "embedded:CONFIG.yaml".')
 
 
-@click.command("ab")
+class AbCommand(click.Command):
+    """`rushhour ab SCENARIO ...`, and `rushhour ab calibrate ...` handed to its own command."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        if args and args[0] == "calibrate":
+            from rushhour.scenarios.cli.ab_calibrate import calibrate
+
+            return calibrate.make_context(f"{info_name or 'ab'} calibrate", list(args[1:]), parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        if ctx.command is not self:
+            return ctx.command.invoke(ctx)
+        return super().invoke(ctx)
+
+
+def night_seed(seed: int | None) -> tuple[int, bool]:
+    """The night's seed and whether it was drawn: --seed pins it, else a fresh one per night."""
+    return (seed, False) if seed is not None else (secrets.randbelow(SEED_LIMIT), True)
+
+
+@click.command("ab", cls=AbCommand)
 @click.argument("scenario")
 @click.option("--baseline", required=True, metavar="TARGET", help="The version to compare against. " + TARGET_HELP)
 @click.option("--candidate", required=True, metavar="TARGET", help="The version under test. " + TARGET_HELP)
@@ -42,10 +68,17 @@ TARGET_HELP = ('A URL of a running service (on this machine unless --allow-remot
 @click.option("--protocol", type=click.Choice(PROTOCOL_NAMES), help="The protocol both targets speak (default: the "
               "scenario's target.protocol, else rushhour).")
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
-@click.option("--seed", type=int, help="Seed of the arrival schedule and of the trial order.")
+@click.option("--seed", type=int, help="Pin the night's seed (arrival schedule, texts, arm order). Default: a "
+              "fresh seed drawn per night and recorded in ab.json, so a long-lived baseline has not seen the texts.")
 @click.option("--duration", callback=_check_duration, help='Run length, e.g. "60s" (default: the scenario\'s).')
 @click.option("--threshold", type=click.FloatRange(1.0, 100.0, min_open=True), default=1.10, show_default=True,
               help="The candidate/baseline percentile ratio that counts as a regression.")
+@click.option("--error-margin", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.005, show_default=True,
+              help="A pass needs each failure share shown not worse than the baseline's by more than this "
+              "(absolute: 0.005 is 0.5 percentage points).")
+@click.option("--calibration", type=click.Path(dir_okay=False, path_type=Path), help="The runner's calibration "
+              "record, quoted by the verdict (default: ab-calibration.json here when it exists; written by "
+              "rushhour ab calibrate SCENARIO --baseline TARGET --nights N --record FILE).")
 @click.option("--interleave", type=click.Choice(["requests", "trials"]), default="requests", show_default=True,
               help="requests: each request to an arm drawn at random, the schedule drawn at twice the scenario's "
               "rate so each arm carries the scenario's load, both loaded at once; trials: ABBA blocks of trials, "
@@ -53,23 +86,57 @@ TARGET_HELP = ('A URL of a running service (on this machine unless --allow-remot
 @click.option("--dry-run", is_flag=True, help="Validate, print the plan and the trial order, probe URL targets; "
               "boot and load nothing.")
 def ab(scenario: str, baseline: str, candidate: str, trials: int | None, out: Path | None, protocol: str | None,
-       allow_remote: bool, seed: int | None, duration: str | None, threshold: float, interleave: str,
-       dry_run: bool) -> None:
+       allow_remote: bool, seed: int | None, duration: str | None, threshold: float, error_margin: float,
+       calibration: Path | None, interleave: str, dry_run: bool) -> None:
     """Measure BASELINE and CANDIDATE side by side with SCENARIO's traffic, in the same minutes.
 
     One schedule (the scenario's traffic and seed) is fired open-loop at both arms, so both meet the
     same machine: by default each request goes to an arm drawn at random (the schedule drawn at twice
     the scenario's rate, so each arm carries the scenario's load); with --interleave trials, the arms
     take turns in ABBA blocks of trials whose order is drawn from the seed. Per priority and per
-    latency SLO percentile, the verdict is the candidate/baseline ratio with an interval over pairs
-    of time slices; failures count as infinitely slow, and an error share significantly higher in
-    the candidate is a regression too. Writes requests.parquet (with arm and trial), ab.json,
-    ab.html, ab.md and junit.xml. The last line printed is the verdict.
+    latency SLO percentile, the verdict is the ratio of each arm's percentile over the night's
+    answered requests, with an interval from resampling blocks of slice pairs; a percentile with too
+    few answers is named and not compared. Failure shares are their own question: significantly
+    higher in the candidate is a regression, and a pass needs them shown within --error-margin. The
+    first tenth of the run warms both arms and is not judged; a night's texts are fresh unless
+    --seed pins them, and arms answering from cache in different shares make the night invalid.
+    Writes requests.parquet (with arm and trial), ab.json, ab.html, ab.md and junit.xml. The last
+    line printed is the verdict, with the runner's calibration.
+
+    rushhour ab calibrate SCENARIO --baseline TARGET [--candidate TARGET] [--nights N] [--record FILE]:
+    N same-versus-same nights on this runner; the record (false alarms with their Clopper-Pearson
+    bound, the detectable change) is quoted by every later verdict (rushhour ab calibrate --help).
 
     Exit codes: 0 no regression, 1 regression, 2 bad input, 3 invalid measurement or inconclusive.
     """
-    from rushhour.reports.ab.groups import DEFAULT_CONFIDENCE, NoLatencySloError, latency_slos
-    from rushhour.scenarios.ab.targets import TargetError, parse_target, probe_arm
+    from rushhour.reports.ab.calibration import CalibrationError
+    from rushhour.reports.ab.groups import DEFAULT_CONFIDENCE
+    from rushhour.scenarios.ab.targets import TargetError, probe_arm
+
+    night, _ = night_seed(seed)
+    plan, targets, design = prepare_night(scenario, baseline, candidate, protocol=protocol, duration=duration,
+                                          seed=night, trials=trials, interleave=interleave,
+                                          allow_remote=allow_remote)
+    try:
+        probed = {t.arm: probe_arm(t, t.url, plan.scenario.target) for t in targets if t.url is not None}
+        record = load_calibration(calibration)
+    except (TargetError, CalibrationError) as exc:
+        raise BadInput(str(exc)) from exc
+    _say_plan(plan, targets, design, probed, dry_run)
+    if dry_run:
+        return
+    doc = _run(plan, targets, design, probed, results_folder(out, f"{plan.scenario.name}-ab"), threshold,
+               DEFAULT_CONFIDENCE, error_margin=error_margin, calibration=record)
+    raise SystemExit(doc["exit_code"])
+
+
+def prepare_night(scenario: str, baseline: str, candidate: str, *, protocol: str | None, duration: str | None,
+                  seed: int, trials: int | None, interleave: str, allow_remote: bool
+                  ) -> tuple[DrillPlan, Arms, TrialDesign]:
+    """One night's plan (its seed given), both targets read, and the interleaving with its warm-up and
+    fresh texts; BadInput naming what is wrong."""
+    from rushhour.reports.ab.groups import NoLatencySloError, latency_slos
+    from rushhour.scenarios.ab.targets import TargetError, parse_target
     from rushhour.scenarios.ab.trials import DesignError, TrialDesign, default_trials
 
     flags = Overrides(protocol=protocol, duration=duration, seed=seed, no_chaos=True)
@@ -81,14 +148,21 @@ def ab(scenario: str, baseline: str, candidate: str, trials: int | None, out: Pa
         targets = (parse_target("baseline", baseline, plan.scenario, allow_remote=allow_remote),
                    parse_target("candidate", candidate, plan.scenario, allow_remote=allow_remote))
         design = TrialDesign.build(plan.duration_s, trials or default_trials(plan.duration_s),
-                                   plan.scenario.traffic.seed, interleave)
-        probed = {t.arm: probe_arm(t, t.url, plan.scenario.target) for t in targets if t.url is not None}
+                                   plan.scenario.traffic.seed, interleave, warmup=True, fresh_texts=True)
     except (NoLatencySloError, TargetError, DesignError) as exc:
         raise BadInput(str(exc)) from exc
-    _say_plan(plan, targets, design, probed, dry_run)
-    if dry_run:
-        return
-    _run(plan, targets, design, probed, results_folder(out, f"{plan.scenario.name}-ab"), threshold, DEFAULT_CONFIDENCE)
+    return plan, targets, design
+
+
+def load_calibration(path: Path | None) -> dict[str, Any] | None:
+    """The calibration record named, else the default one here when it exists, else None."""
+    from rushhour.reports.ab.calibration import DEFAULT_RECORD, read_record
+
+    if path is None:
+        path = Path(DEFAULT_RECORD)
+        if not path.is_file():
+            return None
+    return read_record(path)
 
 
 def each_arm_at_full_rate(plan: DrillPlan) -> DrillPlan:
@@ -111,6 +185,8 @@ def _say_plan(plan: DrillPlan, targets: Arms, design: TrialDesign, probed: dict[
     for target in targets:
         echo(f"{target.arm:<10} {target.describe()}")
     arms = "".join("A" if a == "baseline" else "B" for a in design.arms)
+    echo(f"seed       {design.seed} (texts salted {design.text_salt}); the first {design.warmup_pairs} slice "
+         "pair(s) warm both arms and are not judged")
     if design.interleave == "requests":
         echo(f"trials     {design.trials // 2} slices of {design.trial_s:.2f} s, each request to a random arm; "
              f"the schedule at {ARM_RATE_FACTOR:g}x the scenario's rate, so each arm carries the scenario's load")
@@ -121,24 +197,26 @@ def _say_plan(plan: DrillPlan, targets: Arms, design: TrialDesign, probed: dict[
 
 
 def _run(plan: DrillPlan, targets: Arms, design: TrialDesign, probed: dict[str, str], folder: Path,
-         threshold: float, confidence: float) -> None:
+         threshold: float, confidence: float, *, error_margin: float, calibration: dict[str, Any] | None,
+         stream: Any = None) -> dict[str, Any]:
+    """Run one night and print its groups and verdict; returns the ab.json document."""
     from rushhour.reports.rundata.results import ResultsError
     from rushhour.scenarios.ab.runner import AbRun
     from rushhour.scenarios.ab.targets import TargetError
     from rushhour.scenarios.run.resultsdir import ResultsDirError
 
     try:
-        doc = AbRun(plan, targets, design, folder, threshold, confidence, probed=probed).run()
+        extra = {} if stream is None else {"stream": stream}
+        doc = AbRun(plan, targets, design, folder, threshold, confidence, probed=probed, error_margin=error_margin,
+                    calibration=calibration, **extra).run()
     except (TargetError, ResultsDirError, ResultsError) as exc:
         raise BadInput(str(exc)) from exc
     for group in doc["groups"]:
-        click.echo(f"{group['name']}: P{group['percentile']:g} {group['ratio_text']}, MDE {group['mde_text']}, "
-                   f"errors {_pct(group['errors']['baseline'])} / {_pct(group['errors']['candidate'])}: "
-                   f"{group['verdict'].replace('_', ' ')}")
+        click.echo(f"{group['name']}: night P{group['percentile']:g} of answers {group['ratio_text']}, "
+                   f"MDE {group['mde_text']}: {group['verdict'].replace('_', ' ')}")
+    for row in doc["errors"]:
+        click.echo(f"{row['population']}: {row['text']}")
     click.echo(f"report: {folder / AB_HTML_FILE}")
     click.echo(doc["sentence"])
-    raise SystemExit(doc["exit_code"])
+    return doc
 
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
