@@ -2,8 +2,9 @@
 
 A group regresses when its P ratio (current over baseline) reaches 1 + the minimum change and
 its interval lies above 1, or when it fails significantly more often (rushhour.reports.gate.failshare). The
-interval holds the sampling noise and, with several baseline runs, their run-to-run variance
-component (rushhour.reports.gate.runnoise): noise is counted there once, not again in the threshold. The
+interval holds the sampling noise and, with several baseline runs, their run-to-run spread on
+Student t (rushhour.reports.gate.runnoise): noise is
+counted there once, not again in the threshold. The
 verdict is a regression when any judged group regresses; the tests are Bonferroni-adjusted for
 the number of groups, so more groups do not mean more false alarms.
 """
@@ -16,6 +17,7 @@ from typing import Any, ClassVar
 from pydantic import ConfigDict
 
 from rushhour.reports.gate.failshare import MIN_FAILURE_SHARE_CHANGE
+from rushhour.reports.gate.runnoise import MIN_USEFUL_RUNS
 
 __all__ = ["SEPARATE_TIMES", "GateDecision", "GroupVerdict", "explain"]
 
@@ -51,6 +53,10 @@ class GroupVerdict:
     failure_p_value: float | None = None
     failure_regression: bool = False
     note: str | None = None
+    method: str | None = None  # how the ratio's interval was built
+    noise_df: int | None = None  # degrees of freedom of the run-to-run t (baseline runs - 1)
+    failure_method: str | None = None
+    failure_design_effect: float | None = None
 
 
 @dataclass(frozen=True)
@@ -83,9 +89,10 @@ def explain(decision: GateDecision | dict[str, Any]) -> str:
     """The decision as plain text: what was compared, how, every group's numbers, the verdict."""
     d = decision.as_dict() if isinstance(decision, GateDecision) else decision
     runs = d["baseline_runs"]
-    noise = ("run-to-run noise estimated from the baseline runs as a variance component (their spread "
-             "beyond sampling noise)" if len(runs) > 1
-             else "one baseline run: run-to-run noise is not modelled, only sampling noise")
+    noise = (f"run-to-run noise from the baseline runs' own spread, on Student t with {len(runs) - 1} degree(s) "
+             "of freedom" + ("" if len(runs) >= MIN_USEFUL_RUNS else
+                             f" (fewer than {MIN_USEFUL_RUNS} runs: a wide band, only large changes can show)")
+             if len(runs) > 1 else "one baseline run: run-to-run noise is not modelled, only sampling noise")
     lines = [
         SEPARATE_TIMES,
         f"Population: {d['population']}.",
@@ -93,8 +100,9 @@ def explain(decision: GateDecision | dict[str, Any]) -> str:
         f"Baseline: {len(runs)} run(s) ({', '.join(runs)}); {noise}.",
         f"Current: {d['current_run']}.",
         (f"A group regresses when P{d['percentile']:g} current/baseline >= x{1 + d['min_relative_change']:.2f} "
-         f"and its {100 * d['confidence']:.1f}% interval (sampling noise plus the run-to-run component, counted "
-         f"once) lies above 1, or when its failure share is significantly higher (by at least "
+         f"and its {100 * d['confidence']:.1f}% interval (the bootstrap over requests, and with several baseline "
+         f"runs at least the t prediction interval of one more run) "
+         f"lies above 1, or when its failure share is significantly higher (tested on blocks of time, by at least "
          f"{100 * MIN_FAILURE_SHARE_CHANGE:g} points). "
          "A failed request counts as infinitely slow."),
         (f"{'group':<14}{'n base':>8}{'n cur':>7}{'pairs':>7}{'failed b/c':>12}{'P base ms':>11}"
@@ -102,6 +110,7 @@ def explain(decision: GateDecision | dict[str, Any]) -> str:
     ]
     lines += [_group_line(group) for group in d["groups"]]
     lines += [f"{g['group']}: {g['note']}" for g in d["groups"] if g.get("note")]
+    lines += [f"{g['group']}: interval by {g['method']}; {_effective(g)}" for g in d["groups"] if g.get("method")]
     lines.append(f"{d['verdict'].replace('_', ' ').upper()}: {d['reason']}")
     return "\n".join(lines)
 
@@ -119,6 +128,11 @@ def _group_verdict(g: dict[str, Any]) -> str:
     causes = [cause for cause, hit in (("P", g.get("latency_regression")), ("failures", g.get("failure_regression")))
               if hit]
     return f"REGRESSION ({', '.join(causes)})" if causes else ("REGRESSION" if g["regression"] else "ok")
+
+
+def _effective(g: dict[str, Any]) -> str:
+    runs = "" if g.get("noise_df") is None else f"{g['noise_df'] + 1} baseline runs behind the band; "
+    return f"{runs}failures tested at a design effect of {g.get('failure_design_effect') or 1.0:.1f} (blocks of time)"
 
 
 def _num(value: float | None, digits: int) -> str:

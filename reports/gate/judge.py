@@ -5,8 +5,14 @@ the baseline's percentile is the geometric mean of the baseline runs' own percen
 requests (the percentile of per-request medians would sit below every single run's tail, since
 each run's slow requests are different ones, and so favour a regression verdict). Unpaired: the
 baseline runs' requests are pooled. A group with fewer requests than its percentile needs is
-skipped. The ratio's interval is the bootstrap's, widened once by the baseline runs' run-to-run
-variance component (rushhour.reports.gate.runnoise); the failure share is judged beside it (rushhour.reports.gate.failshare).
+skipped.
+
+The ratio's interval starts as the bootstrap's over requests, which takes requests as
+independent. With two or more baseline runs the interval is also made to hold the Student t
+prediction interval for one more run (rushhour.reports.gate.runnoise): the runs' own spread, on
+K - 1 degrees of freedom, covers run effects, sampling and the requests' dependence in time
+together, so the verdict does not rest on the bootstrap's assumption. The failure share is
+judged beside it on blocks of time (rushhour.reports.gate.failshare).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from rushhour.reports.gate.population import (
     tail,
     unpaired_draws,
 )
-from rushhour.reports.gate.runnoise import run_noise, widen
+from rushhour.reports.gate.runnoise import RunNoise, log_tails, run_noise
 from rushhour.reports.rundata.results import RunData
 
 __all__ = ["group_confidence", "judge_groups", "verdict_reason"]
@@ -94,9 +100,11 @@ def _verdict(name: str, cur: _Side, base: list[_Side], cur_values: np.ndarray, r
              paired: bool, percentile: float, confidence: float, min_change: float, needed: int,
              rng: np.random.Generator) -> GroupVerdict:
     noise = run_noise([side.latency for side in base], percentile, paired, rng)
+    if noise is not None:
+        rows = list(ref_values) if paired else [side.latency for side in base]
+        noise = replace(noise, log_tails=log_tails(rows, percentile))
     p_ref, p_cur = reference_tail(ref_values, percentile), tail(cur_values, percentile)
-    failures = judge_failures(sum(side.failed for side in base), sum(side.attempted for side in base),
-                              cur.failed, cur.attempted, alpha=(1.0 - confidence) / 2.0)
+    failures = judge_failures(_failed(cur), [_failed(side) for side in base], alpha=(1.0 - confidence) / 2.0)
     verdict = GroupVerdict(
         group=name, samples_baseline=sum(side.attempted for side in base), samples_current=cur.attempted,
         pairs=int(cur_values.size) if paired else None, failed_baseline=sum(side.failed for side in base),
@@ -104,7 +112,8 @@ def _verdict(name: str, cur: _Side, base: list[_Side], cur_values: np.ndarray, r
         noise_band=noise.band(confidence) if noise else None, threshold=1.0 + min_change, regression=False,
         run_noise_sd=noise.tau if noise else None, failure_share_baseline=failures.baseline,
         failure_share_current=failures.current, failure_p_value=failures.p_value,
-        failure_regression=failures.regression)
+        failure_regression=failures.regression, noise_df=noise.degrees_of_freedom if noise else None,
+        failure_method=failures.method, failure_design_effect=failures.design_effect)
     usable = min(cur_values.size, ref_values.shape[-1])
     if usable < needed or p_ref is None or p_cur is None:
         return replace(verdict, skipped=f"skipped: {usable} < {needed} requests", failure_regression=False)
@@ -113,11 +122,33 @@ def _verdict(name: str, cur: _Side, base: list[_Side], cur_values: np.ndarray, r
             f"P{percentile:g} is a failure in both runs (more than {100 - percentile:g}% failed); "
             "judged on the failure share only."))
     draws = (paired_draws if paired else unpaired_draws)(ref_values, cur_values, percentile, rng)
-    interval = quantiles(widen(draws, noise, rng), confidence)
+    interval = _with_run_noise(quantiles(draws, confidence), p_cur, noise, confidence)
     ratio = float(np.exp(log_ratio(p_cur, p_ref)))
     latency = bool(ratio >= verdict.threshold and interval[0] > 1.0)
     return replace(verdict, ratio=ratio, ci=interval, latency_regression=latency,
-                   regression=latency or failures.regression)
+                   regression=latency or failures.regression, method=_method(paired, noise))
+
+
+def _failed(side: _Side) -> np.ndarray:
+    """The side's attempted requests in time order, True where one failed."""
+    return np.isposinf(side.latency[~np.isnan(side.latency)])
+
+
+def _with_run_noise(boot: tuple[float, float], p_cur: float, noise: RunNoise | None,
+                    confidence: float) -> tuple[float, float]:
+    """The bootstrap interval, stretched to hold the t prediction interval of the baseline runs."""
+    half = noise.half_width(confidence) if noise is not None else None
+    if half is None or noise is None or not np.isfinite(p_cur):
+        return boot
+    centre = float(np.log(max(p_cur, 1e-9))) - float(np.mean(noise.log_tails))
+    return min(boot[0], float(np.exp(centre - half))), max(boot[1], float(np.exp(centre + half)))
+
+
+def _method(paired: bool, noise: RunNoise | None) -> str:
+    head = "paired bootstrap over requests" if paired else "bootstrap of each run"
+    if noise is None or noise.half_width(0.95) is None:
+        return head + " (requests taken as independent); one baseline run: run-to-run noise not modelled"
+    return head + f"; held to Student t on {noise.degrees_of_freedom} degree(s) of freedom from {noise.runs} baseline runs"
 
 
 def verdict_reason(groups: list[GroupVerdict], percentile: float, regressed: bool) -> str:

@@ -12,11 +12,16 @@ each run on its own otherwise). The method-of-moments estimate is
 
     tau^2 = max(0, mean over pairs of ((y_j - y_k)^2 - v_jk) / 2),
 
-the runs' spread less what sampling alone explains. A night compared with the geometric mean of
-K baseline runs carries its own run effect and the mean's, a variance of tau^2 (1 + 1/K); the
-gate adds that once, to the bootstrap distribution of the ratio, and never again as a threshold.
-With few runs tau itself is uncertain (two runs give one degree of freedom); the output says how
-many runs it came from.
+the runs' spread less what sampling alone explains; it is reported, not used to decide.
+
+The decision uses the runs' own spread directly. Under the same code, the current run's log P
+and the K baseline runs' are K + 1 draws of one law (run effect and sampling noise together), so
+(y_cur - mean y_k) / (s_y sqrt(1 + 1/K)), with s_y the baseline runs' standard deviation, is
+Student t with K - 1 degrees of freedom: the prediction interval for one more run. A normal
+quantile on an estimated tau, as a plug-in, raised same-code false alarms from a stated 1.25% to
+3.5–13% with two runs; the t quantile holds at any K, and says plainly what few runs buy: with
+two runs (one degree of freedom) the band is 10–20 times the two runs' difference, so a useful
+band needs five or more (MIN_USEFUL_RUNS).
 """
 
 from __future__ import annotations
@@ -26,14 +31,15 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
-from scipy.special import ndtri
+from scipy import special
 
 from rushhour.reports.gate.population import beta_draws, log_ratio, paired_draws, tail
 
-__all__ = ["RunNoise", "run_noise", "widen"]
+__all__ = ["MIN_USEFUL_RUNS", "RunNoise", "log_tails", "run_noise"]
 
 NOISE_DRAWS = 400  # bootstrap draws per pair of runs: enough for a variance
 MAX_NOISE_PAIRS = 45  # beyond ten runs, a random subset of the pairs
+MIN_USEFUL_RUNS = 5  # fewer baseline runs leave a band too wide to find a 10-20% change
 
 
 @dataclass(frozen=True)
@@ -45,15 +51,32 @@ class RunNoise:
     spread: float  # observed root-mean-square of (y_j - y_k) / sqrt(2) over the pairs
     sampling: float  # root-mean-square of sqrt(v_jk / 2): what sampling alone explains
 
+    log_tails: tuple[float, ...] = ()  # each baseline run's log P over the compared requests (finite ones)
+
     @property
     def comparison_sd(self) -> float:
         """Standard deviation, on the log scale, that run effects add to one night vs the baseline."""
         return self.tau * math.sqrt(1.0 + 1.0 / self.runs)
 
-    def band(self, confidence: float) -> float:
-        """The ratio a same-code night may show from run effects alone (one side, `confidence`)."""
+    @property
+    def degrees_of_freedom(self) -> int:
+        return max(len(self.log_tails) - 1, 0)
+
+    def half_width(self, confidence: float) -> float | None:
+        """Half-width on the log scale of the two-sided `confidence` prediction interval for one
+        more run's log P around the baseline runs' mean (Student t, K - 1 degrees of freedom);
+        None under two finite runs."""
+        k = len(self.log_tails)
+        if k < 2:
+            return None
         side = (1.0 - confidence) / 2.0
-        return float(math.exp(ndtri(1.0 - side) * self.comparison_sd))
+        spread = float(np.std(self.log_tails, ddof=1))
+        return float(special.stdtrit(k - 1, 1.0 - side)) * spread * math.sqrt(1.0 + 1.0 / k)
+
+    def band(self, confidence: float) -> float | None:
+        """The ratio a same-code night may show from run effects and sampling alone (one side)."""
+        half = self.half_width(confidence)
+        return None if half is None else float(math.exp(half))
 
 
 def run_noise(baselines: list[np.ndarray], percentile: float, paired: bool, rng: np.random.Generator,
@@ -79,6 +102,12 @@ def run_noise(baselines: list[np.ndarray], percentile: float, paired: bool, rng:
                     sampling=math.sqrt(float(np.mean(variance)) / 2.0))
 
 
+def log_tails(runs: list[np.ndarray], percentile: float) -> tuple[float, ...]:
+    """Each run's log P (NaN dropped); infinite ones (a run whose tail is failures) left out."""
+    tails = [tail(run[~np.isnan(run)], percentile) for run in runs]
+    return tuple(float(np.log(max(t, 1e-9))) for t in tails if t is not None and math.isfinite(t))
+
+
 def _pair(first: np.ndarray, second: np.ndarray, percentile: float, paired: bool, rng: np.random.Generator,
           draws: int) -> tuple[float, float] | None:
     """((y_j - y_k)^2, v_jk) for one pair of runs, None when either percentile is not finite."""
@@ -98,10 +127,3 @@ def _pair(first: np.ndarray, second: np.ndarray, percentile: float, paired: bool
     finite = resampled[np.isfinite(resampled)]
     variance = float(np.var(finite)) if finite.size > 1 else 0.0
     return float(log_ratio(top_a, top_b)) ** 2, variance
-
-
-def widen(log_ratios: np.ndarray, noise: RunNoise | None, rng: np.random.Generator) -> np.ndarray:
-    """Bootstrap draws of the log ratio with the run effects' variance added (once)."""
-    if noise is None or noise.tau == 0.0:
-        return log_ratios
-    return log_ratios + rng.normal(0.0, noise.comparison_sd, log_ratios.size)

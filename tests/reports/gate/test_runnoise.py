@@ -61,8 +61,10 @@ def test_compare_counts_noise_once_with_committed_baseline_like_noise(tmp_path: 
     from scipy.stats import norm
     # Five same-schedule baseline runs whose P99s spread as the committed nightly baseline's did
     # (x1 to x3.5), and a night x1.3 slower than their geometric mean. The documented rule: the
-    # threshold is x1.10, not the runs' spread; the interval is the paired bootstrap's widened once
-    # by tau * sqrt(1 + 1/5); a regression needs the ratio >= x1.10 and the interval above 1.
+    # threshold is x1.10, not the runs' spread; the interval holds the t prediction interval of one
+    # more run, t on 4 degrees of freedom times the runs' spread of log P99 times sqrt(1 + 1/5);
+    # a regression needs the ratio >= x1.10 and the interval above 1.
+    from scipy.stats import t as student
     rng = np.random.default_rng(11)
     cost = rng.lognormal(np.log(120.0), 0.4, N)
     factors = np.array([1.0, 3.5, 1.6, 2.2, 1.3])
@@ -74,12 +76,12 @@ def test_compare_counts_noise_once_with_committed_baseline_like_noise(tmp_path: 
     [group] = result.decision.groups
     assert group.ratio == pytest.approx(1.3, abs=0.05) and group.threshold == pytest.approx(1.1)
     assert group.run_noise_sd == pytest.approx(float(np.std(np.log(factors), ddof=1)), rel=0.1)
-    side = norm.ppf(1 - (1 - result.decision.confidence) / 2)
-    boot = paired_draws(np.vstack([cost]), cost * 1.3, 99.0, np.random.default_rng(0))  # sampling part
-    assert group.run_noise_sd is not None
-    half = side * np.sqrt(np.var(boot) + group.run_noise_sd ** 2 * (1 + 1 / 5))
+    assert group.noise_df == 4 and "Student t on 4 degree(s)" in (group.method or "")
+    side = 1 - (1 - result.decision.confidence) / 2
+    half = student.ppf(side, 4) * float(np.std(np.log(factors), ddof=1)) * np.sqrt(1 + 1 / 5)
     assert group.ci is not None and group.ratio is not None
     assert np.log(group.ci[0]) == pytest.approx(np.log(group.ratio) - half, abs=0.1)
+    assert group.noise_band == pytest.approx(np.exp(half), rel=0.1)
     assert group.regression is (group.ratio >= 1.1 and group.ci[0] > 1.0) and not group.regression
     assert "the interval includes no change" in result.reason
     # On a quiet machine (runs within 3% of each other) the same x1.3 is found.
