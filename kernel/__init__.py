@@ -8,5 +8,6 @@ The bottom layer: every other package may import it, it imports none of them.
 - `processes`: free ports, children that die with their parent, one process-stop helper
 - `quantiles`: one percentile (nearest rank)
 - `loopback`: the loopback guard (is this target on this machine)
-- `atomic`: result files written whole or not at all
+- `atomic`: result files written whole or not at all, never through a link
+- `safetext`: text from files and targets made safe to print on a terminal and in Markdown
 """

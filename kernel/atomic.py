@@ -1,43 +1,97 @@
-"""Result files written whole or not at all: a temporary file beside the target, then a rename.
+"""Result files written whole or not at all, and never through a link.
 
 A harness killed while writing `requests.parquet` or a JSON record must leave either the old
-file or none, never half of one that a later `rushhour report` would read as the truth. Kept in
-the bottom layer so the drill and the reports (`summary.json`) write results the same way.
+file or none, never half of one that a later `rushhour report` would read as the truth. And a
+results folder may come from elsewhere (downloaded, unpacked, shared): a `report.md` planted as a
+symbolic link to a file of the user's must not get that file overwritten. So every results file
+is written to a temporary file created exclusively (`O_EXCL`, `O_NOFOLLOW`, a random name) in the
+same directory, flushed to disk, then renamed over the destination; a destination that is a link
+is refused with `LinkedOutputError`, naming it. Kept in the bottom layer so the drill and the
+reports write results the same way.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # only for the annotation: importing this module stays light (the CLI's error handler does)
+    import pandas as pd
 
-__all__ = ["write_json_atomic", "write_parquet_atomic"]
+__all__ = ["LinkedOutputError", "refuse_linked_outputs", "write_bytes_atomic", "write_json_atomic",
+           "write_parquet_atomic", "write_text_atomic"]
+
+_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def _replace(tmp: Path, path: Path) -> None:
-    with tmp.open("rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+class LinkedOutputError(ValueError):
+    """A results file to be written is a symbolic link (or not a plain file)."""
+
+
+def _refuse_link(path: Path) -> None:
+    if path.is_symlink():
+        raise LinkedOutputError(f'Refusing to write "{path}": it is a symbolic link (to "{os.readlink(path)}"). '
+                                "A results folder's files must be plain files; remove the link and run again.")
+    if path.exists() and not path.is_file():
+        raise LinkedOutputError(f'Refusing to write "{path}": it exists and is not a plain file.')
+
+
+def refuse_linked_outputs(folder: Path, names: list[str] | tuple[str, ...]) -> None:
+    """LinkedOutputError naming the first of `names` in `folder` that is a link or not a plain file."""
+    for name in names:
+        _refuse_link(folder / name)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems cannot sync a directory; the rename has happened all the same
+    finally:
+        os.close(fd)
+
+
+def _write(path: Path, fill: Callable[[IO[bytes]], object]) -> None:
+    """Create a fresh temporary file beside `path`, let `fill` write it, sync, rename over `path`."""
+    path = Path(path)
+    _refuse_link(path)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, _FLAGS, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            fill(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        _refuse_link(path)
+        os.replace(tmp, path)  # a rename replaces a link put there meanwhile; it never writes through one
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_dir(path.parent)
+
+
+def write_bytes_atomic(data: bytes, path: Path) -> None:
+    """`data` to `path`, atomically, never through a link."""
+    _write(path, lambda handle: handle.write(data))
+
+
+def write_text_atomic(text: str, path: Path) -> None:
+    """`text` to `path` as UTF-8, atomically, never through a link."""
+    write_bytes_atomic(text.encode("utf-8"), path)
 
 
 def write_parquet_atomic(frame: pd.DataFrame, path: Path) -> None:
-    """`frame` to `path` as parquet, atomically."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        frame.to_parquet(tmp, index=False)
-        _replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """`frame` to `path` as parquet, atomically, never through a link."""
+    _write(path, lambda handle: frame.to_parquet(handle, index=False))
 
 
 def write_json_atomic(data: Any, path: Path) -> None:
-    """`data` to `path` as indented JSON, atomically."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
-        _replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """`data` to `path` as indented JSON, atomically, never through a link."""
+    write_text_atomic(json.dumps(data, indent=2, default=str) + "\n", path)

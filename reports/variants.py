@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from rushhour.kernel.atomic import write_text_atomic
 from rushhour.kernel.contract import SUMMARY_FILE
 from rushhour.reports.build import _json_safe
 from rushhour.reports.estimate.intervals import percentile_of
@@ -136,7 +137,7 @@ def render_comparison_html(comparison: dict[str, Any]) -> str:
 
 
 def render_comparison_md(comparison: dict[str, Any]) -> str:
-    return template_environment().get_template("variants.md.j2").render(c=comparison, by=_lookups(comparison))
+    return template_environment(markdown=True).get_template("variants.md.j2").render(c=comparison, by=_lookups(comparison))
 
 
 def write_comparison(top: Path, variants: list[tuple[str, Path]]) -> dict[str, Any]:
@@ -144,7 +145,7 @@ def write_comparison(top: Path, variants: list[tuple[str, Path]]) -> dict[str, A
     top = Path(top)
     top.mkdir(parents=True, exist_ok=True)
     comparison = _json_safe(comparison_dict(top, [variant_row(name, root) for name, root in variants]))
-    (top / "comparison.json").write_text(json.dumps(comparison, indent=2) + "\n", encoding="utf-8")
-    (top / "comparison.html").write_text(render_comparison_html(comparison), encoding="utf-8")
-    (top / "comparison.md").write_text(render_comparison_md(comparison), encoding="utf-8")
+    write_text_atomic(json.dumps(comparison, indent=2) + "\n", top / "comparison.json")
+    write_text_atomic(render_comparison_html(comparison), top / "comparison.html")
+    write_text_atomic(render_comparison_md(comparison), top / "comparison.md")
     return comparison

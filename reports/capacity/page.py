@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from rushhour.kernel.atomic import write_text_atomic
 from rushhour.reports.charts.plotting import Chart, encode
 
 __all__ = ["knee_chart", "write_capacity_html"]
@@ -104,5 +105,5 @@ def render_capacity_html(document: dict[str, Any]) -> str:
 
 
 def write_capacity_html(document: dict[str, Any], path: Path) -> Path:
-    path.write_text(render_capacity_html(document), encoding="utf-8")
+    write_text_atomic(render_capacity_html(document), path)
     return path

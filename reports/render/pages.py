@@ -9,7 +9,9 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from rushhour.kernel.atomic import write_text_atomic
 from rushhour.kernel.contract import JUNIT_FILE, REPORT_HTML_FILE, REPORT_MD_FILE
+from rushhour.kernel.safetext import markdown_text
 from rushhour.reports.charts.plotting import Chart
 from rushhour.reports.measures.harness import leak_audit_failure
 from rushhour.reports.render.format import DASH, budget, format_sig, num, pct, secs, usd
@@ -58,10 +60,11 @@ def _ci(slo: dict[str, Any]) -> str:
     return f"{_pct(low)}, {_pct(high)}"
 
 
-def template_environment() -> Environment:
-    """Jinja environment over reports/templates with the report's number filters."""
+def template_environment(*, markdown: bool = False) -> Environment:
+    """Jinja environment over reports/templates with the report's number filters; for Markdown
+    templates every printed value goes through `markdown_text` (HTML ones are autoescaped)."""
     env = Environment(loader=PackageLoader("rushhour.reports", "templates"),
-                      autoescape=select_autoescape(["html", "html.j2"]),
+                      autoescape=select_autoescape(["html", "html.j2"]), finalize=markdown_text if markdown else None,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(sig=format_sig, num=_num, pct=_pct, usd=_usd, measured=_measured, ci=_ci,
                        good=_good, ok_only=_ok_only, secs=secs, budget=budget)
@@ -76,7 +79,7 @@ def render_html(summary: dict[str, Any], charts: Sequence[Chart]) -> str:
 
 def render_markdown(summary: dict[str, Any]) -> str:
     """A short summary fit for a pull-request comment."""
-    return template_environment().get_template("report.md.j2").render(s=_with_defaults(summary))
+    return template_environment(markdown=True).get_template("report.md.j2").render(s=_with_defaults(summary))
 
 
 def _with_defaults(summary: dict[str, Any]) -> dict[str, Any]:
@@ -136,6 +139,6 @@ def _case(suite: ET.Element, classname: str, name: str, failure: str | None,
 
 def write_reports(root: Path, summary: dict[str, Any], charts: Sequence[Chart]) -> None:
     """Write report.html, report.md and junit.xml beside the results."""
-    (root / REPORT_HTML_FILE).write_text(render_html(summary, charts), encoding="utf-8")
-    (root / REPORT_MD_FILE).write_text(render_markdown(summary), encoding="utf-8")
-    (root / JUNIT_FILE).write_text(render_junit(summary), encoding="utf-8")
+    write_text_atomic(render_html(summary, charts), root / REPORT_HTML_FILE)
+    write_text_atomic(render_markdown(summary), root / REPORT_MD_FILE)
+    write_text_atomic(render_junit(summary), root / JUNIT_FILE)

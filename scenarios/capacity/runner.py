@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from rushhour.kernel.atomic import write_text_atomic
 from rushhour.kernel.contract import CAPACITY_HTML_FILE, CAPACITY_JSON_FILE, ExitCode
 from rushhour.reference_server.launch import LaunchError
 from rushhour.scenarios.capacity.bracket import plan_from_throughput
@@ -317,8 +318,7 @@ def _run_conditions(job: CapacityJob, say: Callable[[str], None]
 
 
 def _write(job: CapacityJob, document: dict[str, Any]) -> None:
-    (job.out_dir / CAPACITY_JSON_FILE).write_text(json.dumps(plain(document), indent=2, allow_nan=False),
-                                               encoding="utf-8")
+    write_text_atomic(json.dumps(plain(document), indent=2, allow_nan=False), job.out_dir / CAPACITY_JSON_FILE)
     from rushhour.reports.capacity.page import write_capacity_html
 
     write_capacity_html(document, job.out_dir / CAPACITY_HTML_FILE)

@@ -23,6 +23,16 @@ COMMANDS = {
 
 
 class LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        """Run the command; a results file that turns out to be a link is refused as bad input (exit 2)."""
+        from rushhour.kernel.atomic import LinkedOutputError
+        from rushhour.scenarios.cli.errors import BadInput
+
+        try:
+            return super().invoke(ctx)
+        except LinkedOutputError as exc:
+            raise BadInput(str(exc)) from exc
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
 

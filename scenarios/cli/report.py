@@ -6,10 +6,24 @@ from pathlib import Path
 
 import click
 
-from rushhour.kernel.contract import AB_HTML_FILE, EVENTS_FILE, REPORT_HTML_FILE, SCENARIO_FILE
+from rushhour.kernel.contract import (
+    AB_HTML_FILE,
+    AB_JSON_FILE,
+    AB_MD_FILE,
+    EVENTS_FILE,
+    JUNIT_FILE,
+    REPORT_HTML_FILE,
+    REPORT_MD_FILE,
+    SCENARIO_FILE,
+    SUMMARY_FILE,
+)
+from rushhour.kernel.safetext import terminal_text
 from rushhour.scenarios.cli.errors import BadInput, finite
 
 DIR = click.Path(path_type=Path, file_okay=False)
+REPORT_OUTPUTS = (SUMMARY_FILE, REPORT_HTML_FILE, REPORT_MD_FILE, JUNIT_FILE, AB_JSON_FILE, AB_HTML_FILE, AB_MD_FILE)
+"""What `rushhour report` writes into a results folder (a killed run's rebuild also writes its parquet
+files, through the same link-refusing writer)."""
 
 
 @click.command()
@@ -28,6 +42,7 @@ def report(results_dir: Path, baseline: Path | None) -> None:
     from rushhour.reports.rundata.results import ResultsError
     from rushhour.scenarios.run.rebuild import rebuild_results
 
+    _refuse_linked_outputs(results_dir)
     _check_text_files(results_dir)
     rebuilt = rebuild_results(results_dir) if results_dir.is_dir() else None
     if rebuilt is not None:
@@ -39,11 +54,21 @@ def report(results_dir: Path, baseline: Path | None) -> None:
         summary = build_reports(results_dir, baseline=baseline)
     except ResultsError as exc:
         raise BadInput(str(exc)) from exc
-    click.echo(f"{summary['verdict'].upper()}: {summary['verdict_reason']}")
+    click.echo(terminal_text(f"{summary['verdict'].upper()}: {summary['verdict_reason']}"))
     if summary.get("comparison"):
-        click.echo(f"baseline: {summary['comparison']['reason']}")
+        click.echo(terminal_text(f"baseline: {summary['comparison']['reason']}"))
     click.echo(f"report: {results_dir / REPORT_HTML_FILE}")
     raise SystemExit(exit_code(summary))
+
+
+def _refuse_linked_outputs(results_dir: Path) -> None:
+    """Refuse, before anything is rebuilt, a folder where a file the report writes is a link."""
+    from rushhour.kernel.atomic import LinkedOutputError, refuse_linked_outputs
+
+    try:
+        refuse_linked_outputs(results_dir, REPORT_OUTPUTS)
+    except LinkedOutputError as exc:
+        raise BadInput(str(exc)) from exc
 
 
 def _check_text_files(results_dir: Path) -> None:
@@ -70,7 +95,7 @@ def _report_ab(results_dir: Path) -> None:
     except ResultsError as exc:
         raise BadInput(str(exc)) from exc
     click.echo(f"report: {results_dir / AB_HTML_FILE}")
-    click.echo(doc["sentence"])
+    click.echo(terminal_text(doc["sentence"]))
     raise SystemExit(doc["exit_code"])
 
 
@@ -112,5 +137,5 @@ def compare(baseline: tuple[Path, ...], current_dir: Path, min_change: float, pa
                               population=gate_population)
     except ResultsError as exc:
         raise BadInput(str(exc)) from exc
-    click.echo(explain_comparison(result))
+    click.echo("\n".join(terminal_text(line) for line in explain_comparison(result).splitlines()))
     raise SystemExit(1 if result.regression else 0)
