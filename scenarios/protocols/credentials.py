@@ -11,7 +11,7 @@ import base64
 import os
 from pathlib import Path
 
-from rushhour.scenarios.spec.target import SECRET_HEADERS, AuthSpec
+from rushhour.scenarios.spec.target import AuthSpec, is_secret_header
 
 __all__ = ["CredentialError", "auth_headers", "describe_auth", "mask", "masked_headers"]
 
@@ -63,7 +63,7 @@ def masked_headers(headers: dict[str, str]) -> dict[str, str]:
     """Headers with every credential-bearing value masked (the scheme word of Authorization kept)."""
     shown = {}
     for name, value in headers.items():
-        if name.lower() in SECRET_HEADERS:
+        if is_secret_header(name):
             scheme, _, rest = value.partition(" ")
             shown[name] = f"{scheme} {mask(rest)}" if rest else mask(value)
         else:

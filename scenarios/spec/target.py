@@ -25,7 +25,17 @@ ROW_FIELDS: frozenset[str] = frozenset(get_args(RowField))
 """The fields of one schedule row a protocol may put on the wire."""
 HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$"
 PROTOCOL_NAMES: tuple[str, ...] = ("rushhour", "openai-chat", "kserve-v2", "http")
-SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"})
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
+                            "x-auth-token", "x-access-token", "x-amz-security-token", "x-goog-api-key",
+                            "ocp-apim-subscription-key", "x-csrf-token", "x-xsrf-token"})
+SECRET_HEADER_WORDS = re.compile(r"auth|token|secret|passw|api-?key|apikey|cookie|credential|session|signature")
+"""Words that make a header name a credential's, beyond the well-known names above."""
+
+
+def is_secret_header(name: str) -> bool:
+    """True when a header of this name carries a credential (never written to a scenario or shown)."""
+    lowered = name.lower()
+    return lowered in SECRET_HEADERS or bool(SECRET_HEADER_WORDS.search(lowered))
 
 
 class _Strict(BaseModel):
@@ -128,7 +138,7 @@ class TargetProtocol(_Strict):
         bad = sorted(name for name in value if not re.match(HEADER_NAME, name))
         if bad:
             raise ValueError(f'"{bad[0]}" is not a valid HTTP header name')
-        secret = sorted(name for name in value if name.lower() in SECRET_HEADERS)
+        secret = sorted(name for name in value if is_secret_header(name))
         if secret:
             raise ValueError(f"{', '.join(secret)} would write a credential into the scenario and its "
                              "results; use auth (env or file) instead")
