@@ -12,18 +12,20 @@ The block length is chosen from the data: block lengths double from n / `MAX_BLO
 (at least one) while at least `MIN_BLOCKS` blocks remain, and the length with the largest
 long-run variance is kept (every shorter block still leaks correlation into its neighbours and
 understates the spread, every longer one has fewer blocks). A lag-1 correlation r left between
-blocks that is clearly above noise (r > 2 / sqrt(blocks)) widens that length's variance by the
-AR(1) factor (1 + r) / (1 - r), and the few blocks' own uncertainty is charged by the
-Korn-Graubard rule: the effective size shrinks by (z / t)^2 with t on blocks - 1 degrees of
-freedom. docs/concepts/confidence.md shows, on processes whose truth is known, why batch means
-rather than a block bootstrap: one pass over the data, so a few million requests cost
-milliseconds, and coverage at its nominal value on the bench.
+blocks above noise (r > 1.645 / sqrt(blocks), one-sided 5%) widens that length's variance by the
+AR(1) factor (1 + r) / (1 - r), r first corrected for its small-sample bias; the few blocks' own
+uncertainty is charged by the Korn-Graubard rule: the effective size shrinks by (z / t)^2 with t
+on blocks - 1 degrees of freedom. When even the longest blocks stay correlated above noise, the
+series remembers longer than the run can show (`Dependence.outlasts_blocks`), and a percentile
+says "not enough independent data". docs/concepts/confidence.md shows, on processes whose truth
+is known, why batch means rather than a block bootstrap: one pass over the data, so a few million
+requests cost milliseconds, and errors within their nominal value on the bench.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from scipy import special
@@ -36,6 +38,9 @@ measure dependence with, so the requests are counted as independent."""
 MIN_BLOCKS = 30
 """Fewest blocks a block length may leave: fewer make the spread of block means too noisy."""
 MAX_LAG1 = 0.9
+OUTLAST_Z = 1.645
+"""Blocks correlated beyond this many standard errors of a lag-1 estimate (1 / sqrt(blocks)),
+one-sided 5%, are taken as dependence the blocks could not outlast."""
 MAX_BLOCKS = 8192
 """The shortest block length tried leaves at most this many blocks: a block of n / 8192 requests
 already holds any dependence shorter than itself, and the search stays a few milliseconds long."""
@@ -54,6 +59,9 @@ class Dependence:
     lag1: float | None
     samples: int
     effective: float
+    outlasts_blocks: bool = False
+    """True when even the longest blocks stay clearly correlated (lag-1 above 2 / sqrt(blocks)):
+    the series remembers longer than the run can show, so no effective size is trustworthy."""
 
     @property
     def design_effect(self) -> float:
@@ -95,10 +103,13 @@ def dependence(series: np.ndarray, confidence: float = 0.95,
     best = (0.0, 1, n, 0.0)
     sums = np.concatenate(([0.0], np.cumsum(series, dtype=float)))
     block_len = max(1, n // MAX_BLOCKS)
+    outlasts = False
     while n // block_len >= min_blocks:
         means = _means_of(sums, block_len)
         r = lag1(means)
-        kept = min(r, MAX_LAG1) if r > 2.0 / np.sqrt(means.size) else 0.0
+        outlasts = r > OUTLAST_Z / np.sqrt(means.size)
+        # the lag-1 estimate of a short series is biased low by about (1 + 3r) / blocks (Kendall)
+        kept = min(r + (1 + 3 * r) / means.size, MAX_LAG1) if outlasts else 0.0
         widen = (1 + kept) / (1 - kept)
         long_run = float(means.var(ddof=1)) * (n / means.size) * widen
         if long_run > best[0]:
@@ -106,7 +117,26 @@ def dependence(series: np.ndarray, confidence: float = 0.95,
         block_len *= 2
     long_run, chosen, blocks, r = best
     design = max(long_run / variance, 1.0)
-    return Dependence(METHOD, chosen, blocks, r, n, n / design * _few_blocks_charge(blocks, confidence))
+    return Dependence(METHOD, chosen, blocks, r, n, n / design * _few_blocks_charge(blocks, confidence),
+                      outlasts)
+
+
+def rank_series(values: np.ndarray) -> np.ndarray:
+    """Each value's mid-rank in `values`, scaled to [0, 1]: the series' dependence at every level
+    at once, so it is measured from all requests even where the tail holds few. Ties share their
+    mid-rank (latencies rounded to the millisecond, or a queue's many requests that never
+    waited), so their order in time adds no dependence of its own."""
+    ordered = np.sort(values)
+    below = np.searchsorted(ordered, values, side="left")
+    through = np.searchsorted(ordered, values, side="right")
+    return (below + through - 1) / (2.0 * max(values.size, 1))
+
+
+def least_effective(*seen: Dependence) -> Dependence:
+    """The most cautious of several measurements of one series' dependence: the smallest
+    effective size, outlasting its blocks if any measurement did."""
+    least = min(seen, key=lambda one: one.effective)
+    return replace(least, outlasts_blocks=any(one.outlasts_blocks for one in seen))
 
 
 def _few_blocks_charge(blocks: int, confidence: float) -> float:

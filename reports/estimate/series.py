@@ -6,8 +6,9 @@ the point estimate, whose dependence `blocks.dependence` measures) and mapped ba
 ranks of all requests. A share's interval is Clopper-Pearson on the effective sample size (Korn
 and Graubard's design-effect form). With independent requests both fall back to the classic
 intervals; with a queue near its knee they widen by as much as the data show. Where the effective
-requests cannot bracket the percentile at the stated confidence, the result says so in words and
-carries no upper bound.
+requests cannot bracket the percentile at the stated confidence, or the requests stay correlated
+across the longest blocks, the result says so in words and carries no interval at all: a
+statement that cannot be made is not printed as a narrow one.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from scipy import special
 
 from rushhour.kernel.quantiles import nearest_rank
-from rushhour.reports.estimate.blocks import Dependence, dependence
+from rushhour.reports.estimate.blocks import Dependence, dependence, least_effective, rank_series
 from rushhour.reports.estimate.intervals import CONFIDENCE, binom_ppf
 
 
@@ -55,6 +56,14 @@ def not_enough_text(percentile: float, effective: float, confidence: float = CON
             f"{needed_effective(percentile, confidence):,} needed")
 
 
+def outlasts_text(percentile: float, confidence: float = CONFIDENCE) -> str:
+    """"not enough independent data for a P95 at 95%: requests stay correlated from one
+    thirtieth of the run to the next, so the run is too short for its memory"."""
+    return (f"not enough independent data for a P{percentile:g} at {confidence:.0%}: requests stay "
+            "correlated from one thirtieth of the run to the next, so the run is too short for "
+            "its memory")
+
+
 def quantile_interval(values: np.ndarray, percentile: float,
                       confidence: float = CONFIDENCE) -> SeriesInterval:
     """The nearest-rank `percentile` of `values` (time order; NaN dropped) with an interval that
@@ -66,7 +75,8 @@ def quantile_interval(values: np.ndarray, percentile: float,
                               f"no requests to measure a P{percentile:g} on")
     ordered = np.sort(clean)
     value = float(ordered[nearest_rank(percentile, n) - 1])
-    seen = dependence((clean > value).astype(float), confidence)
+    seen = least_effective(dependence((clean > value).astype(float), confidence),
+                           dependence(rank_series(clean), confidence))
     effective = min(seen.effective, float(n))
     size = max(1, math.floor(effective))
     tail = (1.0 - confidence) / 2.0
@@ -75,16 +85,24 @@ def quantile_interval(values: np.ndarray, percentile: float,
     hi_rank = math.ceil((binom_ppf(1.0 - tail, size, q) + 1) / size * n)
     low = float(ordered[lo_rank - 1]) if lo_rank >= 1 else None
     high = float(ordered[hi_rank - 1]) if hi_rank <= n else None
-    enough = effective >= needed_effective(percentile, confidence) and low is not None and high is not None
-    note = None if enough else not_enough_text(percentile, effective, confidence)
-    return SeriesInterval(value, low, high, confidence, seen, enough, note)
+    if seen.outlasts_blocks:
+        return SeriesInterval(value, None, None, confidence, seen, False,
+                              outlasts_text(percentile, confidence))
+    if effective < needed_effective(percentile, confidence) or low is None or high is None:
+        return SeriesInterval(value, None, None, confidence, seen, False,
+                              not_enough_text(percentile, effective, confidence))
+    return SeriesInterval(value, low, high, confidence, seen, True)
 
 
-def share_interval(hits: np.ndarray, confidence: float = CONFIDENCE) -> SeriesInterval:
+def share_interval(hits: np.ndarray, confidence: float = CONFIDENCE,
+                   levels: np.ndarray | None = None) -> SeriesInterval:
     """The share of True in `hits` (time order) with a Clopper-Pearson interval on its effective
-    sample size."""
+    sample size. `levels`, the values `hits` was cut from (latencies, same order), also bound the
+    dependence: a late share near 1% holds too few late requests to measure it alone."""
     flags = hits.astype(float)
     seen = dependence(flags, confidence)
+    if levels is not None and levels.size == flags.size:
+        seen = least_effective(seen, dependence(rank_series(levels), confidence))
     n = int(flags.size)
     if n == 0:
         return SeriesInterval(None, None, None, confidence, seen, False, "no requests to count")

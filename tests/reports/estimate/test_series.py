@@ -57,13 +57,23 @@ def test_quantile_interval_of_independent_draws_brackets_the_truth() -> None:
 
 def test_quantile_interval_widens_with_autocorrelation() -> None:
     rng = np.random.default_rng(7)
-    plain = quantile_interval(rng.normal(size=50_000), 99.0)
-    correlated = _ar1(rng, 50_000, 0.98) * np.sqrt(1 - 0.98**2)
+    plain = quantile_interval(rng.normal(size=200_000), 99.0)
+    correlated = _ar1(rng, 200_000, 0.97) * np.sqrt(1 - 0.97**2)
     wide = quantile_interval(correlated, 99.0)
     assert plain.high is not None and plain.low is not None
     assert wide.high is not None and wide.low is not None
     assert (wide.high - wide.low) > 3 * (plain.high - plain.low)
     assert wide.dependence.design_effect > 10
+
+
+def test_quantile_interval_declines_when_the_run_is_shorter_than_its_memory() -> None:
+    # a level that wanders over a fifth of the run: thirty blocks stay correlated
+    rng = np.random.default_rng(10)
+    slow = _ar1(rng, 20_000, 1 - 1 / 4_000) * np.sqrt(1 - (1 - 1 / 4_000) ** 2)
+    result = quantile_interval(slow + 0.1 * rng.normal(size=20_000), 95.0)
+    assert result.dependence.outlasts_blocks
+    assert not result.enough and result.low is None and result.high is None
+    assert "too short for its memory" in (result.note or "")
 
 
 def test_quantile_interval_says_when_data_are_too_few() -> None:
