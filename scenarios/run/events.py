@@ -7,6 +7,7 @@ and so other writers in the same process (the chaos timeline) can add marks thro
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from datetime import UTC, datetime
@@ -27,7 +28,8 @@ class EventLog:
         self.path = path
         self.origin = origin if origin is not None else time.time()
         self._lock = threading.Lock()
-        self._file: IO[str] = path.open("a", encoding="utf-8")
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        self._file: IO[str] = os.fdopen(fd, "a", encoding="utf-8")  # never appended through a planted link
 
     def emit(self, kind: str, **fields: Any) -> dict[str, object]:
         """Write one event now (or at run time `t_s`, a field like any other) and return it."""

@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pandas as pd
 
+from rushhour.kernel.atomic import write_parquet_atomic
 from rushhour.scenarios.run.poller import SCRAPE_INTERVAL_S, Poller
 from rushhour.scenarios.run.target_events import MalformedTargetEvent, TargetEvent, read_target_event
 
@@ -170,5 +171,5 @@ class StatusScraper(Poller):
         return metrics_frame(self.rows())
 
     def write(self, path: Path) -> None:
-        self.frame().to_parquet(path, index=False)
+        write_parquet_atomic(self.frame(), path)
 
