@@ -43,7 +43,7 @@ def unserved_features(plan: DrillPlan) -> list[str]:
     wanted = []
     if s.load.jobs_in_use:
         wanted.append("jobs")
-    if any(c.in_run for c in plan.chaos):
+    if any(c.in_run and c.admin for c in plan.chaos):
         wanted.append("admin")
     return [f for f in wanted if f not in features]
 
@@ -58,10 +58,13 @@ def apply_missing(plan: DrillPlan, missing: list[str], *, why: str) -> tuple[Dri
     scenario = plan.scenario
     if "jobs" in missing:
         scenario = scenario.model_copy(update={"load": scenario.load.model_copy(update={"documents_via_jobs": False})})
-    if "admin" in missing:
-        scenario = scenario.model_copy(update={"chaos": []})
+    chaos = plan.chaos
+    if "admin" in missing:  # only the faults that drive the admin API go (plan.chaos mirrors scenario.chaos)
+        kept = [i for i, fault in enumerate(plan.chaos) if not fault.admin]
+        chaos = [plan.chaos[i] for i in kept]
+        scenario = scenario.model_copy(update={"chaos": [scenario.chaos[i] for i in kept if i < len(scenario.chaos)]})
     warnings = [switched_off(f, why=why) for f in missing]
-    return dataclasses.replace(plan, scenario=scenario, chaos=[] if "admin" in missing else plan.chaos), warnings
+    return dataclasses.replace(plan, scenario=scenario, chaos=chaos), warnings
 
 
 def refusal(source: str, missing: list[str], *, why: str) -> str:

@@ -72,6 +72,6 @@ def unserved_wanted(plan: DrillPlan) -> list[str]:
     wanted = []
     if s.load.jobs_in_use:
         wanted.append("jobs")
-    if any(c.in_run for c in plan.chaos):
+    if any(c.in_run and c.admin for c in plan.chaos):
         wanted.append("admin")
     return [f for f in wanted if f not in unserved_features(plan)]

@@ -21,8 +21,9 @@ from rushhour.kernel.clock import format_clock, parse_clock_s, parse_duration
 from rushhour.kernel.yamlfile import load_yaml, yaml_problem
 from rushhour.scenarios.spec.model import DRILL_HYPOTHESIS, ChaosEntry, ScenarioError
 
-__all__ = ["PlannedFault", "check_experiment", "load_experiment_file", "plan_faults"]
+__all__ = ["PlannedFault", "check_experiment", "drives_admin_api", "load_experiment_file", "plan_faults"]
 
+ADMIN_MODULE = "rushhour.experiments.local"
 TARGET_KEYS = ("node_id", "pool", "nodes", "label_selector", "name", "node_name", "namespace")
 
 
@@ -39,6 +40,9 @@ class PlannedFault(BaseModel):
     env: dict[str, str] = {}
     hypothesis: str = DRILL_HYPOTHESIS
     in_run: bool = True
+    admin: bool = True
+    """Whether the experiment drives the reference server's admin API (any activity of
+    `rushhour.experiments.local`); those on a user's own process or workload do not."""
 
     def process_env(self, base: Mapping[str, str]) -> dict[str, str]:
         """The experiment's environment: the hold, in wall seconds, becomes RUSHHOUR_FAULT_HOLD_S.
@@ -69,7 +73,7 @@ def plan_faults(entries: Sequence[ChaosEntry], *, start_clock_s: float, time_sca
         faults.append(PlannedFault(
             name=_unique(entry.name or path.stem, used), experiment=path, scenario_time=format_clock(model_s),
             offset_s=offset_s, targets=_targets(experiment), hold=entry.hold, hold_s=hold_s, env=dict(entry.env),
-            hypothesis=entry.hypothesis, in_run=0 <= offset_s < duration_s,
+            hypothesis=entry.hypothesis, in_run=0 <= offset_s < duration_s, admin=drives_admin_api(experiment),
         ))
     return faults
 
@@ -110,6 +114,18 @@ def check_experiment(path: Path, where: str) -> dict[str, Any]:
     except (ChaosException, TypeError, AttributeError) as exc:
         raise ScenarioError(f"{where}: {path} is not a valid experiment: {exc}") from exc
     return experiment
+
+
+def drives_admin_api(experiment: Mapping[str, Any]) -> bool:
+    """True when any activity (hypothesis, method, rollbacks) calls the reference server's admin
+    API through `rushhour.experiments.local`; a process provider is counted as doing so."""
+    hypothesis = experiment.get("steady-state-hypothesis") or {}
+    activities = [*(hypothesis.get("probes") or []), *experiment.get("method", []), *experiment.get("rollbacks", [])]
+    for activity in activities:
+        provider = activity.get("provider", {}) if isinstance(activity, Mapping) else {}
+        if provider.get("type") != "python" or str(provider.get("module", "")).startswith(ADMIN_MODULE):
+            return True
+    return False
 
 
 def _unique(name: str, used: set[str]) -> str:
