@@ -2,8 +2,9 @@
 
 A new user's first drill of their own service should not start from a blank file: `init` asks the
 service what it speaks (with the drill's own probe, `rushhour.scenarios.cli.identify`), writes a commented
-scenario with a gentle traffic shape, SLOs to edit and no chaos, and prints the command that runs
-it. A service it cannot identify still gets a scenario: the `http` protocol with a body template to
+scenario with a gentle traffic shape, SLOs to edit and a chaos section for the service's own
+process (live with `--pid-file`, else commented out), and prints the command that runs it. A
+service it cannot identify still gets a scenario: the `http` protocol with a body template to
 edit. It never overwrites a file, and refuses a target off this machine as `rushhour run` does.
 """
 
@@ -41,15 +42,20 @@ Echo = Callable[[str], None]
               help="The scenario file to write; an existing file is never overwritten.")
 @click.option("--name", default=None, help="The scenario's name (default: the file name without .yaml).")
 @click.option("--allow-remote", is_flag=True, help="Probe a service that is not on this machine.")
+@click.option("--pid-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The file the service's PID is in: the scenario then pauses and kills that process in the middle "
+                   "of the load (without it, that chaos section is written commented out).")
 def init(url: str, protocol: str | None, model: str | None, auth_env: str | None, out: Path, name: str | None,
-         allow_remote: bool) -> None:
+         allow_remote: bool, pid_file: Path | None = None) -> None:
     """Probe a service and write a commented scenario that drills it.
 
     The probe finds which protocol the service speaks (rushhour, openai-chat or kserve-v2), the
     models it lists and whether it streams; the scenario gets a gentle traffic shape, SLOs to edit
-    and no chaos. An unidentified service gets an `http` protocol template to edit. Exit 2 when
-    the file exists, the URL is off this machine without --allow-remote, nothing answers, or the
-    service wants a credential it did not get (--auth-env).
+    and a chaos section for the service's process (a pause and a kill, live with --pid-file) and,
+    commented out, its network path and Kubernetes workload. An unidentified service gets an
+    `http` protocol template to edit. Exit 2 when the file exists, the URL is off this machine
+    without --allow-remote, nothing answers, the service wants a credential it did not get
+    (--auth-env), or the --pid-file is not there.
     """
     scenario_name = _name(name or out.stem)
     if out.exists():
@@ -57,6 +63,7 @@ def init(url: str, protocol: str | None, model: str | None, auth_env: str | None
                        "--out, or remove it first.")
     _guard(url, allow_remote)
     auth = _auth(auth_env)
+    pid_path = _pid_file(pid_file)
     try:
         identity = identify(url, protocol=protocol, auth=auth, model=model)
     except Unreachable as exc:
@@ -65,7 +72,7 @@ def init(url: str, protocol: str | None, model: str | None, auth_env: str | None
         target, seen = _http_target(url, auth, click.echo, identified=True)
     else:
         target, seen = _choose(identity, auth, model, say=click.echo)
-    text = render(Draft(scenario_name, url.rstrip("/"), target, seen, _schema_ref(out)))
+    text = render(Draft(scenario_name, url.rstrip("/"), target, seen, _schema_ref(out), pid_file=pid_path))
     _write(out, text)
     click.echo(f"wrote {out}")
     remote = "" if is_loopback_url(url) else " --allow-remote"
@@ -102,6 +109,16 @@ def _check_port(port: str, shown: str) -> None:
         raise BadInput(f'--target: "{shown}" has port "{port}", which is not a number.')
     if not 0 < int(port) < 65536:
         raise BadInput(f'--target: "{shown}" has port {port}, which is out of range (1 to 65535).')
+
+
+def _pid_file(pid_file: Path | None) -> str | None:
+    """The PID file as an absolute path (the experiments run in another folder), which must exist."""
+    if pid_file is None:
+        return None
+    if not pid_file.is_file():
+        raise BadInput(f'--pid-file: "{pid_file}" is not a file; give the file your service (or its supervisor) '
+                       "writes its process id to.")
+    return str(pid_file.resolve())
 
 
 def _auth(auth_env: str | None) -> AuthSpec | None:

@@ -36,9 +36,33 @@ load:
   processes: 1                  # more Locust processes for more than about 1,000 requests/s
 stop_conditions:                # end the drill early if the service is clearly down
   - {error_rate_over: 0.5, for_s: 20}
-# No chaos: faults need an admin API (the reference server's, or Kubernetes). See the game day
-# guide for the chaos: section.
 """
+
+PLACEHOLDER_PID_FILE = "/run/my-service.pid"
+
+CHAOS_HEAD = """\
+# Faults in the middle of the load, on the model clock (00:20 is a minute into the 3-minute drill).
+# Each one ends by itself, even if the drill is killed: see docs/guides/game-day.md."""
+
+PROCESS_FAULTS = """\
+chaos:
+  # Your service's process, found by its PID file (whatever supervises it: systemd, a container, ...):
+  - at: "00:20"
+    experiment: experiments/service-pause.json
+    name: pause
+    hold: 5m                    # SIGSTOP for the hold, then SIGCONT
+    env: {{PID_FILE: {pid_file}}}
+  - at: "00:45"
+    experiment: experiments/service-kill.json
+    name: kill                  # SIGKILL: its supervisor must start it again; the report times the recovery
+    env: {{PID_FILE: {pid_file}}}"""
+
+OTHER_FAULTS = """\
+  # The network path, through a Toxiproxy proxy that the drill loads instead of the service:
+  # - {at: "00:30", experiment: experiments/service-network-latency.json, hold: 5m, env: {TOXIPROXY_PROXY: my-service}}
+  # A Kubernetes workload, by namespace and label selector:
+  # - {at: "00:30", experiment: experiments/kubernetes/workload-pod-kill.json,
+  #    env: {RUSHHOUR_K8S_NAMESPACE: shop, RUSHHOUR_K8S_SELECTOR: app=my-service}}"""
 
 
 @dataclass(frozen=True)
@@ -52,12 +76,14 @@ class Draft:
     seen: list[str]
     schema_ref: str
     peak_rps: float = 5.0
+    pid_file: str | None = None
+    """The service's PID file: the chaos section is written live with it (else commented out)."""
 
 
 def render(draft: Draft) -> str:
     """The scenario text; raises ScenarioError if it would not load (a bug, never the user's)."""
     text = "\n".join([_header(draft), f"name: {draft.name}", TRAFFIC.format(peak=_number(draft.peak_rps)).rstrip(),
-                      _target(draft), _slos(draft.target), LOAD])
+                      _target(draft), _slos(draft.target), LOAD.rstrip(), _chaos(draft.pid_file)]) + "\n"
     check(text, draft.name)
     return text
 
@@ -119,6 +145,17 @@ def _slos(target: TargetProtocol) -> str:
         lines.append("  - {name: p99, kind: latency, percentile: 99, threshold_ms: 2000}")
     lines.append("  - {name: availability, kind: availability, objective: 0.99}")
     return "\n".join(lines)
+
+
+def _chaos(pid_file: str | None) -> str:
+    """A pause and a kill of the service's process, live with its PID file; without one, the same
+    commented out line by line (uncommenting gives the live text). Network and Kubernetes faults
+    are commented out either way."""
+    faults = "\n".join([PROCESS_FAULTS.format(pid_file=_quote(pid_file or PLACEHOLDER_PID_FILE)), OTHER_FAULTS])
+    if pid_file is None:
+        faults = "\n".join(["# Set PID_FILE and uncomment (or write this file with `rushhour init --pid-file FILE`):",
+                            *(f"# {line}" for line in faults.splitlines())])
+    return "\n".join([CHAOS_HEAD, faults])
 
 
 def _quote(value: str) -> str:

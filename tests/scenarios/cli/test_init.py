@@ -217,3 +217,39 @@ def test_init_refuses_a_target_port_that_is_no_port(tmp_path: Path, url: str, wh
 def test_init_auth_env_that_is_no_variable_name_says_so(tmp_path: Path) -> None:
     code, output = _init("--target", "http://127.0.0.1:9", "--auth-env", "bad var!", "--out", str(tmp_path / "x.yaml"))
     assert code == 2 and '--auth-env: "bad var!" is not a valid variable name' in output
+
+
+def test_init_with_a_pid_file_writes_a_live_pause_and_kill_of_that_process(tmp_path: Path) -> None:
+    out, pid_file = tmp_path / "own.yaml", tmp_path / "service.pid"
+    pid_file.write_text("4242\n")
+    with stub_server({"/": (200, {}, {"ok": True})}) as (url, _asked):
+        code, output = _init("--target", url, "--out", str(out), "--pid-file", str(pid_file))
+        assert code == 0, output
+        chaos = load_scenario(out).chaos
+        assert [(c.name, c.experiment, c.env) for c in chaos] == [
+            ("pause", "experiments/service-pause.json", {"PID_FILE": str(pid_file.resolve())}),
+            ("kill", "experiments/service-kill.json", {"PID_FILE": str(pid_file.resolve())})]
+        assert chaos[0].hold == "5m"
+        code, output = _dry_run(out)
+    assert code == 0, output
+    assert "service-pause.json" in output and "service-kill.json" in output
+
+
+def test_init_without_a_pid_file_comments_the_chaos_section_out_and_it_loads_uncommented(tmp_path: Path) -> None:
+    out = tmp_path / "own.yaml"
+    with stub_server({"/": (200, {}, {"ok": True})}) as (url, _asked):
+        code, output = _init("--target", url, "--out", str(out))
+    assert code == 0, output
+    assert load_scenario(out).chaos == []
+    text = out.read_text()
+    assert "# chaos:" in text and "experiments/kubernetes/workload-pod-kill.json" in text
+    head, _, tail = text.partition("# chaos:")
+    live = tmp_path / "live.yaml"
+    live.write_text(head + "chaos:" + "\n".join(line.removeprefix("# ") for line in tail.splitlines()) + "\n")
+    assert [c.env for c in load_scenario(live).chaos] == [{"PID_FILE": "/run/my-service.pid"}] * 2
+
+
+def test_init_refuses_a_pid_file_that_is_not_there(tmp_path: Path) -> None:
+    code, output = _init("--target", "http://127.0.0.1:9", "--out", str(tmp_path / "x.yaml"),
+                         "--pid-file", str(tmp_path / "missing.pid"))
+    assert code == 2 and "--pid-file" in output and "missing.pid" in output and "is not a file" in output
