@@ -20,6 +20,8 @@
 #   NIGHTLY_SERVE_ARGS        `rushhour serve` options for both servers (default: the scenario's
 #                             embedded target: --nodes N --max-batch-size B)
 #   NIGHTLY_TRIALS, NIGHTLY_DURATION, NIGHTLY_SEED, NIGHTLY_INTERLEAVE   passed to `rushhour ab`
+#                             (without NIGHTLY_SEED each night draws a fresh seed and fresh texts)
+#   NIGHTLY_CALIBRATION       the runner's record from `rushhour ab calibrate`, quoted by the verdict
 #   NIGHTLY_BOOT_TIMEOUT      seconds a server may take to become ready (default 300)
 #   NIGHTLY_PYTHON            a Python with PyYAML for the small helpers (default python3)
 #   NIGHTLY_OUT               results dir; NIGHTLY_ARTIFACTS where report files and server logs are kept
@@ -133,7 +135,8 @@ main() {
     echo "nightly: $SCENARIO -> $OUT (baseline $baseline_url, candidate $candidate_url)"
     $RUSHHOUR ab "$SCENARIO" --baseline "$baseline_url" --candidate "$candidate_url" --out "$OUT" \
         ${NIGHTLY_TRIALS:+--trials "$NIGHTLY_TRIALS"} ${NIGHTLY_DURATION:+--duration "$NIGHTLY_DURATION"} \
-        ${NIGHTLY_SEED:+--seed "$NIGHTLY_SEED"} ${NIGHTLY_INTERLEAVE:+--interleave "$NIGHTLY_INTERLEAVE"}
+        ${NIGHTLY_SEED:+--seed "$NIGHTLY_SEED"} ${NIGHTLY_INTERLEAVE:+--interleave "$NIGHTLY_INTERLEAVE"} \
+        ${NIGHTLY_CALIBRATION:+--calibration "$NIGHTLY_CALIBRATION"}
     rc=$?
     keep_artifacts
     return "$rc"
