@@ -45,7 +45,12 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(name="RUSHHOUR_LEASE_MARGIN_S", kind="setting", read_by="chaos experiments' fault leases",
              meaning="How long after a hold the renewals go on (default 30 s)."),
     Variable(name="RUSHHOUR_LEASE_DIR", kind="setting", read_by="chaos experiments' fault leases",
-             meaning="Folder of the local lease files that the lease keeper watches."),
+             meaning="Folder of the local lease files that the lease keeper watches; it must be this user's, "
+                     "mode 0700 (default `$XDG_RUNTIME_DIR/rushhour-leases`, else `/tmp/rushhour-leases-<uid>`)."),
+    Variable(name="RUSHHOUR_NODE_TOKEN", kind="setting", read_by="reference server gateway and nodes",
+             meaning="Token the gateway stamps on every call to its nodes; a node takes the slowdown fault only "
+                     "from calls that carry it. A gateway makes one for the nodes it starts; remote nodes "
+                     "(Kubernetes) share it with their gateway through a Secret."),
     Variable(name="RUSHHOUR_AUDIT_WAIT_S", kind="setting", read_by="the drill's leak audit",
              meaning="How long the leak audit lets a rollback settle (a node restarting) before it judges."),
     Variable(name="RUSHHOUR_NO_OVERHEAD_CHECK", kind="setting", read_by="`rushhour run`",

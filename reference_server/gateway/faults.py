@@ -27,7 +27,7 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from rushhour.reference_server.node.protocol import MAX_SLOWDOWN, SLOWDOWN_HEADER
+from rushhour.reference_server.node.protocol import MAX_SLOWDOWN, NODE_TOKEN_HEADER, SLOWDOWN_HEADER, node_token
 
 FaultKind = Literal["partition", "reset", "latency", "errors", "slowdown"]
 DEFAULT_TTL_S = 300.0
@@ -83,8 +83,10 @@ class FaultTransport(httpx.AsyncBaseTransport):
         connect_timeout_s: float,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
+        token: str | None = None,
     ) -> None:
         self._inner = inner
+        self._token = node_token() if token is None else token
         self._connect_timeout_s = connect_timeout_s
         self._clock = clock
         self._rng = rng or random.Random()
@@ -134,6 +136,7 @@ class FaultTransport(httpx.AsyncBaseTransport):
         errors = self._faults.get("errors")
         if errors is not None and self._rng.random() < errors.spec.error_rate:
             return httpx.Response(500, json={"error": {"code": "injected_error", "message": "Injected node error."}}, request=request)
+        request.headers[NODE_TOKEN_HEADER] = self._token  # the node takes a slowdown from its gateway only
         slowdown = self._faults.get("slowdown")
         if slowdown is not None and slowdown.spec.factor is not None:
             request.headers[SLOWDOWN_HEADER] = repr(slowdown.spec.factor)

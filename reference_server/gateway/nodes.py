@@ -17,11 +17,12 @@ from typing import Protocol
 
 import httpx
 
-from rushhour.kernel.processes import stop_process
+from rushhour.kernel.processes import child_env, stop_process
 from rushhour.reference_server.config import PoolConfig
 from rushhour.reference_server.defaults import default_batching
 from rushhour.reference_server.gateway.breaker import CircuitBreaker
 from rushhour.reference_server.gateway.faults import FaultTransport
+from rushhour.reference_server.node.protocol import NODE_TOKEN_ENV, node_token
 
 CONNECT_TIMEOUT_S = 0.25
 EXIT_POLL_S = 0.02
@@ -115,7 +116,8 @@ def spawn_process(
         command += ["--model-cache-dir", str(model_cache_dir)]
     try:
         proc = subprocess.Popen(
-            command, pass_fds=(sock.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=_die_with_parent
+            command, pass_fds=(sock.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+            env=child_env(extra={NODE_TOKEN_ENV: node_token()}),  # the gateway's token; no admin token, no cluster secret
         )
     finally:
         sock.close()

@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
@@ -31,10 +32,17 @@ from rushhour.reference_server.batcher import (
     QueueFull,
 )
 from rushhour.reference_server.continuous import ContinuousBatcher
+from rushhour.reference_server.gateway.bodylimit import BodyLimitMiddleware
 from rushhour.reference_server.model import ModelInput
 from rushhour.reference_server.model.rows import row_steps
 from rushhour.reference_server.model.tokenizer import CHARS_PER_PIECE
-from rushhour.reference_server.node.protocol import SLOWDOWN_HEADER
+from rushhour.reference_server.node.protocol import (
+    MAX_BODY_BYTES,
+    NODE_TOKEN_HEADER,
+    SLOWDOWN_HEADER,
+    from_gateway,
+    node_token,
+)
 from rushhour.reference_server.node.streaming import error_json, stream_answer
 from rushhour.reference_server.node.worker import ModelWorker
 
@@ -45,6 +53,7 @@ FIXED_COST_CHARS = 40  # a batch's time grows with its longest text, plus a fixe
 class Node:
     worker: ModelWorker
     batcher: DynamicBatcher[ModelInput, str] | ContinuousBatcher[ModelInput]
+    token: str = ""
 
 
 def _node(request: Request) -> Node:
@@ -70,7 +79,8 @@ async def infer(request: Request) -> Response:
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return _error(400, "bad_request", f"The node could not read the request: {exc}.")
     deadline = time.monotonic() + budget_ms / 1000.0
-    worker.slow_down_from(request.headers.get(SLOWDOWN_HEADER))
+    if from_gateway(request.headers.get(NODE_TOKEN_HEADER), node.token):  # nobody else sets the speed
+        worker.slow_down_from(request.headers.get(SLOWDOWN_HEADER))
     if body.get("stream"):
         return await stream_answer(node.batcher, item, rank=rank, deadline=deadline, model=worker.model_name)
     try:
@@ -158,7 +168,8 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await node.batcher.close()
 
 
-def create_node_app(worker: ModelWorker) -> Starlette:
+def create_node_app(worker: ModelWorker, token: str | None = None) -> Starlette:
+    """The node's app; `token` is the gateway's (default: `node_token()`, from the environment)."""
     settings = worker.settings
     batcher: DynamicBatcher[ModelInput, str] | ContinuousBatcher[ModelInput]
     if settings.batching == "continuous":
@@ -174,6 +185,7 @@ def create_node_app(worker: ModelWorker) -> Starlette:
             max_queue=settings.max_queue,
             cost=lambda item: len(item.text) + FIXED_COST_CHARS,
         )
-    app = Starlette(routes=router.routes, lifespan=lifespan)
-    app.state.node = Node(worker, batcher)
+    app = Starlette(routes=router.routes, lifespan=lifespan,
+                    middleware=[Middleware(BodyLimitMiddleware, max_bytes=MAX_BODY_BYTES)])
+    app.state.node = Node(worker, batcher, node_token() if token is None else token)
     return app

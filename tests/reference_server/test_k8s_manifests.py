@@ -45,7 +45,9 @@ def test_k8s_gateway_runs_serve_with_the_mounted_config() -> None:
     params = _parse(serve_command, gateway["args"])
     mount = next(m for m in gateway["volumeMounts"] if m["name"] == "config")["mountPath"]
     assert params["config_path"] == Path(mount) / "server.yaml" and params["host"] == "0.0.0.0"
-    assert {"name": "RUSHHOUR_REDIS_URL", "value": "redis://rushhour-redis:6379/0"} in gateway["env"]
+    env = [e["name"] for e in gateway["env"]]
+    assert env.index("RUSHHOUR_REDIS_PASSWORD") < env.index("RUSHHOUR_REDIS_URL"), "$(...) expands earlier names only"
+    assert {"name": "RUSHHOUR_REDIS_URL", "value": "redis://:$(RUSHHOUR_REDIS_PASSWORD)@rushhour-redis:6379/0"} in gateway["env"]
 
 
 @pytest.mark.parametrize("pool", ["quality", "fast"])
@@ -107,3 +109,44 @@ def test_k8s_pool_batches_as_the_default_config_does(pool: str) -> None:
     assert params["batching"] == default.batching
     if default.batching == "continuous":
         assert params["max_prefill_tokens"] == default.max_prefill_tokens
+
+
+def _secret_ref(kind: str, name: str, variable: str) -> dict[str, str]:
+    env = {e["name"]: e for e in container(kind, name).get("env", [])}
+    return dict(env[variable]["valueFrom"]["secretKeyRef"])
+
+
+def _ingress_sources(policy: str) -> tuple[dict[str, str], list[Any], list[int]]:
+    spec = manifest("NetworkPolicy", policy)["spec"]
+    [rule] = spec["ingress"]
+    assert spec["policyTypes"] == ["Ingress"]
+    return spec["podSelector"]["matchLabels"], rule.get("from", []), [p["port"] for p in rule["ports"]]
+
+
+def test_k8s_nodes_and_redis_answer_the_gateway_only_and_the_gateway_its_http_port_only() -> None:
+    gateway_labels = manifest("Deployment", "rushhour-gateway")["spec"]["template"]["metadata"]["labels"]
+    for policy, workload, port in (("rushhour-nodes", "rushhour-quality", 9000), ("rushhour-nodes", "rushhour-fast", 9000),
+                                   ("rushhour-redis", "rushhour-redis", 6379)):
+        selected, sources, ports = _ingress_sources(policy)
+        assert selected.items() <= manifest("Deployment", workload)["spec"]["template"]["metadata"]["labels"].items()
+        assert [s["podSelector"]["matchLabels"] for s in sources] == [{"app.kubernetes.io/name": "rushhour-gateway"}]
+        assert sources[0]["podSelector"]["matchLabels"].items() <= gateway_labels.items() and ports == [port]
+    selected, sources, ports = _ingress_sources("rushhour-gateway")
+    assert selected.items() <= gateway_labels.items() and sources == [] and ports == [8000]
+
+
+def test_k8s_redis_needs_the_password_the_gateway_reads_from_the_same_secret() -> None:
+    redis = container("Deployment", "rushhour-redis")
+    assert redis["args"][-2:] == ["--requirepass", "$(REDIS_PASSWORD)"]
+    assert _secret_ref("Deployment", "rushhour-redis", "REDIS_PASSWORD") == {"name": "rushhour-redis", "key": "password"}
+    assert _secret_ref("Deployment", "rushhour-gateway", "RUSHHOUR_REDIS_PASSWORD") == {
+        "name": "rushhour-redis", "key": "password"}
+    assert "REPLACE-ME" in manifest("Secret", "rushhour-redis")["stringData"]["password"]
+
+
+def test_k8s_gateway_and_nodes_share_the_node_token_from_one_secret() -> None:
+    expected = {"name": "rushhour-node-token", "key": "token"}
+    assert _secret_ref("Deployment", "rushhour-gateway", "RUSHHOUR_NODE_TOKEN") == expected
+    for pool in ("quality", "fast"):
+        assert _secret_ref("Deployment", f"rushhour-{pool}", "RUSHHOUR_NODE_TOKEN") == expected
+    assert "token" in manifest("Secret", "rushhour-node-token")["stringData"]
