@@ -24,7 +24,9 @@ from rushhour.reference_server.gateway.components import build_gateway, lifespan
 
 
 def create_app(config: ServerConfig, *, admin_token: str) -> FastAPI:
-    app = FastAPI(title="rushhour reference translation server", version="0.1.0", lifespan=lifespan)
+    # No /docs or /redoc: FastAPI's pages load their scripts from a CDN; the schema stays at /openapi.json.
+    app = FastAPI(title="rushhour reference translation server", version="0.1.0", lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
     app.state.gateway = build_gateway(config, admin_token=admin_token)
     job_limits = dict.fromkeys(jobs_api.JOB_PATHS, jobs_api.body_limit(config))
     app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_body_bytes, path_limits=job_limits)

@@ -144,3 +144,12 @@ def test_routes_node_app_serves_its_module_router() -> None:
     assert health["id"] == "fast-0" and health["queue_depth"] == 0
     refused = _request(app, "POST", "/infer", json={"text": "hi"})
     assert refused.status_code == 503 and refused.json()["error"]["code"] == "not_ready"
+
+
+def test_the_gateway_serves_no_page_that_loads_scripts_from_elsewhere() -> None:
+    """FastAPI's /docs and /redoc pull their scripts and styles from a CDN; the schema itself is served."""
+    app = create_app(ServerConfig(), admin_token=TOKEN)
+    for page in ("/docs", "/redoc", "/docs/oauth2-redirect"):
+        answer = _request(app, "GET", page)
+        assert answer.status_code == 404 and "cdn" not in answer.text.lower(), page
+    assert "/v1/translate" in _request(app, "GET", "/openapi.json").json()["paths"]
