@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 from chaoslib.exceptions import ActivityFailed
 
-from rushhour.kernel.loopback import is_loopback_url
+from rushhour.kernel.loopback import is_loopback_url, refused_address
 
-__all__ = ["AdminClient", "DEFAULT_TIMEOUT_S", "DEFAULT_URL", "client_from"]
+__all__ = ["AdminClient", "DEFAULT_TIMEOUT_S", "DEFAULT_URL", "client_from", "guarded_url"]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT_S = 10.0
@@ -104,10 +104,28 @@ def client_from(
     directly, outside `chaos run`.
     """
     config = configuration or {}
-    url = str(config.get("rushhour_url") or os.environ.get("RUSHHOUR_URL") or DEFAULT_URL)
+    url = guarded_url(config)
     token = _find_token(secrets) or os.environ.get("RUSHHOUR_ADMIN_TOKEN", "")
     timeout_s = float(config.get("rushhour_timeout_s", DEFAULT_TIMEOUT_S))
     return AdminClient(url=url, token=token, timeout_s=timeout_s)
+
+
+def guarded_url(configuration: Mapping[str, Any] | None) -> str:
+    """The server URL an activity may contact. Under a drill, RUSHHOUR_URL is the target the drill
+    guarded, and an experiment's `rushhour_url` must be that same URL: a literal naming another
+    host is refused, so an experiment file cannot send the admin token elsewhere. Whatever the
+    URL, the guard's addresses that are never contacted (link-local, metadata, ...) are refused."""
+    configured = str((configuration or {}).get("rushhour_url") or "")
+    drill = os.environ.get("RUSHHOUR_URL", "")
+    if drill and configured and configured.rstrip("/") != drill.rstrip("/"):
+        raise ActivityFailed(f'The experiment\'s rushhour_url "{configured}" is not the drill\'s guarded target '
+                             f'"{drill}"; an experiment reads the target from RUSHHOUR_URL '
+                             '({"type": "env", "key": "RUSHHOUR_URL"}), never from a literal of its own.')
+    url = configured or drill or DEFAULT_URL
+    reason = refused_address(url, allow_remote=True)
+    if reason is not None:
+        raise ActivityFailed(f'rushhour_url "{url}" {reason}.')
+    return url
 
 
 def _find_token(secrets: Mapping[str, Any] | None) -> str:

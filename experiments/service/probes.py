@@ -14,12 +14,10 @@ import psutil
 from chaoslib.exceptions import ActivityFailed
 from chaoslib.types import Configuration, Secrets
 
+from rushhour.experiments.client import guarded_url
 from rushhour.experiments.service.process import read_pid_file
 
 __all__ = ["process_paused", "process_running", "seconds_until_answering", "service_answers"]
-
-DEFAULT_URL = "http://127.0.0.1:8000"
-
 
 def _status(pid_file: str) -> str | None:
     _, pid = read_pid_file(pid_file)
@@ -42,7 +40,7 @@ def process_paused(pid_file: str = "", configuration: Configuration = None, secr
 def service_answers(path: str = "/", timeout_s: float = 2.0, configuration: Configuration = None,
                     secrets: Secrets = None) -> bool:
     """True when GET `path` on the service (`rushhour_url`) gets an answer below 500 within `timeout_s`."""
-    url = str((configuration or {}).get("rushhour_url") or DEFAULT_URL).rstrip("/")
+    url = guarded_url(configuration).rstrip("/")
     try:
         response = httpx.get(f"{url}{path}", timeout=float(timeout_s), trust_env=False, follow_redirects=False)
     except httpx.HTTPError:

@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from rushhour.kernel.loopback import is_loopback_url, is_named_host
 from rushhour.scenarios.protocols.probe import ProbeError, probe_target
 from rushhour.scenarios.run.embedded import EmbeddedServer
 from rushhour.scenarios.spec.model import EmbeddedTarget, Scenario
 from rushhour.scenarios.spec.target import TargetProtocol
-from rushhour.scenarios.spec.urls import check_target_url
+from rushhour.scenarios.spec.urls import check_target_url, guard_url
 
 EMBEDDED = "embedded"
 
@@ -62,10 +61,10 @@ def parse_target(arm: str, given: str, scenario: Scenario, *, allow_remote: bool
         check_target_url(text)  # the port
     except ValueError as exc:
         raise TargetError(f"--{arm}: {exc}") from exc
-    named = is_named_host(text, scenario.load.allowed_hosts)
-    if not is_loopback_url(text) and not allow_remote and not named:
-        raise TargetError(f'--{arm}: "{given}" is not on this machine (127.0.0.0/8, ::1 or localhost); pass '
-                          "--allow-remote to load a remote service on purpose.")
+    try:
+        guard_url(text, field=f"--{arm}", allow_remote=allow_remote, allowed=scenario.load.allowed_hosts)
+    except ValueError as exc:
+        raise TargetError(str(exc)) from exc
     return ArmTarget(arm, given, url=text.rstrip("/"))
 
 

@@ -10,7 +10,6 @@ import click
 
 from rushhour.kernel.clock import parse_duration
 from rushhour.kernel.contract import CAPACITY_HTML_FILE
-from rushhour.kernel.loopback import is_loopback_url
 from rushhour.scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE, parse_conditions
 from rushhour.scenarios.capacity.job import (
     CapacityJob,
@@ -28,7 +27,7 @@ from rushhour.scenarios.run.resultsdir import ResultsDirError, claim_results_dir
 from rushhour.scenarios.spec.chaos import check_experiment
 from rushhour.scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
 from rushhour.scenarios.spec.plan import check_slo_scopes
-from rushhour.scenarios.spec.urls import check_target_url
+from rushhour.scenarios.spec.urls import check_target_url, guard_url
 
 MIN_STEP_S = 5.0
 
@@ -49,11 +48,14 @@ def _guard(scenario: Scenario, target_url: str | None, allow_remote: bool, sourc
             check_target_url(target_url)
         except ValueError as exc:
             raise ScenarioError(f"{source}: --target: {exc}") from exc
-    url = target_url or scenario.target.url
-    if url is not None and not is_loopback_url(url) and not allow_remote:
-        field = "--target" if target_url else "target.url"
-        raise ScenarioError(f'{source}: {field}: "{url}" is not on this machine (127.0.0.0/8, ::1 or localhost); '
-                            "pass --allow-remote to load a remote service on purpose.")
+    addresses = {"--target" if target_url else "target.url": target_url or scenario.target.url,
+                 "target.metrics_url": scenario.target.metrics_url}
+    for field, url in addresses.items():
+        if url is not None:
+            try:
+                guard_url(url, field=field, allow_remote=allow_remote, allowed=scenario.load.allowed_hosts)
+            except ValueError as exc:
+                raise ScenarioError(f"{source}: {exc}") from exc
 
 
 def _conditions(text: str, base_dir: Path) -> list[str]:

@@ -25,7 +25,7 @@ from rushhour.scenarios.cli.init_template import HTTP_TEMPLATE, Draft, render
 from rushhour.scenarios.cli.schema import SCHEMA_FILE
 from rushhour.scenarios.protocols.probe import ProbeError
 from rushhour.scenarios.spec.target import PROTOCOL_NAMES, AuthSpec, TargetProtocol
-from rushhour.scenarios.spec.urls import hide_userinfo
+from rushhour.scenarios.spec.urls import guard_url, hide_userinfo
 
 DEFAULT_OUT = Path("my-service.yaml")
 Echo = Callable[[str], None]
@@ -96,9 +96,10 @@ def _guard(url: str, allow_remote: bool) -> None:
     if not parts.hostname:
         raise BadInput(f'--target: "{shown}" names no host.')
     _check_port(parts.netloc.rpartition("]")[2].rpartition(":")[2] if ":" in parts.netloc else "", shown)
-    if not is_loopback_url(url) and not allow_remote:
-        raise BadInput(f'--target: "{shown}" is not on this machine (127.0.0.0/8, ::1 or localhost); pass '
-                       "--allow-remote to probe a remote service on purpose.")
+    try:
+        guard_url(url, field="--target", allow_remote=allow_remote)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from exc
 
 
 def _check_port(port: str, shown: str) -> None:

@@ -13,7 +13,6 @@ import click
 
 from rushhour.kernel.clock import parse_duration
 from rushhour.kernel.contract import REPORT_HTML_FILE
-from rushhour.kernel.loopback import is_loopback_url, is_named_host
 from rushhour.scenarios.cli.calibration import calibrate_scenario
 from rushhour.scenarios.cli.errors import EXIT_ABORTED, BadInput
 from rushhour.scenarios.cli.targetcheck import check_target, describe_target
@@ -22,6 +21,7 @@ from rushhour.scenarios.run.resultsdir import ResultsDirError, claim_results_dir
 from rushhour.scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
 from rushhour.scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_plan, describe, pin_rate_scale
 from rushhour.scenarios.spec.target import PROTOCOL_NAMES
+from rushhour.scenarios.spec.urls import guard_url
 from rushhour.scenarios.spec.variants import VariantRun, check_embedded, describe_variants, expand_variants
 
 if TYPE_CHECKING:
@@ -66,14 +66,16 @@ def prepare(scenario: str, flags: Overrides, *, allow_remote: bool, dry_run: boo
 
 
 def _guard(spec: Scenario, flags: Overrides, allow_remote: bool, source: str) -> None:
-    """The loopback guard, before anything (the calibration included) sends a request."""
-    url = spec.target.url
-    named = url is not None and is_named_host(url, spec.load.allowed_hosts)
-    if url is not None and not is_loopback_url(url) and not allow_remote and not named:
-        field = "--target" if flags.target_url else "target.url"
-        raise ScenarioError(
-            f'{source}: {field}: "{url}" is not on this machine (127.0.0.0/8, ::1 or localhost); '
-            "pass --allow-remote to load a remote service on purpose.")
+    """The loopback guard on every address the drill contacts (the target, its metrics endpoint),
+    before anything (the calibration included) sends a request."""
+    addresses = {"--target" if flags.target_url else "target.url": spec.target.url,
+                 "target.metrics_url": spec.target.metrics_url}
+    for field, url in addresses.items():
+        if url is not None:
+            try:
+                guard_url(url, field=field, allow_remote=allow_remote, allowed=spec.load.allowed_hosts)
+            except ValueError as exc:
+                raise ScenarioError(f"{source}: {exc}") from exc
 
 
 def results_folder(out: Path | None, name: str) -> Path:

@@ -17,7 +17,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rushhour.kernel.loopback import is_loopback_url, is_named_host
+from rushhour.kernel.loopback import is_loopback_url, is_named_host, refused_address
 from rushhour.scenarios.spec.urls import hide_userinfo
 
 __all__ = ["ENV_WORKER_LOCAL", "LOCAL_TARGET_FIELDS", "WorkerLocal", "remote_target"]
@@ -64,6 +64,9 @@ class WorkerLocal:
         if "@" in (host.split("://", 1)[-1].split("/", 1)[0]):
             return f'the master asked to load "{hide_userinfo(host)}", a URL with credentials in it'
         named = is_named_host(host, self.allowed_hosts + self.pinned_hosts)
+        never = refused_address(host, allow_remote=True, allowed=self.allowed_hosts + self.pinned_hosts)
+        if never is not None:
+            return f'the master asked to load "{hide_userinfo(host)}", which {never}'
         if self.auth is not None and not (is_loopback_url(host) or named):
             return (f'the master asked to load "{host}" with this worker\'s credential (--auth-env/--auth-file), '
                     "but that host is the master's choice, not this worker's; start `rushhour worker` with "

@@ -1,13 +1,14 @@
 """Target URLs and addresses, checked and quoted: the scheme, host and port of a URL before the
-loopback guard looks at it, credentials hidden wherever a URL is shown, and the addresses that are
-no test host."""
+loopback guard looks at it, credentials hidden wherever a URL is shown, and the guard itself as a
+sentence naming the field (`guard_url`) that every command asks about every address it contacts."""
 
 from __future__ import annotations
 
-import ipaddress
 from urllib.parse import urlsplit
 
-__all__ = ["check_target_url", "hide_userinfo", "special_address"]
+from rushhour.kernel.loopback import refused_address, special_address
+
+__all__ = ["check_target_url", "guard_url", "hide_userinfo", "special_address"]
 
 
 def hide_userinfo(url: str) -> str:
@@ -44,12 +45,9 @@ def _port_text(netloc: str) -> str:
     return host_port.partition(":")[2]
 
 
-def special_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    """What makes an address no test host (None: nothing): link-local (cloud metadata lives at
-    169.254.169.254), unspecified, multicast or reserved."""
-    for test, what in ((address.is_link_local, "a link-local address (169.254.0.0/16, fe80::/10: e.g. cloud metadata)"),
-                       (address.is_unspecified, "the unspecified address"), (address.is_multicast, "a multicast address"),
-                       (address.is_reserved, "a reserved address")):
-        if test:
-            return what
-    return None
+def guard_url(url: str, *, field: str, allow_remote: bool, allowed: tuple[str, ...] = ()) -> None:
+    """Raise ValueError (a sentence naming `field` and quoting the URL, userinfo hidden) unless the
+    loopback guard lets the harness contact `url` (`rushhour.kernel.loopback.refused_address`)."""
+    reason = refused_address(url, allow_remote=allow_remote, allowed=allowed)
+    if reason is not None:
+        raise ValueError(f'{field}: "{hide_userinfo(url)}" {reason}.')

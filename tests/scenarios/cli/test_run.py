@@ -154,3 +154,22 @@ def test_run_cli_plans_closed_loop_for_other_protocols(tmp_path: Path) -> None:
                      target={"url": "http://127.0.0.1:9", "protocol": "openai-chat", "model": "m"})
     code, output = _invoke(str(path), "--dry-run", "--no-probe")
     assert code == 0, output
+
+
+@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data/", "http://metadata.google.internal/x"])
+def test_run_cli_dry_run_refuses_a_metadata_metrics_url_even_with_allow_remote(tmp_path: Path, url: str) -> None:
+    path = _scenario(tmp_path, target={"url": "http://127.0.0.1:9", "metrics_url": url})
+    code, output = _invoke(str(path), "--dry-run", "--no-probe", "--allow-remote")
+    assert code == 2 and "target.metrics_url" in output and url in output and "never contacts" in output
+
+
+def test_run_cli_dry_run_refuses_a_remote_metrics_url_without_allow_remote(tmp_path: Path) -> None:
+    path = _scenario(tmp_path, target={"url": "http://127.0.0.1:9", "metrics_url": "http://[fd00::5]:9100/metrics"})
+    code, output = _invoke(str(path), "--dry-run", "--no-probe")
+    assert code == 2 and "target.metrics_url" in output and "--allow-remote" in output
+
+
+def test_run_cli_refuses_a_link_local_target_under_allow_remote(tmp_path: Path) -> None:
+    code, output = _invoke(str(_scenario(tmp_path)), "--target", "http://[fe80::1]:8000", "--allow-remote",
+                           "--no-probe", "--dry-run")
+    assert code == 2 and "link-local" in output

@@ -83,3 +83,9 @@ def test_worker_local_sends_its_credential_only_to_a_host_it_pinned_not_one_the_
     assert WorkerLocal(auth=own, allowed_hosts=("fd77::1",)).refusal("http://[fd77::1]:80") is None
     assert WorkerLocal(auth=own).refusal("http://127.0.0.1:8000") is None
     assert WorkerLocal(allow_remote=True).refusal("https://collector.example.net") is None, "no credential, no pin needed"
+
+
+@pytest.mark.parametrize("host", ["http://169.254.169.254:80", "http://[fe80::1]:80", "http://metadata.google.internal"])
+def test_worker_refuses_a_metadata_target_even_under_allow_remote(host: str) -> None:
+    refusal = WorkerLocal(allow_remote=True).refusal(host)
+    assert refusal is not None and "never contacts" in refusal
