@@ -1,6 +1,7 @@
 """rushhour's Chaos Toolkit extension and experiment files.
 
     local/        actions and probes against the reference server's admin API (and its Redis)
+    service/      a user's own service: its process by PID file (pause, kill) and Toxiproxy network faults
     kubernetes/   actions and probes for the Kubernetes backend (chaostoolkit-kubernetes, the
                   official client): pods, node drain/cordon, NetworkPolicy partitions, scaling
     client.py     the one HTTP client every local activity goes through
