@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from rushhour.kernel.processes import die_with_parent, free_port, stop_process
+from rushhour.kernel.processes import child_env, die_with_parent, free_port, stop_process
 from rushhour.reference_server.config import PoolConfig, ServerConfig
 from rushhour.reference_server.listening import LaunchError, listen
 
@@ -113,7 +113,7 @@ class ServerProcess:
 
     def start(self, *, ready_wait_s: float = READY_WAIT_S) -> None:
         """Start the server and block until `/readyz` answers 200."""
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self._env}
+        env = child_env(keep=["RUSHHOUR_ADMIN_TOKEN"], extra={"PYTHONUNBUFFERED": "1", **self._env})
         if self.token is not None:
             env["RUSHHOUR_ADMIN_TOKEN"] = self.token
         self.log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -199,8 +199,7 @@ def worker(master: str, name: str | None, work_dir: Path | None, secret_file: Pa
     work.mkdir(parents=True, exist_ok=True)
     for stale in (JOINED_FILE, STATUS_FILE):  # a reused scratch folder's last run says nothing of this one
         (work / stale).unlink(missing_ok=True)
-    env = {**proxy_free_env(), ENV_REMOTE_WORK: str(work.resolve()), ENV_WORKER_LOCAL: local}
-    env.pop(SECRET_ENV, None)
+    env = {**proxy_free_env(), ENV_REMOTE_WORK: str(work.resolve()), ENV_WORKER_LOCAL: local}  # no rushhour secret
     if secret:
         env[SECRET_ENV] = secret
     if name:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from rushhour.kernel.processes import die_with_parent
+from rushhour.kernel.processes import child_env, die_with_parent
 from rushhour.scenarios.load.settings import ENV_SETTINGS, LoadSettings
 from rushhour.scenarios.load.worker import count_markers, publish_start
 
@@ -182,8 +182,9 @@ def worker_env(settings: LoadSettings) -> dict[str, str]:
 
 
 def proxy_free_env() -> dict[str, str]:
-    """Our environment without proxy variables, unbuffered: what every Locust process runs in."""
-    env = {key: value for key, value in os.environ.items() if key.lower() not in PROXY_VARIABLES}
+    """Our environment without proxy variables and without rushhour's secrets (the caller hands the
+    cluster secret back to a Locust that needs it), unbuffered: what every Locust process runs in."""
+    env = {key: value for key, value in child_env().items() if key.lower() not in PROXY_VARIABLES}
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 

@@ -27,7 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from rushhour.kernel.processes import die_with_parent
+from rushhour.kernel.processes import child_env, die_with_parent
 from rushhour.scenarios.run.chaos_main import PARENT_ENV
 
 __all__ = ["ChaosProcess", "chaos_command"]
@@ -78,7 +78,7 @@ class ChaosProcess:
 
     def launch(self) -> None:
         self.journal_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **self._env}
+        env = child_env(extra=self._env)  # the admin token only as the drill hands it over; never the cluster secret
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
         env[PARENT_ENV] = str(os.getpid())
         with self.log_path.open("wb") as log:
