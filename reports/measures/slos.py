@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
-from rushhour.reports.estimate.intervals import CONFIDENCE, nearest_rank, percentile_of
+from rushhour.reports.estimate.intervals import nearest_rank, percentile_of
+from rushhour.reports.estimate.series import SeriesInterval, quantile_interval, share_interval
 from rushhour.reports.measures.burn import burn_rates
 from rushhour.reports.measures.drift import drift_slo, soak_section
 from rushhour.reports.measures.goodput import goodput_slo
@@ -61,7 +61,10 @@ def _evaluate_one(requests: pd.DataFrame, phases: pd.Series, segments: list[Segm
 
 def measure(requests: pd.DataFrame, valid: np.ndarray, bad: np.ndarray,
             spec: SloSpec) -> dict[str, Any]:
-    """The verdict of `spec` over the requests marked valid; `bad` spends its budget."""
+    """The verdict of `spec` over the requests marked valid; `bad` spends its budget. Intervals
+    take the requests in time order (`rushhour.reports.estimate.series`): near a queue's knee
+    neighbours are not independent, and each interval names the method and effective sample
+    size behind it (`ci_basis`)."""
     n_valid, n_bad = int(valid.sum()), int(bad.sum())
     share_bad = n_bad / n_valid if n_valid else None
     budget = share_bad / spec.allowed_bad_share if share_bad is not None else None
@@ -70,42 +73,60 @@ def measure(requests: pd.DataFrame, valid: np.ndarray, bad: np.ndarray,
         "objective_text": spec.objective_text, "samples": n_valid, "bad": n_bad,
         "budget_consumed": budget,
     }
+    order = _time_order(requests)
     if spec.kind in LATENCY_KINDS:
-        return base | _latency_measure(requests, valid, n_valid, n_bad, spec)
-    measured, low, high = _share_measure(n_valid, n_bad, good_is_measured=spec.kind == "availability")
-    met = None if measured is None else (
-        measured >= float(spec.objective or 0) if spec.kind == "availability"
-        else measured <= float(spec.max_share or 0))
-    return base | {"measured": measured, "met": bool(met) if met is not None else False,
-                   "ci": [low, high], "trusted": n_valid > 0 and spec.allowed_bad_share * n_valid >= 1}
+        return base | _latency_measure(requests, order, valid, bad, spec)
+    good_is_measured = spec.kind == "availability"
+    share = share_interval(_in_time(bad, order, valid) != good_is_measured)
+    met = None if share.value is None else (
+        share.value >= float(spec.objective or 0) if good_is_measured
+        else share.value <= float(spec.max_share or 0))
+    effective = min(share.dependence.effective, n_valid)
+    return base | {"measured": share.value, "met": bool(met) if met is not None else False,
+                   "ci": [share.low, share.high],
+                   "trusted": n_valid > 0 and spec.allowed_bad_share * effective >= 1,
+                   "ci_basis": interval_basis(share)}
 
 
-def _latency_measure(requests: pd.DataFrame, valid: np.ndarray, n_valid: int, n_bad: int,
-                     spec: SloSpec) -> dict[str, Any]:
+def _latency_measure(requests: pd.DataFrame, order: np.ndarray | None, valid: np.ndarray,
+                     bad: np.ndarray, spec: SloSpec) -> dict[str, Any]:
     """Good-events verdict, and the percentile over all attempts and over ok requests only."""
     percentile = float(spec.percentile or 0)
     latency = requests[spec.column].to_numpy(dtype=float)
-    point = percentile_of(latency[valid], percentile)
+    timed = _in_time(latency, order, valid)
+    point = quantile_interval(timed, percentile)
     ok_only = percentile_of(latency[valid & requests["ok"].to_numpy()], percentile)
-    share, low, high = _share_measure(n_valid, n_bad, good_is_measured=True)
+    good = share_interval(~_in_time(bad, order, valid), levels=np.where(np.isnan(timed), np.inf, timed))
+    n_valid, n_bad = int(valid.sum()), int(bad.sum())
     met = n_valid > 0 and n_valid - n_bad >= nearest_rank(percentile, n_valid)
-    return {"measured": point.value, "measured_ms": point.value, "ci": [point.ci_low, point.ci_high],
-            "trusted": point.trusted, "met": met,
-            "good_share": share, "good_share_ci": [low, high], "good_objective": percentile / 100.0,
-            "measured_ok_only_ms": ok_only.value, "samples_ok": ok_only.samples}
+    return {"measured": point.value, "measured_ms": point.value, "ci": [point.low, point.high],
+            "trusted": point.enough, "met": met,
+            "good_share": good.value, "good_share_ci": [good.low, good.high], "good_objective": percentile / 100.0,
+            "measured_ok_only_ms": ok_only.value, "samples_ok": ok_only.samples,
+            "ci_basis": interval_basis(point), "good_share_basis": interval_basis(good)}
 
 
-def _share_measure(n_valid: int, n_bad: int,
-                   good_is_measured: bool) -> tuple[float | None, float | None, float | None]:
-    """The share (good or bad) with its Clopper-Pearson interval."""
-    if n_valid == 0:
-        return None, None, None
-    hits = n_valid - n_bad if good_is_measured else n_bad
-    tail = (1.0 - CONFIDENCE) / 2.0
-    # the Beta quantiles of Clopper-Pearson (`betaincinv` is `scipy.stats.beta.ppf`'s own function)
-    low = float(special.betaincinv(hits, n_valid - hits + 1, tail)) if hits > 0 else 0.0
-    high = float(special.betaincinv(hits + 1, n_valid - hits, 1 - tail)) if hits < n_valid else 1.0
-    return hits / n_valid, low, high
+def interval_basis(interval: SeriesInterval) -> dict[str, Any]:
+    """What an interval rests on, for summary.json and the report: method, effective requests,
+    block length and the lag-1 correlation of block statistics, and the sentence of a statement
+    the data could not carry."""
+    seen = interval.dependence
+    return {"method": seen.method, "effective_samples": round(min(seen.effective, seen.samples), 1),
+            "block_requests": seen.block_len,
+            "lag1": None if seen.lag1 is None else round(seen.lag1, 3), "note": interval.note}
+
+
+def _time_order(requests: pd.DataFrame) -> np.ndarray | None:
+    """The permutation that puts requests in intended-send order; None when they already are."""
+    times = requests["intended_s"].to_numpy(dtype=float)
+    if times.size < 2 or bool(np.all(times[1:] >= times[:-1])):
+        return None
+    return np.argsort(times, kind="stable")
+
+
+def _in_time(values: np.ndarray, order: np.ndarray | None, keep: np.ndarray) -> np.ndarray:
+    """values[keep], in time order."""
+    return values[keep] if order is None else values[order][keep[order]]
 
 
 def _objective_value(spec: SloSpec) -> float:

@@ -60,6 +60,25 @@ def _ci(slo: dict[str, Any]) -> str:
     return f"{_pct(low)}, {_pct(high)}"
 
 
+def _basis(slo: dict[str, Any]) -> str:
+    """What an SLO's interval rests on, in words: "batch means over blocks of 512 requests: as sure
+    as 1,234 independent requests (of 10,000)"; "" where the row names none or the data could not
+    carry the interval (`_shortfall` says so instead)."""
+    basis = slo.get("ci_basis")
+    if not basis or basis.get("note"):
+        return ""
+    worth = f"as sure as {basis['effective_samples']:,.0f} independent requests (of {slo['samples']:,})"
+    if basis["method"] != "batch means":
+        return f"no request differed from the rest in this respect, so counted as independent: {worth}"
+    return f"batch means over blocks of {basis['block_requests']:,} requests: {worth}"
+
+
+def _shortfall(slo: dict[str, Any]) -> str:
+    """Why an SLO's interval is not trusted: the statistics core's sentence, else "too few samples"."""
+    basis = slo.get("ci_basis") or {}
+    return str(basis.get("note") or "too few samples")
+
+
 def template_environment(*, markdown: bool = False) -> Environment:
     """Jinja environment over reports/templates with the report's number filters; for Markdown
     templates every printed value goes through `markdown_text` (HTML ones are autoescaped)."""
@@ -67,7 +86,8 @@ def template_environment(*, markdown: bool = False) -> Environment:
                       autoescape=select_autoescape(["html", "html.j2"]), finalize=markdown_text if markdown else None,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(sig=format_sig, num=_num, pct=_pct, usd=_usd, measured=_measured, ci=_ci,
-                       good=_good, ok_only=_ok_only, secs=secs, budget=budget)
+                       good=_good, ok_only=_ok_only, secs=secs, budget=budget, basis=_basis,
+                       shortfall=_shortfall)
     return env
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rushhour.reports.measures.burn import BurnRule
 
-__all__ = ["DriftSloRow", "FaultPeriodRow", "FaultRow", "GoodputPhaseRow", "GoodputSloRow",
+__all__ = ["DriftSloRow", "IntervalBasis", "FaultPeriodRow", "FaultRow", "GoodputPhaseRow", "GoodputSloRow",
            "LatencyPhaseRow", "LatencySloRow", "RecoveryRule", "SharePhaseRow", "ShareSloRow", "SloRow",
            "SteadyStateOutcome", "WholeRunVerdict"]
 
@@ -28,6 +28,20 @@ Bound = list[float | None]
 
 class _Row(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class IntervalBasis(_Row):
+    """What an interval rests on (`rushhour.reports.measures.slos.interval_basis`): requests in
+    time order are not independent, so each interval names its method ("batch means", or "count"
+    when nothing varied), the effective number of independent requests behind it, the block
+    length (requests) and the lag-1 correlation of block statistics, and, when the data could not
+    carry the statement, the sentence that says so instead of an interval."""
+
+    method: str
+    effective_samples: float
+    block_requests: int
+    lag1: float | None
+    note: str | None
 
 
 class WholeRunVerdict(_Row):
@@ -90,6 +104,8 @@ class _LatencyMeasure(_Head):
     good_objective: float
     measured_ok_only_ms: float | None
     samples_ok: int
+    ci_basis: IntervalBasis
+    good_share_basis: IntervalBasis
 
 
 class LatencyPhaseRow(_LatencyMeasure, _PhaseSpan):
@@ -109,6 +125,7 @@ class _ShareMeasure(_Head):
     met: bool
     ci: Bound
     trusted: bool
+    ci_basis: IntervalBasis
 
 
 class SharePhaseRow(_ShareMeasure, _PhaseSpan):
