@@ -33,7 +33,7 @@ def test_reference_pages_hold_their_generated_parts_as_text() -> None:
         body = text.split(begin, 1)[1].split(end, 1)[0]
         assert len(body.strip().splitlines()) > 3, f"docs/{page}: the {name} part is empty"
     cli = (REPO / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
-    assert "::: mkdocs-click" not in cli and "### run" in cli and "--dry-run" in cli
+    assert "::: mkdocs-click" not in cli and "### rushhour run" in cli and "--dry-run" in cli
 
 
 @pytest.mark.slow
