@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
+from benchmarks.truth_processes import md1
 from rushhour.reports.measures.slos import evaluate_slos
 from rushhour.reports.schema import SloSpec
 from tests.reports.helpers import requests_frame
@@ -132,3 +133,39 @@ def test_a_burst_inside_whole_windows_still_pages_at_the_window_end() -> None:
                       time_scale=60.0)
     fast = slo["burn_rates"][0]
     assert fast["pages"] and 300.0 < fast["first_page_s"] <= 310.0
+
+
+def test_latency_interval_names_its_basis_and_widens_near_a_knee() -> None:
+    # The same 20,000 latencies, once shuffled (independent) and once as an M/D/1 queue at 90% load
+    # produced them in time order: the queue's interval rests on far fewer effective requests.
+    queue = md1(np.random.default_rng(11), 1, 20_000, 0.9, stationary=True)[0] * 10.0
+    shuffled = np.random.default_rng(12).permutation(queue)
+    spec = SloSpec(name="p95", kind="latency", percentile=95, threshold_ms=400)
+    times = np.arange(20_000) / 100.0
+    [ordered] = _evaluate(requests_frame(times, queue, ok=[True] * 20_000), [spec], duration=200.0)
+    [independent] = _evaluate(requests_frame(times, shuffled, ok=[True] * 20_000), [spec], duration=200.0)
+    assert independent["ci_basis"]["method"] == "batch means"
+    assert independent["ci_basis"]["effective_samples"] > 10_000 and independent["trusted"]
+    assert ordered["ci_basis"]["effective_samples"] < independent["ci_basis"]["effective_samples"] / 20
+    if ordered["trusted"]:
+        width = ordered["ci"][1] - ordered["ci"][0]
+        assert width > 3 * (independent["ci"][1] - independent["ci"][0])
+    else:
+        assert ordered["ci"] == [None, None]
+        assert "not enough independent data for a P95 at 95%" in ordered["ci_basis"]["note"]
+
+
+def test_share_interval_widens_when_failures_come_in_bursts() -> None:
+    # 1% failed either way: scattered, or in ten bursts of 20 requests
+    scattered = np.ones(20_000, dtype=bool)
+    scattered[::100] = False
+    bursts = np.ones(20_000, dtype=bool)
+    for start in range(1_000, 20_000, 2_000):
+        bursts[start:start + 20] = False
+    spec = SloSpec(name="avail", kind="availability", objective=0.98)
+    times = np.arange(20_000) / 100.0
+    [plain] = _evaluate(requests_frame(times, np.full(20_000, 10.0), ok=scattered), [spec], duration=200.0)
+    [bursty] = _evaluate(requests_frame(times, np.full(20_000, 10.0), ok=bursts), [spec], duration=200.0)
+    assert plain["measured"] == bursty["measured"] == pytest.approx(0.99)
+    assert bursty["ci_basis"]["effective_samples"] < plain["ci_basis"]["effective_samples"] / 5
+    assert bursty["ci"][0] < plain["ci"][0]
