@@ -36,7 +36,7 @@ from rushhour.reports.gate.population import (
 from rushhour.reports.gate.runnoise import RunNoise, log_tails, run_noise
 from rushhour.reports.rundata.results import RunData
 
-__all__ = ["group_confidence", "judge_groups", "verdict_reason"]
+__all__ = ["group_confidence", "judge_arrays", "judge_groups", "verdict_reason"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,15 @@ def judge_groups(baselines: list[RunData], current: RunData, *, paired: bool, po
     return [_verdict(name, sides[name][0], sides[name][1:], *compared[name], paired=paired,
                      percentile=population.percentile, confidence=confidence, min_change=min_change,
                      needed=needed, rng=rng) for name in names]
+
+
+def judge_arrays(current: np.ndarray, baselines: list[np.ndarray], *, paired: bool, percentile: float,
+                 confidence: float, min_change: float, rng: np.random.Generator, name: str = "all") -> GroupVerdict:
+    """One group's verdict from arrays in schedule order (NaN: not attempted, +inf: failed), as
+    judge_groups reaches it; paired arrays are the same requests row by row."""
+    cur, base = _Side(current), [_Side(run) for run in baselines]
+    return _verdict(name, cur, base, *_compared(cur, base, paired), paired=paired, percentile=percentile,
+                    confidence=confidence, min_change=min_change, needed=min_samples(percentile), rng=rng)
 
 
 def _side(latency: np.ndarray, mask: np.ndarray | None) -> _Side:

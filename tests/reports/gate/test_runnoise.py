@@ -89,3 +89,25 @@ def test_compare_counts_noise_once_with_committed_baseline_like_noise(tmp_path: 
         _write(tmp_path / f"quiet/run-{i}", cost * rng.uniform(0.9, 1.1, N) * factor)
     calm = compare_runs(tmp_path / "quiet", _write(tmp_path / "calm", cost * rng.uniform(0.9, 1.1, N) * 1.3))
     assert calm.regression and calm.decision.groups[0].threshold == pytest.approx(1.1)
+
+
+@pytest.mark.parametrize("runs", [2, 3, 5])
+def test_same_code_false_alarms_stay_at_the_stated_rate_with_few_baseline_runs(runs: int) -> None:
+    # Same-code runs, each with its own effect (sd 0.2 on log P99) and AR(1) 0.9 latencies: the
+    # gate states 1.25% per group (two groups); with two runs it measured 3.5-13% before.
+    from benchmarks.aux_truth import ALPHA, bounds, compare_false_alarms
+
+    hits, reps = compare_false_alarms(runs, 0.2, 300, seed=runs)
+    assert bounds(hits, reps)[0] <= ALPHA, (hits, reps)
+
+
+def test_the_band_is_student_t_on_the_runs_spread() -> None:
+    from scipy.stats import t as student
+
+    from rushhour.reports.gate.runnoise import RunNoise
+
+    noise = RunNoise(runs=2, tau=0.1, spread=0.1, sampling=0.0, log_tails=(np.log(100.0), np.log(125.0)))
+    spread = np.log(1.25) / np.sqrt(2)
+    assert noise.degrees_of_freedom == 1
+    assert noise.half_width(0.95) == pytest.approx(student.ppf(0.975, 1) * spread * np.sqrt(1.5))
+    assert RunNoise(runs=1, tau=0.0, spread=0.0, sampling=0.0, log_tails=(1.0,)).band(0.95) is None
