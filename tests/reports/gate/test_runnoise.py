@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from rushhour.reports.gate.compare import compare_runs
-from rushhour.reports.gate.population import paired_draws
 from rushhour.reports.gate.runnoise import run_noise
 from tests.reports.helpers import requests_frame, write_run
 
@@ -58,7 +57,6 @@ def _write(root: Path, latency: np.ndarray) -> Path:
 
 @pytest.mark.slow
 def test_compare_counts_noise_once_with_committed_baseline_like_noise(tmp_path: Path) -> None:
-    from scipy.stats import norm
     # Five same-schedule baseline runs whose P99s spread as the committed nightly baseline's did
     # (x1 to x3.5), and a night x1.3 slower than their geometric mean. The documented rule: the
     # threshold is x1.10, not the runs' spread; the interval holds the t prediction interval of one
