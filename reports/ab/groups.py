@@ -169,8 +169,8 @@ def error_text(errors: ErrorTest) -> str:
     if errors.worse:
         return f"{shares}: significantly worse"
     if errors.not_worse:
-        return f"{shares}: shown not worse by more than the {_points(errors.margin)} margin"
-    return f"{shares}: not shown within the {_points(errors.margin)} margin"
+        return f"{shares}: shown not worse by more than the {100 * errors.margin:.2f} pp margin"
+    return f"{shares}: not shown within the {100 * errors.margin:.2f} pp margin"
 
 
 def _points(value: float) -> str:

@@ -75,8 +75,10 @@ def test_ab_one_in_four_hundred_failing_in_both_arms(tmp_path: Path, target: Cal
     assert all(0.0 < doc["arms"][arm]["error_share"] < 0.006 for arm in ("baseline", "candidate"))
     [group] = doc["groups"]
     assert group["compared"] and group["samples"]["baseline"] > 1000
-    low, high = (0.93, 1.08) if expected == 0 else (1.15, 1.35)  # a busy machine adds x ms: (390 + x) / (300 + x)
-    assert low < group["ratio"] < high  # the answers' P99: instant failures left out, not counted as fast
+    if expected == 0:
+        assert group["ci_high"] < 1.1
+    else:  # a busy machine adds x ms to both: (390 + x) / (300 + x)
+        assert 1.15 < group["ratio"] < 1.35  # the answers' P99: instant failures left out, not counted as fast
     if expected == 0:
         assert doc["errors"][0]["not_worse"]
         assert "shown not worse by more than 0.50 percentage points" in doc["sentence"]
