@@ -121,15 +121,23 @@ def dependence(series: np.ndarray, confidence: float = 0.95,
                       outlasts)
 
 
-def rank_series(values: np.ndarray) -> np.ndarray:
+def rank_series(values: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
     """Each value's mid-rank in `values`, scaled to [0, 1]: the series' dependence at every level
     at once, so it is measured from all requests even where the tail holds few. Ties share their
     mid-rank (latencies rounded to the millisecond, or a queue's many requests that never
-    waited), so their order in time adds no dependence of its own."""
-    ordered = np.sort(values)
-    below = np.searchsorted(ordered, values, side="left")
-    through = np.searchsorted(ordered, values, side="right")
-    return (below + through - 1) / (2.0 * max(values.size, 1))
+    waited), so their order in time adds no dependence of its own. `order`, when the caller has
+    it, is `np.argsort(values)`."""
+    n = values.size
+    if n == 0:
+        return np.zeros(0)
+    if order is None:
+        order = np.argsort(values)
+    ordered = values[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    ends = np.append(starts[1:], n) - 1
+    ranks = np.empty(n, dtype=float)
+    ranks[order] = np.repeat((starts + ends) / (2.0 * n), ends - starts + 1)
+    return ranks
 
 
 def least_effective(*seen: Dependence) -> Dependence:

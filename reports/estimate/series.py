@@ -73,10 +73,11 @@ def quantile_interval(values: np.ndarray, percentile: float,
     if n == 0:
         return SeriesInterval(None, None, None, confidence, dependence(clean, confidence), False,
                               f"no requests to measure a P{percentile:g} on")
-    ordered = np.sort(clean)
+    order = np.argsort(clean)
+    ordered = clean[order]
     value = float(ordered[nearest_rank(percentile, n) - 1])
     seen = least_effective(dependence((clean > value).astype(float), confidence),
-                           dependence(rank_series(clean), confidence))
+                           dependence(rank_series(clean, order), confidence))
     effective = min(seen.effective, float(n))
     size = max(1, math.floor(effective))
     tail = (1.0 - confidence) / 2.0
