@@ -26,7 +26,7 @@ from chaoslib.types import Configuration, Secrets
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from rushhour.experiments.kubernetes.leases import keeper_arguments, renewer, sweep
+from rushhour.experiments.kubernetes.leases import keeper_arguments, partition_renewer, renewer, sweep
 from rushhour.experiments.kubernetes.objects import (
     CORDONED_BY,
     DEFAULT_NAMESPACE,
@@ -42,6 +42,7 @@ from rushhour.experiments.kubernetes.objects import (
     scale_down_patch,
     uncordon_patch,
 )
+from rushhour.experiments.kubernetes.selection import lease_job, owner_reference
 from rushhour.experiments.leases import hold_lease, lease_s, release, spawn_keeper
 
 __all__ = [
@@ -161,19 +162,21 @@ def partition_pool(
     hold_s: how long the experiment holds the fault; the lease covers it (see `lease_s`).
     ttl_s: the lease when nothing is held.
 
-    Undo with `heal_pool_partition`, which deletes the policy; a lease keeper deletes it when
-    the lease ends.
+    Undo with `heal_pool_partition`, which deletes the policy and its lease Job. Without it the
+    cluster undoes the fault by itself: the policy is owned by a lease Job whose deadline is the
+    lease (see `rushhour.experiments.kubernetes.selection`), so when the renewals stop the Job
+    fails, is deleted, and the garbage collector deletes the policy; a lease keeper deletes it too.
     """
-    lease = lease_s(ttl_s, hold_s)
-    policy = partition_policy(pool, ns, expires_at=time.time() + lease)
+    lease, name = lease_s(ttl_s, hold_s), policy_name(pool)
     keeper = spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns, **keeper_arguments(secrets)})
+    api = create_k8s_api_client(secrets)
+    networking, batch = client.NetworkingV1Api(api), client.BatchV1Api(api)
+    job = batch.create_namespaced_job(ns, lease_job(name, ns, lease))
+    policy = partition_policy(pool, ns, expires_at=time.time() + lease)
+    policy["metadata"]["ownerReferences"] = [owner_reference(name, str(job.metadata.uid))]
     create_network_policy(spec=policy, ns=ns, secrets=secrets)
-    networking = client.NetworkingV1Api(create_k8s_api_client(secrets))
-    name = policy_name(pool)
-    hold_lease(f"k8s|policy|{ns}/{name}", renewer(
-        lambda body: networking.patch_namespaced_network_policy(name, ns, body),
-        lambda: _annotations(networking.read_namespaced_network_policy(name, ns))), lease, float(hold_s))
-    return {"pool": pool, "policy": name, "namespace": ns, "lease_s": lease, "lease_keeper_pid": keeper}
+    hold_lease(f"k8s|policy|{ns}/{name}", partition_renewer(networking, batch, name, ns), lease, float(hold_s))
+    return {"pool": pool, "policy": name, "lease_job": name, "namespace": ns, "lease_s": lease, "lease_keeper_pid": keeper}
 
 
 def heal_pool_partition(
@@ -182,15 +185,18 @@ def heal_pool_partition(
     configuration: Configuration = None,
     secrets: Secrets = None,
 ) -> dict[str, Any]:
-    """Delete the partition NetworkPolicy of `pool` (the undo of `partition_pool`), and every
-    expired lease of rushhour's in `ns`."""
-    networking = client.NetworkingV1Api(create_k8s_api_client(secrets))
-    release(f"k8s|policy|{ns}/{policy_name(pool)}")
-    try:
-        networking.delete_namespaced_network_policy(policy_name(pool), ns)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise ActivityFailed(f'Could not delete NetworkPolicy "{policy_name(pool)}" in "{ns}": {exc.reason}.') from exc
+    """Delete the partition NetworkPolicy of `pool` and its lease Job (the undo of `partition_pool`),
+    and every expired lease of rushhour's in `ns`."""
+    api = create_k8s_api_client(secrets)
+    networking, batch, name = client.NetworkingV1Api(api), client.BatchV1Api(api), policy_name(pool)
+    release(f"k8s|policy|{ns}/{name}")
+    for what, delete in ((f'NetworkPolicy "{name}"', lambda: networking.delete_namespaced_network_policy(name, ns)),
+                         (f'Job "{name}"', lambda: batch.delete_namespaced_job(name, ns, propagation_policy="Background"))):
+        try:
+            delete()
+        except ApiException as exc:
+            if exc.status != 404:
+                raise ActivityFailed(f'Could not delete {what} in "{ns}": {exc.reason}.') from exc
     swept = sweep(ns, secrets=secrets)
     return {"pool": pool, "policy": policy_name(pool), "namespace": ns, "swept": swept}
 

@@ -23,6 +23,7 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,10 @@ from rushhour.experiments.kubernetes.objects import (
     restore_patch,
     uncordon_patch,
 )
+from rushhour.experiments.kubernetes.selection import deadline_patch
 from rushhour.experiments.leases import lease_file
 
-__all__ = ["Leftover", "keep_swept", "keeper_arguments", "renewer", "sweep"]
+__all__ = ["Leftover", "keep_swept", "keeper_arguments", "partition_renewer", "renewer", "sweep"]
 
 CHECK_EVERY_S = 2.0
 MAX_BACKOFF_S = 30.0
@@ -202,3 +204,25 @@ def renewer(patch: Any, read: Any) -> Any:
         return True
 
     return renew
+
+
+def partition_renewer(networking: Any, batch: Any, name: str, ns: str) -> Any:
+    """A renew function for a partition owned by its lease Job (see
+    `rushhour.experiments.kubernetes.selection`): moves the Job's deadline and the policy's mark;
+    False once the policy carries no lease (undone)."""
+    mark = renewer(lambda body: networking.patch_namespaced_network_policy(name, ns, body),
+                   lambda: dict(networking.read_namespaced_network_policy(name, ns).metadata.annotations or {}))
+
+    def renew(seconds: float) -> bool:
+        job = batch.read_namespaced_job(name, ns)
+        batch.patch_namespaced_job(name, ns, deadline_patch(_started(job), time.time(), seconds))
+        return bool(mark(seconds))
+
+    return renew
+
+
+def _started(job: Any) -> float:
+    """When the Job's deadline started counting (its start; its creation before the controller saw it)."""
+    status, metadata = getattr(job, "status", None), getattr(job, "metadata", None)
+    moment = getattr(status, "start_time", None) or getattr(metadata, "creation_timestamp", None)
+    return moment.timestamp() if isinstance(moment, datetime) else time.time()

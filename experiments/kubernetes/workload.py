@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from chaosk8s import create_k8s_api_client
@@ -32,7 +31,7 @@ from chaoslib.types import Configuration, Secrets
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from rushhour.experiments.kubernetes.leases import keeper_arguments, renewer, sweep
+from rushhour.experiments.kubernetes.leases import keeper_arguments, partition_renewer, renewer, sweep
 from rushhour.experiments.kubernetes.objects import (
     CORDONED_BY,
     SCALED_FROM,
@@ -43,7 +42,6 @@ from rushhour.experiments.kubernetes.objects import (
 )
 from rushhour.experiments.kubernetes.selection import (
     LEASE_IMAGE,
-    deadline_patch,
     lease_job,
     owned_partition,
     owner_reference,
@@ -203,29 +201,9 @@ def partition_workload(
     owner = owner_reference(name, str(job.metadata.uid))
     create_network_policy(spec=owned_partition(name, ns, selector, owner=owner, expires_at=time.time() + lease),
                           ns=ns, secrets=secrets)
-    hold_lease(f"k8s|policy|{ns}/{name}", _partition_renewer(apis, name, ns), lease, float(hold_s))
+    hold_lease(f"k8s|policy|{ns}/{name}", partition_renewer(apis.networking, apis.batch, name, ns), lease, float(hold_s))
     return {"label_selector": selector, "namespace": ns, "policy": name, "lease_job": name, "lease_s": lease,
             "lease_keeper_pid": keeper}
-
-
-def _partition_renewer(apis: Apis, name: str, ns: str) -> Any:
-    """Renew both ends of a partition's lease: the policy's mark and the lease Job's deadline."""
-    mark = renewer(lambda body: apis.networking.patch_namespaced_network_policy(name, ns, body),
-                   lambda: _annotations(apis.networking.read_namespaced_network_policy(name, ns)))
-
-    def renew(seconds: float) -> bool:
-        job = apis.batch.read_namespaced_job(name, ns)
-        apis.batch.patch_namespaced_job(name, ns, deadline_patch(_started(job), time.time(), seconds))
-        return bool(mark(seconds))
-
-    return renew
-
-
-def _started(job: Any) -> float:
-    """When the Job's deadline started counting (its start; its creation before the controller saw it)."""
-    status, metadata = getattr(job, "status", None), getattr(job, "metadata", None)
-    moment = getattr(status, "start_time", None) or getattr(metadata, "creation_timestamp", None)
-    return moment.timestamp() if isinstance(moment, datetime) else time.time()
 
 
 def heal_workload_partition(

@@ -81,7 +81,7 @@ def test_sweep_removes_only_expired_objects_of_ours() -> None:
     ]
 
 
-def test_partition_pool_starts_its_keeper_before_the_policy_and_holds_a_short_lease(
+def test_partition_pool_starts_its_keeper_and_lease_job_before_the_policy_and_holds_a_short_lease(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     order: list[str] = []
@@ -98,7 +98,12 @@ def test_partition_pool_starts_its_keeper_before_the_policy_and_holds_a_short_le
 
     monkeypatch.setattr(actions, "create_network_policy", create_network_policy)
     monkeypatch.setattr(actions, "spawn_keeper", spawn_keeper)
-    monkeypatch.setattr(actions, "client", SimpleNamespace(NetworkingV1Api=lambda api: None))
+    def create_namespaced_job(ns: str, body: dict[str, Any]) -> SimpleNamespace:
+        order.append("job")
+        return SimpleNamespace(metadata=SimpleNamespace(uid="uid-7"))
+
+    batch = SimpleNamespace(create_namespaced_job=create_namespaced_job)
+    monkeypatch.setattr(actions, "client", SimpleNamespace(NetworkingV1Api=lambda api: None, BatchV1Api=lambda api: batch))
     monkeypatch.setattr(actions, "create_k8s_api_client", lambda secrets: None)
     monkeypatch.setattr(actions.time, "time", lambda: 1000.0)
     monkeypatch.delenv("RUSHHOUR_LEASE_S", raising=False)
@@ -106,6 +111,7 @@ def test_partition_pool_starts_its_keeper_before_the_policy_and_holds_a_short_le
     assert result["lease_s"] == 600.0 and result["lease_keeper_pid"] == 4242  # nothing held: the ttl
     result = actions.partition_pool("quality", "drill", hold_s=600, ttl_s=1)
     actions.release("k8s|")
-    assert result["lease_s"] == 20.0 and order == ["keeper", "policy"] * 2
+    assert result["lease_s"] == 20.0 and order == ["keeper", "job", "policy"] * 2
+    assert created[-1]["metadata"]["ownerReferences"][0]["uid"] == "uid-7"
     assert objects.lease_expiry(created[-1]["metadata"]["annotations"]) == 1020.0
     assert keepers[-1] == ("sweep_kubernetes", 20.0 + actions.SWEEP_SLACK_S, {"ns": "drill"})

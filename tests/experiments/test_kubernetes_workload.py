@@ -169,7 +169,7 @@ def test_a_held_partition_renews_the_jobs_deadline_and_the_mark(kube: FakeKube) 
     name = selection.partition_name(WEB)
     job = kube.jobs[name]
     job.status.start_time = job.status.start_time.fromtimestamp(time.time() - 100, job.status.start_time.tzinfo)
-    assert workload._partition_renewer(workload.Apis(kube, kube, kube, kube), name, NS)(20.0) is True
+    assert kleases.partition_renewer(kube, kube, name, NS)(20.0) is True
     assert job.spec.active_deadline_seconds in (120, 121)  # 100 s already run plus the 20 s lease
     assert float(kube.policies[name].metadata.annotations[LEASE_ANNOTATION]) >= time.time() + 19
 
@@ -184,6 +184,27 @@ def test_partition_outlives_an_api_outage_and_ends_when_the_api_is_back(kube: Fa
     kube.down = False
     kube.reconcile()
     assert name not in kube.policies and name not in kube.jobs
+
+
+def test_a_reference_pool_partition_is_owned_by_its_lease_job_too(kube: FakeKube, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from rushhour.experiments.kubernetes import actions
+
+    monkeypatch.setattr(actions, "client", SimpleNamespace(NetworkingV1Api=lambda api: kube, BatchV1Api=lambda api: kube))
+    monkeypatch.setattr(actions, "create_k8s_api_client", lambda secrets: None)
+    monkeypatch.setattr(actions, "create_network_policy", lambda spec, ns, secrets: kube.create_namespaced_network_policy(ns, spec))
+    monkeypatch.setattr(actions, "spawn_keeper", lambda undo, after, args: 4242)
+    monkeypatch.setattr(kleases, "_apis", lambda secrets: (kube, kube, kube))  # the rollback's sweep
+    actions.partition_pool("quality", NS, hold_s=600)
+    leases.release("k8s|")
+    name = "rushhour-chaos-partition-quality"
+    assert kube.policies[name].metadata.owner_references[0]["uid"] == kube.jobs[name].metadata.uid
+    kube.advance(leases.DEFAULT_LEASE_S + 0.5)
+    assert name not in kube.policies and name not in kube.jobs
+    actions.partition_pool("quality", NS, hold_s=600)
+    actions.heal_pool_partition("quality", NS)
+    assert kube.policies == {} and kube.jobs == {}
 
 
 def test_partition_rollback_deletes_policy_and_job_and_tolerates_a_second_run(kube: FakeKube) -> None:
