@@ -90,7 +90,8 @@ FILE_MEANINGS: dict[str, str] = {
                            "labels, value",
     "EVENTS_FILE": "the timeline: run start with its environment, phases, faults, the target's own events (as `target_event`), "
                    "generator health, scraper errors, the leak audit, run end",
-    "CHAOS_DIR": "one Chaos Toolkit journal per experiment (`<name>.journal.json`)",
+    "CHAOS_DIR": "one Chaos Toolkit journal and log per experiment (`<name>.journal.json`, `<name>.log`), and "
+                 "`lease-keeper.log`: what the lease keepers of the run's faults did",
     "SUMMARY_FILE": "verdict, SLOs, latency percentiles, requests, throughput, cost, faults, generator health",
     "REPORT_HTML_FILE": "the report for people: one self-contained file that opens offline",
     "REPORT_MD_FILE": "the short report, for a pull-request comment",
