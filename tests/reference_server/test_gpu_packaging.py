@@ -56,14 +56,18 @@ def test_cpu_and_gpu_extras_each_bring_one_build() -> None:
     assert not [n for name in ("test",) for n in _names(extras[name]) if n.startswith("onnxruntime")]
 
 
-def _make_install_line(*args: str) -> str:
-    done = subprocess.run(["make", "-n", "-B", "install", *args], cwd=REPO, capture_output=True, text=True, timeout=60, check=True)
-    return next(line for line in done.stdout.splitlines() if "pip install -e" in line)
+def _make_install_lines(target: str, *args: str) -> list[str]:
+    done = subprocess.run(["make", "-n", "-B", target, *args], cwd=REPO, capture_output=True, text=True, timeout=60, check=True)
+    return [line for line in done.stdout.splitlines() if "pip install -e" in line]
 
 
 def test_makefile_installs_cpu_build_by_default_and_gpu_on_request() -> None:
-    assert "-e '.[cpu,test]'" in _make_install_line("RUSHHOUR_GPU=0")
-    assert "-e '.[gpu,test]'" in _make_install_line("RUSHHOUR_GPU=1")
+    for build in ("cpu", "gpu"):
+        flag = f"RUSHHOUR_GPU={int(build == 'gpu')}"
+        (install,) = _make_install_lines("install", flag)  # what a user needs: no test extra
+        assert f"-e '.[{build}]'" in install
+        tests = _make_install_lines("test-fast", flag)  # the tests add the test extra on top
+        assert [f"-e '.[{build}]'" in tests[0], f"-e '.[{build},test]'" in tests[-1]] == [True, True]
 
 
 def test_this_environment_has_exactly_one_onnxruntime() -> None:
