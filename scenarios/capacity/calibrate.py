@@ -371,6 +371,8 @@ def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, 
         figure = measure(scenario, relative.condition, source=source, base_dir=base_dir, say=say, run=run)
         note = f"measured now at load average {_load(facts['load_now'])}"
         facts |= {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "load_then": facts["load_now"]}
+    url = calibrated_target(scenario)
+    note = note if url is None else f"of {hide_userinfo(url)}, {note}"
     return Calibration(factor=relative.factor, condition=relative.condition, capacity_rps=round(figure, 2),
                        peak_rps=round(relative.factor * figure, 2), note=note, key=key, **facts)
 

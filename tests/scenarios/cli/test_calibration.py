@@ -123,4 +123,4 @@ def test_run_measures_a_relative_peak_on_the_url_it_loads_and_capacity_agrees(
     assert _served(own_service) > drill_requests + 100  # the calibration's steps reached the service too
     cached = CliRunner().invoke(capacity, [str(scenario), "--calibrate", "--dry-run", "--target", own_service])
     assert cached.exit_code == 0, cached.output
-    assert f"capacity [none]: {calibration['capacity_rps']:g} req/s (measured " in cached.output
+    assert f"capacity [none]: {calibration['capacity_rps']:g} req/s (of {own_service}, measured " in cached.output
