@@ -5,7 +5,8 @@ an SLO whose `threshold_ms` is written twice, would run with half of what its au
 say nothing. Here the second key raises `yaml.constructor.ConstructorError`, a `yaml.YAMLError`
 every caller already turns into a message naming the file; its text names the key and the lines
 of both. Merge keys (`<<: *defaults`) still merge: the keys they bring in may be overridden,
-as YAML intends.
+as YAML intends. A document nested deeper than `MAX_DEPTH` levels raises `TooDeepError`, also a
+`yaml.YAMLError`, before PyYAML's recursive composer could exhaust the stack.
 """
 
 from __future__ import annotations
@@ -15,15 +16,35 @@ from typing import Any
 import yaml
 from yaml.constructor import ConstructorError
 
-__all__ = ["DuplicateKeyError", "StrictLoader", "load_yaml", "yaml_problem"]
+__all__ = ["MAX_DEPTH", "DuplicateKeyError", "StrictLoader", "TooDeepError", "load_yaml", "yaml_problem"]
+
+MAX_DEPTH = 64
+"""The deepest nesting of mappings and lists a rushhour YAML file may have (scenarios use under ten)."""
 
 
 class DuplicateKeyError(ConstructorError):
     """A key given twice in one mapping; `problem` names it and both lines."""
 
 
+class TooDeepError(yaml.YAMLError):
+    """A document nested deeper than MAX_DEPTH levels; its text names the line where it went too deep."""
+
+
 class StrictLoader(yaml.SafeLoader):
-    """yaml.SafeLoader that refuses a key given twice in one mapping."""
+    """yaml.SafeLoader that refuses a key given twice in one mapping and nesting past MAX_DEPTH."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                line = self.peek_event().start_mark.line + 1
+                raise TooDeepError(f"the document is nested more than {MAX_DEPTH} levels deep (at line {line}); "
+                                   "no rushhour file needs that many")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         if isinstance(node, yaml.MappingNode):

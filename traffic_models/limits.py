@@ -17,6 +17,16 @@ Past it a typo in a rate or a duration (1e12 for 1e2, "99999999h") would otherwi
 terabytes or walk the random stream for hours.
 """
 
+MAX_REQUEST_CHARS = 8_000_000
+"""The longest text one request may carry: eight million characters, about two million tokens,
+past the longest context windows served. A schedule keeps sizes as 32-bit integers (up to
+2,147,483,647), so a size past this cap is refused where it is read, never wrapped to a negative
+number or handed to the load generator to build a text of gigabytes."""
+
+MAX_OUTPUT_TOKENS = 2_000_000
+"""The most output tokens one request may ask for (a trace's logged output length, a mix's
+`max_tokens`), for the same reasons."""
+
 MAX_DURATION_S = 366 * 86_400.0
 """The longest run, start clock or replayed log rushhour accepts: a year. Published traces span a
 week (Azure LLM inference) to a few months (BurstGPT); a soak runs a day."""

@@ -9,7 +9,7 @@ import yaml
 from pydantic import ValidationError
 
 from rushhour.kernel.validation import format_validation_errors
-from rushhour.kernel.yamlfile import DuplicateKeyError, StrictLoader, yaml_problem
+from rushhour.kernel.yamlfile import DuplicateKeyError, StrictLoader, TooDeepError, yaml_problem
 from rushhour.traffic_models.errors import TrafficModelError
 from rushhour.traffic_models.events import EVENT_TYPES
 from rushhour.traffic_models.model import ReplaySpec, TrafficModel
@@ -100,7 +100,7 @@ def _resolve(spec: str | Path) -> Path:
 def _read_yaml(path: Path) -> Any:
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_ModelYamlLoader)
-    except DuplicateKeyError as exc:
+    except (DuplicateKeyError, TooDeepError) as exc:
         raise TrafficModelError(f"{path.name}: {yaml_problem(exc)}.") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from rushhour.traffic_models.fields import Fraction, NonNegative, Positive, Strict
+from rushhour.traffic_models.limits import MAX_REQUEST_CHARS
 
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]*$")]
 FRACTION_TOLERANCE = 0.01
@@ -19,8 +20,8 @@ class LengthSpec(Strict):
     distribution: Literal["lognormal"] = "lognormal"
     median: Positive
     sigma: NonNegative = 0.5
-    min: Annotated[int, Field(ge=1)] = 1
-    max: Annotated[int, Field(ge=1)] = 100_000
+    min: Annotated[int, Field(ge=1, le=MAX_REQUEST_CHARS)] = 1
+    max: Annotated[int, Field(ge=1, le=MAX_REQUEST_CHARS)] = 100_000
 
     @model_validator(mode="after")
     def _ordered(self) -> LengthSpec:

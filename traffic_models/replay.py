@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rushhour.traffic_models.errors import TrafficModelError
-from rushhour.traffic_models.limits import MAX_DURATION_S
+from rushhour.traffic_models.limits import MAX_DURATION_S, MAX_OUTPUT_TOKENS, MAX_REQUEST_CHARS
 from rushhour.traffic_models.traceformats import READERS, read_jsonl
 
 TIME_COLUMNS = ("timestamp", "time", "ts", "offset_s", "TIMESTAMP")
@@ -108,6 +108,7 @@ def _generated(frame: pd.DataFrame, name: str) -> np.ndarray | None:
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
     if not np.isfinite(values).all() or (values < 0).any():
         raise TrafficModelError(f"{name}: column {column} must hold non-negative numbers.")
+    _check_cap(values, name, column, MAX_OUTPUT_TOKENS, "output tokens")
     return np.rint(values).astype(np.int64)
 
 
@@ -137,7 +138,17 @@ def _chars(frame: pd.DataFrame, name: str, chars_per_token: float) -> np.ndarray
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
     if not np.isfinite(values).all() or (values < 0).any():
         raise TrafficModelError(f"{name}: column {column} must hold non-negative numbers.")
+    _check_cap(values * scale, name, column, MAX_REQUEST_CHARS, "characters")
     return np.maximum(np.rint(values * scale), 1).astype(np.int64)
+
+
+def _check_cap(values: np.ndarray, name: str, column: str, cap: int, unit: str) -> None:
+    """Refuse a size past `cap` (in `unit`), naming the first row that passes it."""
+    over = np.flatnonzero(values > cap)
+    if over.size:
+        row = int(over[0])
+        raise TrafficModelError(f"{name}: column {column} row {row + 1} asks for {values[row]:.6g} {unit}, past the "
+                                f"{cap:,} rushhour sends in one request ({over.size} row(s) over).")
 
 
 def replay_rows(

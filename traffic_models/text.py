@@ -11,6 +11,7 @@ from functools import lru_cache
 import numpy as np
 
 from rushhour.traffic_models.catalog import splitmix64
+from rushhour.traffic_models.limits import MAX_REQUEST_CHARS
 
 _SYLLABLES = ("ka", "lo", "mi", "ter", "san", "ve", "ro", "di", "na", "pol", "es", "tu", "ga", "rin", "be", "o")
 WORDS_PER_SENTENCE = (6, 16)
@@ -27,10 +28,15 @@ def _vocabulary() -> np.ndarray:
 _VOCABULARY = _vocabulary()
 
 
+def _check_chars(chars: int) -> None:
+    """A size the load generator can build: a text past MAX_REQUEST_CHARS is never made."""
+    if not 0 <= chars <= MAX_REQUEST_CHARS:
+        raise ValueError(f"chars must be from 0 to {MAX_REQUEST_CHARS:,} (the most one request carries), got {chars}.")
+
+
 def text_for(text_id: int, chars: int) -> str:
     """Exactly `chars` characters of word-like text for this id (same id and length, same text)."""
-    if chars < 0:
-        raise ValueError(f"chars must be >= 0, got {chars}.")
+    _check_chars(chars)
     if chars == 0:
         return ""
     seed = int(splitmix64(np.array([text_id], dtype=np.int64).astype(np.uint64))[0])
@@ -64,6 +70,7 @@ def prompt_text(prompt: str, text_id: int, chars: int) -> str:
     Two prompts naming the same block ids get the same text for those blocks (a prefix cache
     sees the reuse); text past the named blocks is the row's own.
     """
+    _check_chars(chars)
     if not prompt.startswith("blocks:"):
         return text_for(text_id, chars)
     _, salt, size, ids = prompt.split(":", 3)

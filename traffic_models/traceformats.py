@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rushhour.kernel import jsonfile
 from rushhour.traffic_models.errors import TrafficModelError
 
 MOONCAKE_BLOCK_TOKENS = 512
@@ -45,9 +46,11 @@ def _bad_line(path: Path) -> str | None:
             if not line.strip():
                 continue
             try:
-                value = json.loads(line)
+                value = jsonfile.loads(line)
             except json.JSONDecodeError as exc:
                 return f"line {number} is not valid JSON ({exc.msg})"
+            except ValueError as exc:
+                return f"line {number} cannot be read: {exc}"
             if not isinstance(value, dict):
                 shown = line.strip() if len(line.strip()) <= 60 else line.strip()[:57] + "..."
                 return f'line {number} is {shown}, not a JSON object such as {{"timestamp": 12.5}}'

@@ -16,10 +16,11 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from rushhour.kernel import contract
+from rushhour.kernel import contract, jsonfile
 from rushhour.kernel.clock import parse_clock_s, parse_duration
 from rushhour.kernel.textfile import TextFileError, read_text_file
 from rushhour.kernel.validation import format_validation_errors
+from rushhour.kernel.yamlfile import load_yaml
 from rushhour.reports.rundata.attempts import fill_missing_ends, latest_end_s
 from rushhour.reports.schema import CostModel, SloSpec
 
@@ -173,7 +174,7 @@ def _load_scenario(path: Path) -> ReportScenario:
     if not path.exists():
         raise ResultsError(f'"{path}" is missing; a results directory needs its scenario.yaml.')
     try:
-        raw = yaml.safe_load(read_text(path)) or {}
+        raw = load_yaml(read_text(path)) or {}
     except yaml.YAMLError as exc:
         raise ResultsError(f'"{path}" is not valid YAML: {exc}') from exc
     if not isinstance(raw, dict):
@@ -240,11 +241,11 @@ def _load_events(path: Path, missing: list[str]) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            event = json.loads(line)
+            event = jsonfile.loads(line)
         except json.JSONDecodeError as exc:
             raise ResultsError(f'"{path}" line {number} is not JSON: {exc.msg}.') from exc
-        except RecursionError as exc:
-            raise ResultsError(f'"{path}" line {number} is nested too deeply to read.') from exc
+        except ValueError as exc:
+            raise ResultsError(f'"{path}" line {number} cannot be read: {exc}.') from exc
         if not isinstance(event, dict) or "type" not in event:
             raise ResultsError(f'"{path}" line {number} has no "type" field.')
         events.append(event)
@@ -260,7 +261,7 @@ def _load_journals(folder: Path, missing: list[str]) -> dict[str, dict[str, Any]
     journals = {}
     for path in sorted(folder.glob("*.journal.json")):
         try:
-            journals[path.name.removesuffix(".journal.json")] = json.loads(read_text(path))
-        except (json.JSONDecodeError, RecursionError, ResultsError):
+            journals[path.name.removesuffix(".journal.json")] = jsonfile.loads(read_text(path))
+        except (ValueError, ResultsError):
             missing.append(f"chaos/{path.name} (not JSON)")
     return journals

@@ -12,7 +12,6 @@ folder is still an A/B run, judged invalid by its own report.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
+from rushhour.kernel import jsonfile
 from rushhour.kernel.atomic import write_json_atomic, write_parquet_atomic
 from rushhour.kernel.contract import (
     AB_COLUMNS,
@@ -63,8 +63,8 @@ def events_so_far(path: Path) -> list[dict[str, Any]]:
     events = []
     for line in lines:
         try:
-            events.append(json.loads(line))
-        except ValueError:
+            events.append(jsonfile.loads(line))
+        except ValueError:  # TooDeepJSONError included: the report names that line
             continue  # a line cut short by the kill
     return events
 

@@ -7,7 +7,6 @@ unique, path-safe name. The run's timeline (`rushhour.scenarios.run.timeline`) o
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from chaoslib.activity import ensure_activity_is_valid
 from chaoslib.exceptions import ChaosException
 from pydantic import BaseModel
 
+from rushhour.kernel import jsonfile
 from rushhour.kernel.clock import format_clock, parse_clock_s, parse_duration
 from rushhour.kernel.yamlfile import load_yaml, yaml_problem
 from rushhour.scenarios.spec.model import DRILL_HYPOTHESIS, ChaosEntry, ScenarioError
@@ -82,7 +82,7 @@ def load_experiment_file(path: Path) -> dict[str, Any]:
     """Parse a JSON or YAML experiment; the error names the file."""
     try:
         text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix == ".json" else load_yaml(text)
+        data = jsonfile.loads(text) if path.suffix == ".json" else load_yaml(text)
     except yaml.YAMLError as exc:
         raise ScenarioError(f"Chaos experiment {path} cannot be read: {yaml_problem(exc)}") from exc
     except (OSError, ValueError) as exc:
