@@ -119,6 +119,7 @@ def test_service_network_refuses_what_it_cannot_do(fake_api: str) -> None:
         add_toxic("nope", "latency", configuration={"toxiproxy_url": fake_api})
 
 
+@pytest.mark.slow
 def test_service_network_toxic_outlives_a_sigkilled_holder_by_at_most_its_lease(fake_api: str) -> None:
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, fake_api], stdout=subprocess.PIPE, cwd=ROOT)
     try:
@@ -136,6 +137,7 @@ def test_service_network_toxic_outlives_a_sigkilled_holder_by_at_most_its_lease(
     assert removed_after is not None and removed_after <= LEASE_S + 1.5, removed_after
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, toxic, attributes", [
     ("latency", "latency", {"latency": 300, "jitter": 50}),
     ("reset", "reset_peer", {"timeout": 0}),

@@ -74,6 +74,7 @@ def _journal_output(proc: ChaosProcess, activity: str) -> object:
     return next(run["output"] for run in journal["run"] if run["activity"]["name"] == activity)
 
 
+@pytest.mark.slow
 def test_service_pause_stops_the_process_for_the_hold_and_resumes_it(
         tmp_path: Path, victim: tuple[subprocess.Popen[bytes], Path, str]) -> None:
     proc, pid_file, url = victim
@@ -93,6 +94,7 @@ def test_service_pause_stops_the_process_for_the_hold_and_resumes_it(
     assert not list((tmp_path / "leases").glob("*.json"))  # the lease went with the fault
 
 
+@pytest.mark.slow
 def test_service_pause_outlives_a_sigkilled_harness_by_at_most_its_lease(
         tmp_path: Path, victim: tuple[subprocess.Popen[bytes], Path, str]) -> None:
     """The chaos run holds the pause for ten minutes and is SIGKILLed with its whole session; the
@@ -115,6 +117,7 @@ def test_service_pause_outlives_a_sigkilled_harness_by_at_most_its_lease(
     assert wait_for_http(f"{url}/healthz", timeout_s=5.0)  # and it serves again
 
 
+@pytest.mark.slow
 def test_service_kill_kills_the_process_and_waits_for_its_supervisor(tmp_path: Path) -> None:
     port, pid_file = free_port(), tmp_path / "own.pid"
     service = [sys.executable, str(ROOT / "tests" / "support" / "own_service.py"), str(port), "2", "5", str(pid_file)]
@@ -148,6 +151,7 @@ def test_service_process_refuses_what_it_must_never_signal(tmp_path: Path, monke
         find_process(str(tmp_path / "missing.pid"))
 
 
+@pytest.mark.slow
 def test_service_keeper_never_resumes_a_reused_pid(victim: tuple[subprocess.Popen[bytes], Path, str]) -> None:
     proc, _, _ = victim
     psutil.Process(proc.pid).suspend()

@@ -78,6 +78,7 @@ def test_run_with_a_constant_traffic_override_never_calibrates(tmp_path: Path, m
     assert not (tmp_path / "state").exists()
 
 
+@pytest.mark.slow
 def test_run_calibrates_an_n_minus_one_peak_on_the_target_url_and_refuses_what_it_cannot(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_service: str) -> None:
     """--target applies before calibration: the N-1 peak is asked of the URL, whose service has no
