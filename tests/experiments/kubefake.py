@@ -58,7 +58,8 @@ class FakeKube:
         self.nodes[name] = SimpleNamespace(metadata=_meta(name), spec=SimpleNamespace(unschedulable=cordoned))
 
     def add_pod(self, name: str, node: str, labels: dict[str, str]) -> None:
-        self.pods.append(SimpleNamespace(metadata=_meta(name, labels=labels), spec=SimpleNamespace(node_name=node)))
+        ready = SimpleNamespace(conditions=[SimpleNamespace(type="Ready", status="True")])
+        self.pods.append(SimpleNamespace(metadata=_meta(name, labels=labels), spec=SimpleNamespace(node_name=node), status=ready))
 
     def add_deployment(self, name: str, replicas: int, labels: dict[str, str]) -> None:
         self.deployments[name] = SimpleNamespace(metadata=_meta(name, labels=labels), spec=SimpleNamespace(replicas=replicas))

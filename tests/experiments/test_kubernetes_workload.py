@@ -129,6 +129,30 @@ def test_workload_experiment_is_valid_and_undoes_what_it_breaks(path: Path, monk
         assert undo[func] is None or undo[func] in [r["provider"]["func"] for r in experiment["rollbacks"]]
 
 
+@pytest.mark.parametrize("name", ["workload-partition", "workload-drain", "workload-scale-down"])
+def test_workload_experiment_runs_through_chaos_toolkit_and_its_rollback_heals(name: str, kube: FakeKube,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from chaoslib.experiment import run_experiment
+
+    from rushhour.experiments.kubernetes import probes
+
+    monkeypatch.setattr(probes, "client", SimpleNamespace(CoreV1Api=lambda api: kube))
+    monkeypatch.setattr(probes, "create_k8s_api_client", lambda secrets: None)
+    monkeypatch.setattr(kleases, "_apis", lambda secrets: (kube, kube, kube))
+    monkeypatch.setenv("RUSHHOUR_K8S_SELECTOR", WEB)
+    monkeypatch.setenv("RUSHHOUR_K8S_NAMESPACE", NS)
+    monkeypatch.setenv("RUSHHOUR_FAULT_HOLD_S", "0.2")
+    experiment = json.loads(Path(workload.__file__).with_name(f"{name}.json").read_text())
+    journal = run_experiment(experiment, settings={"runtime": {"rollbacks": {"strategy": "always"}}})
+    assert journal["status"] == "completed" and journal["deviated"] is False, journal["status"]
+    assert [r["status"] for r in journal["run"]] == ["succeeded"] and [r["status"] for r in journal["rollbacks"]] == ["succeeded"]
+    assert kube.policies == {} and kube.jobs == {} and kube.deployments["web"].spec.replicas == 3
+    assert [n for n, node in kube.nodes.items() if node.spec.unschedulable] == ["node-c"]  # the operator's cordon only
+    assert len(kube.log) > 2, "the experiment broke nothing"
+
+
 # -- pod kill ---------------------------------------------------------------------------------------
 
 def test_pod_kill_goes_through_chaostoolkit_kubernetes(kube: FakeKube, monkeypatch: pytest.MonkeyPatch) -> None:
