@@ -40,7 +40,7 @@ def test_no_module_is_over_400_lines() -> None:
 def _tool(name: str) -> Path:
     tool = Path(sys.executable).parent / name
     if not tool.exists():
-        pytest.fail(f"{name} is not installed beside {sys.executable}; `make install` installs the test extra.")
+        pytest.fail(f"{name} is not installed beside {sys.executable}; `make test` (or `make test-fast`) installs the test extra.")
     return tool
 
 
