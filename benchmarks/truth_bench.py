@@ -18,10 +18,12 @@ latency interval wholly under the truth). "declined" is the share of drills the 
 "not enough independent data" (no upper bound), and "width / spread" the median interval width
 over 2 x 1.96 x the point estimate's own standard deviation across drills: about 1 is right, far
 above 1 is an interval that never commits. The same drills judged by the old independent-request
-intervals (`rushhour.reports.estimate.intervals`, Clopper-Pearson on n) show what dependence costs.
+intervals (`rushhour.reports.estimate.intervals`, Clopper-Pearson on n) show what dependence costs;
+`--bootstrap` adds a moving-block bootstrap of each percentile on the block length batch means
+chose (`benchmarks.truth_bootstrap`), the alternative the core was chosen against.
 
 Usage: python -m benchmarks.truth_bench [--reps 400] [--requests 10000] [--truth-reps 2000]
-       [--out docs/data/truth_bench.json]   (prints the markdown table)
+       [--only NAME] [--bootstrap] [--out docs/data/truth_bench.json]   (prints the markdown table)
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import numpy as np
 from scipy import special, stats
 
 from benchmarks import truth_processes as tp
+from benchmarks.truth_bootstrap import moving_block_interval
 from rushhour.reports.estimate.intervals import CONFIDENCE, percentile_of
 from rushhour.reports.estimate.series import quantile_interval, share_interval
 
@@ -101,7 +104,7 @@ def judge(process: str, statement: str, method: str, truth: float, points: np.nd
 
 
 def _percentile_rows(process: str, drills: np.ndarray, pooled: np.ndarray,
-                     percentile: float) -> list[Outcome]:
+                     percentile: float, bootstrap: bool = False) -> list[Outcome]:
     truth = float(np.quantile(pooled, percentile / 100.0))
     new = [quantile_interval(row, percentile) for row in drills]
     old = [percentile_of(row, percentile) for row in drills]
@@ -110,13 +113,20 @@ def _percentile_rows(process: str, drills: np.ndarray, pooled: np.ndarray,
     def arr(values: list[float | None]) -> np.ndarray:
         return np.array([np.nan if v is None else v for v in values], dtype=float)
 
-    return [
+    rows = [
         judge(process, label, "batch means", truth, arr([r.value for r in new]), arr([r.low for r in new]),
               arr([r.high for r in new]), np.array([not r.enough for r in new]),
               np.array([r.dependence.effective for r in new])),
         judge(process, label, "independent (old)", truth, arr([r.value for r in old]),
               arr([r.ci_low for r in old]), arr([r.ci_high for r in old]), np.array([not r.trusted for r in old])),
     ]
+    if bootstrap:
+        rng = np.random.default_rng(int(percentile * 100))
+        bounds = np.array([moving_block_interval(row, percentile, r.dependence.block_len, rng)
+                           for row, r in zip(drills, new)])
+        rows.append(judge(process, label, "moving-block bootstrap", truth, arr([r.value for r in new]),
+                          bounds[:, 0], bounds[:, 1], np.zeros(len(new), dtype=bool)))
+    return rows
 
 
 def _share_rows(process: str, statement: str, flags: np.ndarray, truth: float,
@@ -138,7 +148,7 @@ def _share_rows(process: str, statement: str, flags: np.ndarray, truth: float,
 
 
 def run_process(name: str, reps: int, requests: int, truth_reps: int, seed: int,
-                percentiles: tuple[float, ...] = (99.0, 95.0)) -> list[Outcome]:
+                percentiles: tuple[float, ...] = (99.0, 95.0), bootstrap: bool = False) -> list[Outcome]:
     """Every statement of one process: `reps` drills judged against `truth_reps` pooled ones."""
     kind, simulate = PROCESSES[name]
     rng = np.random.default_rng(seed)
@@ -147,7 +157,7 @@ def run_process(name: str, reps: int, requests: int, truth_reps: int, seed: int,
         return _share_rows(name, "failed share 95%", drills, tp.BURST_SHARE)
     pooled = np.concatenate([simulate(rng, min(250, truth_reps - done), requests).ravel()
                              for done in range(0, truth_reps, 250)])
-    rows = [row for p in percentiles for row in _percentile_rows(name, drills, pooled, p)]
+    rows = [row for p in percentiles for row in _percentile_rows(name, drills, pooled, p, bootstrap)]
     threshold = float(np.quantile(pooled, 1.0 - LATE_SHARE))
     late_truth = float((pooled > threshold).mean())
     return rows + _share_rows(name, "late share 95%", (drills > threshold).astype(float), late_truth,
@@ -173,14 +183,16 @@ def table(outcomes: list[Outcome]) -> str:
 @click.option("--truth-reps", default=2_000, show_default=True, help="Drills pooled for each truth.")
 @click.option("--seed", default=50, show_default=True)
 @click.option("--only", default="", help="Run only the processes whose name contains this.")
+@click.option("--bootstrap", is_flag=True, help="Also judge a moving-block bootstrap of each percentile.")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the JSON here.")
-def main(reps: int, requests: int, truth_reps: int, seed: int, only: str, out: Path | None) -> None:
+def main(reps: int, requests: int, truth_reps: int, seed: int, only: str, bootstrap: bool,
+         out: Path | None) -> None:
     outcomes: list[Outcome] = []
     for index, name in enumerate(PROCESSES):
         if only not in name:
             continue
         click.echo(f"{name} ...", err=True)
-        outcomes += run_process(name, reps, requests, truth_reps, seed + index)
+        outcomes += run_process(name, reps, requests, truth_reps, seed + index, bootstrap=bootstrap)
     click.echo(table(outcomes))
     if out is not None:
         document = {"reps": reps, "requests": requests, "truth_reps": truth_reps, "seed": seed,
