@@ -253,8 +253,9 @@ def main(argv: list[str] | None = None) -> None:
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     setup = make_setup(args, workdir)
-    candidates = {"cpu": wider_install(setup.rushhour, workdir, args.factor),
-                  "cpu-small": wider_install(setup.rushhour, workdir, args.small_factor)}
+    candidates = {kind: wider_install(setup.rushhour, workdir, factor)
+                  for kind, factor, count in (("cpu", args.factor, args.cpu), ("cpu-small", args.small_factor,
+                                                                                args.cpu_small)) if count}
     if not header:
         work = {kind: round(measure_work(setup, command, workdir), 3) for kind, command in candidates.items()}
         header = {"header": True, "command": "python -m benchmarks.gate_nights " + " ".join(argv or sys.argv[1:]),
