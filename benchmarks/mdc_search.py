@@ -38,6 +38,8 @@ __all__ = ["MDC", "STREAMING", "ChainedSteps", "Queue", "SearchFigures", "found_
            "simulate_step", "simulate_step_and_next_window", "simulate_timed_step"]
 
 MAX_LAG_P99_MS = 250.0
+WANDER_S = 60.0
+"""How long the machine speed takes to forget itself (the log-AR(1)'s correlation time, seconds)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +57,10 @@ class Queue:
     max_rps: float
     first_ms: float | None = None
     every_ms: float = 0.0
+    wander: float = 0.0
+    """The spread (standard deviation of its log) of a machine speed that wanders as a log-AR(1)
+    process over the whole search, between and within steps (0: a steady machine)."""
+    wander_s: float = WANDER_S
 
     @property
     def allowed(self) -> float:
@@ -72,6 +78,8 @@ class Queue:
 
 @functools.lru_cache(maxsize=8)
 def _long_run_capacity(queue: Queue) -> float:
+    if queue.wander > 0:
+        return _wandering_capacity(queue)
     if queue.first_ms is None:
         return true_capacity(queue.threshold_ms, workers=queue.workers, service_ms=queue.service_ms,
                              percentile=queue.percentile)
@@ -86,15 +94,62 @@ STREAMING = Queue(name="streaming M/D/c, TTFT P95 <= 300 ms", workers=8, service
                   every_ms=10.0, threshold_ms=300.0, percentile=95.0, min_rps=15.0, max_rps=60.0)
 
 
-def _starts(arrive: np.ndarray, workers: int, service_s: float) -> np.ndarray:
-    """First come first served with equal service times: request i starts at
-    max(arrival_i, start_{i-c} + D), a cumulative maximum per residue class mod c."""
+def _starts(arrive: np.ndarray, workers: int, service_s: float | np.ndarray) -> np.ndarray:
+    """First come first served: request i starts at max(arrival_i, start_{i-c} + its service), a
+    cumulative maximum per residue class mod c (exact for equal service times; with a slowly
+    wandering speed neighbours' service times are nearly equal, so the lanes stay FCFS)."""
     start = np.empty_like(arrive)
+    service = np.broadcast_to(np.asarray(service_s, dtype=float), arrive.shape)
     for lane in range(workers):
         times = arrive[lane::workers]
-        offset = np.arange(times.size) * service_s
+        held = service[lane::workers]
+        offset = np.concatenate([[0.0], np.cumsum(held[:-1])])
         start[lane::workers] = offset + np.maximum.accumulate(times - offset)
     return start
+
+
+class Machine:
+    """A machine speed that wanders: the log of the service-time factor is an AR(1) process in
+    seconds (stationary spread `queue.wander`, correlation time `queue.wander_s`) that runs on
+    one clock through the whole search, so consecutive steps and windows share its slow states."""
+
+    def __init__(self, queue: Queue, rng: np.random.Generator) -> None:
+        self.sigma, self.rho = queue.wander, float(np.exp(-1.0 / queue.wander_s))
+        self.rng = rng
+        self.state = float(rng.standard_normal()) * self.sigma if self.sigma > 0 else 0.0
+
+    def factors(self, arrive: np.ndarray, span_s: float) -> np.ndarray:
+        """The service-time factor at each arrival of a stretch of `span_s` seconds (the clock
+        then moves on by that much)."""
+        if self.sigma <= 0:
+            return np.ones_like(arrive)
+        seconds = int(np.ceil(span_s)) + 1
+        shocks = self.rng.standard_normal(seconds) * self.sigma * np.sqrt(1.0 - self.rho**2)
+        path = np.empty(seconds)
+        level = self.state
+        for k in range(seconds):
+            path[k] = level
+            level = self.rho * level + shocks[k]
+        self.state = float(path[min(seconds - 1, int(span_s))])
+        return np.exp(np.interp(arrive, np.arange(seconds, dtype=float), path))
+
+
+def _wandering_capacity(queue: Queue, *, seconds: float = 4000.0, seed: int = 7) -> float:
+    """The long-run capacity of a queue whose machine speed wanders: the highest rate whose
+    percentile over a long run (the speed in its stationary law) is within the threshold."""
+    low, high = 1.0, queue.workers * 1000.0 / queue.service_ms
+
+    def fits(rate: float) -> bool:
+        rng = np.random.default_rng(seed)
+        arrive = np.sort(rng.uniform(0.0, seconds, round(rate * seconds)))
+        service = queue.service_ms / 1000.0 * Machine(queue, rng).factors(arrive, seconds)
+        judged = (_starts(arrive, queue.workers, service) + service - arrive) * 1000.0 - queue.offset_ms
+        return float(np.quantile(judged, queue.percentile / 100.0)) <= queue.threshold_ms
+
+    while high - low > 0.1:
+        middle = (low + high) / 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
 
 
 def simulate_step(queue: Queue, rate: float, rules: StepRules, rng: np.random.Generator) -> StepVerdict:
@@ -124,9 +179,12 @@ class _Run:
     judged_ms: np.ndarray
 
     @classmethod
-    def draw(cls, queue: Queue, rate: float, span_s: float, rng: np.random.Generator) -> _Run:
+    def draw(cls, queue: Queue, rate: float, span_s: float, rng: np.random.Generator,
+             machine: Machine | None = None) -> _Run:
         arrive = np.sort(rng.uniform(0.0, span_s, round(rate * span_s)))
-        done = _starts(arrive, queue.workers, queue.service_ms / 1000.0) + queue.service_ms / 1000.0
+        factor = machine.factors(arrive, span_s) if machine is not None else 1.0
+        service = queue.service_ms / 1000.0 * factor
+        done = _starts(arrive, queue.workers, service) + service
         return cls(rate, arrive, done, (done - arrive) * 1000.0 - queue.offset_ms)
 
 
@@ -170,6 +228,7 @@ class ChainedSteps:
 
     def __init__(self, queue: Queue, rules_at: Callable[[float], StepRules], rng: np.random.Generator) -> None:
         self.queue, self.rules_at, self.rng = queue, rules_at, rng
+        self.machine = Machine(queue, rng)
         self.seconds = 0.0
         self._held: tuple[_Run, StepRules] | None = None  # a pass's load and the window after it
 
@@ -181,7 +240,7 @@ class ChainedSteps:
             self.seconds += now - rules.warmup_s
             return verdict
         rules = self.rules_at(rate)
-        run = _Run.draw(self.queue, rate, rules.schedule_s + rules.measure_s, self.rng)
+        run = _Run.draw(self.queue, rate, rules.schedule_s + rules.measure_s, self.rng, self.machine)
         verdict, now = _judge(self.queue, run, rules)
         self.seconds += now
         if verdict.verdict == "pass":
