@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from rushhour.scenarios.run.target_events import (
     target_event_record,
 )
 from tests.reports.helpers import requests_frame, write_run
-from tests.support.stub import stub_server
+from tests.support.stub import Answer, stub_server
 
 NOW = 1_000_000.0
 FORGED: list[Any] = [
@@ -122,7 +121,7 @@ def test_scraper_thread_keeps_scraping_a_target_serving_hostile_events() -> None
         if len(written) == 1:
             raise RuntimeError("a handler that fails once")
 
-    routes = {"/v1/status": (200, {}, status), "/v1/events": (200, {}, hostile)}
+    routes: dict[str, Answer] = {"/v1/status": (200, {}, status), "/v1/events": (200, {}, hostile)}
     with stub_server(routes) as (url, asked):
         scraper = StatusScraper(url, origin=time.time(), interval_s=0.05, on_server_event=handler)
         scraper.start()
@@ -131,7 +130,7 @@ def test_scraper_thread_keeps_scraping_a_target_serving_hostile_events() -> None
             time.sleep(0.02)
         scraper.stop()
     assert asked.count("/v1/status") >= 5 and scraper.samples >= 5
-    assert threading.active_count() >= 1 and all(e.kind == OTHER_KIND for e in written)
+    assert written and all(e.kind == OTHER_KIND for e in written)
     assert scraper.errors.totals[TICK_FAILED] == 1 and scraper.errors.totals[MALFORMED_EVENTS] >= 10
 
 
