@@ -75,3 +75,17 @@ def test_assigned_chunks_equal_the_whole_assignment(interleave: str, chunk_rows:
     chunks = list(assigned_chunks(plan.draw.chunks(chunk_rows), design, URLS))
     assert all(len(chunk) <= chunk_rows for chunk in chunks)
     pd.testing.assert_frame_equal(pd.concat(chunks, ignore_index=True), assign_rows(plan.draw.whole(), design, URLS))
+
+
+def test_fresh_texts_salt_every_text_id_and_keep_the_nights_repeats() -> None:
+    plan = prepare("scenarios/smoke.yaml", Overrides(traffic="constant:20", duration="20s", seed=5),
+                   allow_remote=True)
+    plain = assign_rows(plan.schedule, TrialDesign.build(plan.duration_s, 8, seed=5, interleave="requests"), URLS)
+    design = TrialDesign.build(plan.duration_s, 8, seed=5, interleave="requests", fresh_texts=True, warmup=True)
+    salted = assign_rows(plan.schedule, design, URLS)
+    assert design.text_salt != 0 and design.warmup_pairs == 0  # a tenth of four pairs: none
+    assert not set(salted["text_id"]) & set(plain["text_id"])  # no text of the plain schedule
+    same = plain["text_id"].to_numpy()[:, None] == plain["text_id"].to_numpy()[None, :]
+    assert (same == (salted["text_id"].to_numpy()[:, None] == salted["text_id"].to_numpy()[None, :])).all()
+    assert TrialDesign.build(60.0, 40, seed=6, fresh_texts=True).text_salt != design.text_salt
+    assert TrialDesign.build(60.0, 40, seed=5, warmup=True).warmup_pairs == 2
