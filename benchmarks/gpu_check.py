@@ -49,7 +49,7 @@ from rushhour.reference_server.model.providers import CPU, CUDA, probe
 
 __all__ = ["NO_CUDA", "batch_sweep", "main", "run_parts"]
 
-NO_CUDA = "no CUDA provider: CPU figures only"
+NO_CUDA = gpucheck.NO_CUDA
 BATCH_SIZES = (1, 8, 32, 64)
 CPU_BATCH_SIZES = (1, 8)
 CPU_RAW_GAIN_2CORE = 4.9  # docs/benchmarks.md: the CPU build's raw batch-8 / batch-1 gain on the 2-core VM
@@ -170,7 +170,7 @@ def render(result: dict[str, Any]) -> str:
     lines = [result["note"]]
     check = result["gpucheck"]
     if "error" not in check:
-        lines += ["", gpucheck.render(check)]
+        lines += ["", gpucheck.render(check).removeprefix(f"{NO_CUDA}\n")]
     batches = result["batches"]
     if "error" not in batches:
         lines += ["", f"batch sweep, quality on {batches['served']['provider']} ({batches['served']['precision']}):"]

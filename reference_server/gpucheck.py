@@ -35,9 +35,10 @@ from rushhour.reference_server.model.compare import agreement, batch_independenc
 from rushhour.reference_server.model.providers import CPU, CUDA, probe
 from rushhour.reference_server.model.samples import sample_text
 
-__all__ = ["Settings", "main", "render", "run_check"]
+__all__ = ["NO_CUDA", "Settings", "main", "render", "run_check"]
 
 DEFAULT_OUT = Path("results/gpucheck.json")
+NO_CUDA = "no CUDA provider: CPU figures only"
 UNLIMITED_RATE = 1e6
 SERVER_READY_S = 180.0
 _COLD_CHILD = """
@@ -230,7 +231,8 @@ def render(result: dict[str, Any]) -> str:
         ("check took", f"{result['elapsed_s']:.0f} s; {'all agreement checks ok' if result['ok'] else 'an agreement check FAILED'}"),
     ]
     width = max(len(name) for name, _ in rows)
-    return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+    table = "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+    return table if env["cuda"] == "in use" else f"{NO_CUDA}\n{table}"
 
 
 def main(argv: list[str] | None = None) -> int:

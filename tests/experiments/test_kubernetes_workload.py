@@ -363,3 +363,16 @@ def test_scale_down_refuses_a_negative_count_and_leaves_smaller_deployments(kube
     result = workload.scale_workload("app=db", NS, replicas=1, hold_s=0, ttl_s=30)
     assert result["scaled"] == {} and result["lease_keeper_pid"] is None and kube.log == []
     assert workload.restore_workload_scale(WEB, NS) == {}
+
+
+def test_sweeper_goes_on_past_a_namespace_it_cannot_sweep_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    def sweeper(ns: str) -> list[dict[str, Any]]:
+        if ns == "locked":
+            raise PermissionError("forbidden")
+        return [{"kind": "Node", "name": "node-a", "expires_at": 1.0, "removed": True}]
+
+    assert sweep_namespaces(["locked", NS], sweeper) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"namespace": NS, "kind": "Node", "name": "node-a", "expires_at": 1.0, "removed": True}
+    assert "namespace locked not swept: PermissionError: forbidden" in err
+    assert sweep_namespaces([NS], sweeper) == 0

@@ -36,6 +36,7 @@ def test_gpucheck_reports_cuda_absent_on_cpu_build(quick_run: tuple[subprocess.C
     done, result = quick_run
     assert result["environment"]["cuda"] == "absent"
     assert "CUDA" in done.stdout and "absent" in done.stdout and "wrote " in done.stdout
+    assert done.stdout.startswith("no CUDA provider: CPU figures only\n")
 
 
 @pytest.mark.slow
@@ -88,6 +89,7 @@ def _cuda_result() -> dict[str, Any]:
 
 def test_render_shows_cuda_tier_with_its_tolerance() -> None:
     table = render(_cuda_result())
+    assert "CPU figures only" not in table
     assert "quality: provider, precision, IO binding  CUDAExecutionProvider, fp16, yes" in table
     assert "75% identical texts, encoder max rel. error 0.003 (<= 0.01)" in table
     assert "fast: provider, precision, IO binding     CPUExecutionProvider, int8, no" in table
