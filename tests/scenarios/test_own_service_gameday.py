@@ -22,7 +22,7 @@ import yaml
 from click.testing import CliRunner
 
 from benchmarks.mdc import true_capacity
-from rushhour.kernel.processes import free_port, stop_process
+from rushhour.kernel.processes import free_port
 from rushhour.scenarios.capacity import calibrate as calibrate_module
 from rushhour.scenarios.cli.init import init
 from rushhour.scenarios.cli.run import run
@@ -36,18 +36,37 @@ WORKERS, SERVICE_MS, THRESHOLD_MS = 2, 25.0, 150.0
 PAUSE_AT_S, PAUSE_HOLD_S, KILL_AT_S, DRILL_S = 6, 5, 24, 40
 
 
+LAUNCH = ("import subprocess, sys; print(subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, "
+          "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True).pid)")
+"""Starts the supervisor and exits, so the service is nobody's child here, as in production."""
+
+
+def _stop(pid: int) -> None:
+    """SIGTERM the supervisor (it stops the service first), SIGKILL what is left after 10 s."""
+    try:
+        family = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    family[0].terminate()
+    _, alive = psutil.wait_procs(family, timeout=10.0)
+    for proc in alive:
+        proc.kill()
+
+
 @pytest.fixture
 def supervised(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """The service under its supervisor: its URL and its PID file."""
+    """The service under its supervisor, detached from this process: its URL and its PID file."""
     port, pid_file = free_port(), tmp_path / "own-service.pid"
     service = [sys.executable, str(SUPPORT / "own_service.py"), str(port), str(WORKERS), f"{SERVICE_MS:g}", str(pid_file)]
-    supervisor = subprocess.Popen([sys.executable, str(SUPPORT / "supervisor.py"), *service], stdin=subprocess.DEVNULL)
+    launched = subprocess.run([sys.executable, "-c", LAUNCH, sys.executable, str(SUPPORT / "supervisor.py"), *service],
+                              capture_output=True, text=True, timeout=30, check=True)
+    supervisor = int(launched.stdout)
     url = f"http://127.0.0.1:{port}"
     try:
-        assert wait_for_http(f"{url}/healthz", timeout_s=15.0, proc=supervisor)
+        assert wait_for_http(f"{url}/healthz", timeout_s=15.0)
         yield url, pid_file
     finally:
-        stop_process(supervisor, grace_s=5.0)
+        _stop(supervisor)
 
 
 def _clock(seconds: int) -> str:
@@ -104,3 +123,4 @@ def test_own_service_game_day_from_init_to_a_report_with_both_faults_and_their_r
     restarted = int(pid_file.read_text())
     assert restarted != first_pid and psutil.Process(restarted).status() != psutil.STATUS_STOPPED
     assert not list((tmp_path / "leases").glob("*.json"))  # the pause's lease went with it
+    assert summary["leak_audit"]["clean"], summary["leak_audit"]  # nothing of the drill's outlived it
