@@ -26,7 +26,7 @@ from chaoslib.types import Configuration, Secrets
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from rushhour.experiments.kubernetes.leases import keeper_arguments, partition_renewer, renewer, sweep
+from rushhour.experiments.kubernetes.leases import keeper_secrets, partition_renewer, renewer, sweep
 from rushhour.experiments.kubernetes.objects import (
     CORDONED_BY,
     DEFAULT_NAMESPACE,
@@ -168,7 +168,7 @@ def partition_pool(
     fails, is deleted, and the garbage collector deletes the policy; a lease keeper deletes it too.
     """
     lease, name = lease_s(ttl_s, hold_s), policy_name(pool)
-    keeper = spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns, **keeper_arguments(secrets)})
+    keeper = spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns}, secrets=keeper_secrets(secrets))
     api = create_k8s_api_client(secrets)
     networking, batch = client.NetworkingV1Api(api), client.BatchV1Api(api)
     job = batch.create_namespaced_job(ns, lease_job(name, ns, lease))
@@ -234,7 +234,7 @@ def scale_pool(
         apps.patch_namespaced_deployment(name, ns, restore_patch(wanted))
         return {"pool": pool, "deployment": name, "replicas": wanted}
     lease = lease_s(ttl_s, hold_s)
-    keeper = spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns, **keeper_arguments(secrets)})
+    keeper = spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns}, secrets=keeper_secrets(secrets))
     apps.patch_namespaced_deployment(name, ns, scale_down_patch(wanted, before, time.time() + lease))
     hold_lease(f"k8s|deployment|{ns}/{name}", renewer(
         lambda body: apps.patch_namespaced_deployment(name, ns, body),
@@ -257,7 +257,7 @@ def _lease_cordon(core: Any, names: list[str], lease: float, hold_s: float, secr
     """Start the keeper, then cordon `names` with our mark and lease, renewed while held."""
     if not names:
         return names
-    spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": DEFAULT_NAMESPACE, **keeper_arguments(secrets)})
+    spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": DEFAULT_NAMESPACE}, secrets=keeper_secrets(secrets))
     for name in names:
         _patch_node(core, name, cordon_patch(time.time() + lease))
         hold_lease(f"k8s|node|{name}", renewer(lambda body, n=name: _patch_node(core, n, body),

@@ -10,21 +10,19 @@ what the rollbacks run, and what the drill's leak audit runs. An object with rus
 no readable lease end counts as expired. It never touches an object without rushhour's mark: a
 node an operator cordoned is not ours.
 
-The keeper uses the experiment's Kubernetes credentials (its `secrets`, handed over in a file only
-its user can read, removed when it exits), retries through API errors with a doubling wait for up
+The keeper uses the experiment's Kubernetes credentials (the `KUBERNETES_*` entries of its
+`secrets`, handed to the keeper's environment by `spawn_keeper`, never its command line, where
+chaostoolkit-kubernetes reads them), retries through API errors with a doubling wait for up
 to `RETRY_FOR_S`, and says what it did on its standard error, which `spawn_keeper` sends to a log
 file in the drill's results folder.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from chaoslib.types import Configuration, Secrets
@@ -40,9 +38,8 @@ from rushhour.experiments.kubernetes.objects import (
     uncordon_patch,
 )
 from rushhour.experiments.kubernetes.selection import deadline_patch
-from rushhour.experiments.leases import lease_file
 
-__all__ = ["Leftover", "keep_swept", "keeper_arguments", "partition_renewer", "renewer", "sweep"]
+__all__ = ["Leftover", "keep_swept", "keeper_secrets", "partition_renewer", "renewer", "sweep"]
 
 CHECK_EVERY_S = 2.0
 MAX_BACKOFF_S = 30.0
@@ -123,7 +120,7 @@ def _count(annotations: dict[str, str]) -> int:
         return 1  # a mangled mark: at least one replica back rather than none
 
 
-def keep_swept(ns: str = DEFAULT_NAMESPACE, after_s: float = 0.0, secrets_file: str | None = None, *,
+def keep_swept(ns: str = DEFAULT_NAMESPACE, after_s: float = 0.0, *,
                clock: Any = time.time, sleep: Any = time.sleep, sweeper: Any = None, log: Any = None) -> str:
     """The lease keeper of the Kubernetes faults: sweep every few seconds until nothing of
     rushhour's is left in `ns` once something was (renewed leases are honoured by the sweep);
@@ -131,12 +128,11 @@ def keep_swept(ns: str = DEFAULT_NAMESPACE, after_s: float = 0.0, secrets_file: 
     undid something itself, "undone" when the rollback did, "gave up" when the API failed for
     `RETRY_FOR_S` on end.
 
-    secrets_file: the experiment's Kubernetes secrets (see `keeper_arguments`); read, then removed.
+    The cluster's credentials come from the environment (see `keeper_secrets`).
     An API error is logged and the sweep tried again after 2, 4, 8... s (at most `MAX_BACKOFF_S`).
     """
     say = log or _log
-    secrets = _take_secrets(secrets_file)
-    sweeper = sweeper or (lambda: sweep(ns, secrets=secrets))
+    sweeper = sweeper or (lambda: sweep(ns))
     give_up, seen, healed = clock() + after_s, False, False
     failing_since: float | None = None
     backoff = CHECK_EVERY_S
@@ -165,26 +161,12 @@ def keep_swept(ns: str = DEFAULT_NAMESPACE, after_s: float = 0.0, secrets_file: 
         sleep(CHECK_EVERY_S)
 
 
-def keeper_arguments(secrets: Secrets) -> dict[str, str]:
-    """The keeper's share of an experiment's Kubernetes secrets: a file only this user can read
-    (not the command line, which every user of the machine can see); empty without secrets."""
-    if not secrets:
-        return {}
-    path = lease_file(f"k8s-secrets-{os.getpid()}-{time.monotonic_ns()}")
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        json.dump(dict(secrets), handle)
-    return {"secrets_file": str(path)}
-
-
-def _take_secrets(path: str | None) -> dict[str, Any] | None:
-    if not path:
-        return None
-    file = Path(path)
-    try:
-        return dict(json.loads(file.read_text(encoding="utf-8")))
-    finally:
-        file.unlink(missing_ok=True)
+def keeper_secrets(secrets: Secrets) -> dict[str, str]:
+    """What a keeper needs of an experiment's secrets to reach its cluster: the entries that
+    chaostoolkit-kubernetes reads (`KUBERNETES_*`, `CHAOSTOOLKIT_IN_POD`), as strings for the
+    keeper's environment, where `create_k8s_api_client` finds them when it is given no secrets."""
+    return {str(k): str(v) for k, v in (secrets or {}).items()
+            if str(k).startswith("KUBERNETES_") or k == "CHAOSTOOLKIT_IN_POD"}
 
 
 def _log(message: str) -> None:

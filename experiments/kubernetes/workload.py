@@ -31,7 +31,7 @@ from chaoslib.types import Configuration, Secrets
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from rushhour.experiments.kubernetes.leases import keeper_arguments, partition_renewer, renewer, sweep
+from rushhour.experiments.kubernetes.leases import keeper_secrets, partition_renewer, renewer, sweep
 from rushhour.experiments.kubernetes.objects import (
     CORDONED_BY,
     SCALED_FROM,
@@ -88,7 +88,7 @@ def _selector(label_selector: str) -> str:
 
 
 def _keeper(ns: str, lease: float, secrets: Secrets) -> int:
-    return spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns, **keeper_arguments(secrets)})
+    return spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns}, secrets=keeper_secrets(secrets))
 
 
 def kill_workload_pods(

@@ -51,6 +51,7 @@ class FakeKube:
         self.policies: dict[str, SimpleNamespace] = {}
         self.jobs: dict[str, SimpleNamespace] = {}
         self.log: list[str] = []
+        self.keeper_secrets: list[dict[str, str]] = []  # what the keepers were handed (tests fill it)
         self._uids = itertools.count(1)
 
     # -- building the cluster --------------------------------------------------------------

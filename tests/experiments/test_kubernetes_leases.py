@@ -91,7 +91,7 @@ def test_partition_pool_starts_its_keeper_and_lease_job_before_the_policy_and_ho
         created.append(spec)
         order.append("policy")
 
-    def spawn_keeper(undo: str, after: float, args: dict[str, Any]) -> int:
+    def spawn_keeper(undo: str, after: float, args: dict[str, Any], secrets: dict[str, str] | None = None) -> int:
         keepers.append((undo, after, args))
         order.append("keeper")
         return 4242

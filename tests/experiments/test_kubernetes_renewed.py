@@ -80,7 +80,7 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     fake_client = SimpleNamespace(CoreV1Api=lambda api: core, AppsV1Api=lambda api: apps)
     monkeypatch.setattr(actions, "client", fake_client)
     monkeypatch.setattr(actions, "create_k8s_api_client", lambda secrets: None)
-    def spawn_keeper(undo: str, after: float, args: dict[str, Any]) -> int:
+    def spawn_keeper(undo: str, after: float, args: dict[str, Any], secrets: dict[str, str] | None = None) -> int:
         log.append(f"keeper {undo}")
         return 4242
 

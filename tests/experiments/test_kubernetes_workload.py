@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,8 +44,9 @@ def kube(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
                         lambda spec, ns, secrets: fake.create_namespaced_network_policy(ns, spec))
     monkeypatch.setattr(workload, "drain_nodes", lambda name, timeout, secrets: fake.log.append(f"drain {name}"))
 
-    def spawn_keeper(undo: str, after: float, args: dict[str, Any]) -> int:
+    def spawn_keeper(undo: str, after: float, args: dict[str, Any], secrets: dict[str, str] | None = None) -> int:
         fake.log.append(f"keeper {args['ns']}")
+        fake.keeper_secrets.append(dict(secrets or {}))
         return 4242
 
     monkeypatch.setattr(workload, "spawn_keeper", spawn_keeper)
@@ -218,7 +218,7 @@ def test_a_reference_pool_partition_is_owned_by_its_lease_job_too(kube: FakeKube
     monkeypatch.setattr(actions, "client", SimpleNamespace(NetworkingV1Api=lambda api: kube, BatchV1Api=lambda api: kube))
     monkeypatch.setattr(actions, "create_k8s_api_client", lambda secrets: None)
     monkeypatch.setattr(actions, "create_network_policy", lambda spec, ns, secrets: kube.create_namespaced_network_policy(ns, spec))
-    monkeypatch.setattr(actions, "spawn_keeper", lambda undo, after, args: 4242)
+    monkeypatch.setattr(actions, "spawn_keeper", lambda undo, after, args, secrets=None: 4242)
     monkeypatch.setattr(kleases, "_apis", lambda secrets: (kube, kube, kube))  # the rollback's sweep
     actions.partition_pool("quality", NS, hold_s=600)
     leases.release("k8s|")
@@ -319,24 +319,29 @@ def test_an_object_of_ours_without_a_lease_counts_as_expired(kube: FakeKube) -> 
 
 # -- the keeper's credentials and log ----------------------------------------------------------------
 
-def test_the_keeper_uses_the_experiments_credentials(kube: FakeKube, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RUSHHOUR_LEASE_DIR", str(tmp_path))
-    arguments = kleases.keeper_arguments({"KUBERNETES_CONTEXT": "prod-eu", "KUBERNETES_API_KEY": "s3cret"})
-    path = Path(arguments["secrets_file"])
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and "s3cret" not in json.dumps(arguments)
-    seen: list[Any] = []
+def test_the_keeper_gets_the_experiments_credentials_in_its_environment(kube: FakeKube) -> None:
+    secrets = {"KUBERNETES_CONTEXT": "prod-eu", "KUBERNETES_API_KEY": "s3cret", "rushhour_token": "not-for-it"}
+    workload.partition_workload(WEB, NS, hold_s=0, ttl_s=30, secrets=secrets)
+    workload.scale_workload(WEB, NS, replicas=0, hold_s=0, ttl_s=30, secrets=secrets)
+    assert kube.keeper_secrets == [{"KUBERNETES_CONTEXT": "prod-eu", "KUBERNETES_API_KEY": "s3cret"}] * 2
+    assert kleases.keeper_secrets(None) == {}
 
-    def apis(secrets: Any) -> tuple[FakeKube, FakeKube, FakeKube]:
-        seen.append(secrets)
-        return kube, kube, kube
 
-    monkeypatch.setattr(kleases, "_apis", apis)
-    assert kleases.keep_swept(NS, 0.0, arguments["secrets_file"], clock=lambda: kube.now, sleep=kube.advance,
-                              log=lambda m: None) == "undone"
-    assert seen and seen[0] == {"KUBERNETES_CONTEXT": "prod-eu", "KUBERNETES_API_KEY": "s3cret"}
-    assert not path.exists(), "the keeper left the experiment's secrets on disk"
-    assert kleases.keeper_arguments(None) == {}
+def test_the_keepers_client_reads_those_credentials_from_its_environment(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keeper sweeps with no secrets of its own (`sweep(ns)`): chaostoolkit-kubernetes then
+    builds the client from the KUBERNETES_* variables spawn_keeper put in its environment."""
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config to prefer
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("CHAOSTOOLKIT_IN_POD", raising=False)
+    for key, value in kleases.keeper_secrets({"KUBERNETES_HOST": "https://k8s.invalid:6443",
+                                               "KUBERNETES_API_KEY": "s3cret"}).items():
+        monkeypatch.setenv(key, value)
+    networking, core, apps = kleases._apis(None)
+    configuration = core.api_client.configuration
+    assert configuration.host == "https://k8s.invalid:6443"
+    assert configuration.api_key["authorization"] == "s3cret"
+    assert configuration.api_key_prefix["authorization"] == "Bearer"
 
 
 def test_keeper_logs_beside_the_chaos_runs_journal() -> None:
