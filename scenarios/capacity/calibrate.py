@@ -1,9 +1,10 @@
 """Drills calibrated to the machine: `peak_rps: 0.7x capacity` (or `0.7x n-1 capacity`) resolved.
 
 The capacity is what `rushhour capacity` measures for the scenario (its mix, all its SLOs, its
-embedded server), cached per machine, server configuration and version under the state
-directory (`$RUSHHOUR_STATE_DIR`, default ~/.rushhour), in `capacity/<key>.json`. When any of
-them changes the key changes, and the next run measures again the way a first measurement does
+target: the embedded server, or the service at its URL), cached per machine, target (the server
+configuration, or the URL and protocol) and version under the state directory
+(`$RUSHHOUR_STATE_DIR`, default ~/.rushhour), in `capacity/<key>.json`. When any of them
+changes the key changes, and the next run measures again the way a first measurement does
 (a probe of the throughput, then steps sized to their rate around it; starting next to the last
 figure this scenario had when the probe gives no plan). A dry run never measures: without a
 cached figure it plans at the search's starting rate and says so.
