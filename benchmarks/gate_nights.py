@@ -103,23 +103,27 @@ def wider_install(base_command: str, workdir: Path, factor: float) -> str:
     return str(root / "bin" / "rushhour")
 
 
-def measure_work(setup: Any, command: str, workdir: Path, requests: int = 40) -> float:
-    """Median quality-tier compute time of `command`'s server over the baseline's, one request at a time."""
-    medians = []
-    for name, rushhour in (("work-baseline", setup.rushhour), ("work-candidate", command)):
-        proc, url = start_server(type(setup)(rushhour, setup.nightly, setup.scenario, setup.serve_args), workdir,
-                                 name, "work")
-        try:
-            body = {"text": "the same sentence of about forty words, " * 6, "source_lang": "en", "target_lang": "de",
-                    "mode": "quality", "priority": "paid", "deadline_ms": 60000}
-            times = []
-            for i in range(requests):
-                answer = httpx.post(f"{url}/v1/translate", json={**body, "text": f"{i} {body['text']}"}, timeout=60)
-                times.append(float(answer.json()["timing"]["infer_ms"]))
-            medians.append(float(np.median(times)))
-        finally:
+def measure_work(setup: Any, command: str, workdir: Path, requests: int = 60) -> float:
+    """Median quality-tier compute time of `command`'s server over the baseline's, both up at once and
+    asked in turn, one request at a time (the machine's moments fall on both alike)."""
+    procs, urls = [], []
+    try:
+        for name, rushhour in (("work-baseline", setup.rushhour), ("work-candidate", command)):
+            proc, url = start_server(type(setup)(rushhour, setup.nightly, setup.scenario, setup.serve_args), workdir,
+                                     name, "work")
+            procs.append(proc)
+            urls.append(url)
+        text = "the same sentence of about forty words, " * 6
+        times: list[list[float]] = [[], []]
+        for i in range(requests):
+            for arm, url in enumerate(urls):
+                body = {"text": f"{i} {text}", "source_lang": "en", "target_lang": "de", "mode": "quality",
+                        "priority": "paid", "deadline_ms": 60000}
+                times[arm].append(float(httpx.post(f"{url}/v1/translate", json=body, timeout=60).json()["timing"]["infer_ms"]))
+    finally:
+        for proc in procs:
             stop_process(proc)
-    return medians[1] / medians[0]
+    return float(np.median(times[1]) / np.median(times[0]))
 
 
 def plan(args: argparse.Namespace) -> list[str]:
