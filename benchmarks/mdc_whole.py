@@ -27,6 +27,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 import numpy as np
@@ -84,7 +85,7 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
             "search_minutes_median": float(np.median(minutes)), "seconds": round(time.perf_counter() - began, 1)}
 
 
-def _row(r: dict) -> str:
+def _row(r: dict[str, Any]) -> str:
     f = r["found_over_true"]
     low, high = r["above_truth_ci95"]
     return (f"| {r['queue']} | {100 * r['wander']:.0f}% | {r['step_s']:g} s | {r['truth_rps']:.1f} | "

@@ -78,8 +78,27 @@ class SloCall:
     met_level: float = ALPHA
     met_error: float = ALPHA
 
+    @property
+    def effective_samples(self) -> int:
+        """How many independent requests the step's requests count as: samples / design effect."""
+        return int(self.samples / max(self.design_effect, 1.0))
+
+    @property
+    def method(self) -> str:
+        """The method and effective sample size behind the decision, in plain words."""
+        if not self.samples:
+            return "no request in scope, so nothing could be shown"
+        clustered = (f"neighbouring requests share the queue, so they count as {self.effective_samples:,} "
+                     f"independent ones (design effect {self.design_effect:g}, from batch means over the window)"
+                     if self.design_effect > 1.0 else "no clustering seen, so each request counts as one")
+        enough = ("" if self.effective_samples >= self.needed else
+                  f"; not enough independent data to show it met: {self.effective_samples:,} effective requests, "
+                  f"at least {self.needed:,} needed")
+        return (f"exact binomial (Clopper-Pearson) bound on the share past the objective over {self.samples:,} "
+                f"requests at planned look {self.look}; {clustered}{enough}")
+
     def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return asdict(self) | {"effective_samples": self.effective_samples, "method": self.method}
 
 
 def samples_to_pass(spec: SloSpec, looks: int = LOOKS, met_error: float = ALPHA) -> int:

@@ -197,8 +197,16 @@ def assess(frame: pd.DataFrame, specs: list[SloSpec], rules: StepRules, now_s: f
                           f"below {100 * rules.min_achieved_share:g}%)", now_s, calls, figures)
     unclear = next(call for call in calls if call.decision != "met")
     return Assessment("fail", unclear.name, f"{unclear.name} not shown met with {rules.confidence} confidence "
-                      f"({unclear.samples} requests, {unclear.bad} bad, {unclear.pending} unanswered)",
-                      now_s, calls, figures)
+                      f"({unclear.samples} requests, {unclear.bad} bad, {unclear.pending} unanswered; "
+                      f"{_effective_text(unclear)})", now_s, calls, figures)
+
+
+def _effective_text(call: SloCall) -> str:
+    """How many independent requests the step's requests counted as, against a pass's least."""
+    if call.design_effect <= 1.0:
+        return f"independent, {call.needed} needed with none bad"
+    return (f"clustered: {call.effective_samples} effective requests (design effect {call.design_effect:g}), "
+            f"{call.needed} needed with none bad")
 
 
 def curtailed(frame: pd.DataFrame, schedule: pd.DataFrame, specs: list[SloSpec], rules: StepRules, now_s: float, *,

@@ -194,3 +194,20 @@ def test_stepstats_reachable_agrees_with_the_final_look_over_every_request_good(
     final = judge_slos(_frame(600, slow=bad), [P99], 100.0)[0]
     assert first.bad == bad
     assert reachable(first, P99.allowed_bad_share, 450) == (final.decision == "met"), (first, final)
+
+
+def test_stepstats_each_call_states_its_method_and_effective_requests() -> None:
+    calm = _frame(1500)
+    calm_call = judge_slos(calm, [P99], 40.0)[0]
+    assert calm_call.decision == "met" and calm_call.effective_samples == 1500
+    assert "Clopper-Pearson" in calm_call.method and "counts as one" in calm_call.method
+    slowed = _frame(1500)
+    slowed.loc[np.r_[100:120, 700:720, 1300:1320], "latency_ms"] = 400.0  # three bursts near, not past, 500 ms
+    slowed["done_s"] = slowed["intended_s"] + slowed["latency_ms"] / 1000.0
+    call = judge_slos(slowed, [P99], 40.0)[0]
+    assert call.bad == 0 and call.design_effect > 5.0
+    assert call.effective_samples == int(1500 / call.design_effect) < call.needed
+    assert call.decision == "open"
+    assert f"{call.effective_samples:,} effective requests, at least {call.needed:,} needed" in call.method
+    record = call.as_dict()
+    assert record["effective_samples"] == call.effective_samples and record["method"] == call.method
