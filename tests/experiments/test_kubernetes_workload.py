@@ -115,9 +115,12 @@ def test_workload_experiment_is_valid_and_undoes_what_it_breaks(path: Path, monk
     from chaoslib.configuration import load_configuration
     from chaoslib.experiment import ensure_experiment_is_valid
 
+    from rushhour.scenarios.spec.chaos import drives_admin_api
+
     experiment = json.loads(path.read_text())
     monkeypatch.setenv("RUSHHOUR_K8S_SELECTOR", WEB)
     ensure_experiment_is_valid(experiment)
+    assert not drives_admin_api(experiment), "a workload of the user's needs no reference-server admin API"
     configuration = load_configuration(experiment["configuration"])
     undo = {"drain_workload_nodes": "uncordon_workload_nodes", "partition_workload": "heal_workload_partition",
             "scale_workload": "restore_workload_scale", "kill_workload_pods": None}
