@@ -72,3 +72,28 @@ def test_a_wall_clock_stepped_back_does_not_extend_a_lease(tmp_path: Path, monke
     stepped = [real() - 3600.0]
     end = leases.read_lease(path, clock=lambda: stepped[0])
     assert end is not None and 0 < end - stepped[0] <= 2.0
+
+
+def test_the_keeper_heals_on_time_though_the_date_is_set_an_hour_back_mid_lease(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rushhour.experiments import leasekeeper
+
+    boot, wall = [100.0], [1_800_000_000.0]
+    healed_at: list[float] = []
+    monkeypatch.setattr(leases, "lease_clock", lambda: boot[0])
+    monkeypatch.setattr(leasefiles, "lease_clock", lambda: boot[0])
+    monkeypatch.setattr("rushhour.experiments.local.redis.start_redis", lambda **kw: healed_at.append(boot[0]))
+    monkeypatch.setattr("rushhour.experiments.local.redis.redis_running", lambda port: False)
+    monkeypatch.setenv("RUSHHOUR_LEASE_DIR", str(tmp_path / "leases"))
+    path = leases.new_lease_file("redis-7002", 10.0)
+
+    def sleep(seconds: float) -> None:
+        boot[0] += seconds
+        wall[0] += seconds
+        if 102.0 <= boot[0] < 102.0 + seconds:
+            wall[0] -= 3600.0  # someone sets the date an hour back, two seconds in
+
+    outcome = leasekeeper.keep("start_redis", 10.0, {"port": 7002, "lease_file": str(path)},
+                               clock=lambda: wall[0], sleep=sleep)
+    assert outcome == "healed" and healed_at == [pytest.approx(110.0)]
