@@ -2,9 +2,10 @@
 
 It answers the official client's calls the Kubernetes actions, the sweep and the keeper make
 (CoreV1, AppsV1, NetworkingV1, BatchV1 in one object), applies merge patches, and on `advance`
-runs what the control plane would: a Job past its `activeDeadlineSeconds` fails, the TTL
-controller deletes a finished Job after `ttlSecondsAfterFinished`, and the garbage collector
-deletes every object whose owner is gone. `down = True` is an API outage: every call raises a
+runs what the control plane would: a Deployment's controller keeps as many of its pods as it has
+replicas (a new pod on the first schedulable node), a Job past its `activeDeadlineSeconds` fails,
+the TTL controller deletes a finished Job after `ttlSecondsAfterFinished`, and the garbage
+collector deletes every object whose owner is gone. `down = True` is an API outage: every call raises a
 503 and no controller runs (they talk to the same API server).
 """
 
@@ -73,6 +74,7 @@ class FakeKube:
     def reconcile(self) -> None:
         if self.down:
             return
+        self._replicate()
         for name, job in list(self.jobs.items()):
             deadline = job.spec.active_deadline_seconds
             if job.status.failed_at is None and self.now >= job.status.start_time.timestamp() + deadline:
@@ -87,6 +89,18 @@ class FakeKube:
             if owners and not any(owner["uid"] in live for owner in owners):
                 del self.policies[name]
                 self.log.append(f"policy {name} deleted by the garbage collector")
+
+    def _replicate(self) -> None:
+        for name, deployment in self.deployments.items():
+            labels = deployment.metadata.labels
+            mine = [p for p in self.pods if p.metadata.labels == labels]
+            for pod in mine[deployment.spec.replicas:]:
+                self.pods.remove(pod)
+                self.log.append(f"pod {pod.metadata.name} removed by the ReplicaSet controller")
+            for _ in range(deployment.spec.replicas - len(mine)):
+                node = next(n for n in sorted(self.nodes) if not self.nodes[n].spec.unschedulable)
+                self.add_pod(f"{name}-{next(self._uids)}", node, dict(labels))
+                self.log.append(f"pod {self.pods[-1].metadata.name} started by the ReplicaSet controller on {node}")
 
     def _api(self) -> None:
         if self.down:
@@ -112,6 +126,14 @@ class FakeKube:
     def list_namespaced_pod(self, ns: str, label_selector: str = "") -> SimpleNamespace:
         self._api()
         return SimpleNamespace(items=[p for p in self.pods if _matches(p.metadata.labels, label_selector)])
+
+    def delete_namespaced_pod(self, name: str, ns: str, body: Any = None) -> None:
+        self._api()
+        before = len(self.pods)
+        self.pods = [p for p in self.pods if p.metadata.name != name]
+        if len(self.pods) == before:
+            raise ApiException(status=404, reason="Not Found")
+        self.log.append(f"pod {name} deleted")
 
     # -- AppsV1 --------------------------------------------------------------------------------
     def list_namespaced_deployment(self, ns: str, label_selector: str | None = None) -> SimpleNamespace:

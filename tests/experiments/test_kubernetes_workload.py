@@ -167,6 +167,31 @@ def test_pod_kill_goes_through_chaostoolkit_kubernetes(kube: FakeKube, monkeypat
         workload.kill_workload_pods("", NS)
 
 
+def test_a_killed_pod_is_replaced_by_its_controller_after_any_loss(kube: FakeKube, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing of rushhour's has to live: the workload's controller replaces the pod, once the API is
+    back if it was out (the real chaostoolkit-kubernetes `terminate_pods`, against the fake API)."""
+    from types import SimpleNamespace
+
+    import chaosk8s.pod.actions as pod_actions
+    from kubernetes import client
+
+    from rushhour.experiments.kubernetes import probes
+
+    monkeypatch.setattr(pod_actions, "client", SimpleNamespace(CoreV1Api=lambda api: kube, V1DeleteOptions=client.V1DeleteOptions))
+    monkeypatch.setattr(pod_actions, "create_k8s_api_client", lambda secrets: None)
+    monkeypatch.setattr(probes, "client", SimpleNamespace(CoreV1Api=lambda api: kube))
+    monkeypatch.setattr(probes, "create_k8s_api_client", lambda secrets: None)
+    workload.kill_workload_pods(WEB, NS, qty=1)
+    assert kube.log == ["pod web-1 deleted"] and probes.workload_ready_pods(WEB, NS) == 2
+    kube.down = True
+    kube.advance(30.0)
+    kube.down = False
+    assert probes.workload_ready_pods(WEB, NS) == 2  # no controller ran while the API was out
+    kube.reconcile()
+    assert probes.workload_ready_pods(WEB, NS) == 3 and probes.workload_ready_at_least(WEB, 3, NS)
+    assert kube.log[-1].endswith("started by the ReplicaSet controller on node-a")
+
+
 # -- partition: owned by its lease Job, removed by the cluster --------------------------------------
 
 def test_partition_starts_its_keeper_then_the_lease_job_then_the_owned_policy(kube: FakeKube) -> None:
