@@ -34,6 +34,8 @@ import numpy as np
 import pandas as pd
 from scipy.signal import lfilter
 from scipy.stats import beta as beta_law
+from scipy.stats import fisher_exact
+from scipy.stats import t as student
 
 from rushhour.reports.gate.failshare import judge_failures
 from rushhour.reports.gate.judge import group_confidence, judge_arrays
@@ -131,13 +133,24 @@ def failure_flags(rng: np.random.Generator, runs: int, n: int, share: float = 0.
 def failure_alarms(baseline_runs: int, reps: int, seed: int = 2, *, share_sd: float = 0.0,
                    factor: float = 1.0, steps: float = 50.0, n: int = 6_000) -> tuple[int, int]:
     """Failure-share regressions called with the current run's share `factor` times the baseline's."""
+    return failure_alarms_both(baseline_runs, reps, seed, share_sd=share_sd, factor=factor, steps=steps, n=n)[:2]
+
+
+def failure_alarms_both(baseline_runs: int, reps: int, seed: int = 2, *, share_sd: float = 0.0,
+                        factor: float = 1.0, steps: float = 50.0, n: int = 6_000) -> tuple[int, int, float]:
+    """failure_alarms, and the share a Fisher exact test on single requests would have called."""
     rng = np.random.default_rng(seed)
-    hits = 0
+    hits, naive = 0, 0
     for _ in range(reps):
         base = failure_flags(rng, baseline_runs, n, steps=steps, share_sd=share_sd)
         [cur] = failure_flags(rng, 1, n, share=0.01 * factor, steps=steps, share_sd=share_sd)
-        hits += judge_failures(cur, base, alpha=ALPHA).regression
-    return hits, reps
+        verdict = judge_failures(cur, base, alpha=ALPHA)
+        hits += verdict.regression
+        pooled = np.concatenate(base)
+        table = np.array([[cur.sum(), cur.size - cur.sum()], [pooled.sum(), pooled.size - pooled.sum()]])
+        naive += bool(fisher_exact(table, alternative="greater").pvalue < ALPHA
+                      and cur.mean() - pooled.mean() >= 0.005)
+    return hits, reps, naive / reps
 
 
 def drift_fails(rho: float, windows: int, reps: int, seed: int = 3, excess_sd: float = 0.0) -> dict[str, Any]:
@@ -151,10 +164,21 @@ def drift_fails(rho: float, windows: int, reps: int, seed: int = 3, excess_sd: f
     lag = np.abs(np.subtract.outer(np.arange(windows), np.arange(windows)))
     true_sd = float(np.sqrt(dx @ (rho**lag) @ dx) / (dx @ dx))
     slope = 1.0 + excess_sd * true_sd
-    lines = [trend(t, 100.0 + slope * x + e) for e in noise]
+    values = 100.0 + slope * x + noise
+    lines = [trend(t, row) for row in values]
     fails = sum(1 for line in lines if line["ci"][0] > 1.0)
     halves = [(line["ci"][1] - line["ci"][0]) / 2 for line in lines]
-    return {"hits": fails, "reps": reps, "width_vs_truth": float(np.median(halves) / (1.96 * true_sd))}
+    return {"hits": fails, "reps": reps, "width_vs_truth": float(np.median(halves) / (1.96 * true_sd)),
+            "plain_t": _plain_fails(x, values)}
+
+
+def _plain_fails(x: np.ndarray, values: np.ndarray) -> float:
+    """The share a plain least-squares t interval (independent windows) fails, for comparison."""
+    dx = x - x.mean()
+    slopes = (values - values.mean(axis=1, keepdims=True)) @ dx / (dx @ dx)
+    residual = values - values.mean(axis=1, keepdims=True) - slopes[:, None] * dx
+    stderr = np.sqrt((residual**2).sum(axis=1) / (x.size - 2) / (dx @ dx))
+    return float(np.mean(slopes - student.ppf(0.975, x.size - 2) * stderr > 1.0))
 
 
 def token_coverage(rho: float, reps: int, seed: int = 4, n: int = 3_000, sigma: float = 0.8) -> dict[str, Any]:
@@ -195,18 +219,19 @@ def table(reps: int) -> dict[str, Any]:
     rows.append(row("compare: latency regression on same code", "1 baseline run, no run effect, AR(1) 0.9 "
                     "latencies", ALPHA, hits, n))
     for steps, k, share_sd in ((20, 1, 0.0), (50, 1, 0.0), (200, 1, 0.0), (50, 3, 0.0), (50, 5, 0.3)):
-        hits, n = failure_alarms(k, reps, seed=40 + steps + k, steps=steps, share_sd=share_sd)
+        hits, n, naive = failure_alarms_both(k, reps, seed=40 + steps + k, steps=steps, share_sd=share_sd)
         power, m = failure_alarms(k, max(reps // 4, 25), seed=50 + steps + k, steps=steps, share_sd=share_sd,
                                   factor=4.0)
         rows.append(row("compare: failure-share regression on same code", f"bursts (correlation {steps} requests), "
                         f"{k} baseline run(s), share run-to-run sd {share_sd:g}", ALPHA, hits, n,
-                        power_x4=power / m))
+                        power_x4=power / m, single_request_fisher=naive))
     for windows in (12, 24):
         for rho in (0.0, 0.3, 0.5, 0.8):
             found = drift_fails(rho, windows, reps * 2, seed=60 + windows + int(10 * rho))
             caught = drift_fails(rho, windows, max(reps // 2, 50), seed=70 + windows, excess_sd=4.0)
             rows.append(row("drift SLO: false fail (slope at the allowance)", f"{windows} windows, AR(1) {rho:g}",
                             0.025, found["hits"], found["reps"], width_vs_truth=found["width_vs_truth"],
+                            plain_t=found["plain_t"],
                             power_at_4_sd=caught["hits"] / caught["reps"]))
     for rho in (0.0, 0.5, 0.9, 0.98):
         found = token_coverage(rho, reps, seed=80 + int(100 * rho))

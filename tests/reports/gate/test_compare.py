@@ -45,11 +45,13 @@ def test_compare_paired_flags_planted_30_percent_regression(runs: dict[str, Path
         assert group.pairs == group.samples_current == group.samples_baseline
     free, paid, batch = judged["free"].ci, judged["paid"].ci, judged["batch"].ci
     assert free is not None and paid is not None and batch is not None
-    assert free[0] > 1.1 and paid[0] > 1.1
-    # 0.87% of batch requests fail in both runs (the same ones): a resample with 1% failures has a
-    # failed P99 on both sides, no change, so its interval reaches 1 and batch alone is not flagged.
+    assert paid[0] > 1.1 and judged["paid"].regression
+    # 0.87% of batch and 0.71% of free requests fail in both runs (the same ones, inside the fault
+    # window). The bootstrap resamples blocks of consecutive requests, so a resample can hold more
+    # than 1% of them: its P99 is a failure on both sides, no change, and the interval reaches 1.
     assert judged["batch"].failed_current / judged["batch"].samples_current == pytest.approx(0.0087, abs=0.001)
     assert batch[0] == pytest.approx(1.0) and not judged["batch"].regression
+    assert free[0] == pytest.approx(1.0) and free[1] >= 1.29
     p99 = next(row for row in result.rows if row["metric"].startswith("P99"))
     assert p99["change"] == pytest.approx(0.3, abs=0.03)
 
