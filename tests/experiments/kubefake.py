@@ -18,7 +18,10 @@ from typing import Any
 
 from kubernetes.client.rest import ApiException
 
-__all__ = ["FakeKube"]
+__all__ = ["NS", "WEB", "FakeKube", "keeper_on", "sweeper_of", "workload_cluster"]
+
+WEB = "app=web"
+NS = "shop"
 
 
 def _meta(name: str, **extra: Any) -> SimpleNamespace:
@@ -211,3 +214,50 @@ class FakeKube:
             raise ApiException(status=404, reason="Not Found")
         self.log.append(f"job {name} deleted")
         self.reconcile()  # background propagation: the garbage collector follows
+
+
+def workload_cluster(monkeypatch: Any) -> FakeKube:
+    """Nodes a and b, and c under an operator's cordon; Deployments web (3 pods, app=web, one on each
+    node) and db (1 pod); the workload actions pointed at it, their keeper recorded, not started."""
+    import time
+
+    from rushhour.experiments import leases
+    from rushhour.experiments.kubernetes import workload
+
+    fake = FakeKube(now=time.time())
+    for name in ("node-a", "node-b"):
+        fake.add_node(name)
+    fake.add_node("node-c", cordoned=True)  # an operator's cordon: never ours
+    for pod, node in (("web-1", "node-a"), ("web-2", "node-b"), ("web-3", "node-c")):
+        fake.add_pod(pod, node, {"app": "web"})
+    fake.add_pod("db-1", "node-b", {"app": "db"})
+    fake.add_deployment("web", 3, {"app": "web"})
+    fake.add_deployment("db", 1, {"app": "db"})
+    monkeypatch.setattr(workload, "_apis", lambda secrets: workload.Apis(fake, fake, fake, fake))
+    monkeypatch.setattr(workload, "create_network_policy",
+                        lambda spec, ns, secrets: fake.create_namespaced_network_policy(ns, spec))
+    monkeypatch.setattr(workload, "drain_nodes", lambda name, timeout, secrets: fake.log.append(f"drain {name}"))
+
+    def spawn_keeper(undo: str, after: float, args: dict[str, Any], secrets: dict[str, str] | None = None) -> int:
+        fake.log.append(f"keeper {args['ns']}")
+        fake.keeper_secrets.append(dict(secrets or {}))
+        return 4242
+
+    monkeypatch.setattr(workload, "spawn_keeper", spawn_keeper)
+    monkeypatch.delenv(leases.LEASE_ENV, raising=False)
+    return fake
+
+
+def sweeper_of(kube: FakeKube) -> Any:
+    """The sweep of namespace `ns` (default NS) on the fake cluster, judged by its clock."""
+    from rushhour.experiments.kubernetes import leases as kleases
+
+    return lambda ns=NS: kleases.sweep(ns, now=kube.now, networking=kube, core=kube, apps=kube)
+
+
+def keeper_on(kube: FakeKube, messages: list[str] | None = None) -> str:
+    """The harness-side keeper, on the fake cluster's clock (each of its waits advances it)."""
+    from rushhour.experiments.kubernetes import leases as kleases
+
+    return kleases.keep_swept(NS, after_s=60, clock=lambda: kube.now, sleep=kube.advance, sweeper=sweeper_of(kube),
+                              log=(messages.append if messages is not None else lambda m: None))

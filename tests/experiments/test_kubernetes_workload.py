@@ -5,7 +5,6 @@ with the controllers their healing relies on: each row of docs/reliability.md's 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,51 +17,16 @@ from chaoslib.exceptions import ActivityFailed
 from rushhour.experiments import leases
 from rushhour.experiments.kubernetes import leases as kleases
 from rushhour.experiments.kubernetes import selection, workload
-from rushhour.experiments.kubernetes.objects import CHAOS_LABEL, CORDONED_BY, LEASE_ANNOTATION, SCALED_FROM
+from rushhour.experiments.kubernetes.objects import CORDONED_BY, LEASE_ANNOTATION
 from rushhour.experiments.kubernetes.sweeper import sweep_namespaces
-from tests.experiments.kubefake import FakeKube
+from tests.experiments.kubefake import NS, WEB, FakeKube, keeper_on, sweeper_of, workload_cluster
 from tests.experiments.test_kubernetes import round_trip
-
-WEB = "app=web"
-NS = "shop"
 
 
 @pytest.fixture
 def kube(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
-    fake = FakeKube(now=time.time())
-    for name in ("node-a", "node-b"):
-        fake.add_node(name)
-    fake.add_node("node-c", cordoned=True)  # an operator's cordon: never ours
-    fake.add_pod("web-1", "node-a", {"app": "web"})
-    fake.add_pod("web-2", "node-b", {"app": "web"})
-    fake.add_pod("web-3", "node-c", {"app": "web"})
-    fake.add_pod("db-1", "node-b", {"app": "db"})
-    fake.add_deployment("web", 3, {"app": "web"})
-    fake.add_deployment("db", 1, {"app": "db"})
-    monkeypatch.setattr(workload, "_apis", lambda secrets: workload.Apis(fake, fake, fake, fake))
-    monkeypatch.setattr(workload, "create_network_policy",
-                        lambda spec, ns, secrets: fake.create_namespaced_network_policy(ns, spec))
-    monkeypatch.setattr(workload, "drain_nodes", lambda name, timeout, secrets: fake.log.append(f"drain {name}"))
-
-    def spawn_keeper(undo: str, after: float, args: dict[str, Any], secrets: dict[str, str] | None = None) -> int:
-        fake.log.append(f"keeper {args['ns']}")
-        fake.keeper_secrets.append(dict(secrets or {}))
-        return 4242
-
-    monkeypatch.setattr(workload, "spawn_keeper", spawn_keeper)
-    monkeypatch.delenv(leases.LEASE_ENV, raising=False)
-    yield fake
+    yield workload_cluster(monkeypatch)
     leases.release("k8s|")
-
-
-def _sweep(kube: FakeKube) -> Any:
-    return lambda ns=NS: kleases.sweep(ns, now=kube.now, networking=kube, core=kube, apps=kube)
-
-
-def _keeper(kube: FakeKube, messages: list[str] | None = None) -> str:
-    """The harness-side keeper, on the fake cluster's clock (each of its waits advances it)."""
-    return kleases.keep_swept(NS, after_s=60, clock=lambda: kube.now, sleep=kube.advance, sweeper=_sweep(kube),
-                              log=(messages.append if messages is not None else lambda m: None))
 
 
 # -- the objects -----------------------------------------------------------------------------------
@@ -283,7 +247,7 @@ def test_cordon_and_scale_down_are_undone_by_the_keeper_after_a_harness_sigkill(
     assert scaled["scaled"] == {"web": 3} and kube.deployments["db"].spec.replicas == 1
     leases.release("k8s|")  # SIGKILL: no rollback, no renewal; the keeper (own session) lives on
     started = kube.now
-    assert _keeper(kube) == "healed"
+    assert keeper_on(kube) == "healed"
     assert leases.DEFAULT_LEASE_S <= kube.now - started <= leases.DEFAULT_LEASE_S + kleases.CHECK_EVERY_S
     assert kube.nodes["node-a"].spec.unschedulable is False and kube.deployments["web"].spec.replicas == 3
     assert kube.deployments["web"].metadata.annotations == {} and kube.nodes["node-c"].spec.unschedulable is True
@@ -295,99 +259,15 @@ def test_cordon_and_scale_down_are_undone_by_the_in_cluster_sweeper_after_the_ho
     workload.scale_workload(WEB, NS, replicas=1, hold_s=600)
     leases.release("k8s|")  # the host is gone: no renewal and no keeper either
     kube.advance(leases.DEFAULT_LEASE_S - 1)
-    assert sweep_namespaces([NS], _sweep(kube)) == 0  # a CronJob run before the lease ends
+    assert sweep_namespaces([NS], sweeper_of(kube)) == 0  # a CronJob run before the lease ends
     assert kube.nodes["node-a"].spec.unschedulable is True and kube.deployments["web"].spec.replicas == 1
     kube.advance(60.0)  # the next run, a minute later
-    assert sweep_namespaces([NS], _sweep(kube)) == 0
+    assert sweep_namespaces([NS], sweeper_of(kube)) == 0
     assert not kube.nodes["node-a"].spec.unschedulable and not kube.nodes["node-b"].spec.unschedulable
     assert kube.deployments["web"].spec.replicas == 3 and kube.nodes["node-c"].spec.unschedulable is True
     removed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {(r["kind"], r["removed"]) for r in removed} == {("Node", False), ("Deployment", False), ("Node", True),
                                                              ("Deployment", True)}
-
-
-def test_the_keeper_retries_through_an_api_outage_with_backoff_then_heals(kube: FakeKube) -> None:
-    workload.scale_workload(WEB, NS, replicas=0, hold_s=600)
-    leases.release("k8s|")
-    kube.down = True
-    restore_at = kube.now + 100.0
-    messages: list[str] = []
-
-    def sweeper() -> Any:
-        if kube.now >= restore_at:
-            kube.down = False
-        return _sweep(kube)()
-
-    outcome = kleases.keep_swept(NS, after_s=60, clock=lambda: kube.now, sleep=kube.advance, sweeper=sweeper,
-                                 log=messages.append)
-    waits = [float(m.rsplit(" ", 2)[1]) for m in messages if "retrying in" in m]
-    assert outcome == "healed" and kube.deployments["web"].spec.replicas == 3
-    assert waits[:5] == [2.0, 4.0, 8.0, 16.0, 30.0] and set(waits[4:]) == {kleases.MAX_BACKOFF_S}
-    assert "503" in messages[0] and messages[-1] == f"lease of Deployment {NS}/web expired: undone"
-
-
-def test_an_outage_longer_than_the_keepers_patience_is_left_to_the_sweeper(kube: FakeKube) -> None:
-    workload.cordon_workload_nodes(WEB, NS, hold_s=600)
-    leases.release("k8s|")
-    kube.down = True
-    assert _keeper(kube) == "gave up"
-    kube.down = False
-    assert sweep_namespaces([NS], _sweep(kube)) == 0
-    assert not kube.nodes["node-a"].spec.unschedulable
-
-
-def test_an_object_of_ours_without_a_lease_counts_as_expired(kube: FakeKube) -> None:
-    kube.create_namespaced_network_policy(NS, {"metadata": {"name": "left", "labels": {CHAOS_LABEL: "partition"}}, "spec": {}})
-    kube.patch_node("node-a", {"metadata": {"annotations": {CORDONED_BY: "rushhour"}}, "spec": {"unschedulable": True}})
-    kube.patch_namespaced_deployment("web", NS, {"metadata": {"annotations": {SCALED_FROM: "3"}}, "spec": {"replicas": 0}})
-    found = _sweep(kube)()
-    assert {(f["kind"], f["removed"]) for f in found} == {("NetworkPolicy", True), ("Node", True), ("Deployment", True)}
-    assert kube.policies == {} and not kube.nodes["node-a"].spec.unschedulable and kube.deployments["web"].spec.replicas == 3
-
-
-# -- the keeper's credentials and log ----------------------------------------------------------------
-
-def test_the_keeper_gets_the_experiments_credentials_in_its_environment(kube: FakeKube) -> None:
-    secrets = {"KUBERNETES_CONTEXT": "prod-eu", "KUBERNETES_API_KEY": "s3cret", "rushhour_token": "not-for-it"}
-    workload.partition_workload(WEB, NS, hold_s=0, ttl_s=30, secrets=secrets)
-    workload.scale_workload(WEB, NS, replicas=0, hold_s=0, ttl_s=30, secrets=secrets)
-    assert kube.keeper_secrets == [{"KUBERNETES_CONTEXT": "prod-eu", "KUBERNETES_API_KEY": "s3cret"}] * 2
-    assert kleases.keeper_secrets(None) == {}
-
-
-def test_the_keepers_client_reads_those_credentials_from_its_environment(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """The keeper sweeps with no secrets of its own (`sweep(ns)`): chaostoolkit-kubernetes then
-    builds the client from the KUBERNETES_* variables spawn_keeper put in its environment."""
-    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config to prefer
-    monkeypatch.delenv("KUBECONFIG", raising=False)
-    monkeypatch.delenv("CHAOSTOOLKIT_IN_POD", raising=False)
-    for key, value in kleases.keeper_secrets({"KUBERNETES_HOST": "https://k8s.invalid:6443",
-                                               "KUBERNETES_API_KEY": "s3cret"}).items():
-        monkeypatch.setenv(key, value)
-    networking, core, apps = kleases._apis(None)
-    configuration = core.api_client.configuration
-    assert configuration.host == "https://k8s.invalid:6443"
-    assert configuration.api_key["authorization"] == "s3cret"
-    assert configuration.api_key_prefix["authorization"] == "Bearer"
-
-
-def test_keeper_logs_beside_the_chaos_runs_journal() -> None:
-    argv = ["chaos", "run", "--journal-path", "/r/promo-day-1/chaos/partition.journal.json", "x.json"]
-    assert leases.keeper_log_path(argv) == Path("/r/promo-day-1/chaos/lease-keeper.log")
-    assert leases.keeper_log_path(["chaos", "--journal-path=/r/x/chaos/j.json"]) == Path("/r/x/chaos/lease-keeper.log")
-
-
-@pytest.mark.slow
-def test_a_spawned_keeper_writes_into_the_results_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    chaos_dir = tmp_path / "results" / "drill" / "chaos"
-    monkeypatch.setattr("sys.argv", ["chaos", "run", "--journal-path", str(chaos_dir / "p.journal.json")])
-    pid = leases.spawn_keeper("no_such_undo", 1.0, {})
-    deadline = time.monotonic() + 60
-    while os.waitpid(pid, os.WNOHANG) == (0, 0) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    log = (chaos_dir / "lease-keeper.log").read_text()
-    assert '"no_such_undo" is not an undo the lease keeper knows' in log
 
 
 def test_scale_down_refuses_a_negative_count_and_leaves_smaller_deployments(kube: FakeKube) -> None:
@@ -396,16 +276,3 @@ def test_scale_down_refuses_a_negative_count_and_leaves_smaller_deployments(kube
     result = workload.scale_workload("app=db", NS, replicas=1, hold_s=0, ttl_s=30)
     assert result["scaled"] == {} and result["lease_keeper_pid"] is None and kube.log == []
     assert workload.restore_workload_scale(WEB, NS) == {}
-
-
-def test_sweeper_goes_on_past_a_namespace_it_cannot_sweep_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
-    def sweeper(ns: str) -> list[dict[str, Any]]:
-        if ns == "locked":
-            raise PermissionError("forbidden")
-        return [{"kind": "Node", "name": "node-a", "expires_at": 1.0, "removed": True}]
-
-    assert sweep_namespaces(["locked", NS], sweeper) == 1
-    out, err = capsys.readouterr()
-    assert json.loads(out) == {"namespace": NS, "kind": "Node", "name": "node-a", "expires_at": 1.0, "removed": True}
-    assert "namespace locked not swept: PermissionError: forbidden" in err
-    assert sweep_namespaces([NS], sweeper) == 0
