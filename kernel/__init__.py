@@ -10,4 +10,5 @@ The bottom layer: every other package may import it, it imports none of them.
 - `loopback`: the loopback guard (is this target on this machine)
 - `atomic`: result files written whole or not at all, never through a link
 - `safetext`: text from files and targets made safe to print on a terminal and in Markdown
+- `jsonfile`, `yamlfile`: JSON and YAML as every reader parses them (too deep: a clear error; YAML: no key twice)
 """

@@ -11,6 +11,7 @@ import numpy as np
 
 from rushhour.kernel import contract
 from rushhour.kernel.atomic import write_json_atomic, write_text_atomic
+from rushhour.kernel.safetext import markdown_text
 from rushhour.reports.charts.plotting import Chart, encode, missing_chart
 from rushhour.reports.render.format import ms, num, pct
 from rushhour.reports.render.pages import template_environment
@@ -62,24 +63,25 @@ def design_text(design: dict[str, Any]) -> str:
 
 def render_markdown(doc: dict[str, Any]) -> str:
     """The verdict sentence, the comparison table and the reasons, fit for a pull-request comment."""
-    lines = [f"## A/B: {doc['scenario']}", "", f"**{doc['sentence']}**", "",
-             f"Baseline {doc['targets'].get('baseline', '')}, candidate {doc['targets'].get('candidate', '')}; "
+    md = markdown_text  # names, targets and reasons come from files: kept inside their line and cell
+    lines = [f"## A/B: {md(doc['scenario'])}", "", f"**{md(doc['sentence'])}**", "",
+             f"Baseline {md(doc['targets'].get('baseline', ''))}, candidate {md(doc['targets'].get('candidate', ''))}; "
              f"{design_text(doc['design'])}; "
              f"threshold x{doc['threshold']:g}; {doc['tests']} tests, each at {pct(doc['test_confidence'])} "
              "confidence.", "",
              f"Failure shares must be shown not worse by more than {100 * doc['error_margin']:.2f} percentage points. "
-             f"Runner: {doc['runner']}.", "",
+             f"Runner: {md(doc['runner'])}.", "",
              "| population: SLO | night percentile of answered requests | baseline | candidate | ratio [interval] "
              "| MDE | pairs | verdict |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for g in doc["groups"]:
-        lines.append(f"| {g['name']} | P{g['percentile']:g} | {ms(g['baseline_ms'])} | {ms(g['candidate_ms'])} | "
+        lines.append(f"| {md(g['name'])} | P{g['percentile']:g} | {ms(g['baseline_ms'])} | {ms(g['candidate_ms'])} | "
                      f"{g['ratio_text']} | {g['mde_text']} | {g['pairs']} | {g['verdict'].replace('_', ' ')} |")
-    lines += ["", "Failures:", *[f"- {row['population']}: {row['text']}." for row in doc.get("errors", [])]]
+    lines += ["", "Failures:", *[f"- {md(row['population'])}: {md(row['text'])}." for row in doc.get("errors", [])]]
     cache = doc.get("cache") or {}
     if cache.get("reported"):
         lines += ["", f"Answered from cache: baseline {pct(cache['baseline'])}, candidate {pct(cache['candidate'])}."]
-    lines += ["", "Why:", *[f"- {g['name']}: {g['reason']}." for g in doc["groups"]]]
+    lines += ["", "Why:", *[f"- {md(g['name'])}: {md(g['reason'])}." for g in doc["groups"]]]
     if not doc["generator"]["valid"]:
         lines += ["", "Load generator: " + "; ".join(doc["generator"]["reasons"]) + "."]
     lines += ["", "Each slice's own percentile of its answers in run order (ms; A baseline, B candidate; a slice's "
