@@ -33,8 +33,9 @@ from scipy import special
 METHOD = "batch means"
 """The method named beside every interval built here."""
 COUNT_METHOD = "count"
-"""Named instead when the series does not vary (no bad request at all): there is nothing to
-measure dependence with, so the requests are counted as independent."""
+"""Named instead when the series does not vary (no bad request at all) or holds fewer than
+2 x `MIN_BLOCKS` points: there is nothing to measure dependence with, so the requests are
+counted as independent."""
 MIN_BLOCKS = 30
 """Fewest blocks a block length may leave: fewer make the spread of block means too noisy."""
 MAX_LAG1 = 0.9

@@ -69,7 +69,7 @@ def _basis(slo: dict[str, Any]) -> str:
         return ""
     worth = f"as sure as {basis['effective_samples']:,.0f} independent requests (of {slo['samples']:,})"
     if basis["method"] != "batch means":
-        return f"no request differed from the rest in this respect, so counted as independent: {worth}"
+        return f"too few requests, or none that differed, to measure dependence; counted as independent: {worth}"
     return f"batch means over blocks of {basis['block_requests']:,} requests: {worth}"
 
 
