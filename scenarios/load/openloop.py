@@ -30,7 +30,14 @@ from gevent.pool import Group
 from rushhour.scenarios.load import handoff
 from rushhour.scenarios.load.partwriter import PartWriter
 from rushhour.scenarios.load.settings import LoadSettings, wait_limit_s
-from rushhour.scenarios.load.turns import Message, answer_text, conversation, prompt_text, sessions_of
+from rushhour.scenarios.load.turns import (
+    Message,
+    answer_text,
+    check_conversation_size,
+    conversation,
+    prompt_text,
+    sessions_of,
+)
 from rushhour.scenarios.protocols.outcome import Outcome
 
 JOB_CAP_S = 120.0
@@ -149,6 +156,7 @@ class Share:
             return conversation([self._text(i)], [])
         turns = self.sessions[c.session[i]]
         upto = turns[: turns.index(i) + 1]
+        check_conversation_size([c.chars[j] for j in upto], [c.max_tokens[j] for j in upto[:-1]])
         answers = [got.get(j) or answer_text(c.text_id[j], c.max_tokens[j], c.chars[j], self.text_for)
                    for j in upto[:-1]]
         return conversation([self._text(j) for j in upto], answers)

@@ -34,6 +34,18 @@ def answer_text(text_id: int, max_tokens: int, chars: int, text_for: Callable[[i
     return text_for(ANSWER_ID_SALT + text_id, max(1, size))
 
 
+def check_conversation_size(turn_chars: list[int], answer_tokens: list[int]) -> None:
+    """ValueError when a turn carrying its conversation so far would pass MAX_REQUEST_CHARS: the
+    sizes come from a schedule (a trace, a master), and no text past the cap is ever built."""
+    from rushhour.traffic_models.limits import MAX_REQUEST_CHARS
+
+    total = sum(int(n) for n in turn_chars) + sum(
+        int(t) * CHARS_PER_ANSWER_TOKEN if t > 0 else int(n) for t, n in zip(answer_tokens, turn_chars))
+    if total > MAX_REQUEST_CHARS:
+        raise ValueError(f"turn {len(turn_chars)} of its conversation would carry {total:,} characters with the turns "
+                         f"before it, past the {MAX_REQUEST_CHARS:,} one request carries.")
+
+
 def conversation(turn_texts: list[str], answers: list[str]) -> list[Message]:
     """Chat messages of a turn: each earlier turn and its answer, then the turn itself."""
     messages: list[Message] = []

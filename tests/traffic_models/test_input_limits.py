@@ -61,3 +61,4 @@ def test_jsonl_trace_nested_5000_levels_is_named_by_line(tmp_path: Path, write_m
     (tmp_path / "deep.jsonl").write_text('{"timestamp": 0}\n' + '{"a":' * 5000 + "1" + "}" * 5000 + "\n")
     with pytest.raises(TrafficModelError, match=r"deep\.jsonl: line 2 cannot be read: it is nested too deeply"):
         load_traffic_model(write_model("replay: {path: deep.jsonl, format: jsonl}\n"))
+
