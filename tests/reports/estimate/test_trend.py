@@ -30,8 +30,8 @@ def test_trend_names_its_method_and_effective_points() -> None:
     assert line.method == METHOD and line.points == 12
     assert line.lag1 is not None and 0.0 <= line.lag1 < 1.0
     assert line.effective_points == pytest.approx(12 * (1 - line.lag1) / (1 + line.lag1))
-    assert line.slope == pytest.approx(2.0, abs=0.2) and line.low is not None and line.high is not None
-    assert line.low < line.slope < line.high
+    assert line.slope is not None and line.low is not None and line.high is not None
+    assert line.slope == pytest.approx(2.0, abs=0.2) and line.low < line.slope < line.high
 
 
 def test_trend_of_too_few_points_is_untrusted() -> None:

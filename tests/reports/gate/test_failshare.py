@@ -18,8 +18,8 @@ def test_one_burst_in_the_current_run_is_not_a_regression() -> None:
     cur = rng.random(6_000) < 0.005
     cur[3_000:3_060] = True
     from scipy.stats import fisher_exact
-    naive = fisher_exact([[cur.sum(), cur.size - cur.sum()], [base.sum(), base.size - base.sum()]],
-                         alternative="greater").pvalue
+    table = np.array([[cur.sum(), cur.size - cur.sum()], [base.sum(), base.size - base.sum()]])
+    naive = fisher_exact(table, alternative="greater").pvalue
     assert naive < 1e-6
     verdict = judge_failures(cur, [base], alpha=0.025)
     assert not verdict.regression and verdict.design_effect is not None and verdict.design_effect > 5
