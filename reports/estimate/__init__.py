@@ -10,4 +10,10 @@ effective sample size.
   (value, low, high, confidence, dependence, enough, note); `needed_effective(percentile)` and
   `not_enough_text(...)` say how many independent requests a percentile needs.
 - `sequential`: a capacity step's planned looks and error spending.
+- `trend`: a least-squares slope whose interval is widened for correlated points
+  (`trend_interval(x, y, confidence)` returns a `Trend`: slope, bounds, lag-1 charged,
+  effective points, method); the drift SLO's.
+- `blockshare`: is one run's bad share higher than other runs'? `share_increase(current,
+  baselines)` tests on counts over the design effect and, with several baselines, on their
+  run-to-run spread (`ShareIncrease`); the compare gate's failure share.
 """
