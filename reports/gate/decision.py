@@ -58,8 +58,10 @@ class GroupVerdict:
     note: str | None = None
     method: str | None = None  # how the ratio's interval was built
     noise_df: int | None = None  # degrees of freedom of the run-to-run t (baseline runs - 1)
+    bootstrap_blocks: int | None = None  # blocks of consecutive requests the bootstrap resamples
     failure_method: str | None = None
     failure_design_effect: float | None = None
+    failure_effective_current: float | None = None  # the current run's requests over that design effect
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,9 @@ def _group_verdict(g: dict[str, Any]) -> str:
 
 def _effective(g: dict[str, Any]) -> str:
     runs = "" if g.get("noise_df") is None else f"{g['noise_df'] + 1} baseline runs behind the band; "
-    return f"{runs}failures tested at a design effect of {g.get('failure_design_effect') or 1.0:.1f} (blocks of time)"
+    blocks = "" if g.get("bootstrap_blocks") is None else f"{g['bootstrap_blocks']:,} blocks resampled; "
+    return (f"{runs}{blocks}failures tested at a design effect of {g.get('failure_design_effect') or 1.0:.1f} "
+            f"(blocks of time), {g.get('failure_effective_current') or 0:,.0f} effective requests in the current run")
 
 
 def _num(value: float | None, digits: int) -> str:

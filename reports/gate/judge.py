@@ -25,7 +25,9 @@ from rushhour.reports.estimate.intervals import CONFIDENCE, min_samples
 from rushhour.reports.gate.decision import GroupVerdict
 from rushhour.reports.gate.failshare import judge_failures
 from rushhour.reports.gate.population import (
+    MAX_PAIRS,
     GatePopulation,
+    block_length,
     log_ratio,
     paired_draws,
     quantiles,
@@ -122,7 +124,8 @@ def _verdict(name: str, cur: _Side, base: list[_Side], cur_values: np.ndarray, r
         run_noise_sd=noise.tau if noise else None, failure_share_baseline=failures.baseline,
         failure_share_current=failures.current, failure_p_value=failures.p_value,
         failure_regression=failures.regression, noise_df=noise.degrees_of_freedom if noise else None,
-        failure_method=failures.method, failure_design_effect=failures.design_effect)
+        failure_method=failures.method, failure_design_effect=failures.design_effect,
+        failure_effective_current=failures.effective_current)
     usable = min(cur_values.size, ref_values.shape[-1])
     if usable < needed or p_ref is None or p_cur is None:
         return replace(verdict, skipped=f"skipped: {usable} < {needed} requests", failure_regression=False)
@@ -135,7 +138,14 @@ def _verdict(name: str, cur: _Side, base: list[_Side], cur_values: np.ndarray, r
     ratio = float(np.exp(log_ratio(p_cur, p_ref)))
     latency = bool(ratio >= verdict.threshold and interval[0] > 1.0)
     return replace(verdict, ratio=ratio, ci=interval, latency_regression=latency,
-                   regression=latency or failures.regression, method=_method(paired, noise))
+                   regression=latency or failures.regression, method=_method(paired, noise),
+                   bootstrap_blocks=_blocks(cur_values.size) if paired else None)
+
+
+def _blocks(n: int) -> int:
+    """Blocks of consecutive requests the paired bootstrap resamples (after thinning)."""
+    used = min(n, MAX_PAIRS)
+    return -(-used // block_length(used))
 
 
 def _failed(side: _Side) -> np.ndarray:

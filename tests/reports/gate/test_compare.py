@@ -272,3 +272,15 @@ def test_compare_several_baselines_do_not_shrink_the_baseline_tail(tmp_path: Pat
     assert all(g.ratio is not None and 0.8 < g.ratio < 1.25 for g in same.decision.groups), same.decision.groups
     slow = compare_runs(baselines, _spiky(tmp_path / "slow", spike_seed=98, slowdown=1.3))
     assert slow.regression
+
+
+@pytest.mark.slow
+def test_comparison_names_the_method_and_sample_behind_each_interval(runs: dict[str, Path]) -> None:
+    result = compare_runs(runs["base"], runs["same"]).as_dict()
+    for group in (g for g in result["decision"]["groups"] if g["skipped"] is None):
+        assert group["method"].startswith("paired bootstrap over requests")
+        assert "one baseline run: run-to-run noise not modelled" in group["method"]
+        assert group["bootstrap_blocks"] is not None and 10 < group["bootstrap_blocks"] < group["pairs"]
+        assert "Fisher exact test on counts divided by the design effect" in group["failure_method"]
+        assert group["failure_design_effect"] >= 1.0 and group["failure_effective_current"] > 0
+    assert "blocks resampled" in explain_comparison(result)
