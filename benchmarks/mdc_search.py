@@ -207,7 +207,8 @@ def _judge(queue: Queue, run: _Run, rules: StepRules) -> tuple[StepVerdict, floa
         if call.met[0]:
             return StepVerdict(run.rate, "pass"), now
         if call.missed[0] or final:
-            return StepVerdict(run.rate, "fail", "slo", "missed" if call.missed[0] else "not shown met"), now
+            return StepVerdict(run.rate, "fail", "slo", "missed" if call.missed[0] else "not shown met",
+                               open=not call.missed[0]), now
     raise AssertionError("the last look always decides")
 
 

@@ -63,19 +63,21 @@ def clopper_pearson(hits: int, trials: int, level: float = 0.95) -> tuple[float,
 
 
 def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, precision: float = 0.05,
-                   knee_step_s: float | None = None, met_error: float = ALPHA) -> dict[str, object]:
+                   knee_step_s: float | None = None, met_error: float = ALPHA, retry_open: bool = False
+                   ) -> dict[str, object]:
     """`searches` simulated searches of `queue` with steps of `step_s` (of `knee_step_s` once a
     step has failed, when given: the bisection's steps, near the knee), each window's "met" spending
-    `met_error` (a calibration's sqrt(5%)): the figures above."""
+    `met_error` (a calibration's sqrt(5%)); with `retry_open`, `knee_step_s` is instead the window
+    of one retry of a step that ended open (`SearchSettings.retry_open`): the figures above."""
     began = time.perf_counter()
     truth = queue.truth()
     rules = step_rules(step_s, MAX_LAG_P99_MS, met_error)
     knee_rules = step_rules(knee_step_s, MAX_LAG_P99_MS, met_error) if knee_step_s else rules
-    settings = SearchSettings(min_rps=queue.min_rps, max_rps=queue.max_rps, precision=precision)
+    settings = SearchSettings(min_rps=queue.min_rps, max_rps=queue.max_rps, precision=precision, retry_open=retry_open)
     found, minutes = np.zeros(searches), np.zeros(searches)
     for k in range(searches):
         result = SearchResult()
-        steps = ChainedSteps(queue, functools.partial(_rules_for, result, rules, knee_rules),
+        steps = ChainedSteps(queue, functools.partial(_rules_for, result, rules, knee_rules, retry_open),
                              np.random.default_rng([seed, k]))
         found[k] = search(steps, settings, into=result).capacity_rps or 0.0
         minutes[k] = steps.seconds / 60.0
@@ -84,7 +86,7 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
     low, high = clopper_pearson(above, searches)
     quantiles = np.percentile(ratio, [2.5, 50, 97.5])
     return {"queue": queue.name, "wander": queue.wander, "wander_s": queue.wander_s, "step_s": step_s,
-            "knee_step_s": knee_step_s or step_s, "precision": precision, "met_error_per_window": met_error,
+            "knee_step_s": knee_step_s or step_s, "retry_open": retry_open, "precision": precision, "met_error_per_window": met_error,
             "searches": searches, "truth_rps": round(truth, 1), "above_truth": above / searches,
             "above_truth_ci95": [low, high], "stated_error": ALPHA, "within_stated": low <= ALPHA,
             "found_over_true": {"min": float(ratio.min()), "p2_5": float(quantiles[0]), "median": float(quantiles[1]),
@@ -93,15 +95,20 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
             "search_minutes_median": float(np.median(minutes)), "seconds": round(time.perf_counter() - began, 1)}
 
 
-def _rules_for(result: SearchResult, rules: StepRules, knee_rules: StepRules, _rate: float) -> StepRules:
-    """A step's rules: `knee_rules` once the search has seen a failure."""
+def _rules_for(result: SearchResult, rules: StepRules, knee_rules: StepRules, retry: bool, rate: float) -> StepRules:
+    """A step's rules: `knee_rules` once the search has seen a failure or, with `retry`, for the
+    retry of a step that ended open."""
+    if retry:
+        last = result.steps[-1] if result.steps else None
+        return knee_rules if last is not None and last.open and last.rate_rps == rate else rules
     return rules if result.first_fail is None else knee_rules
 
 
 def _row(r: dict[str, Any]) -> str:
     f = r["found_over_true"]
     low, high = r["above_truth_ci95"]
-    step = f"{r['step_s']:g} s" + (f", {r['knee_step_s']:g} s near the knee" if r["knee_step_s"] != r["step_s"] else "")
+    where = "an open step's retry" if r["retry_open"] else "near the knee"
+    step = f"{r['step_s']:g} s" + (f", {r['knee_step_s']:g} s {where}" if r["knee_step_s"] != r["step_s"] else "")
     return (f"| {r['queue']} | {100 * r['wander']:.0f}% | {step} | {r['truth_rps']:.1f} | "
             f"{100 * r['above_truth']:.1f}% [{100 * low:.1f}, {100 * high:.1f}] | {f['min']:.2f} | {f['p2_5']:.2f} | "
             f"{f['median']:.2f} | {f['p97_5']:.2f} | {100 * r['under_15pct']:.0f}% | {100 * r['within_10pct']:.0f}% | "
@@ -116,12 +123,13 @@ def _row(r: dict[str, Any]) -> str:
               help="Machine-speed spreads (standard deviation of the log), comma-separated.")
 @click.option("--knee-steps", "knee_step", type=click.FloatRange(min=2.0), default=None,
               help="Steps of this many seconds once a step has failed (the bisection near the knee).")
+@click.option("--retry-open", is_flag=True, help="Step once more, for --knee-steps seconds, at a rate whose step ended open.")
 @click.option("--precision", default=0.05, show_default=True, type=click.FloatRange(min=0.01, max=0.5))
 @click.option("--calibration", is_flag=True, help='Each window spends sqrt(5%) on "met", as a calibration\'s do.')
 @click.option("--seed", default=2, show_default=True, type=click.IntRange(min=0))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the rows as JSON here.")
-def main(steps: str, searches: int, queues: str, wander: str, knee_step: float | None, precision: float,
-         calibration: bool, seed: int, out: Path | None) -> None:
+def main(steps: str, searches: int, queues: str, wander: str, knee_step: float | None, retry_open: bool,
+         precision: float, calibration: bool, seed: int, out: Path | None) -> None:
     """Print whole-search figures for each queue, machine and step length."""
     try:
         lengths = [float(v) for v in steps.split(",")]
@@ -142,7 +150,8 @@ def main(steps: str, searches: int, queues: str, wander: str, knee_step: float |
             queue = dataclasses.replace(QUEUES[name], wander=spread, wander_s=WANDER_S)
             for length in lengths:
                 rows.append(whole_searches(queue, step_s=length, searches=searches, seed=seed, knee_step_s=knee_step,
-                                           precision=precision, met_error=paired_error() if calibration else ALPHA))
+                                           precision=precision, met_error=paired_error() if calibration else ALPHA,
+                                           retry_open=retry_open))
                 click.echo(_row(rows[-1]))
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

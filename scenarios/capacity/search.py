@@ -52,6 +52,8 @@ class StepVerdict:
     verdict: Verdict
     limiting: str | None = None
     reason: str = ""
+    open: bool = False
+    """A failure that is no miss: an SLO neither shown met nor shown missed (too little evidence)."""
 
 
 StepFn = Callable[[float], StepVerdict]
@@ -74,6 +76,10 @@ class SearchSettings:
     generator_limits: bool = False
     """Count a step the generator could not drive as a failure limited by the generator (and go
     on below it) instead of ending the search there."""
+    retry_open: bool = False
+    """Step once more at a rate whose step ended open (`StepVerdict.open`) before counting it a
+    failure: the step function sees the open step last in the result and may give the retry a
+    longer window, so a rate near the knee is judged on enough independent requests."""
 
     def __post_init__(self) -> None:
         if not 0 < self.min_rps < self.max_rps:
@@ -226,8 +232,13 @@ def _only_the_known_failure(result: SearchResult) -> bool:
 
 
 def _take(step: StepFn, rate: float, result: SearchResult, settings: SearchSettings) -> bool:
-    """Run one step and fold it in; False when the search cannot go on (generator-bound)."""
+    """Run one step and fold it in; False when the search cannot go on (generator-bound). An open
+    failure is stepped again once with `retry_open`, the first kept in the steps, not folded in."""
     verdict = step(rate)
+    if (verdict.verdict == "fail" and verdict.open and settings.retry_open and len(result.steps) + 1 < settings.max_steps
+            and not any(s.open and s.rate_rps == rate for s in result.steps)):
+        result.steps.append(verdict)
+        verdict = step(rate)
     if verdict.verdict == "invalid" and settings.generator_limits:
         result.generator_limit = min(rate, result.generator_limit or rate)
         verdict = StepVerdict(rate, "fail", GENERATOR, verdict.reason)

@@ -221,3 +221,38 @@ def test_search_after_a_known_failure_never_steps_at_it_even_when_growing_fast()
     result = search(step, settings, start_rps=20.0, into=SearchResult.after(known))
     assert max(tried) < 100.0 and result.first_fail == 100.0 and not result.ceiling
     assert result.capacity_rps is not None and (100.0 - result.capacity_rps) / result.capacity_rps <= 0.05
+
+
+def _open_then(capacity: float, reopen: bool = False):
+    """A service whose first step at each rate up to `capacity` ends open (too little evidence);
+    the retry passes (or, `reopen`, ends open again). Above `capacity` every step is missed."""
+    tried: list[float] = []
+
+    def step(rate: float) -> StepVerdict:
+        again = rate in tried
+        tried.append(rate)
+        if rate > capacity:
+            return StepVerdict(rate, "fail", "p99", "missed")
+        if again and not reopen:
+            return StepVerdict(rate, "pass")
+        return StepVerdict(rate, "fail", "p99", "not shown met", open=True)
+
+    return step, tried
+
+
+def test_search_retry_open_steps_once_more_at_an_open_rate_before_calling_it_a_failure() -> None:
+    step, tried = _open_then(47.0)
+    result = search(step, SearchSettings(min_rps=10, max_rps=100, precision=0.05, retry_open=True))
+    assert result.capacity_rps is not None and 0.95 * 47.0 / 1.05 <= result.capacity_rps <= 47.0
+    assert tried[:3] == [10, 10, 20] and tried.count(80) == 1  # a miss is not retried
+    assert [s.verdict for s in result.steps[:2]] == ["fail", "pass"] and result.steps[0].open
+
+    plain_step, _ = _open_then(47.0)
+    plain = search(plain_step, SearchSettings(min_rps=10, max_rps=100, precision=0.05))
+    assert plain.capacity_rps is None and plain.below_min
+
+
+def test_search_retry_open_retries_a_rate_only_once() -> None:
+    step, tried = _open_then(47.0, reopen=True)
+    result = search(step, SearchSettings(min_rps=10, max_rps=100, precision=0.05, retry_open=True))
+    assert tried == [10, 10] and result.below_min and result.first_fail == 10
