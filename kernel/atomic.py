@@ -15,14 +15,15 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # only for the annotation: importing this module stays light (the CLI's error handler does)
     import pandas as pd
 
-__all__ = ["LinkedOutputError", "refuse_linked_outputs", "write_bytes_atomic", "write_json_atomic",
+__all__ = ["LinkedOutputError", "atomic_output", "refuse_linked_outputs", "write_bytes_atomic", "write_json_atomic",
            "write_parquet_atomic", "write_text_atomic"]
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -59,15 +60,18 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _write(path: Path, fill: Callable[[IO[bytes]], object]) -> None:
-    """Create a fresh temporary file beside `path`, let `fill` write it, sync, rename over `path`."""
+@contextmanager
+def atomic_output(path: Path) -> Iterator[IO[bytes]]:
+    """A binary file to write `path` through: a fresh temporary file beside it, synced and renamed
+    over `path` when the block ends normally, removed when it raises. For writers that stream
+    (a ParquetWriter fed chunk by chunk); LinkedOutputError when `path` is a link."""
     path = Path(path)
     _refuse_link(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     fd = os.open(tmp, _FLAGS, 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
-            fill(handle)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         _refuse_link(path)
@@ -75,6 +79,12 @@ def _write(path: Path, fill: Callable[[IO[bytes]], object]) -> None:
     finally:
         tmp.unlink(missing_ok=True)
     _fsync_dir(path.parent)
+
+
+def _write(path: Path, fill: Callable[[IO[bytes]], object]) -> None:
+    """`fill` writes the whole of `path` through `atomic_output`."""
+    with atomic_output(path) as handle:
+        fill(handle)
 
 
 def write_bytes_atomic(data: bytes, path: Path) -> None:

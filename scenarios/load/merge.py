@@ -13,7 +13,6 @@ Memory is one chunk of the schedule and its parts, whatever the run's length.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
+from rushhour.kernel.atomic import atomic_output
 from rushhour.scenarios.load.parts import merge_requests, read_parts
 
 DEFAULT_CHUNK_ROWS = 200_000
@@ -68,26 +68,25 @@ def merge_chunks_to_file(chunks: Iterable[pd.DataFrame], part_paths: list[Path],
     """`merge_to_file` over the schedule's chunks given in order (a schedule drawn again rather than
     read back); `empty` gives the schedule's columns when no chunk comes."""
     ranges = part_ranges(part_paths)
-    tmp = out.with_name(out.name + ".tmp")
     writer: pq.ParquetWriter | None = None
     start = 0
-    try:
-        for schedule in chunks:
-            stop = start + len(schedule)
-            merged = _merged(schedule, _parts_between(ranges, start, stop), documents_via_jobs, keep or {})
-            table = pa.Table.from_pandas(merged, preserve_index=False)
-            writer = writer or pq.ParquetWriter(tmp, table.schema)
-            writer.write_table(table.cast(writer.schema))
-            start = stop
-        if writer is None:  # a schedule without rows: the columns alone
-            if empty is None:
-                raise ValueError(f'No schedule chunk was given for "{out}"; a requests file needs the columns.')
-            frame = _merged(empty(), read_parts([]), documents_via_jobs, keep or {})
-            pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp)
-    finally:
-        if writer is not None:
-            writer.close()
-    os.replace(tmp, out)
+    with atomic_output(out) as tmp:
+        try:
+            for schedule in chunks:
+                stop = start + len(schedule)
+                merged = _merged(schedule, _parts_between(ranges, start, stop), documents_via_jobs, keep or {})
+                table = pa.Table.from_pandas(merged, preserve_index=False)
+                writer = writer or pq.ParquetWriter(tmp, table.schema)
+                writer.write_table(table.cast(writer.schema))
+                start = stop
+            if writer is None:  # a schedule without rows: the columns alone
+                if empty is None:
+                    raise ValueError(f'No schedule chunk was given for "{out}"; a requests file needs the columns.')
+                frame = _merged(empty(), read_parts([]), documents_via_jobs, keep or {})
+                pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp)
+        finally:
+            if writer is not None:
+                writer.close()
     return start
 
 

@@ -82,3 +82,12 @@ def test_refuse_linked_outputs_names_a_directory_in_a_file_s_place(tmp_path: Pat
     (tmp_path / "report.md").mkdir()
     with pytest.raises(LinkedOutputError, match="report.md.*not a plain file"):
         refuse_linked_outputs(tmp_path, ("summary.json", "report.md"))
+
+
+def test_atomic_output_that_raises_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
+    path = tmp_path / "requests.parquet"
+    path.write_text("old")
+    with pytest.raises(RuntimeError), atomic.atomic_output(path) as handle:
+        handle.write(b"half")
+        raise RuntimeError("killed mid-write")
+    assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["requests.parquet"]
