@@ -3,14 +3,19 @@
 A long-lived baseline that has seen the night's texts answers them from its cache in a few
 milliseconds, while a freshly booted candidate computes them: the ratio then measures the cache,
 not the versions. Where the protocol reports cache hits (the `cached` column: the reference
-server's `cached` field), the share of answered requests served from cache is compared per arm;
+server's `cached` field; a night with no hit in either arm reads as not reported), the share of
+answered requests served from cache is compared per arm;
 a difference beyond CACHE_GAP, shown by its interval, makes the night invalid, with a sentence
-that says why. Both arms' shares are kept in ab.json either way.
+that says why. Where the protocol does not report them, the latency mixtures are read instead: a
+cache answers in a small fraction of a computation's time, so the share of each arm's answers
+faster than FAST_FRACTION of the other arm's median is compared the same way (a candidate ten
+times slower at its median reads the same and is called invalid, not passed). Both arms' shares
+are kept in ab.json either way, with the method that gave them.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -23,6 +28,10 @@ CACHE_GAP = 0.05
 """Cache-hit shares of the arms may differ by this much (absolute) before the night is invalid."""
 CACHE_TAIL = 0.005
 """Each side's error of the cache-share interval (99%)."""
+FAST_FRACTION = 0.1
+"""An answer faster than this fraction of the other arm's median reads as served from a cache."""
+MIN_FAST_SHARE = 0.2
+"""The mixture reading needs one arm to answer at least this share that fast."""
 
 __all__ = ["CacheCheck", "cache_check"]
 
@@ -32,6 +41,7 @@ class CacheCheck:
     """Cache-hit shares of the answered requests per arm and whether they differ (the night invalid)."""
 
     reported: bool
+    method: str
     baseline: float | None
     candidate: float | None
     low: float | None
@@ -43,32 +53,52 @@ class CacheCheck:
         return asdict(self)
 
 
+NONE = CacheCheck(False, "none", None, None, None, None, False, "")
+
+
 def cache_check(requests: pd.DataFrame, first_pair: int = 0) -> CacheCheck:
-    """Compare the arms' cache-hit shares over the measured pairs (those from `first_pair` on)."""
-    if "cached" not in requests.columns:
-        return CacheCheck(False, None, None, None, None, False, "")
-    cached = requests["cached"]
+    """Compare the arms' cache-hit shares over the measured pairs (those from `first_pair` on):
+    reported by the protocol where it can, else read from the latency mixtures."""
     measured = (requests["trial"].to_numpy(np.int64) // 2 >= first_pair) & attempted(requests)
-    answered = measured & requests["ok"].to_numpy(bool) & cached.notna().to_numpy()
-    if not answered.any():
-        return CacheCheck(False, None, None, None, None, False, "")
-    hits = cached.fillna(False).to_numpy(bool)
+    answered = measured & requests["ok"].to_numpy(bool)
     arm = requests["arm"].astype(str).to_numpy()
+    hits = requests["cached"].fillna(False).to_numpy(bool) if "cached" in requests.columns else np.zeros(len(arm), bool)
+    if (answered & hits).any():  # `cached` is False where a protocol does not report it: a hit says it does
+        return _compare(hits, answered, arm, "reported")
+    latency = requests["latency_ms"].to_numpy(float)
+    answered &= ~np.isnan(latency)
+    if not all((answered & (arm == a)).any() for a in ("baseline", "candidate")):
+        return NONE
+    medians = {a: float(np.median(latency[answered & (arm == a)])) for a in ("baseline", "candidate")}
+    fast = np.where(arm == "baseline", latency < FAST_FRACTION * medians["candidate"],
+                    latency < FAST_FRACTION * medians["baseline"])
+    check = _compare(fast, answered, arm, "latency mixture")
+    biggest = max(check.baseline or 0.0, check.candidate or 0.0)
+    return check if check.confounded and biggest >= MIN_FAST_SHARE else replace(check, confounded=False, sentence="")
+
+
+def _compare(hits: np.ndarray, answered: np.ndarray, arm: np.ndarray, method: str) -> CacheCheck:
     counts = {a: (int((answered & hits & (arm == a)).sum()), int((answered & (arm == a)).sum()))
               for a in ("baseline", "candidate")}
     if min(n for _, n in counts.values()) == 0:
-        return CacheCheck(False, None, None, None, None, False, "")
+        return NONE
     (bh, bn), (ch, cn) = counts["baseline"], counts["candidate"]
     low, high = newcombe(ch, cn, bh, bn, CACHE_TAIL)
     confounded = bool(low > CACHE_GAP or high < -CACHE_GAP)
-    sentence = _sentence(bh / bn, ch / cn) if confounded else ""
-    return CacheCheck(True, bh / bn, ch / cn, low, high, confounded, sentence)
+    sentence = _sentence(bh / bn, ch / cn, method) if confounded else ""
+    return CacheCheck(method == "reported", method, bh / bn, ch / cn, low, high, confounded, sentence)
 
 
-def _sentence(baseline: float, candidate: float) -> str:
+def _sentence(baseline: float, candidate: float, method: str) -> str:
     more, fewer = ("baseline", "candidate") if baseline > candidate else ("candidate", "baseline")
     shares = {"baseline": baseline, "candidate": candidate}
-    return (f"the {more} answered {100 * shares[more]:.0f}% of requests from its cache and the {fewer} "
-            f"{100 * shares[fewer]:.0f}%, so the arms did not do the same work and a ratio would measure the cache, "
-            f"not the versions (a long-lived {more} that had seen these texts, or a cache warmed by one arm only); "
-            "run with fresh texts (the default: no --seed) or flush both caches first")
+    if method == "reported":
+        seen = f"the {more} answered {100 * shares[more]:.0f}% of requests from its cache and the {fewer} " \
+               f"{100 * shares[fewer]:.0f}%"
+    else:
+        seen = (f"the {more} answered {100 * shares[more]:.0f}% of requests in under a tenth of the {fewer}'s median "
+                f"time and the {fewer} {100 * shares[fewer]:.0f}%, the mark of answers from a cache (or of versions "
+                "ten times apart)")
+    return (f"{seen}, so the arms did not do the same work and a ratio would measure the cache, not the versions "
+            f"(a long-lived {more} that had seen these texts, or a cache warmed by one arm only); run with fresh "
+            "texts (the default: no --seed) or flush both caches first")

@@ -80,6 +80,20 @@ def test_build_ab_cache_warm_baseline_against_a_cold_twin_is_invalid(tmp_path: P
     assert doc["cache"]["baseline"] == 1.0 and doc["cache"]["candidate"] == 0.0
 
 
+def test_build_ab_one_arm_answering_from_cache_shows_in_the_latency_mixture(tmp_path: Path) -> None:
+    requests = _night(1.0, seed=6)  # no cached column: a protocol that does not report cache hits
+    warm = (requests["arm"] == "baseline").to_numpy() & (requests.index.to_numpy() % 10 < 9)
+    requests.loc[warm, "latency_ms"] = 2.6  # nine in ten of the baseline's answers from its cache
+    doc = build_ab(_folder(tmp_path, requests))
+    assert doc["verdict"] == "invalid" and doc["cache"]["method"] == "latency mixture"
+    assert "in under a tenth of the candidate's median time" in doc["sentence"]
+
+
+def test_build_ab_three_times_slower_candidate_is_a_regression_not_a_cache(tmp_path: Path) -> None:
+    doc = build_ab(_folder(tmp_path, _night(3.0, seed=2)))
+    assert doc["verdict"] == "regression" and not doc["cache"]["confounded"]
+
+
 def test_build_ab_equal_cache_shares_are_no_confound(tmp_path: Path) -> None:
     requests = _night(1.5, seed=2)
     requests["cached"] = (requests.index.to_numpy() % 5) == 0  # a fifth from cache in both arms
