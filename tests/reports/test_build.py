@@ -104,8 +104,10 @@ def test_report_renders_with_only_required_files(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_build_with_baseline_adds_comparison(tmp_path: Path) -> None:
-    base = make_results(tmp_path / "base", n_requests=5000, seed=5)
-    cur = make_results(tmp_path / "cur", n_requests=5000, seed=5, slowdown=1.3)
+    # 20,000 requests: with fewer, every group's failures (clustered in the fault window, resampled
+    # in blocks) can reach 1% in a resample, its P99 a failure on both sides and no change shown.
+    base = make_results(tmp_path / "base", n_requests=20_000, seed=5)
+    cur = make_results(tmp_path / "cur", n_requests=20_000, seed=5, slowdown=1.3)
     summary = build_reports(cur, baseline=base)
     assert summary["comparison"]["verdict"] == "regression" and exit_code(summary) == 1
     assert "Comparison with baseline" in (cur / "report.html").read_text()
