@@ -16,7 +16,7 @@ NAME = re.compile(r"\bRUSHHOUR_[A-Z0-9_]*[A-Z0-9]\b")
 def _named_in_code() -> dict[str, set[str]]:
     named: dict[str, set[str]] = {}
     for folder in FOLDERS:
-        for path in (REPO / folder).rglob("*.py"):
+        for path in (*(REPO / folder).rglob("*.py"), *(REPO / folder).rglob("*.json")):
             if path.name == "environment.py" and path.parent.name == "kernel":
                 continue
             for name in NAME.findall(path.read_text(encoding="utf-8")):
