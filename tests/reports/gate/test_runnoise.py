@@ -89,6 +89,7 @@ def test_compare_counts_noise_once_with_committed_baseline_like_noise(tmp_path: 
     assert calm.regression and calm.decision.groups[0].threshold == pytest.approx(1.1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runs", [2, 3, 5])
 def test_same_code_false_alarms_stay_at_the_stated_rate_with_few_baseline_runs(runs: int) -> None:
     # Same-code runs, each with its own effect (sd 0.2 on log P99) and AR(1) 0.9 latencies: the
