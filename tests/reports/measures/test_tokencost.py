@@ -119,3 +119,13 @@ def test_token_price_interval_widens_when_long_answers_come_in_bursts() -> None:
     width = [price["ci"][1] - price["ci"][0] for price in (plain, grouped)]
     assert width[1] > 1.7 * width[0]
     assert "batch means" in grouped["method"]
+
+
+@pytest.mark.parametrize("rho", [0.0, 0.9])
+def test_pool_price_interval_covers_the_true_price_when_answers_are_alike_in_time(rho: float) -> None:
+    # Log tokens an AR(1) over 3,000 answers: the 95% interval must cover dollars over the
+    # expected tokens at least as often as stated, within Monte Carlo error.
+    from benchmarks.aux_truth import bounds, token_coverage
+
+    found = token_coverage(rho, 300, seed=int(10 * rho) + 7)
+    assert bounds(found["hits"], found["reps"])[1] >= 0.95, found
