@@ -41,7 +41,7 @@ import httpx
 import numpy as np
 from scipy.special import betaincinv
 
-from benchmarks.gate_trials import PURELIB, load1, make_setup, start_server
+from benchmarks.gate_trials import FOLDERS, PURELIB, load1, make_setup, start_server
 from benchmarks.noisy_neighbour import NoisyNeighbour, busy_cores
 from rushhour.kernel.processes import die_with_parent, free_port, stop_process
 from rushhour.reports.ab.calibration import clopper_pearson_upper
@@ -55,7 +55,6 @@ DECODE_WIDTH_PER_WORK = 6300
 a step projects onto the 8,192-word vocabulary (4.2 M multiply-adds at d_model 512) and through
 its feed-forward (2 x 512 x 2,048); widening the feed-forward by f x 6,300 adds about f x one step.
 The install's real factor is measured anyway (`measure_work`)."""
-PACKAGES = ("kernel", "reference_server", "traffic_models", "scenarios", "experiments", "reports")
 KINDS = ("same", "cpu", "cpu-small", "fail-same", "fail-slow")
 GOAL_POWER, GOAL_FALSE, GOAL_UNDECIDED = 0.9, 0.1, 0.2
 
@@ -92,7 +91,7 @@ def wider_install(base_command: str, workdir: Path, factor: float) -> str:
                                 check=True).stdout.strip()
         namespace = root / "ns" / "rushhour"  # the folders read as installed, as ci/baseline_env.sh links them
         namespace.mkdir(parents=True, exist_ok=True)
-        for folder in PACKAGES:
+        for folder in FOLDERS:
             (namespace / folder).symlink_to(root / "src" / folder)
         Path(site, "rushhour-candidate.pth").write_text(f"{root / 'ns'}\n{shared}\n")
         command = root / "bin" / "rushhour"

@@ -55,6 +55,9 @@ NIGHT_TIMEOUT_S = 900.0
 BOOT_TIMEOUT_S = 300.0
 PURELIB = 'import sysconfig; print(sysconfig.get_paths()["purelib"])'
 
+FOLDERS = ("kernel", "reference_server", "traffic_models", "scenarios", "experiments", "reports")
+"""The top-level folders a copy of the checkout links under `rushhour/`, as setup.py installs them."""
+
 
 @dataclass(frozen=True)
 class Night:
@@ -104,7 +107,11 @@ def snapshot(workdir: Path) -> str:
     site = subprocess.run([str(root / "venv" / "bin" / "python"), "-c", PURELIB], capture_output=True, text=True,
                           check=True).stdout.strip()
     shared = subprocess.run([sys.executable, "-c", PURELIB], capture_output=True, text=True, check=True).stdout.strip()
-    Path(site, "rushhour-baseline.pth").write_text(f"{root / 'src'}\n{shared}\n")
+    namespace = root / "ns" / "rushhour"  # the folders read as installed, as ci/baseline_env.sh links them
+    namespace.mkdir(parents=True)
+    for folder in FOLDERS:
+        (namespace / folder).symlink_to(root / "src" / folder)
+    Path(site, "rushhour-baseline.pth").write_text(f"{root / 'ns'}\n{shared}\n")
     command = root / "bin" / "rushhour"
     command.parent.mkdir()
     command.write_text(f"#!/usr/bin/env bash\nunset PYTHONPATH\ncd {root / 'src'}\n"
