@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -21,7 +23,7 @@ CONFIDENCE = 0.90
 STATED_FALSE_ALARMS = (1.0 - CONFIDENCE) / 2.0  # one-sided: the regression side of the interval
 
 
-def _comparison(effect: float, seed: int, *, pairs: int = 48, per_trial: int = 30, **kwargs: object):  # type: ignore[no-untyped-def]
+def _comparison(effect: float, seed: int, *, pairs: int = 48, per_trial: int = 30, **kwargs: object) -> Any:
     requests = simulate(effect, pairs=pairs, per_trial=per_trial, seed=seed, **kwargs)  # type: ignore[arg-type]
     [comparison] = compare_populations(requests, [PAID], pairs=pairs, threshold=1.10, confidence=CONFIDENCE,
                                        seed=seed)

@@ -24,7 +24,7 @@ from tests.support.waiting import wait_for_http
 TIMED_TARGET = Path(__file__).resolve().parents[2] / "support" / "timed_target.py"
 SLOS = [{"name": "p99-free", "kind": "latency", "percentile": 99, "threshold_ms": 5000, "priority": "free"},
         {"name": "p99-paid", "kind": "latency", "percentile": 99, "threshold_ms": 5000, "priority": "paid"}]
-P95_SLOS = [{**slo, "name": slo["name"].replace("p99", "p95"), "percentile": 95} for slo in SLOS]
+P95_SLOS = [{**slo, "name": str(slo["name"]).replace("p99", "p95"), "percentile": 95} for slo in SLOS]
 """P95 needs 200 answers per arm and priority, which a test's half minute of load holds (P99 needs 1,000)."""
 
 
