@@ -9,6 +9,10 @@ the distribution of the capacity a search reports for a given step length and ra
 the design promises, against which a real run on the real server is judged
 (tests/scenarios/capacity/test_ground_truth.py).
 
+A queue may run on a wandering machine (`Queue.wander`: each service time multiplied by exp(x),
+x a log-AR(1) process on one clock through the search, `Machine`); its truth is then the long-run
+capacity with the speed in its stationary law. `benchmarks.mdc_whole` sums whole searches up.
+
 Near the knee a queue's slow answers come in bursts (a design effect of tens), so a short step
 holds few independent-equivalent requests and can only show the objective met well below the
 long-run capacity; long steps close the gap. This module's command prints that as a table:

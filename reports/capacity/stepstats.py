@@ -19,6 +19,11 @@ the effective sample size discounts latencies that queueing makes correlated (ba
 search whose figure must pass two windows may give "met" a larger error per window (`met_error`,
 `rushhour.reports.estimate.sequential.paired_error`); "missed" keeps 5%.
 
+Each call says what it rests on: `effective_samples` (the requests in scope over the design
+effect, the independent requests they count as) and `method`, a sentence naming the bound, the
+look and, when the step held too few independent requests for a pass, how many it needs; both go
+into capacity.json beside the call.
+
 TTFT, TPOT and ITL objectives (streaming targets) are judged like latency over their own column,
 with one difference: a request still in flight may already have had its first token in time,
 so however long it has waited it stays pending, never bad, until its answer is recorded.
