@@ -96,9 +96,10 @@ def _calibration(calibration: dict[str, Any] | None) -> dict[str, Any] | None:
     if not calibration:
         return None
     label = "N-1 capacity" if calibration.get("condition") == "n-1" else "capacity"
-    text = (f"peak {calibration.get('peak_rps', 0):g} req/s = {calibration.get('factor', 0):g}x the {label} of "
-            f"{calibration.get('capacity_rps', 0):g} req/s measured on this machine")
     note = calibration.get("note")
+    where = "" if str(note or "").startswith("of ") else " measured on this machine"  # a URL target's note names it
+    text = (f"peak {calibration.get('peak_rps', 0):g} req/s = {calibration.get('factor', 0):g}x the {label} of "
+            f"{calibration.get('capacity_rps', 0):g} req/s{where}")
     return {**calibration, "text": f"{text} ({note})" if note else text}
 
 

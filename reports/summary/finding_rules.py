@@ -262,3 +262,15 @@ def cost_findings(summary: dict[str, Any]) -> list[Finding]:
             f"({'+' if change >= 0 else ''}{pct(change)}): {usd(cost['during_faults']['usd'])} of nodes "
             f"for {cost['during_faults']['chars']:,} characters served in the fault windows")
     return [Finding("cost", "warn" if change > 0.1 else "info", text + ".", "#cost", "cost section")]
+
+
+def calibration_findings(summary: dict[str, Any]) -> list[Finding]:
+    """A relative peak resting on a capacity figure that no second window confirmed."""
+    calibration = summary["scenario"].get("calibration") or {}
+    if calibration.get("confirmed") is not False:
+        return []
+    text = (f"The peak of {calibration.get('peak_rps', 0):g} req/s rests on a capacity of "
+            f"{calibration.get('capacity_rps', 0):g} req/s that one window showed and no second window confirmed, "
+            "so that figure carries one window's confidence, not 95%, and was not cached; `rushhour capacity "
+            "--calibrate` measures it again, or give traffic.peak_rps as a number")
+    return [Finding("calibration", "warn", text + ".", "#calibration", "calibration")]

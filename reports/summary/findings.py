@@ -16,6 +16,7 @@ from rushhour.reports.render.format import pct
 from rushhour.reports.rundata.results import RunData
 from rushhour.reports.summary.finding_rules import (
     Finding,
+    calibration_findings,
     cost_findings,
     limit_findings,
     overlap_findings,
@@ -32,6 +33,7 @@ def find(run: RunData, summary: dict[str, Any]) -> list[dict[str, Any]]:
     found = [
         *slo_findings(summary), *overlap_findings(run, summary), *shedding_findings(run, summary),
         *limit_findings(run, summary), *recovery_findings(run, summary), *cost_findings(summary),
+        *calibration_findings(summary),
     ]
     items = list(found)
     if summary["verdict"] == "invalid":

@@ -42,6 +42,8 @@ class CalibrationFacts(_Part):
     """The machine's 1-minute load average when the capacity was measured, and at this run."""
     check: str | None = None
     """What the check step at a cached rate showed."""
+    confirmed: bool | None = None
+    """Whether a second window confirmed the capacity figure (False: it rests on one window)."""
     text: str
 
 

@@ -346,6 +346,8 @@ def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, 
     key, _ = calibration_key(scenario, relative.condition, source=source, base_dir=base_dir)
     cached = _read(cache_dir() / f"{key}.json")
     facts: dict[str, Any] = {"load_now": load_average()}
+    if cached is not None:
+        facts["confirmed"] = True  # only a confirmed figure is cached
     if cached is not None and dry_run:
         figure, note = float(cached["capacity_rps"]), f"measured {cached.get('measured_at', '?')}, cached, not checked"
     elif cached is not None:
@@ -363,7 +365,8 @@ def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, 
             figure = measure(scenario, relative.condition, source=source, base_dir=base_dir, say=say, run=run,
                              known_fail=check.failure)
             note = f"re-measured now at load average {_load(load_average())}: the cached figure failed its check ({reason})"
-            facts |= {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "load_then": load_average()}
+            facts |= {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "load_then": load_average(),
+                      "confirmed": _cached_as(key, figure)}
     elif dry_run:
         job = calibration_job(scenario, relative.condition, source=source, base_dir=base_dir)
         figure = job.start_rps or job.settings.min_rps
@@ -371,11 +374,18 @@ def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, 
     else:
         figure = measure(scenario, relative.condition, source=source, base_dir=base_dir, say=say, run=run)
         note = f"measured now at load average {_load(facts['load_now'])}"
-        facts |= {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "load_then": facts["load_now"]}
+        facts |= {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "load_then": facts["load_now"],
+                  "confirmed": _cached_as(key, figure)}
     url = calibrated_target(scenario)
     note = note if url is None else f"of {hide_userinfo(url)}, {note}"
     return Calibration(factor=relative.factor, condition=relative.condition, capacity_rps=round(figure, 2),
                        peak_rps=round(relative.factor * figure, 2), note=note, key=key, **facts)
+
+
+def _cached_as(key: str, figure: float) -> bool:
+    """Whether `measure` cached this very figure: it caches a figure only once a second window confirmed it."""
+    cached = _read(cache_dir() / f"{key}.json")
+    return cached is not None and abs(float(cached.get("capacity_rps", -1.0)) - figure) < 1e-9
 
 
 def _load(value: object) -> str:

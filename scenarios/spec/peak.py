@@ -60,6 +60,9 @@ class Calibration(BaseModel):
     load_then: float | None = Field(default=None, description="the machine's 1-minute load average then")
     load_now: float | None = Field(default=None, description="the machine's 1-minute load average at this run")
     check: str = Field(default="", description="what the check step at the cached rate showed")
+    confirmed: bool | None = Field(default=None, description=(
+        "whether a second window at or above the figure confirmed it (a cached figure was); None where nothing "
+        "was measured (a dry run's placeholder)"))
 
     @property
     def text(self) -> str:

@@ -16,6 +16,7 @@ import pytest
 
 from benchmarks.synth_drill import make_drill_results
 from rushhour.reports.build import build_reports
+from rushhour.reports.summary.finding_rules import calibration_findings
 from rushhour.reports.summary.findings import headline
 
 
@@ -110,3 +111,17 @@ def test_findings_clean_pass_says_so_briefly(tmp_path: Path) -> None:
                             "generator kept up (schedule lag P99 1.0 ms, limit 50 ms); 1 of 1 fault(s) "
                             "recovered within the SLOs.")
     assert summary["headline"] == "All 3 SLO(s) met."
+
+
+def _calibrated(confirmed: bool | None) -> dict[str, Any]:
+    calibration = {"factor": 0.7, "condition": "none", "capacity_rps": 40.0, "peak_rps": 28.0, "confirmed": confirmed}
+    return {"scenario": {"calibration": calibration}}
+
+
+def test_findings_a_peak_on_an_unconfirmed_capacity_is_a_warning_that_says_what_to_do() -> None:
+    [finding] = calibration_findings(_calibrated(False))
+    assert finding.severity == "warn" and finding.anchor == "#calibration"
+    assert "28 req/s" in finding.text and "40 req/s" in finding.text and "no second window confirmed" in finding.text
+    assert "rushhour capacity --calibrate" in finding.text
+    assert calibration_findings(_calibrated(True)) == [] and calibration_findings(_calibrated(None)) == []
+    assert calibration_findings({"scenario": {"calibration": None}}) == []

@@ -162,6 +162,19 @@ def test_calibrate_an_unconfirmed_figure_serves_the_run_and_says_it_is_not_cache
     assert any("not confirmed by a second window (one window's 77.6%)" in line and "not cached" in line for line in said)
 
 
+def test_calibrate_a_resolved_peak_says_whether_a_second_window_confirmed_its_figure(tmp_path: Path) -> None:
+    scenario, path = _scenario(tmp_path)
+    peak = RelativePeak(0.5, "none")
+    unconfirmed = calibrated_peak(scenario, peak, source=str(path), base_dir=path.parent,
+                                  run=lambda job: _document(37.5, confirmed=False, summary="37.5 req/s"))
+    assert unconfirmed.capacity_rps == 37.5 and unconfirmed.confirmed is False
+    confirmed = calibrated_peak(scenario, peak, source=str(path), base_dir=path.parent,
+                                run=lambda job: _document(41.0, summary="41 req/s"))
+    assert confirmed.capacity_rps == 41.0 and confirmed.confirmed is True  # measured, then cached
+    planned = calibrated_peak(scenario, peak, source=str(path), base_dir=path.parent, dry_run=True)
+    assert planned.confirmed is True and planned.capacity_rps == 41.0  # the cached figure was confirmed
+
+
 @pytest.mark.slow
 def test_calibrate_a_cached_figure_resolves_the_peak_and_a_remeasure_starts_next_to_it(tmp_path: Path) -> None:
     scenario, path = _scenario(tmp_path)
