@@ -13,7 +13,7 @@ Processes (each breaks independence on purpose):
   equal to the drift SLO's allowance; the drift SLO's false fails;
 - bursts of long answers: token counts log-normal with a log-AR(1) over answers; how often the
   pool price's interval covers the true price (dollars over the expected tokens);
-- the burn-rate cases of the issue: three bad requests in 12,000 at the run's start.
+- the burn-rate case of a partial window: three bad requests in 12,000 at the run's start.
 
 Each row: the statement, its nominal error, the measured rate with its Clopper-Pearson 95%
 bounds, the replications, and how far it errs on the safe side (power, or width against the
@@ -193,7 +193,7 @@ def token_coverage(rho: float, reps: int, seed: int = 4, n: int = 3_000, sigma: 
 
 
 def burn_cases() -> list[dict[str, Any]]:
-    """The issue's case: 12,000 requests over 600 s, the first three bad, 99.9% allowed."""
+    """A partial window at the start: 12,000 requests over 600 s, the first three bad, 99.9% allowed."""
     times = np.arange(12_000) * 0.05 + 0.025
     frame = pd.DataFrame({"intended_s": times, "sent_s": times, "done_s": times + 0.01, "latency_ms": 10.0,
                           "ok": np.arange(12_000) >= 3, "status": 200, "phase": ""})

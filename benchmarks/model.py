@@ -1,6 +1,6 @@
 """Calibration benchmark: `python -m benchmarks.model [--cache-dir DIR]`.
 
-Prints build time and per-call latency for the shapes the issue calibrates against, so the cost
+Prints build time and per-call latency for the shapes the calibration measures against, so the cost
 figures quoted in the README can be reproduced on any machine.
 """
 

@@ -108,7 +108,7 @@ def _throughput(s: Settings, work: Path) -> tuple[RawModel, RawModel, LoadResult
 
 
 def run_bench(s: Settings) -> dict[str, Any]:
-    """Every measurement of the issue; each compared pair is measured in alternating rounds."""
+    """Every measurement of the benchmark; each compared pair is measured in alternating rounds."""
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="rushhour-server-bench-") as tmp:
         work = Path(tmp)
