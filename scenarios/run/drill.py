@@ -6,7 +6,7 @@ scraper and the server, audit for leftover processes, then write the results and
 report, so an aborted or interrupted drill still explains itself. Signals stay handled until
 the report is built (`rushhour.scenarios.run.signals`); the results folder is this run's alone
 (`rushhour.scenarios.run.resultsdir`); every process of the run is written down as it appears
-(`rushhour.scenarios.run.ledger`) and dies with the drill, so even a SIGKILLed drill leaves nothing
+(`rushhour.scenarios.run.audit.ledger`) and dies with the drill, so even a SIGKILLed drill leaves nothing
 running and `rushhour report DIR` can rebuild its results (`rushhour.scenarios.run.rebuild`).
 """
 
@@ -36,16 +36,16 @@ from rushhour.scenarios.load.locust import LoadError
 from rushhour.scenarios.load.merge import merge_to_file
 from rushhour.scenarios.load.session import LoadSession
 from rushhour.scenarios.load.settings import DEFAULT_MASTER_BIND, LoadSettings
-from rushhour.scenarios.run.audit import AUDIT_FILE, LeakAudit
-from rushhour.scenarios.run.chaos import Timeline, report_skipped_faults, start_chaos
+from rushhour.scenarios.run.audit.leakaudit import AUDIT_FILE, LeakAudit
+from rushhour.scenarios.run.audit.ledger import LEDGER_FILE, ProcessLedger
+from rushhour.scenarios.run.audit.steps import audit_leftovers, audit_target
+from rushhour.scenarios.run.chaos.bridge import Timeline, report_skipped_faults, start_chaos
 from rushhour.scenarios.run.embedded import EmbeddedServer
 from rushhour.scenarios.run.envinfo import machine_facts
 from rushhour.scenarios.run.events import EventLog
-from rushhour.scenarios.run.leakcheck import audit_leftovers, audit_target
-from rushhour.scenarios.run.ledger import LEDGER_FILE, ProcessLedger
-from rushhour.scenarios.run.live import LiveWatch, Printer
+from rushhour.scenarios.run.live.progress import ProgressPrinter, RunningTally, progress_line
+from rushhour.scenarios.run.live.watch import LiveWatch, Printer
 from rushhour.scenarios.run.overhead import drill_overhead
-from rushhour.scenarios.run.progress import ProgressPrinter, RunningTally, progress_line
 from rushhour.scenarios.run.resultsdir import ResultsDirError
 from rushhour.scenarios.run.scraper import StatusScraper, metrics_frame
 from rushhour.scenarios.run.signals import SignalGuard
@@ -94,7 +94,7 @@ class Drill:
     t0: float = 0.0
     audit: LeakAudit = field(default_factory=LeakAudit)
     ledger: ProcessLedger | None = None
-    live: LiveWatch | None = None  # metrics endpoint and terminal view (rushhour.scenarios.run.live); closed by run()
+    live: LiveWatch | None = None  # metrics endpoint and terminal view (rushhour.scenarios.run.live.watch); closed by run()
     remote_workers: int = 0  # across hosts: a Locust master waiting for this many `rushhour worker`s
     master_bind: tuple[str, int] = DEFAULT_MASTER_BIND
     cluster_secret: str | None = field(default=None, repr=False)  # what remote workers must prove

@@ -31,9 +31,9 @@ from rushhour.kernel.contract import (
 )
 from rushhour.scenarios.load.merge import merge_to_file
 from rushhour.scenarios.load.parts import list_parts
-from rushhour.scenarios.run.audit import AUDIT_FILE, LeakAudit, process_findings
+from rushhour.scenarios.run.audit.leakaudit import AUDIT_FILE, LeakAudit, process_findings
+from rushhour.scenarios.run.audit.ledger import LEDGER_FILE, survivors
 from rushhour.scenarios.run.events import EventLog
-from rushhour.scenarios.run.ledger import LEDGER_FILE, survivors
 from rushhour.scenarios.run.scraper import metrics_frame
 from rushhour.scenarios.spec.model import ScenarioError, load_scenario
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rushhour.scenarios.run.progress import RunningTally
+from rushhour.scenarios.run.live.progress import RunningTally
 from rushhour.scenarios.spec.model import StopCondition
 
 __all__ = ["stop_reason"]

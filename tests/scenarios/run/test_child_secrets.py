@@ -11,7 +11,7 @@ import pytest
 
 from rushhour.reference_server import launch
 from rushhour.scenarios.load.locust import proxy_free_env
-from rushhour.scenarios.run import chaosproc
+from rushhour.scenarios.run.chaos import process as chaosproc
 
 SECRETS = {"RUSHHOUR_CLUSTER_SECRET": "cluster-secret-0123456789", "RUSHHOUR_ADMIN_TOKEN": "inherited-admin-token"}
 

@@ -117,7 +117,7 @@ def test_sigkill_mid_partition_leaves_no_process_of_the_run(tmp_path: Path, dril
     _wait_for_parts(out, proc)
     family = psutil.Process(proc.pid).children(recursive=True)
     commands = " ".join(" ".join(p.cmdline()) for p in family)
-    for role in ("reference_server --host", "rushhour.reference_server.node", "locust", "rushhour.scenarios.run.chaos_main"):
+    for role in ("reference_server --host", "rushhour.reference_server.node", "locust", "rushhour.scenarios.run.chaos.main"):
         assert role in commands, f"{role} is not running: {commands}"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from rushhour.kernel.processes import stop_process
 from rushhour.scenarios.cli.report import report
-from rushhour.scenarios.run.ledger import ProcessLedger
+from rushhour.scenarios.run.audit.ledger import ProcessLedger
 from rushhour.scenarios.run.rebuild import needs_rebuild, rebuild_results
 from rushhour.scenarios.spec.model import dump_scenario, load_scenario, resolve_path
 

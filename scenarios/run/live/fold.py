@@ -6,8 +6,8 @@ so `--processes N` aggregates here with no extra plumbing. Rows are joined onto 
 grouped by the bounded labels priority, kind, mode and phase. Everything is vectorised: a tick
 costs one groupby over the rows that arrived since the last one. Nothing is kept per request
 beyond one bit per scheduled row: counters, histograms and a ring of time bins
-(`rushhour.scenarios.run.live_hist`) hold the rest, and the schedule itself is read from the run's file a
-row group at a time (`rushhour.scenarios.run.live_rows`), so the fold's size does not grow with the run's length.
+(`rushhour.scenarios.run.live.hist`) hold the rest, and the schedule itself is read from the run's file a
+row group at a time (`rushhour.scenarios.run.live.rows`), so the fold's size does not grow with the run's length.
 
 A request counts when it ended (its answer, error or give-up time): failures count at their end
 time, like every latency here, and its latency runs from the intended send time.
@@ -25,8 +25,8 @@ import pandas as pd
 
 from rushhour.reports.measures.faults import SHED_STATUSES
 from rushhour.scenarios.load.parts import merge_requests
-from rushhour.scenarios.run.live_hist import LogHistogram, TimeRing
-from rushhour.scenarios.run.live_rows import ScheduleRows
+from rushhour.scenarios.run.live.hist import LogHistogram, TimeRing
+from rushhour.scenarios.run.live.rows import ScheduleRows
 from rushhour.traffic_models.facts import LABEL_COLUMNS
 
 LABELS = LABEL_COLUMNS

@@ -26,7 +26,7 @@ from rushhour.kernel.processes import free_port
 from tests.support.promserver import PrometheusServer, binaries, check_metrics
 from tests.support.traffic import short_texts
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 DASHBOARD = REPO / "reports" / "grafana" / "rushhour-drill.json"
 FAULT = "network-partition"
 GRAFANA_MACROS = {"$__rate_interval": "10s", "$__interval": "1s"}

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from rushhour.scenarios.run.live_state import LiveState
+from rushhour.scenarios.run.live.state import LiveState
 
 REFRESH_S = 1.0
 WINDOW_S = 10.0

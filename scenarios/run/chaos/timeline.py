@@ -3,7 +3,7 @@
 A scenario says "at 20:10 on the model clock, lose a GPU node". The drill replays the model day
 faster than real time (`time_scale` model seconds per wall second) starting at `start_clock_s`,
 so that entry fires `(20:10 - start_clock_s) / time_scale` wall seconds after the run starts.
-Each firing is one `chaos run` subprocess (see `rushhour.scenarios.run.chaosproc`), journalled in `out_dir`;
+Each firing is one `chaos run` subprocess (see `rushhour.scenarios.run.chaos.process`), journalled in `out_dir`;
 the drill hears of it through `on_event` (`fault_start` / `fault_end`), which is called from a
 background thread, never from two at once.
 
@@ -12,7 +12,7 @@ when anything might be left broken (a run killed, a rollback failed or missing) 
 target with `POST /admin/reset`.
 
 The scheduler thread starts every run and stays alive until `stop()` has seen them all end:
-a run's parent-death signal (see `rushhour.scenarios.run.chaosproc`) fires when the thread that forked it
+a run's parent-death signal (see `rushhour.scenarios.run.chaos.process`) fires when the thread that forked it
 ends, so that thread must live exactly as long as the drill needs its runs.
 """
 
@@ -29,7 +29,7 @@ import httpx
 
 from rushhour.kernel.clock import format_clock
 from rushhour.kernel.loopback import is_loopback_url
-from rushhour.scenarios.run.chaosproc import ChaosProcess, chaos_command
+from rushhour.scenarios.run.chaos.process import ChaosProcess, chaos_command
 from rushhour.scenarios.spec.chaos import PlannedFault
 
 __all__ = ["ChaosTimeline"]

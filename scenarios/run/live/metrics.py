@@ -34,8 +34,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from rushhour.scenarios.run.live_fold import COUNTERS, LABELS, HistogramState
-from rushhour.scenarios.run.live_state import LiveState
+from rushhour.scenarios.run.live.fold import COUNTERS, LABELS, HistogramState
+from rushhour.scenarios.run.live.state import LiveState
 
 PREFIX = "rushhour_drill"
 DEFAULT_HOST = "127.0.0.1"

@@ -3,7 +3,7 @@
 The tally folds in the workers' part rows as they arrive, so the runner pays for one parquet
 read per second, and the stop conditions (`rushhour.scenarios.run.stopping`) judge exactly what the
 operator sees on the progress line. It keeps counters, a log-bucket histogram and a ring of
-time bins (`rushhour.scenarios.run.live_hist`), never one entry per request, so a soak's harness stays
+time bins (`rushhour.scenarios.run.live.hist`), never one entry per request, so a soak's harness stays
 the same size however long it runs.
 """
 
@@ -15,7 +15,7 @@ from typing import TextIO
 import numpy as np
 import pandas as pd
 
-from rushhour.scenarios.run.live_hist import LogHistogram, TimeRing
+from rushhour.scenarios.run.live.hist import LogHistogram, TimeRing
 
 MIN_WINDOW_SAMPLES = 5
 BIN_S = 0.1

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rushhour.kernel.processes import stop_process
-from rushhour.scenarios.run.ledger import CHAOS_MARK, ProcessLedger, survivors
+from rushhour.scenarios.run.audit.ledger import CHAOS_MARK, ProcessLedger, survivors
 
 CHILD = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
 

@@ -21,8 +21,8 @@ import pandas as pd
 from rushhour.reports.measures.burn import PAGE_RULES
 from rushhour.reports.rundata.selection import slo_scope, valid_and_bad
 from rushhour.reports.schema import LATENCY_KINDS, SloSpec
-from rushhour.scenarios.run.live_fold import end_times
-from rushhour.scenarios.run.live_hist import TimeRing
+from rushhour.scenarios.run.live.fold import end_times
+from rushhour.scenarios.run.live.hist import TimeRing
 
 BINS_PER_SHORT_WINDOW = 50
 

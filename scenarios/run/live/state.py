@@ -1,5 +1,5 @@
 """What a running drill looks like right now: the one object the drill feeds and the live
-exporters (`rushhour.scenarios.run.live_metrics`, `rushhour.scenarios.run.live_view`) read.
+exporters (`rushhour.scenarios.run.live.metrics`, `rushhour.scenarios.run.live.view`) read.
 
 The drill calls `begin` once the load has started and `tick` with the parts it polled; the
 fault marks are read from `events.jsonl` (the chaos timeline's `fault_start`/`fault_end`), at
@@ -18,8 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 from rushhour.kernel.contract import EVENTS_FILE, SCHEDULE_FILE
-from rushhour.scenarios.run.live_fold import LiveFold
-from rushhour.scenarios.run.live_slo import SloBoard
+from rushhour.scenarios.run.live.fold import LiveFold
+from rushhour.scenarios.run.live.slo import SloBoard
 from rushhour.scenarios.spec.plan import DrillPlan
 
 

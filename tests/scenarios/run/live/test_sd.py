@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from rushhour.scenarios.run.live_metrics import advertised
+from rushhour.scenarios.run.live.metrics import advertised
 
 
 def test_advertised_keeps_a_concrete_bind_address() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rushhour.scenarios.run.progress import RunningTally, progress_line
+from rushhour.scenarios.run.live.progress import RunningTally, progress_line
 from rushhour.scenarios.run.stopping import stop_reason
 from rushhour.scenarios.spec.model import StopCondition
 

@@ -13,11 +13,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from rushhour.scenarios.cli.run import prepare
-from rushhour.scenarios.run.live_metrics import LiveMetricsError, MetricsServer, sd_targets
-from rushhour.scenarios.run.live_state import LiveState
-from rushhour.scenarios.run.live_view import render_view
+from rushhour.scenarios.run.live.metrics import LiveMetricsError, MetricsServer, sd_targets
+from rushhour.scenarios.run.live.state import LiveState
+from rushhour.scenarios.run.live.view import render_view
 from rushhour.scenarios.spec.plan import Overrides
-from tests.scenarios.run.test_live_fold import _parts
+from tests.scenarios.run.live.test_fold import _parts
 
 
 @pytest.fixture()

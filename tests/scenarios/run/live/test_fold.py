@@ -10,9 +10,9 @@ import pytest
 
 from rushhour.reports.schema import SloSpec
 from rushhour.scenarios.load.parts import PART_COLUMNS
-from rushhour.scenarios.run.live_fold import COUNTERS, LATENCY_BUCKETS_S, LiveFold
-from rushhour.scenarios.run.live_rows import KEEP_GROUPS
-from rushhour.scenarios.run.live_slo import SloBoard, burn_windows, window_name
+from rushhour.scenarios.run.live.fold import COUNTERS, LATENCY_BUCKETS_S, LiveFold
+from rushhour.scenarios.run.live.rows import KEEP_GROUPS
+from rushhour.scenarios.run.live.slo import SloBoard, burn_windows, window_name
 from rushhour.traffic_models import load_traffic_model
 from rushhour.traffic_models.chunked import iter_schedule, write_schedule
 from rushhour.traffic_models.facts import ScheduleFacts

@@ -8,12 +8,19 @@ from typing import Any
 
 import pytest
 
-from rushhour.scenarios.run.audit import Finding, LeakAudit, process_findings, settle, status_findings, target_findings
-from rushhour.scenarios.run.leakscope import leak_scope
+from rushhour.scenarios.run.audit.leakaudit import (
+    Finding,
+    LeakAudit,
+    process_findings,
+    settle,
+    status_findings,
+    target_findings,
+)
+from rushhour.scenarios.run.audit.scope import leak_scope
 from rushhour.scenarios.spec.chaos import PlannedFault
 from tests.support.stub import Answer, stub_server
 
-EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments"
+EXPERIMENTS = Path(__file__).resolve().parents[4] / "experiments"
 
 
 def _status(**node: object) -> dict:
@@ -94,7 +101,7 @@ def test_leak_scope_resolves_redis_ports_and_namespaces_from_the_experiments() -
 def test_audit_target_heals_only_what_it_found_broken(monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
-    from rushhour.scenarios.run.leakcheck import WAIT_ENV, audit_target
+    from rushhour.scenarios.run.audit.steps import WAIT_ENV, audit_target
 
     monkeypatch.setenv(WAIT_ENV, "0")
     plan: Any = SimpleNamespace(chaos=[])

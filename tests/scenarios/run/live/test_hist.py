@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rushhour.kernel.quantiles import percentile_value
-from rushhour.scenarios.run.live_hist import DEFAULT_ALPHA, LogHistogram, TimeRing
+from rushhour.scenarios.run.live.hist import DEFAULT_ALPHA, LogHistogram, TimeRing
 
 
 @pytest.mark.parametrize("percentile", [1, 50, 90, 99, 99.9, 100])

@@ -1,4 +1,4 @@
-"""The one seam between a drill and its chaos timeline (rushhour.scenarios.run.timeline).
+"""The one seam between a drill and its chaos timeline (rushhour.scenarios.run.chaos.timeline).
 
 Started after the load starts, so fault times line up with request times; stopped (which runs
 every rollback) before the server is stopped, so no fault outlives the drill.
@@ -32,7 +32,7 @@ def start_chaos(plan: DrillPlan, *, url: str, token: str | None, out_dir: Path,
     planned = [fault for fault in plan.chaos if fault.in_run]
     if not planned:
         return None
-    from rushhour.scenarios.run.timeline import ChaosTimeline
+    from rushhour.scenarios.run.chaos.timeline import ChaosTimeline
 
     def on_event(event: dict[str, object]) -> None:
         fields = dict(event)

@@ -28,11 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from rushhour.kernel.processes import child_env, die_with_parent
-from rushhour.scenarios.run.chaos_main import PARENT_ENV
+from rushhour.scenarios.run.chaos.main import PARENT_ENV
 
 __all__ = ["ChaosProcess", "chaos_command"]
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 HYPOTHESIS_STRATEGIES = ("default", "before-method-only", "after-method-only", "during-method-only", "continuously")
@@ -48,7 +46,7 @@ def chaos_command(experiment: Path, journal: Path, *, hypothesis: str = "default
     return [
         sys.executable,
         "-m",
-        "rushhour.scenarios.run.chaos_main",
+        "rushhour.scenarios.run.chaos.main",
         "--no-version-check",
         "--no-log-file",
         "run",
@@ -79,7 +77,6 @@ class ChaosProcess:
     def launch(self) -> None:
         self.journal_path.parent.mkdir(parents=True, exist_ok=True)
         env = child_env(extra=self._env)  # the admin token only as the drill hands it over; never the cluster secret
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
         env[PARENT_ENV] = str(os.getpid())
         with self.log_path.open("wb") as log:
             self._proc = subprocess.Popen(

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from rushhour.scenarios.run.timeline import ChaosTimeline
+from rushhour.scenarios.run.chaos.timeline import ChaosTimeline
 from rushhour.scenarios.spec.chaos import PlannedFault, plan_faults
 from rushhour.scenarios.spec.model import ChaosEntry, ScenarioError
 
-EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments"
+EXPERIMENTS = Path(__file__).resolve().parents[4] / "experiments"
 
 
 def _stand_in(tmp_path: Path, sleep_s: float) -> Path:
@@ -188,7 +188,7 @@ def test_stop_before_the_entry_is_due_launches_nothing(tmp_path: Path) -> None:
 HARNESS = """
 import sys, time
 from pathlib import Path
-from rushhour.scenarios.run.timeline import ChaosTimeline
+from rushhour.scenarios.run.chaos.timeline import ChaosTimeline
 from rushhour.scenarios.spec.chaos import PlannedFault
 
 fault = PlannedFault(name="stand-in", experiment=Path(sys.argv[1]), scenario_time="20:00:00", offset_s=0.0, targets=[])

@@ -15,9 +15,9 @@ from typing import Protocol, TextIO
 import pandas as pd
 
 from rushhour.scenarios.run.events import EventLog
-from rushhour.scenarios.run.live_metrics import DEFAULT_HOST, LiveMetricsError, MetricsServer
-from rushhour.scenarios.run.live_state import LiveState
-from rushhour.scenarios.run.live_view import LiveView
+from rushhour.scenarios.run.live.metrics import DEFAULT_HOST, LiveMetricsError, MetricsServer
+from rushhour.scenarios.run.live.state import LiveState
+from rushhour.scenarios.run.live.view import LiveView
 from rushhour.scenarios.spec.plan import DrillPlan
 
 __all__ = ["LiveMetricsError", "LiveWatch", "open_live"]

@@ -22,7 +22,7 @@ from rushhour.kernel.atomic import write_json_atomic
 __all__ = ["LEDGER_FILE", "ProcessLedger", "Tracked", "survivors"]
 
 LEDGER_FILE = "processes.json"
-CHAOS_MARK = "rushhour.scenarios.run.chaos_main"
+CHAOS_MARK = "rushhour.scenarios.run.chaos.main"
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 `audit_target` runs once the chaos timeline has stopped (its rollbacks done) and while the server
 is still up; `audit_leftovers` runs after the server is stopped, when no process of the run
-should be alive any more. Both only add to the drill's `LeakAudit`; see `rushhour.scenarios.run.audit`.
+should be alive any more. Both only add to the drill's `LeakAudit`; see `rushhour.scenarios.run.audit.leakaudit`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from rushhour.scenarios.run.audit import (
+from rushhour.scenarios.run.audit.leakaudit import (
     LeakAudit,
     kubernetes_findings,
     process_findings,
@@ -18,8 +18,8 @@ from rushhour.scenarios.run.audit import (
     settle,
     target_findings,
 )
-from rushhour.scenarios.run.leakscope import leak_scope
-from rushhour.scenarios.run.ledger import ProcessLedger
+from rushhour.scenarios.run.audit.ledger import ProcessLedger
+from rushhour.scenarios.run.audit.scope import leak_scope
 from rushhour.scenarios.spec.plan import DrillPlan
 
 __all__ = ["WAIT_ENV", "audit_leftovers", "audit_target"]

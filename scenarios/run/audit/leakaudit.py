@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from rushhour.kernel.loopback import is_loopback_url
-from rushhour.scenarios.run.ledger import Tracked
+from rushhour.scenarios.run.audit.ledger import Tracked
 
 __all__ = ["AUDIT_FILE", "Finding", "LeakAudit", "kubernetes_findings", "process_findings", "redis_findings",
            "settle", "status_findings", "target_findings"]
