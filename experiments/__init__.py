@@ -8,5 +8,5 @@
     live.py       live latency/error rate for steady-state probes
     *.json        experiment files (`chaos run` them, or name them in a scenario's chaos section)
 
-When experiments run inside a drill is decided by the application (`rushhour.scenarios.run.timeline`).
+When experiments run inside a drill is decided by the application (`rushhour.scenarios.run.chaos.timeline`).
 """

@@ -36,7 +36,7 @@ from rushhour.scenarios.load.settings import LoadSettings
 from rushhour.scenarios.run.drill import GENERATOR_COLUMNS, SCHEDULE_GROUP_ROWS
 from rushhour.scenarios.run.envinfo import machine_facts
 from rushhour.scenarios.run.events import EventLog
-from rushhour.scenarios.run.progress import ProgressPrinter, RunningTally, progress_line
+from rushhour.scenarios.run.live.progress import ProgressPrinter, RunningTally, progress_line
 from rushhour.scenarios.run.resultsdir import ResultsDirError
 from rushhour.scenarios.run.teardown import run_every_step
 from rushhour.scenarios.spec.model import dump_scenario

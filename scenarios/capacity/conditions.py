@@ -26,7 +26,7 @@ from rushhour.experiments.leases import release as release_lease
 from rushhour.scenarios.capacity.probe import fetch_status
 
 if TYPE_CHECKING:
-    from rushhour.scenarios.run.chaosproc import ChaosProcess
+    from rushhour.scenarios.run.chaos.process import ChaosProcess
 
 __all__ = ["Condition", "ConditionError", "ExperimentHeld", "Healthy", "NMinusOne", "parse_conditions"]
 
@@ -161,7 +161,7 @@ class ExperimentHeld:
         self.name = self.name or self.experiment.stem
 
     def hold(self) -> None:
-        from rushhour.scenarios.run.chaosproc import ChaosProcess
+        from rushhour.scenarios.run.chaos.process import ChaosProcess
 
         env = {"RUSHHOUR_URL": self.url, "RUSHHOUR_FAULT_HOLD_S": str(EXPERIMENT_HOLD_S)}
         token = self.token or os.environ.get("RUSHHOUR_ADMIN_TOKEN")
@@ -182,7 +182,7 @@ class ExperimentHeld:
             raise ConditionError(f'The experiment "{self.experiment}" stopped holding its fault mid-search.')
 
     def release(self) -> None:
-        from rushhour.scenarios.run.chaosproc import ChaosProcess
+        from rushhour.scenarios.run.chaos.process import ChaosProcess
 
         process = self._process
         if isinstance(process, ChaosProcess):

@@ -25,7 +25,7 @@ from rushhour.scenarios.spec.urls import guard_url
 from rushhour.scenarios.spec.variants import VariantRun, check_embedded, describe_variants, expand_variants
 
 if TYPE_CHECKING:
-    from rushhour.scenarios.run.live import LiveWatch
+    from rushhour.scenarios.run.live.watch import LiveWatch
 
 MetricsAt = tuple[int | None, str]
 """--metrics-port and --metrics-host: where the harness serves its live metrics (port None: off)."""
@@ -97,7 +97,7 @@ def prepare_variants(plan: DrillPlan, only: str | None) -> list[VariantRun]:
 def open_live_watch(plan: DrillPlan, folder: Path, metrics: MetricsAt) -> LiveWatch | None:
     """The live metrics endpoint and terminal view of one drill (None: nothing to watch); exit 2
     when the port cannot be opened."""
-    from rushhour.scenarios.run.live import LiveMetricsError, open_live
+    from rushhour.scenarios.run.live.watch import LiveMetricsError, open_live
 
     try:
         return open_live(plan, folder, port=metrics[0], host=metrics[1], stream=sys.stderr)

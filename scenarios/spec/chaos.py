@@ -2,7 +2,7 @@
 
 Planning reads and checks every experiment file (a malformed one is an input error, exit 2,
 found by `--dry-run` too), turns scenario clock times into wall offsets, and gives each fault a
-unique, path-safe name. The run's timeline (`rushhour.scenarios.run.timeline`) only fires what was planned.
+unique, path-safe name. The run's timeline (`rushhour.scenarios.run.chaos.timeline`) only fires what was planned.
 """
 
 from __future__ import annotations

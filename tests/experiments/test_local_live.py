@@ -21,7 +21,7 @@ import pytest
 
 from rushhour.experiments.local import actions, probes
 from rushhour.reference_server.launch import ServerProcess
-from rushhour.scenarios.run.timeline import ChaosTimeline
+from rushhour.scenarios.run.chaos.timeline import ChaosTimeline
 from rushhour.scenarios.spec.chaos import plan_faults
 from rushhour.scenarios.spec.model import ChaosEntry
 

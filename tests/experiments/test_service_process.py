@@ -19,7 +19,7 @@ from chaoslib.exceptions import ActivityFailed
 from rushhour.experiments.service.actions import resume_pid
 from rushhour.experiments.service.process import find_process
 from rushhour.kernel.processes import free_port, stop_process
-from rushhour.scenarios.run.chaosproc import ChaosProcess
+from rushhour.scenarios.run.chaos.process import ChaosProcess
 from tests.support.waiting import wait_for_http
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from rushhour.reports.rundata.results import RunData, load_run
 from rushhour.reports.summary.aggregate import summarise
 from rushhour.reports.summary.harness_section import LeakAuditEvent, LeakAuditRecord
 from rushhour.reports.summary.model import Summary
-from rushhour.scenarios.run.audit import AUDIT_FILE, Finding, LeakAudit
+from rushhour.scenarios.run.audit.leakaudit import AUDIT_FILE, Finding, LeakAudit
 from rushhour.scenarios.run.envinfo import machine_facts
 from rushhour.scenarios.run.events import EventLog
 from rushhour.scenarios.run.scraper import StatusScraper
