@@ -16,9 +16,7 @@ from rushhour.kernel.contract import AB_COLUMNS, ExitCode
 from rushhour.reports.ab.calibration import quote
 from rushhour.reports.ab.confounds import cache_check
 from rushhour.reports.ab.groups import (
-    DEFAULT_CONFIDENCE,
     DEFAULT_ERROR_MARGIN,
-    DEFAULT_THRESHOLD,
     Comparison,
     compare_populations,
     error_text,
@@ -48,12 +46,20 @@ def ab_settings(run: RunData) -> dict[str, Any]:
     return events[-1]
 
 
+def _stated(run: RunData, settings: dict[str, Any], name: str) -> float:
+    """A setting the verdict stands on, as the run recorded it: never a default put in its place."""
+    value = settings.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+        raise ResultsError(f'"{run.root}": the ab event in events.jsonl has no valid {name} ({value!r}); the '
+                           f"verdict stands on it, so it is not guessed.")
+    return float(value)
+
+
 def ab_document(run: RunData) -> dict[str, Any]:
     """Every figure of ab.json, plain JSON values (infinite ratios as null with a text form)."""
     settings = ab_settings(run)
-    threshold = float(settings.get("threshold", DEFAULT_THRESHOLD))
-    confidence = float(settings.get("confidence", DEFAULT_CONFIDENCE))
-    margin = float(settings.get("error_margin", DEFAULT_ERROR_MARGIN))
+    threshold, confidence = _stated(run, settings, "threshold"), _stated(run, settings, "confidence")
+    margin = float(settings.get("error_margin", DEFAULT_ERROR_MARGIN))  # absent from runs that predate it
     design = dict(settings.get("design") or {})
     trials = int(design.get("trials") or int(run.requests["trial"].max()) + 1)
     warmup = int(design.get("warmup_pairs") or 0)

@@ -143,6 +143,20 @@ def test_build_ab_refuses_a_folder_that_is_not_an_ab_run(tmp_path: Path) -> None
         build_ab(root)
 
 
+@pytest.mark.parametrize("name", ["threshold", "confidence"])
+def test_build_ab_never_puts_a_default_in_place_of_a_lost_setting(tmp_path: Path, name: str) -> None:
+    # the verdict stands on the threshold and the confidence the run recorded: an ab event without
+    # one is refused by name, never judged against a made-up 1.10 or 90%
+    root = _folder(tmp_path, _night(1.3, seed=2))
+    events_file = root / "events.jsonl"
+    events = [json.loads(line) for line in events_file.read_text().splitlines()]
+    events = [{k: v for k, v in e.items() if not (e["type"] == "ab" and k == name)} for e in events]
+    events_file.write_text("".join(json.dumps(e) + "\n" for e in events))
+    with pytest.raises(ResultsError, match=f"no valid {name}"):
+        build_ab(root)
+    assert not (root / AB_JSON_FILE).exists()
+
+
 def test_report_command_rebuilds_an_ab_folder_with_its_exit_code(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
