@@ -52,9 +52,12 @@ def _ok_only(slo: dict[str, Any]) -> str:
 
 
 def _ci(slo: dict[str, Any]) -> str:
+    """The interval's two ends; "" where the data could not carry one (the shortfall says why)."""
     low, high = slo["ci"]
     if slo["kind"] in ("goodput", "drift"):
         return DASH
+    if low is None and high is None:
+        return ""
     if slo["kind"] in LATENCY_KINDS:
         return f"{_num(low, 1)}, {_num(high, 1)}"
     return f"{_pct(low)}, {_pct(high)}"
