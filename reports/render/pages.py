@@ -73,7 +73,8 @@ def _basis(slo: dict[str, Any]) -> str:
     worth = f"as sure as {basis['effective_samples']:,.0f} independent requests (of {slo['samples']:,})"
     if basis["method"] != "batch means":
         return f"too few requests, or none that differed, to measure dependence; counted as independent: {worth}"
-    return f"batch means over blocks of {basis['block_requests']:,} requests: {worth}"
+    block = int(basis["block_requests"])
+    return f"batch means over blocks of {block:,} request{'' if block == 1 else 's'}: {worth}"
 
 
 def _shortfall(slo: dict[str, Any]) -> str:

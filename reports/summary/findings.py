@@ -78,6 +78,15 @@ def headline(summary: dict[str, Any]) -> str:
     top = next((f for f in found if f["rule"] not in ("verdict", "pass")), None)
     if summary.get("verdict") != "fail" or top is None:
         return reason
-    first = top["text"].split("; ")[0].rstrip(".")
-    return f"{reason} Worst: {first}."
+    return f"{reason} Worst: {_first_clause(top['text'])}."
+
+
+def _first_clause(text: str) -> str:
+    """A finding's text up to its first "; " outside parentheses ("(needs 99.0%; 9 bad)" stays whole)."""
+    depth = 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and text.startswith("; ", i):
+            return text[:i].rstrip(".")
+    return text.rstrip(".")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rushhour.reports.render.pages import _ci
+from rushhour.reports.render.pages import _basis, _ci
 
 
 def test_pages_a_declined_interval_prints_no_empty_brackets() -> None:
@@ -12,3 +12,10 @@ def test_pages_a_declined_interval_prints_no_empty_brackets() -> None:
     assert _ci(shown) == "90.0, 120.5"
     share = {"kind": "availability", "ci": [0.976, 1.0]}
     assert _ci(share) == "97.6%, 100.0%"
+
+
+def test_pages_a_basis_names_its_block_length_in_words() -> None:
+    row = {"samples": 185, "ci_basis": {"method": "batch means", "block_requests": 1, "effective_samples": 182.0}}
+    assert _basis(row) == "batch means over blocks of 1 request: as sure as 182 independent requests (of 185)"
+    row["ci_basis"]["block_requests"] = 64
+    assert _basis(row).startswith("batch means over blocks of 64 requests:")

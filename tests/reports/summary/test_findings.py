@@ -125,3 +125,12 @@ def test_findings_a_peak_on_an_unconfirmed_capacity_is_a_warning_that_says_what_
     assert "rushhour capacity --calibrate" in finding.text
     assert calibration_findings(_calibrated(True)) == [] and calibration_findings(_calibrated(None)) == []
     assert calibration_findings({"scenario": {"calibration": None}}) == []
+
+
+def test_headline_keeps_a_clause_in_parentheses_whole() -> None:
+    text = ("p99 missed in base (1.5–30 s): 94.9% of 175 attempts succeeded within 1,500 ms (needs 99.0%; 9 bad), "
+            "P99 2,014 ms; more after it.")
+    summary = {"verdict": "fail", "verdict_reason": "SLO(s) missed: p99.",
+               "findings": [{"rule": "slo", "text": text}]}
+    assert headline(summary) == ("SLO(s) missed: p99. Worst: p99 missed in base (1.5–30 s): 94.9% of 175 attempts "
+                                 "succeeded within 1,500 ms (needs 99.0%; 9 bad), P99 2,014 ms.")
