@@ -15,7 +15,8 @@ def test_pages_a_declined_interval_prints_no_empty_brackets() -> None:
 
 
 def test_pages_a_basis_names_its_block_length_in_words() -> None:
-    row = {"samples": 185, "ci_basis": {"method": "batch means", "block_requests": 1, "effective_samples": 182.0}}
-    assert _basis(row) == "batch means over blocks of 1 request: as sure as 182 independent requests (of 185)"
-    row["ci_basis"]["block_requests"] = 64
-    assert _basis(row).startswith("batch means over blocks of 64 requests:")
+    basis = {"method": "batch means", "block_requests": 1, "effective_samples": 182.0}
+    assert _basis({"samples": 185, "ci_basis": basis}) == (
+        "batch means over blocks of 1 request: as sure as 182 independent requests (of 185)")
+    longer = {"samples": 185, "ci_basis": {**basis, "block_requests": 64}}
+    assert _basis(longer).startswith("batch means over blocks of 64 requests:")
