@@ -245,7 +245,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--snapshot", action="store_true")
     parser.add_argument("--neighbour-cores", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--max-nights", type=int, default=None, help="stop after this many nights this session")
+    parser.add_argument("--max-nights", type=int, default=None, help="stop after this many nights in this invocation")
     parser.add_argument("--summarise", action="store_true", help="print the tables of --out and stop")
     parser.add_argument("--workdir", type=Path, default=Path("results/gate-nights"))
     parser.add_argument("--out", type=Path, default=Path("results/gate-nights.jsonl"))
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> None:
                         log=log):
         for offset, kind in enumerate(todo):
             index = len(nights) + 1
-            print(f"gate-nights: night {index} ({offset + 1}/{len(todo)} this session): {kind}", flush=True)
+            print(f"gate-nights: night {index} ({offset + 1}/{len(todo)} in this invocation): {kind}", flush=True)
             night = run_night(index, kind, args, setup, candidates, workdir, log)
             nights.append(night)
             with args.out.open("a", encoding="utf-8") as handle:  # kept the moment it ends
