@@ -5,7 +5,7 @@
         [--duration 240s] [--seed 1] [--out results/gate-nights.jsonl]
 
 Real nights on this machine, each one appended to `--out` (JSON lines) the moment it ends, so a
-trial spread over several sessions keeps every night: run the command again with the same `--out`
+trial spread over several invocations keeps every night: run the command again with the same `--out`
 and it continues where the file ends (the plan is drawn from `--seed`, so the kinds left to run are
 the same). Nothing is dropped after the fact; `--summarise` prints the page's tables from the file.
 
