@@ -78,14 +78,15 @@ def check_private(folder: Path) -> None:
                                "make it 0700 or remove it.")
 
 
-def write_end(path: Path, lease_s: float) -> None:
+def write_end(path: Path, lease_s: float, fields: Mapping[str, object] | None = None) -> None:
     """The lease at `path` now ends `lease_s` seconds from now: written whole under a fresh, exclusive
-    temporary name, then renamed over `path` (never through a link)."""
+    temporary name, then renamed over `path` (never through a link). `fields` are written beside the
+    end (what the fault is, for a reader that applies it)."""
     check_private(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=".lease-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump({END_FIELD: lease_clock() + lease_s, WALL_FIELD: time.time() + lease_s}, out)
+            json.dump({**(fields or {}), END_FIELD: lease_clock() + lease_s, WALL_FIELD: time.time() + lease_s}, out)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
