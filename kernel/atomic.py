@@ -18,15 +18,19 @@ import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any, Protocol
 
-if TYPE_CHECKING:  # only for the annotation: importing this module stays light (the CLI's error handler does)
-    import pandas as pd
-
-__all__ = ["LinkedOutputError", "atomic_output", "refuse_linked_outputs", "write_bytes_atomic", "write_json_atomic",
-           "write_parquet_atomic", "write_text_atomic"]
+__all__ = ["LinkedOutputError", "ParquetFrame", "atomic_output", "refuse_linked_outputs", "write_bytes_atomic",
+           "write_json_atomic", "write_parquet_atomic", "write_text_atomic"]
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class ParquetFrame(Protocol):
+    """A table that writes itself as parquet (a pandas DataFrame): the kernel names what it needs
+    of one and imports no pandas, so a load generator's process can use this module."""
+
+    def to_parquet(self, path: IO[bytes], *, index: bool) -> object: ...
 
 
 class LinkedOutputError(ValueError):
@@ -61,10 +65,12 @@ def _fsync_dir(folder: Path) -> None:
 
 
 @contextmanager
-def atomic_output(path: Path) -> Iterator[IO[bytes]]:
+def atomic_output(path: Path, *, sync: bool = True) -> Iterator[IO[bytes]]:
     """A binary file to write `path` through: a fresh temporary file beside it, synced and renamed
     over `path` when the block ends normally, removed when it raises. For writers that stream
-    (a ParquetWriter fed chunk by chunk); LinkedOutputError when `path` is a link."""
+    (a ParquetWriter fed chunk by chunk); LinkedOutputError when `path` is a link. `sync=False`
+    skips the two fsyncs, for control markers that matter only while the drill runs (the write is
+    still exclusive, never through a link, and whole or absent to a reader)."""
     path = Path(path)
     _refuse_link(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
@@ -73,31 +79,33 @@ def atomic_output(path: Path) -> Iterator[IO[bytes]]:
         with os.fdopen(fd, "wb") as handle:
             yield handle
             handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                os.fsync(handle.fileno())
         _refuse_link(path)
         os.replace(tmp, path)  # a rename replaces a link put there meanwhile; it never writes through one
     finally:
         tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
+    if sync:
+        _fsync_dir(path.parent)
 
 
-def _write(path: Path, fill: Callable[[IO[bytes]], object]) -> None:
+def _write(path: Path, fill: Callable[[IO[bytes]], object], *, sync: bool = True) -> None:
     """`fill` writes the whole of `path` through `atomic_output`."""
-    with atomic_output(path) as handle:
+    with atomic_output(path, sync=sync) as handle:
         fill(handle)
 
 
-def write_bytes_atomic(data: bytes, path: Path) -> None:
-    """`data` to `path`, atomically, never through a link."""
-    _write(path, lambda handle: handle.write(data))
+def write_bytes_atomic(data: bytes, path: Path, *, sync: bool = True) -> None:
+    """`data` to `path`, atomically, never through a link (`sync`: as for `atomic_output`)."""
+    _write(path, lambda handle: handle.write(data), sync=sync)
 
 
-def write_text_atomic(text: str, path: Path) -> None:
-    """`text` to `path` as UTF-8, atomically, never through a link."""
-    write_bytes_atomic(text.encode("utf-8"), path)
+def write_text_atomic(text: str, path: Path, *, sync: bool = True) -> None:
+    """`text` to `path` as UTF-8, atomically, never through a link (`sync`: as for `atomic_output`)."""
+    write_bytes_atomic(text.encode("utf-8"), path, sync=sync)
 
 
-def write_parquet_atomic(frame: pd.DataFrame, path: Path) -> None:
+def write_parquet_atomic(frame: ParquetFrame, path: Path) -> None:
     """`frame` to `path` as parquet, atomically, never through a link."""
     _write(path, lambda handle: frame.to_parquet(handle, index=False))
 

@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rushhour.kernel.atomic import write_json_atomic
 from rushhour.reports.estimate.sequential import ALPHA, paired_error
 from rushhour.scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE
 from rushhour.scenarios.capacity.freshness import (
@@ -211,9 +212,7 @@ def remember(job: CapacityJob, document: dict[str, Any]) -> list[Path]:
                   "results": str(job.out_dir.resolve()), "made_of": parts}
         path = cache_dir() / f"{key}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
-        os.replace(tmp, path)
+        write_json_atomic(record, path)
         written.append(path)
     return written
 

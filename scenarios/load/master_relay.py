@@ -38,7 +38,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import re
 import time
 from collections import Counter
@@ -47,6 +46,7 @@ from typing import Any
 
 import gevent
 
+from rushhour.kernel.atomic import write_bytes_atomic, write_text_atomic
 from rushhour.scenarios.load import clusterauth
 from rushhour.scenarios.load.clocksync import software_version
 from rushhour.scenarios.load.settings import LoadSettings
@@ -259,9 +259,7 @@ class MasterRelay:
         if not PART_NAME.match(name) or not name.startswith(f"part-w{index:03d}-") or index in self._closed:
             self._drop(MSG_PART, msg.node_id, f"part {name!r} is not worker {index}'s, or came after its done")
             return
-        tmp = self._parts / f".{name}.tmp"
-        tmp.write_bytes(msg.data["data"])
-        os.replace(tmp, self._parts / name)
+        write_bytes_atomic(msg.data["data"], self._parts / name, sync=False)
 
     def _cpu(self, environment: Any, msg: Any) -> None:
         """A worker's own CPU (% of one core): the runner judges the generator by its busiest host."""
@@ -283,9 +281,7 @@ class MasterRelay:
             self._mark(f"done-{index}", "")
 
     def _mark(self, name: str, text: str) -> None:
-        tmp = self._control / f".{name}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, self._control / name)
+        write_text_atomic(text, self._control / name, sync=False)
 
     def _watch(self) -> None:
         """Send the start time once the runner publishes it; write down workers that went missing."""

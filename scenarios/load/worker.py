@@ -18,6 +18,7 @@ from pathlib import Path
 
 import gevent
 
+from rushhour.kernel.atomic import write_text_atomic
 from rushhour.scenarios.load.openloop import OpenLoopFirer, Sender, Share
 from rushhour.scenarios.load.partwriter import PartWriter
 from rushhour.scenarios.load.settings import LoadSettings
@@ -81,16 +82,16 @@ def run_worker(settings: LoadSettings, index: int, send: Sender, *, send_job: Se
     warm_up(share)
     writer = PartWriter(settings.parts_dir, index)
     later = Prefetched(batches)  # the second batch is read now, each later one while the one before fires
-    (control / f"ready-{index}").write_text(str(share_size(settings.schedule_path, index, settings.workers)),
-                                            encoding="utf-8")
+    write_text_atomic(str(share_size(settings.schedule_path, index, settings.workers)), control / f"ready-{index}",
+                      sync=False)
     t0 = wait_for_start(control)
     try:
         OpenLoopFirer(share, send, writer, send_job=send_job).run(t0, more=later)
     except Exception as exc:
-        (control / f"failed-{index}").write_text(f"{type(exc).__name__}: {exc}", encoding="utf-8")
+        write_text_atomic(f"{type(exc).__name__}: {exc}", control / f"failed-{index}", sync=False)
         raise
     finally:
-        (control / f"done-{index}").write_text(str(time.time()), encoding="utf-8")
+        write_text_atomic(str(time.time()), control / f"done-{index}", sync=False)
     return True
 
 
@@ -106,9 +107,7 @@ def claim_share(control: Path, index: int) -> bool:
 
 def publish_start(control: Path, t0: float) -> None:
     """Runner side: tell every worker the absolute start time (atomically)."""
-    tmp = control / f"{START_FILE}.tmp"
-    tmp.write_text(repr(t0), encoding="utf-8")
-    os.replace(tmp, control / START_FILE)
+    write_text_atomic(repr(t0), control / START_FILE, sync=False)
 
 
 def count_markers(control: Path, prefix: str) -> int:

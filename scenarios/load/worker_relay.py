@@ -34,6 +34,7 @@ import gevent
 import psutil
 from gevent.event import AsyncResult
 
+from rushhour.kernel.atomic import write_text_atomic
 from rushhour.kernel.contract import SCHEDULE_FILE
 from rushhour.scenarios.load import clusterauth
 from rushhour.scenarios.load.clocksync import (
@@ -154,7 +155,7 @@ class WorkerRelay:
             self._send(MSG_DONE, {"index": joined.index, "failed": f"refused by the worker: {reason}"})
             self._quit(WorkerRefused(reason))
             return
-        (self._work / JOINED_FILE).write_text(f"{joined.index}\n", encoding="utf-8")
+        write_text_atomic(f"{joined.index}\n", self._work / JOINED_FILE, sync=False)
         self._joined.set(joined)
         gevent.spawn(self._ship, joined)
 
@@ -224,7 +225,7 @@ class WorkerRelay:
 
     def _quit(self, refused: WorkerRefused) -> WorkerRefused:
         """Say why in the status file, and end this Locust worker."""
-        (self._work / STATUS_FILE).write_text(str(refused), encoding="utf-8")
+        write_text_atomic(str(refused), self._work / STATUS_FILE, sync=False)
         if not self._joined.ready():
             self._joined.set_exception(refused)
         gevent.spawn_later(0.5, self._stop)

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rushhour.kernel.atomic import write_json_atomic
 from rushhour.kernel.processes import free_port, stop_process
 from rushhour.kernel.quantiles import percentile_value
 from rushhour.scenarios.load.health import generator_figures
@@ -238,9 +239,7 @@ def cached_or_measured(mix: pd.DataFrame, *, target: dict[str, object] | None, l
     record |= {"key": key, "made_of": parts, "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
                "loadavg_1m": round(os.getloadavg()[0], 2)}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    write_json_atomic(record, path)
     return record | {"cached": False}
 
 
