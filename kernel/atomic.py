@@ -101,8 +101,10 @@ def write_bytes_atomic(data: bytes, path: Path, *, sync: bool = True) -> None:
 
 
 def write_text_atomic(text: str, path: Path, *, sync: bool = True) -> None:
-    """`text` to `path` as UTF-8, atomically, never through a link (`sync`: as for `atomic_output`)."""
-    write_bytes_atomic(text.encode("utf-8"), path, sync=sync)
+    """`text` to `path` as UTF-8, atomically, never through a link (`sync`: as for `atomic_output`).
+    A lone surrogate (from a name or an answer decoded with surrogateescape) is written as its
+    escape, `\\ud800`, rather than failing the whole file."""
+    write_bytes_atomic(text.encode("utf-8", errors="backslashreplace"), path, sync=sync)
 
 
 def write_parquet_atomic(frame: ParquetFrame, path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +19,14 @@ from rushhour.reports.render.format import DASH, budget, format_sig, num, pct, s
 from rushhour.reports.schema import LATENCY_KINDS
 
 _num, _pct, _usd = num, pct, usd
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""What XML 1.0 allows in no document: C0 controls but tab, newline and CR; surrogates; U+FFFE/F."""
+
+
+def xml_text(text: str) -> str:
+    """`text` fit for an XML attribute or element: each character XML forbids written as its Python
+    escape (`\\x1b`, `\\ud800`), so junit.xml stays well-formed and the reader still sees what was there."""
+    return _XML_FORBIDDEN.sub(lambda match: repr(match.group())[1:-1], text)
 
 
 def _measured(slo: dict[str, Any]) -> str:
@@ -112,7 +121,7 @@ def _with_defaults(summary: dict[str, Any]) -> dict[str, Any]:
 
 def render_junit(summary: dict[str, Any]) -> str:
     """JUnit XML: one testcase per SLO and per fault recovery, the generator's validity, the leak audit."""
-    suite = ET.Element("testsuite", name=f"rushhour.{summary['scenario']['name']}")
+    suite = ET.Element("testsuite", name=xml_text(f"rushhour.{summary['scenario']['name']}"))
     for slo in summary["slos"]:
         _case(suite, "slo", slo["name"], None if slo["met"] else _slo_failure(slo))
     for fault in summary["faults"]:
@@ -156,8 +165,9 @@ def _fault_failure(fault: dict[str, Any]) -> str | None:
 
 def _case(suite: ET.Element, classname: str, name: str, failure: str | None,
           error: bool = False) -> None:
-    case = ET.SubElement(suite, "testcase", classname=classname, name=name)
+    case = ET.SubElement(suite, "testcase", classname=classname, name=xml_text(name))
     if failure is not None:
+        failure = xml_text(failure)
         ET.SubElement(case, "error" if error else "failure", message=failure).text = failure
 
 

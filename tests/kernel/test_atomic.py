@@ -91,3 +91,9 @@ def test_atomic_output_that_raises_leaves_the_old_file_and_no_temporary(tmp_path
         handle.write(b"half")
         raise RuntimeError("killed mid-write")
     assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["requests.parquet"]
+
+
+def test_a_lone_surrogate_is_written_as_its_escape_and_the_rest_of_the_file_whole(tmp_path: Path) -> None:
+    """Before: encoding a report holding a lone surrogate raised, and no report.html was written."""
+    write_text_atomic("SLO p99\ud800 missed\n", tmp_path / "report.md")
+    assert (tmp_path / "report.md").read_text(encoding="utf-8") == "SLO p99\\ud800 missed\n"
