@@ -21,6 +21,7 @@ EXPECTED = {
     "all-gpu-down", "k8s-gpu-node-loss", "k8s-gpu-pod-loss", "k8s-network-partition",
     "k8s-cold-start", "redis-down", "gpu-throttle", "service-pause", "service-kill",
     "service-network-latency", "service-network-reset", "service-network-blackhole",
+    "service-proxy-latency", "service-proxy-errors", "service-proxy-reset", "service-proxy-blackhole",
 }
 
 
