@@ -27,7 +27,7 @@ from rushhour.reports.ab.groups import (
 from rushhour.reports.estimate.intervals import grouped_percentiles
 from rushhour.reports.rundata.attempts import attempted
 from rushhour.reports.rundata.results import ResultsError, RunData
-from rushhour.reports.summary.aggregate import generator_health
+from rushhour.reports.summary.aggregate import calibration_section, generator_health
 
 SCHEMA_VERSION = 2
 EXIT_CODES = {"no_regression": ExitCode.OK, "regression": ExitCode.FAILED, "inconclusive": ExitCode.INVALID,
@@ -79,14 +79,27 @@ def ab_document(run: RunData) -> dict[str, Any]:
         "arms": {arm: _arm_counts(requests, arm) for arm in ("baseline", "candidate")},
         "cache": cache_check(requests, warmup).as_dict(),
         "calibration": settings.get("calibration"), "runner": quote(settings.get("calibration")),
+        "rate": rate_basis(run),
         "trials": trial_rows(requests, design, pops[0].metrics[0] if pops else ("latency_ms", 99.0, "")),
         "groups": [_group(c) for c in comparisons],
         "errors": _error_rows(comparisons),
     }
     doc["verdict"], doc["sentence"], doc["reason"] = overall(doc, comparisons, threshold)
     doc["sentence"] = f"{doc['sentence'][:-1]}; {doc['runner']}."
+    if doc["rate"] is not None:
+        doc["sentence"] = f"{doc['sentence'][:-1]}; {doc['rate']['text']}."
     doc["exit_code"] = int(EXIT_CODES[doc["verdict"]])
     return doc
+
+
+def rate_basis(run: RunData) -> dict[str, Any] | None:
+    """The relative peak each arm was loaded at, calibrated on the baseline before the night (None:
+    the scenario gave its rate as a number)."""
+    section = calibration_section(run.scenario.traffic.calibration)
+    if section is None:
+        return None
+    return {**section, "calibrated_on": "baseline",
+            "text": f"each arm loaded at the rate calibrated on the baseline, {section['text']}"}
 
 
 def _error_rows(comparisons: list[Comparison]) -> list[dict[str, Any]]:

@@ -88,10 +88,10 @@ def _scenario(run: RunData, duration: float) -> dict[str, Any]:
     return {"name": run.scenario.name, "seed": run.scenario.seed, "duration_s": duration,
             "time_scale": traffic.time_scale, "rate_scale": traffic.rate_scale,
             "traffic_model": traffic.model, "results_dir": str(run.root),
-            "peak_rps": traffic.peak_rps, "calibration": _calibration(traffic.calibration)}
+            "peak_rps": traffic.peak_rps, "calibration": calibration_section(traffic.calibration)}
 
 
-def _calibration(calibration: dict[str, Any] | None) -> dict[str, Any] | None:
+def calibration_section(calibration: dict[str, Any] | None) -> dict[str, Any] | None:
     """The peak a relative `peak_rps` resolved to, and one line saying so for the report header."""
     if not calibration:
         return None

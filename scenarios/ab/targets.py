@@ -4,6 +4,10 @@ A TARGET is a URL of a running service (on this machine unless `--allow-remote`,
 loopback guard as `rushhour run`), `embedded` (the bundled reference server with the scenario's
 embedded settings, booted for this run) or `embedded:CONFIG.yaml` (the same with that server
 config). Each embedded arm gets its own server process on its own free port.
+
+A relative peak ("0.6x n-1 capacity") is calibrated on the BASELINE arm, the way `rushhour run`
+calibrates on its target (`rate_target`): the candidate is then loaded at the same rate, so the
+arms stay comparable, and it receives nothing while the baseline is measured.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from rushhour.scenarios.spec.urls import check_target_url, guard_url
 
 EMBEDDED = "embedded"
 
-__all__ = ["ArmTarget", "ArmServers", "TargetError", "parse_target"]
+__all__ = ["ArmTarget", "ArmServers", "TargetError", "parse_target", "rate_target"]
 
 
 class TargetError(ValueError):
@@ -78,6 +82,24 @@ def _embedded(arm: str, given: str, text: str, scenario: Scenario) -> EmbeddedTa
     if not path.is_file():
         raise TargetError(f'--{arm}: "{given}": the server config "{config}" does not exist.')
     return base.model_copy(update={"config": str(path.resolve())})
+
+
+def rate_target(baseline: ArmTarget, scenario: Scenario, *, source: str) -> str | None:
+    """Where a relative peak is calibrated: the baseline's URL (the `--target` of that calibration),
+    or None for the scenario's own embedded server when the baseline is that very server. A
+    baseline the calibration cannot reach that way is refused, saying what to write instead."""
+    relative = scenario.traffic.relative_peak
+    if relative is None:
+        return None
+    if baseline.url is not None:
+        return baseline.url
+    if scenario.target.embedded is not None and baseline.embedded == scenario.target.embedded:
+        return None
+    raise TargetError(
+        f'{baseline.flag} {baseline.given}: {source}: traffic.peak_rps "{relative.text}" is calibrated on the '
+        "baseline, and this baseline is a reference server the scenario's target does not describe; give "
+        "--baseline a URL or the scenario's own target (embedded), or write peak_rps as a number of requests "
+        "per second (`rushhour capacity SCENARIO --target URL` measures one).")
 
 
 def probe_arm(target: ArmTarget, url: str, protocol: TargetProtocol) -> str:

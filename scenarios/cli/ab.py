@@ -16,7 +16,7 @@ import click
 from rushhour.kernel.contract import AB_HTML_FILE
 from rushhour.scenarios.cli.errors import BadInput
 from rushhour.scenarios.cli.run import _check_duration, prepare, results_folder
-from rushhour.scenarios.spec.model import ScenarioError
+from rushhour.scenarios.spec.model import ScenarioError, load_scenario, resolve_path
 from rushhour.scenarios.spec.plan import DrillPlan, Overrides, build_plan, describe
 from rushhour.scenarios.spec.target import PROTOCOL_NAMES
 
@@ -116,7 +116,7 @@ def ab(scenario: str, baseline: str, candidate: str, trials: int | None, out: Pa
     night, _ = night_seed(seed)
     plan, targets, design = prepare_night(scenario, baseline, candidate, protocol=protocol, duration=duration,
                                           seed=night, trials=trials, interleave=interleave,
-                                          allow_remote=allow_remote)
+                                          allow_remote=allow_remote, dry_run=dry_run)
     try:
         probed = {t.arm: probe_arm(t, t.url, plan.scenario.target) for t in targets if t.url is not None}
         record = load_calibration(calibration)
@@ -131,27 +131,44 @@ def ab(scenario: str, baseline: str, candidate: str, trials: int | None, out: Pa
 
 
 def prepare_night(scenario: str, baseline: str, candidate: str, *, protocol: str | None, duration: str | None,
-                  seed: int, trials: int | None, interleave: str, allow_remote: bool
+                  seed: int, trials: int | None, interleave: str, allow_remote: bool, dry_run: bool = False
                   ) -> tuple[DrillPlan, Arms, TrialDesign]:
     """One night's plan (its seed given), both targets read, and the interleaving with its warm-up and
-    fresh texts; BadInput naming what is wrong."""
-    from rushhour.reports.ab.groups import NoLatencySloError, latency_slos
-    from rushhour.scenarios.ab.targets import TargetError, parse_target
+    fresh texts; BadInput naming what is wrong. A relative peak is calibrated on the baseline, as
+    `rushhour run --target` calibrates (same guard, same cache per target); the candidate gets the
+    same rate and nothing during the calibration."""
     from rushhour.scenarios.ab.trials import DesignError, TrialDesign, default_trials
 
-    flags = Overrides(protocol=protocol, duration=duration, seed=seed, no_chaos=True)
-    plan = prepare(scenario, flags, allow_remote=True)  # the scenario's own target is never contacted
+    targets, rate_url = _arms(scenario, baseline, candidate, allow_remote=allow_remote)
+    flags = Overrides(target_url=rate_url, protocol=protocol, duration=duration, seed=seed, no_chaos=True)
+    # the scenario's own target is never contacted; a baseline calibrated on is guarded as the drill's target
+    plan = prepare(scenario, flags, allow_remote=allow_remote if rate_url else True, dry_run=dry_run,
+                   say=lambda line: click.echo(line, err=True))
     if interleave == "requests":
         plan = each_arm_at_full_rate(plan)
     try:
-        latency_slos(plan.scenario.slos, plan.source)
-        targets = (parse_target("baseline", baseline, plan.scenario, allow_remote=allow_remote),
-                   parse_target("candidate", candidate, plan.scenario, allow_remote=allow_remote))
         design = TrialDesign.build(plan.duration_s, trials or default_trials(plan.duration_s),
                                    plan.scenario.traffic.seed, interleave, warmup=True, fresh_texts=True)
-    except (NoLatencySloError, TargetError, DesignError) as exc:
+    except DesignError as exc:
         raise BadInput(str(exc)) from exc
     return plan, targets, design
+
+
+def _arms(scenario: str, baseline: str, candidate: str, *, allow_remote: bool) -> tuple[Arms, str | None]:
+    """Both TARGETs read against the scenario file and its latency SLOs checked, before anything is
+    measured; with the baseline URL a relative peak is calibrated on (None: none, or the embedded one)."""
+    from rushhour.reports.ab.groups import NoLatencySloError, latency_slos
+    from rushhour.scenarios.ab.targets import TargetError, parse_target, rate_target
+
+    try:
+        path = resolve_path(scenario)
+        spec = load_scenario(path)
+        latency_slos(spec.slos, str(path))
+        targets = (parse_target("baseline", baseline, spec, allow_remote=allow_remote),
+                   parse_target("candidate", candidate, spec, allow_remote=allow_remote))
+        return targets, rate_target(targets[0], spec, source=str(path))
+    except (ScenarioError, NoLatencySloError, TargetError) as exc:
+        raise BadInput(str(exc)) from exc
 
 
 def load_calibration(path: Path | None) -> dict[str, Any] | None:
@@ -184,6 +201,8 @@ def _say_plan(plan: DrillPlan, targets: Arms, design: TrialDesign, probed: dict[
         echo(describe(plan))
     for target in targets:
         echo(f"{target.arm:<10} {target.describe()}")
+    if plan.scenario.traffic.calibration is not None:
+        echo(f"rate       calibrated on the baseline, each arm loaded at it: {plan.scenario.traffic.calibration.text}")
     arms = "".join("A" if a == "baseline" else "B" for a in design.arms)
     echo(f"seed       {design.seed} (texts salted {design.text_salt}); the first {design.warmup_pairs} slice "
          "pair(s) warm both arms and are not judged")
