@@ -1,0 +1,199 @@
+"""Network faults through a real mitmdump with rushhour's addon, in front of a stand-in service
+(tests/support/own_service.py): what a client sees, and what reaches the service."""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from scipy import stats
+
+from rushhour.experiments import leases
+from rushhour.experiments.service.proxy import ADDON, add_proxy_fault, fault_path, remove_proxy_fault
+from rushhour.kernel.processes import free_port, stop_process
+from rushhour.scenarios.run.chaos.process import ChaosProcess
+from tests.support.waiting import wait_for_http
+
+ROOT = Path(__file__).resolve().parents[2]
+MITMDUMP = ROOT / ".venv" / "mitmproxy" / "bin" / "mitmdump"
+NAME = "drill"  # the addon's --set rushhour_proxy
+LEASE_S = 2.0
+HOLDER = """
+import json, sys
+from rushhour.experiments.service.proxy import add_proxy_fault
+print(json.dumps(add_proxy_fault("errors", rate=1.0, proxy=sys.argv[1], hold_s=600)), flush=True)
+sys.stdin.read()
+"""
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("mitmproxy")]
+
+
+@dataclass(frozen=True)
+class Proxied:
+    via: str  # the proxy, as the drill loads it
+    service: str  # the stand-in service behind it
+    lease_dir: Path
+
+
+@pytest.fixture(scope="module")
+def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxied]:
+    if not MITMDUMP.exists():
+        pytest.skip(f"mitmproxy is not installed in {MITMDUMP.parent.parent}: `make mitmproxy` builds it there "
+                    "(it needs the package index).")
+    work = tmp_path_factory.mktemp("mitm")
+    lease_dir = work / "leases"
+    lease_dir.mkdir(mode=0o700)
+    upstream, listen = free_port(), free_port()
+    service = subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "own_service.py"), str(upstream), "8",
+                                "5"], stdin=subprocess.DEVNULL)
+    with (work / "mitmdump.log").open("wb") as log:
+        proxy = subprocess.Popen(
+            [str(MITMDUMP), "-q", "--mode", f"reverse:http://127.0.0.1:{upstream}", "--listen-host", "127.0.0.1",
+             "-p", str(listen), "-s", str(ADDON), "--set", f"rushhour_proxy={NAME}", "--set", f"confdir={work}"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "RUSHHOUR_LEASE_DIR": str(lease_dir)})
+    try:
+        assert wait_for_http(f"http://127.0.0.1:{upstream}/healthz", timeout_s=15.0, proc=service)
+        assert wait_for_http(f"http://127.0.0.1:{listen}/healthz", timeout_s=30.0, proc=proxy), \
+            (work / "mitmdump.log").read_text()
+        yield Proxied(f"http://127.0.0.1:{listen}", f"http://127.0.0.1:{upstream}", lease_dir)
+    finally:
+        stop_process(proxy, grace_s=5.0)
+        stop_process(service, grace_s=2.0)
+
+
+@pytest.fixture
+def faults(proxied: Proxied, monkeypatch: pytest.MonkeyPatch) -> Iterator[Proxied]:
+    """The proxy, with this test's faults written where its addon reads them and removed after."""
+    monkeypatch.setenv("RUSHHOUR_LEASE_DIR", str(proxied.lease_dir))
+    monkeypatch.setenv("RUSHHOUR_LEASE_MARGIN_S", "0")
+    yield proxied
+    remove_proxy_fault(NAME)
+
+
+def _post(url: str, timeout_s: float = 10.0) -> int | str:
+    """The answer's status, or the name of the transport error the client got instead."""
+    try:
+        return httpx.post(url, json={"text": "x"}, timeout=timeout_s, trust_env=False).status_code
+    except httpx.TransportError as exc:
+        return type(exc).__name__
+
+
+def _took(url: str) -> float:
+    began = time.monotonic()
+    assert _post(url) == 200
+    return time.monotonic() - began
+
+
+def _median_s(url: str, count: int = 7) -> float:
+    return statistics.median(_took(url) for _ in range(count))
+
+
+def _served(proxied: Proxied) -> int:
+    return int(httpx.get(f"{proxied.service}/count", timeout=5.0, trust_env=False).text)
+
+
+def _seconds_until_answered(url: str, timeout_s: float) -> float | None:
+    began = time.monotonic()
+    while time.monotonic() - began < timeout_s:
+        if _post(url, timeout_s=2.0) == 200:
+            return time.monotonic() - began
+        time.sleep(0.05)
+    return None
+
+
+def test_service_proxy_latency_adds_its_delay_to_what_the_same_path_took_unfaulted(faults: Proxied) -> None:
+    unfaulted = _median_s(faults.via)
+    add_proxy_fault("latency", latency_ms=300, proxy=NAME)
+    faulted = _median_s(faults.via)
+    assert faulted >= unfaulted + 0.29, (unfaulted, faulted)
+    remove_proxy_fault(NAME)
+    assert _median_s(faults.via) < faulted - 0.2
+
+
+def test_service_proxy_errors_answer_their_share_and_never_reach_the_service(faults: Proxied) -> None:
+    count, rate = 300, 0.3
+    before = _served(faults)
+    add_proxy_fault("errors", rate=rate, status=503, proxy=NAME)
+    answers = [_post(faults.via) for _ in range(count)]
+    errors = answers.count(503)
+    low, high = stats.binom.interval(0.9999, count, rate)
+    assert low <= errors <= high, errors
+    assert answers.count(200) == count - errors
+    assert _served(faults) - before == count - errors  # an injected error is the proxy's answer, not the service's
+
+
+def test_service_proxy_reset_closes_connections_unanswered(faults: Proxied) -> None:
+    before = _served(faults)
+    add_proxy_fault("reset", proxy=NAME)
+    assert {_post(faults.via) for _ in range(5)} <= {"RemoteProtocolError", "ReadError", "ConnectError"}
+    assert _served(faults) == before
+    remove_proxy_fault(NAME)
+    assert _post(faults.via) == 200
+
+
+def test_service_proxy_blackhole_leaves_the_client_to_time_out_and_heals_on_removal(faults: Proxied) -> None:
+    before = _served(faults)
+    add_proxy_fault("blackhole", proxy=NAME)
+    assert _post(faults.via, timeout_s=1.0) == "ReadTimeout"
+    assert _served(faults) == before  # swallowed: the service never saw it
+    remove_proxy_fault(NAME)
+    assert _post(faults.via) == 200
+
+
+def test_service_proxy_fault_past_its_end_heals_without_any_rollback(faults: Proxied) -> None:
+    add_proxy_fault("errors", rate=1.0, proxy=NAME, ttl_s=1.5)
+    assert _post(faults.via) == 503
+    answered_after = _seconds_until_answered(faults.via, timeout_s=10.0)
+    assert answered_after is not None and answered_after <= 1.5 + 1.0, answered_after
+    assert fault_path(NAME).exists()  # nobody removed it: the addon ignores it once it has ended
+
+
+def test_service_proxy_fault_of_a_sigkilled_holder_ends_within_its_lease(faults: Proxied) -> None:
+    env = {**os.environ, leases.LEASE_ENV: f"{LEASE_S:g}"}
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, NAME], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              cwd=ROOT, env=env)
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline()
+        time.sleep(LEASE_S * 1.5)
+        assert _post(faults.via) == 503  # renewed past its lease while the holder lives
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.communicate(timeout=10.0)
+    answered_after = _seconds_until_answered(faults.via, timeout_s=LEASE_S + 10.0)
+    assert answered_after is not None and answered_after <= LEASE_S + 1.5, answered_after
+
+
+@pytest.mark.parametrize("kind, seen", [
+    ("latency", "slow"), ("errors", "503"), ("reset", "RemoteProtocolError"), ("blackhole", "ReadTimeout"),
+])
+def test_service_proxy_experiment_faults_the_path_for_its_hold_then_heals(
+        faults: Proxied, tmp_path: Path, kind: str, seen: str) -> None:
+    env = {"RUSHHOUR_URL": faults.via, "RUSHHOUR_FAULT_HOLD_S": "2", "RUSHHOUR_LEASE_DIR": str(faults.lease_dir),
+           "PROXY_NAME": NAME, "LATENCY_MS": "600", "JITTER_MS": "0", "ERROR_RATE": "1"}
+    chaos = ChaosProcess(name=kind, experiment=ROOT / "experiments" / f"service-proxy-{kind}.json",
+                         out_dir=tmp_path, env=env, hypothesis="after-method-only")
+    observed: set[str] = set()
+    chaos.launch()
+    try:
+        give_up = time.monotonic() + 30.0
+        while seen not in observed and chaos.running and time.monotonic() < give_up:
+            began = time.monotonic()
+            answer = _post(faults.via, timeout_s=1.0)
+            observed.add("slow" if answer == 200 and time.monotonic() - began >= 0.55 else str(answer))
+        assert chaos.wait(timeout_s=60.0) == 0, chaos.log_path.read_text()
+    finally:
+        chaos.kill()
+    assert seen in observed, observed
+    assert chaos.status() == "completed" and not fault_path(NAME).exists()
+    assert _post(faults.via) == 200
