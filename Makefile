@@ -19,7 +19,7 @@ endif
 TEST_STAMP := $(STAMP)-test
 COMMA      := ,
 
-.PHONY: install install-gpu drill test test-deps debian-packages test-fast bench clean redis-server prometheus kserve
+.PHONY: install install-gpu drill test test-deps debian-packages test-fast bench clean redis-server prometheus kserve mitmproxy
 
 INSTALL_LOG := $(VENV)/install.log
 UV          := $(VENV)/bin/uv
@@ -98,11 +98,28 @@ $(KSERVE_STAMP):
 
 kserve: $(KSERVE_STAMP)
 
-# What make test needs, installed side by side: the package into .venv, kserve into its own
-# environment and the Debian packages do not depend on one another (the Debian packages go one
+# The network faults on a user's own service go through mitmproxy (a user-space proxy, where the
+# kernel has no netem or iptables), whose pinned libraries cannot share .venv: it gets its own,
+# built once, as kserve does. Without the package index the mitmproxy tests skip and say why.
+MITMPROXY_VENV  := $(VENV)/mitmproxy
+MITMPROXY_STAMP := $(MITMPROXY_VENV)/.mitmproxy-installed
+MITMPROXY_LOG   := $(VENV)/mitmproxy-install.log
+
+$(MITMPROXY_STAMP):
+	@mkdir -p $(VENV)
+	@echo "rushhour: installing mitmproxy into $(MITMPROXY_VENV) for the network-fault tests (log: $(MITMPROXY_LOG)) ..."
+	@{ $(PYTHON) -m venv $(MITMPROXY_VENV) && $(MITMPROXY_VENV)/bin/python -m pip install -q uv \
+		&& $(MITMPROXY_VENV)/bin/uv pip install --python $(MITMPROXY_VENV)/bin/python 'mitmproxy==11.0.2'; } > $(MITMPROXY_LOG) 2>&1 \
+		&& touch $(MITMPROXY_STAMP) \
+		|| { rm -rf $(MITMPROXY_VENV); echo "rushhour: could not install mitmproxy into $(MITMPROXY_VENV) (log: $(MITMPROXY_LOG)); the mitmproxy tests will skip."; }
+
+mitmproxy: $(MITMPROXY_STAMP)
+
+# What make test needs, installed side by side: the package into .venv, kserve and mitmproxy into
+# environments of their own and the Debian packages do not depend on one another (the Debian packages go one
 # after the other, since apt holds a lock).
 test-deps:
-	@$(MAKE) --no-print-directory -j3 $(TEST_STAMP) debian-packages kserve
+	@$(MAKE) --no-print-directory -j4 $(TEST_STAMP) debian-packages kserve mitmproxy
 
 debian-packages:
 	@$(REDIS_SERVER)
