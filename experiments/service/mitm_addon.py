@@ -3,7 +3,7 @@
 Run mitmproxy as a reverse proxy in front of the service and load this addon:
 
     mitmdump --mode reverse:http://127.0.0.1:SERVICE_PORT --listen-host 127.0.0.1 -p PROXY_PORT \\
-        -s "$(rushhour-python -m rushhour.experiments.service.proxy --addon-path)"
+        -s "$(python -m rushhour.experiments.service.proxy --addon-path)"   # rushhour's Python
 
 then point the drill at PROXY_PORT. The addon applies the fault that rushhour's actions
 (`rushhour.experiments.service.proxy`) write into this user's lease folder, in the file

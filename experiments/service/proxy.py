@@ -87,7 +87,7 @@ def add_proxy_fault(fault: str, latency_ms: float = 300.0, jitter_ms: float = 0.
 
 
 def proxy_fault(proxy: str = "service", configuration: Configuration = None, secrets: Secrets = None) -> str:
-    """The fault the proxy named `proxy` applies now ("latency", "errors", "reset", "blackhole"), or
+    """The fault in force on the proxy named `proxy` ("latency", "errors", "reset", "blackhole"), or
     "" when none is in force (a probe)."""
     try:
         written = json.loads(fault_path(proxy).read_text(encoding="utf-8"))
