@@ -59,7 +59,16 @@ PROCESSES: dict[str, tuple[str, Simulate]] = {
     "speed wandering 10%, M/D/1 0.8": ("latency", lambda g, r, n: tp.wandering(g, r, n, 0.8, 0.10)),
     "cold cache, M/D/1 0.7 empty": ("latency", lambda g, r, n: tp.cold_cache(g, r, n, 0.7)),
     "failures in bursts": ("failures", lambda g, r, n: tp.bursts(g, r, n)),
+    "promo peak, M/D/1 0.5 → 0.9 → 0.5": ("latency", lambda g, r, n: tp.md1_peak(g, r, n)),
+    "fault window, M/D/1 0.6, 1.5x slower inside": ("latency", lambda g, r, n: tp.fault_window(g, r, n)),
 }
+STRATA: dict[str, Callable[[int], np.ndarray]] = {
+    "promo peak, M/D/1 0.5 → 0.9 → 0.5": tp.peak_labels,
+    "fault window, M/D/1 0.6, 1.5x slower inside": tp.fault_labels,
+}
+"""The stretches a drill of these processes knows (its phases, its fault window): their drills
+are also judged with the dependence measured within each stretch."""
+STRATIFIED = "batch means within stretches"
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,8 @@ def _percentile_rows(process: str, drills: np.ndarray, pooled: np.ndarray,
                      percentile: float, bootstrap: bool = False) -> list[Outcome]:
     truth = float(np.quantile(pooled, percentile / 100.0))
     new = [quantile_interval(row, percentile) for row in drills]
+    strata = STRATA[process](drills.shape[1]) if process in STRATA else None
+    cut = [] if strata is None else [quantile_interval(row, percentile, strata=strata) for row in drills]
     old = [percentile_of(row, percentile) for row in drills]
     label = f"P{percentile:g} {CONFIDENCE:.0%}"
 
@@ -120,6 +131,10 @@ def _percentile_rows(process: str, drills: np.ndarray, pooled: np.ndarray,
         judge(process, label, "independent (old)", truth, arr([r.value for r in old]),
               arr([r.ci_low for r in old]), arr([r.ci_high for r in old]), np.array([not r.trusted for r in old])),
     ]
+    if cut:
+        rows.insert(1, judge(process, label, STRATIFIED, truth, arr([r.value for r in cut]),
+                             arr([r.low for r in cut]), arr([r.high for r in cut]),
+                             np.array([not r.enough for r in cut]), np.array([r.dependence.effective for r in cut])))
     if bootstrap:
         rng = np.random.default_rng(int(percentile * 100))
         bounds = np.array([moving_block_interval(row, percentile, r.dependence.block_len, rng)
@@ -133,13 +148,19 @@ def _share_rows(process: str, statement: str, flags: np.ndarray, truth: float,
                 levels: np.ndarray | None = None) -> list[Outcome]:
     new = [share_interval(row, levels=None if levels is None else levels[i]) for i, row in enumerate(flags)]
     points = flags.mean(axis=1)
+    strata = STRATA[process](flags.shape[1]) if process in STRATA else None
+    cut = [] if strata is None else [share_interval(row, levels=None if levels is None else levels[i], strata=strata)
+                                     for i, row in enumerate(flags)]
     n = flags.shape[1]
     hits = flags.sum(axis=1)
     tail = (1.0 - CONFIDENCE) / 2.0
     old_low = np.where(hits > 0, special.betaincinv(np.maximum(hits, 1e-9), n - hits + 1, tail), 0.0)
     old_high = np.where(hits < n, special.betaincinv(hits + 1, np.maximum(n - hits, 1e-9), 1 - tail), 1.0)
     nobody = np.zeros(points.size, dtype=bool)
-    return [
+    stratified = [judge(process, statement, STRATIFIED, truth, points, np.array([r.low for r in cut], dtype=float),
+                        np.array([r.high for r in cut], dtype=float), np.array([not r.enough for r in cut]),
+                        np.array([r.dependence.effective for r in cut]))] if cut else []
+    return [*stratified,
         judge(process, statement, "batch means", truth, points, np.array([r.low for r in new], dtype=float),
               np.array([r.high for r in new], dtype=float), np.array([not r.enough for r in new]),
               np.array([r.dependence.effective for r in new])),

@@ -103,3 +103,47 @@ def bursts(rng: np.random.Generator, reps: int, n: int, steps: float = 50.0) -> 
 def independent(rng: np.random.Generator, reps: int, n: int) -> np.ndarray:
     """Exponential latencies, independent: the control."""
     return rng.exponential(1.0, size=(reps, n))
+
+
+PEAK_EDGES = (0.25, 0.45, 0.55, 0.75)
+"""Where `md1_peak`'s load changes, as shares of the run: rising, the peak, falling, calm."""
+
+
+def md1_peak(rng: np.random.Generator, reps: int, n: int, low: float = 0.5,
+             high: float = 0.9) -> np.ndarray:
+    """M/D/1 whose load rises from `low` to `high` over a quarter of the run's requests, holds
+    the peak for a fifth, falls back over a fifth and stays calm to the end (a promo day). The
+    queue starts in the calm state's stationary law; the load follows the request count."""
+    burn = burn_in(low)
+    share = np.arange(n) / n
+    a, b, c, d = PEAK_EDGES
+    load = np.interp(share, [0.0, a, b, c, d, 1.0], [low, high, high, high, low, low])
+    rates = np.concatenate((np.full(burn, low), load))
+    gaps = rng.exponential(1.0, size=(reps, n + burn)) / rates
+    return lindley(np.ones_like(gaps), gaps)[:, burn:]
+
+
+def peak_labels(n: int) -> np.ndarray:
+    """The stretch of each of `md1_peak`'s requests (the run knows its phases)."""
+    return np.searchsorted(np.array(PEAK_EDGES) * n, np.arange(n), side="right")
+
+
+FAULT_EDGES = (0.4, 0.6)
+"""Where `fault_window`'s slow service starts and ends, as shares of the run."""
+
+
+def fault_window(rng: np.random.Generator, reps: int, n: int, load: float = 0.6,
+                 slow: float = 1.5) -> np.ndarray:
+    """M/D/1 at `load` in its stationary state whose service is `slow` times longer between
+    `FAULT_EDGES` (a degraded node: load `load x slow` inside the window)."""
+    burn = burn_in(load)
+    start, end = (burn + int(edge * n) for edge in FAULT_EDGES)
+    service = np.ones((reps, n + burn))
+    service[:, start:end] = slow
+    gaps = rng.exponential(1.0 / load, size=(reps, n + burn))
+    return lindley(service, gaps)[:, burn:]
+
+
+def fault_labels(n: int) -> np.ndarray:
+    """Inside or outside `fault_window`'s window, per request (the run knows its faults)."""
+    return np.searchsorted(np.array(FAULT_EDGES) * n, np.arange(n), side="right")

@@ -22,6 +22,7 @@ from scipy import special
 from rushhour.kernel.quantiles import nearest_rank
 from rushhour.reports.estimate.blocks import Dependence, dependence, least_effective, rank_series
 from rushhour.reports.estimate.intervals import CONFIDENCE, binom_ppf
+from rushhour.reports.estimate.strata import stratified_dependence
 
 
 @dataclass(frozen=True)
@@ -64,10 +65,11 @@ def outlasts_text(percentile: float, confidence: float = CONFIDENCE) -> str:
             "its memory")
 
 
-def quantile_interval(values: np.ndarray, percentile: float,
-                      confidence: float = CONFIDENCE) -> SeriesInterval:
+def quantile_interval(values: np.ndarray, percentile: float, confidence: float = CONFIDENCE,
+                      strata: np.ndarray | None = None) -> SeriesInterval:
     """The nearest-rank `percentile` of `values` (time order; NaN dropped) with an interval that
-    holds under autocorrelation."""
+    holds under autocorrelation; `strata` (same order), where the run's load changed, measures
+    the dependence within each stretch (`rushhour.reports.estimate.strata`)."""
     clean = values[~np.isnan(values)]
     n = int(clean.size)
     if n == 0:
@@ -76,11 +78,15 @@ def quantile_interval(values: np.ndarray, percentile: float,
     order = np.argsort(clean)
     ordered = clean[order]
     value = float(ordered[nearest_rank(percentile, n) - 1])
-    ranks = dependence(rank_series(clean, order), confidence)
-    # the ranks alone say whether the run outlasts its blocks: the sparse exceedances would add
-    # their own chance correlations (twice the false "not enough" on independent requests)
-    seen = replace(least_effective(dependence((clean > value).astype(float), confidence), ranks),
-                   outlasts_blocks=ranks.outlasts_blocks)
+    if strata is not None:
+        seen = stratified_dependence((clean > value).astype(float), strata[~np.isnan(values)], confidence,
+                                     levels=rank_series(clean, order))
+    else:
+        ranks = dependence(rank_series(clean, order), confidence)
+        # the ranks alone say whether the run outlasts its blocks: the sparse exceedances would add
+        # their own chance correlations (twice the false "not enough" on independent requests)
+        seen = replace(least_effective(dependence((clean > value).astype(float), confidence), ranks),
+                       outlasts_blocks=ranks.outlasts_blocks)
     effective = min(seen.effective, float(n))
     size = max(1, math.floor(effective))
     tail = (1.0 - confidence) / 2.0
@@ -98,15 +104,19 @@ def quantile_interval(values: np.ndarray, percentile: float,
     return SeriesInterval(value, low, high, confidence, seen, True)
 
 
-def share_interval(hits: np.ndarray, confidence: float = CONFIDENCE,
-                   levels: np.ndarray | None = None) -> SeriesInterval:
+def share_interval(hits: np.ndarray, confidence: float = CONFIDENCE, levels: np.ndarray | None = None,
+                   strata: np.ndarray | None = None) -> SeriesInterval:
     """The share of True in `hits` (time order) with a Clopper-Pearson interval on its effective
     sample size. `levels`, the values `hits` was cut from (latencies, same order), also bound the
     dependence: a late share near 1% holds too few late requests to measure it alone."""
     flags = hits.astype(float)
-    seen = dependence(flags, confidence)
-    if levels is not None and levels.size == flags.size:
-        seen = least_effective(seen, dependence(rank_series(levels), confidence))
+    ranked = rank_series(levels) if levels is not None and levels.size == flags.size else None
+    if strata is not None:
+        seen = stratified_dependence(flags, strata, confidence, levels=ranked)
+    else:
+        seen = dependence(flags, confidence)
+        if ranked is not None:
+            seen = least_effective(seen, dependence(ranked, confidence))
     n = int(flags.size)
     if n == 0:
         return SeriesInterval(None, None, None, confidence, seen, False, "no requests to count")
@@ -118,3 +128,4 @@ def share_interval(hits: np.ndarray, confidence: float = CONFIDENCE,
     low = float(special.betaincinv(count, size - count + 1, tail)) if count > 0 else 0.0
     high = float(special.betaincinv(count + 1, size - count, 1 - tail)) if count < size else 1.0
     return SeriesInterval(share, low, high, confidence, seen, True)
+
