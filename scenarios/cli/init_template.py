@@ -58,8 +58,9 @@ chaos:
     env: {{PID_FILE: {pid_file}}}"""
 
 OTHER_FAULTS = """\
-  # The network path, through a Toxiproxy proxy that the drill loads instead of the service:
-  # - {at: "00:30", experiment: experiments/service-network-latency.json, hold: 5m, env: {TOXIPROXY_PROXY: my-service}}
+  # The network path, through mitmproxy with rushhour's addon, which the drill loads instead of the
+  # service (docs/guides/own-service.md; service-network-*.json do the same through Toxiproxy):
+  # - {at: "00:30", experiment: experiments/service-proxy-latency.json, hold: 5m, env: {LATENCY_MS: "500"}}
   # A Kubernetes workload, by namespace and label selector:
   # - {at: "00:30", experiment: experiments/kubernetes/workload-pod-kill.json,
   #    env: {RUSHHOUR_K8S_NAMESPACE: shop, RUSHHOUR_K8S_SELECTOR: app=my-service}}"""
