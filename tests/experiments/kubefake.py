@@ -44,7 +44,8 @@ def _matches(labels: dict[str, str], selector: str | None) -> bool:
 
 
 class FakeKube:
-    """One namespace's worth of nodes, pods, Deployments, NetworkPolicies and Jobs."""
+    """Nodes, and the pods, Deployments, NetworkPolicies and Jobs of namespaces (NS unless told):
+    a namespaced list answers only that namespace's objects."""
 
     def __init__(self, now: float) -> None:
         self.now = now
@@ -62,12 +63,15 @@ class FakeKube:
     def add_node(self, name: str, *, cordoned: bool = False) -> None:
         self.nodes[name] = SimpleNamespace(metadata=_meta(name), spec=SimpleNamespace(unschedulable=cordoned))
 
-    def add_pod(self, name: str, node: str, labels: dict[str, str]) -> None:
+    def add_pod(self, name: str, node: str, labels: dict[str, str], ns: str = NS) -> None:
         ready = SimpleNamespace(conditions=[SimpleNamespace(type="Ready", status="True")])
-        self.pods.append(SimpleNamespace(metadata=_meta(name, labels=labels), spec=SimpleNamespace(node_name=node), status=ready))
+        self.pods.append(SimpleNamespace(metadata=_meta(name, labels=labels, namespace=ns),
+                                         spec=SimpleNamespace(node_name=node), status=ready))
 
-    def add_deployment(self, name: str, replicas: int, labels: dict[str, str]) -> None:
-        self.deployments[name] = SimpleNamespace(metadata=_meta(name, labels=labels), spec=SimpleNamespace(replicas=replicas))
+    def add_deployment(self, name: str, replicas: int, labels: dict[str, str], ns: str = NS,
+                       annotations: dict[str, str] | None = None) -> None:
+        self.deployments[name] = SimpleNamespace(metadata=_meta(name, labels=labels, namespace=ns, annotations=annotations),
+                                                 spec=SimpleNamespace(replicas=replicas))
 
     # -- the control plane -------------------------------------------------------------------
     def advance(self, seconds: float) -> None:
@@ -102,7 +106,7 @@ class FakeKube:
                 self.log.append(f"pod {pod.metadata.name} removed by the ReplicaSet controller")
             for _ in range(deployment.spec.replicas - len(mine)):
                 node = next(n for n in sorted(self.nodes) if not self.nodes[n].spec.unschedulable)
-                self.add_pod(f"{name}-{next(self._uids)}", node, dict(labels))
+                self.add_pod(f"{name}-{next(self._uids)}", node, dict(labels), deployment.metadata.namespace)
                 self.log.append(f"pod {self.pods[-1].metadata.name} started by the ReplicaSet controller on {node}")
 
     def _api(self) -> None:
@@ -128,7 +132,8 @@ class FakeKube:
 
     def list_namespaced_pod(self, ns: str, label_selector: str = "") -> SimpleNamespace:
         self._api()
-        return SimpleNamespace(items=[p for p in self.pods if _matches(p.metadata.labels, label_selector)])
+        return SimpleNamespace(items=[p for p in self.pods if p.metadata.namespace == ns
+                                      and _matches(p.metadata.labels, label_selector)])
 
     def delete_namespaced_pod(self, name: str, ns: str, body: Any = None) -> None:
         self._api()
@@ -141,7 +146,8 @@ class FakeKube:
     # -- AppsV1 --------------------------------------------------------------------------------
     def list_namespaced_deployment(self, ns: str, label_selector: str | None = None) -> SimpleNamespace:
         self._api()
-        return SimpleNamespace(items=[d for d in self.deployments.values() if _matches(d.metadata.labels, label_selector)])
+        return SimpleNamespace(items=[d for d in self.deployments.values() if d.metadata.namespace == ns
+                                      and _matches(d.metadata.labels, label_selector)])
 
     def read_namespaced_deployment(self, name: str, ns: str) -> SimpleNamespace:
         self._api()
@@ -161,13 +167,14 @@ class FakeKube:
         meta = body["metadata"]
         self.policies[meta["name"]] = SimpleNamespace(
             metadata=_meta(meta["name"], annotations=dict(meta.get("annotations") or {}), labels=dict(meta.get("labels") or {}),
-                           owner_references=list(meta.get("ownerReferences") or [])), spec=body["spec"])
+                           owner_references=list(meta.get("ownerReferences") or []), namespace=ns), spec=body["spec"])
         self.log.append(f"policy {meta['name']} created")
 
     def list_namespaced_network_policy(self, ns: str, label_selector: str = "") -> SimpleNamespace:
         self._api()
         key = label_selector.split("=")[0]
-        return SimpleNamespace(items=[p for p in self.policies.values() if key in p.metadata.labels])
+        return SimpleNamespace(items=[p for p in self.policies.values() if p.metadata.namespace == ns
+                                      and key in p.metadata.labels])
 
     def read_namespaced_network_policy(self, name: str, ns: str) -> SimpleNamespace:
         self._api()

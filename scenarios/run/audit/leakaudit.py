@@ -1,8 +1,9 @@
 """The leak audit: at the end of every drill, is anything rushhour broke or started still there?
 
 It looks at what the drill could have left behind: faults still active and nodes not ready on
-the target (`/v1/status`), a Redis the scenario stopped, Kubernetes objects rushhour created
-(expired ones are swept away on the spot and reported), and processes of the run still alive.
+the target (`/v1/status`), a Redis the scenario stopped, Kubernetes objects rushhour created or
+marked in each namespace a fault touched, the user's workload namespace included (expired ones are
+swept away on the spot and reported), and processes of the run still alive.
 Checks that things settle (a node restarting after its rollback) are retried for a bounded
 time. The result goes to `leak_audit.json` and the `leak_audit` event, interrupted run or not:
 
@@ -25,6 +26,7 @@ import httpx
 
 from rushhour.kernel.loopback import is_loopback_url
 from rushhour.scenarios.run.audit.ledger import Tracked
+from rushhour.scenarios.run.audit.scope import KubeScope
 
 __all__ = ["AUDIT_FILE", "Finding", "LeakAudit", "kubernetes_findings", "process_findings", "redis_findings",
            "settle", "status_findings", "target_findings"]
@@ -122,16 +124,19 @@ def redis_findings(ports: Sequence[int]) -> list[Finding]:
             for port in ports if not redis_running(port)]
 
 
-def kubernetes_findings(namespaces: Sequence[str]) -> list[Finding]:
-    """rushhour's objects left in the cluster; expired ones are swept away and still reported."""
+def kubernetes_findings(scopes: Sequence[KubeScope]) -> list[Finding]:
+    """rushhour's objects left in each namespace a fault touched (the reference server's or the
+    user's workload namespace), asked with the credentials its experiment used; expired ones are
+    swept away and still reported."""
     try:
         from rushhour.experiments.kubernetes.leases import sweep
     except ImportError as exc:
         return [Finding("unverified", "kubernetes", f"the Kubernetes client is missing ({exc}).")]
     found: list[Finding] = []
-    for ns in namespaces:
+    for scope in scopes:
+        ns = scope.namespace
         try:
-            leftovers = sweep(ns)
+            leftovers = sweep(ns, secrets=dict(scope.secrets))
         except Exception as exc:  # noqa: BLE001 - any cluster error makes the check unverified
             found.append(Finding("unverified", f"kubernetes:{ns}", f"the cluster could not be checked: {exc}"))
             continue

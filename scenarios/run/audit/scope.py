@@ -1,54 +1,82 @@
 """What the leak audit must look at, read from the experiments a drill runs.
 
 A drill that stopped Redis must find it running again at the end, and one that touched a
-Kubernetes cluster must find none of rushhour's objects left there. Which Redis port and which
-namespace is resolved as Chaos Toolkit would: an argument's `${key}` from the experiment's
-configuration, an `env` entry from the chaos entry's `env:`, then the environment, then its default.
+Kubernetes cluster must find none of rushhour's objects left there: in the reference server's
+namespace, or in the user's own workload namespace that a workload experiment was pointed at.
+Each experiment is resolved as `chaos run` resolves it, with Chaos Toolkit's own functions: its
+configuration loaded with the chaos entry's `env:` over the environment, its arguments
+substituted (`${key}`), and an argument it leaves out taken from the action's own default. The
+Kubernetes credentials the experiment used (the `KUBERNETES_*` entries of its secrets and of the
+entry's `env:`) go with each namespace, so the audit asks the cluster the fault was made in.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chaoslib import substitute
+from chaoslib.configuration import convert_to_type, load_configuration
+from chaoslib.exceptions import ChaosException
+from chaoslib.secret import load_secrets
+
 from rushhour.scenarios.spec.chaos import PlannedFault, load_experiment_file
 
-__all__ = ["LeakScope", "leak_scope"]
+__all__ = ["KubeScope", "LeakScope", "leak_scope"]
 
 REDIS_MODULE = "rushhour.experiments.local.redis"
 KUBERNETES_PREFIX = "rushhour.experiments.kubernetes"
 DEFAULT_REDIS_PORT = 6379
 DEFAULT_NAMESPACE = "rushhour"
-REFERENCE = re.compile(r"^\$\{([A-Za-z0-9_]+)\}$")
+CREDENTIAL_KEYS = ("KUBERNETES_", "CHAOSTOOLKIT_IN_POD")
+"""What chaostoolkit-kubernetes reads to reach a cluster (`create_k8s_api_client`)."""
+
+
+@dataclass(frozen=True)
+class KubeScope:
+    """One namespace a fault touched, and the credentials the experiment reached its cluster with."""
+
+    namespace: str
+    secrets: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
 class LeakScope:
-    """Redis ports and Kubernetes namespaces the drill's faults touched."""
+    """Redis ports and Kubernetes namespaces (with their credentials) the drill's faults touched."""
 
     redis_ports: tuple[int, ...] = ()
-    namespaces: tuple[str, ...] = ()
+    kubernetes: tuple[KubeScope, ...] = ()
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        return tuple(sorted({k.namespace for k in self.kubernetes}))
 
 
 def leak_scope(faults: Sequence[PlannedFault], environ: Mapping[str, str] | None = None) -> LeakScope:
     env = os.environ if environ is None else environ
     ports: set[int] = set()
-    namespaces: set[str] = set()
+    clusters: set[KubeScope] = set()
     for fault in faults:
         experiment = load_experiment_file(fault.experiment)
-        config = experiment.get("configuration") or {}
         lookup = {**env, **fault.env}
+        config = _configuration(experiment, lookup)
+        if config is None:  # `chaos run` refuses the experiment before any activity: nothing was done
+            continue
+        secrets = _secrets(experiment, config)
         for provider in _providers(experiment):
-            module = str(provider.get("module", ""))
-            args = provider["arguments"] if isinstance(provider.get("arguments"), Mapping) else {}
-            if module == REDIS_MODULE and "redis" in str(provider.get("func", "")):
-                ports.add(int(_resolve(args.get("port", DEFAULT_REDIS_PORT), config, lookup)))
+            module, func = str(provider.get("module", "")), str(provider.get("func", ""))
+            args = _arguments(provider, config, secrets)
+            if module == REDIS_MODULE and "redis" in func:
+                ports.add(int(args.get("port", DEFAULT_REDIS_PORT)))
             elif module.startswith(KUBERNETES_PREFIX):
-                namespaces.add(str(_resolve(args.get("ns", DEFAULT_NAMESPACE), config, lookup)))
-    return LeakScope(tuple(sorted(ports)), tuple(sorted(namespaces)))
+                namespace = args.get("ns", _default_namespace(module, func))
+                if namespace is not None:
+                    clusters.add(KubeScope(str(namespace), _credentials(provider, secrets, fault.env)))
+    return LeakScope(tuple(sorted(ports)), tuple(sorted(clusters, key=lambda k: (k.namespace, k.secrets))))
 
 
 def _providers(experiment: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
@@ -58,12 +86,56 @@ def _providers(experiment: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
             yield provider
 
 
-def _resolve(value: Any, config: Mapping[str, Any], env: Mapping[str, str]) -> Any:
-    """A literal, or `${key}` looked up in the configuration (an `env` entry read from `env`)."""
-    match = REFERENCE.match(value) if isinstance(value, str) else None
-    if match is None:
-        return value
-    entry = config.get(match.group(1))
-    if isinstance(entry, Mapping) and entry.get("type") == "env":
-        return env.get(str(entry.get("key")), entry.get("default"))
-    return entry if entry is not None else value
+def _configuration(experiment: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The configuration `chaos run` loads with `env` as its environment (the chaos entry's `env:`
+    over the harness's); None where it would refuse it (an environment key unset, no default)."""
+    declared = experiment.get("configuration") or {}
+    given = {key: convert_to_type(entry.get("env_var_type"), env[str(entry["key"])])
+             for key, entry in declared.items()
+             if isinstance(entry, Mapping) and entry.get("type") == "env" and str(entry.get("key")) in env}
+    try:
+        return dict(load_configuration(dict(declared), extra_vars=given))
+    except ChaosException:
+        return None
+
+
+def _secrets(experiment: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        return dict(load_secrets(dict(experiment.get("secrets") or {}), dict(config)))
+    except ChaosException:
+        return {}
+
+
+def _arguments(provider: Mapping[str, Any], config: Mapping[str, Any], secrets: Mapping[str, Any]) -> dict[str, Any]:
+    """The provider's arguments with `${key}` substituted, as Chaos Toolkit hands them to the action."""
+    args = provider.get("arguments")
+    if not isinstance(args, Mapping):
+        return {}
+    return dict(substitute(dict(args), dict(config), dict(secrets)))
+
+
+def _default_namespace(module: str, func: str) -> str | None:
+    """The namespace an action works in when the experiment does not say: its own `ns` default;
+    None for an action without one (a node's uncordon: nodes belong to no namespace, and every
+    sweep looks at them)."""
+    try:
+        parameters = inspect.signature(getattr(importlib.import_module(module), func)).parameters
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return DEFAULT_NAMESPACE
+    if "ns" not in parameters:
+        return None
+    default = parameters["ns"].default
+    return default if isinstance(default, str) else DEFAULT_NAMESPACE
+
+
+def _credentials(provider: Mapping[str, Any], secrets: Mapping[str, Any],
+                 entry_env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The cluster credentials the action was given: its secrets' `KUBERNETES_*` entries, then the
+    chaos entry's `env:` ones (chaostoolkit-kubernetes reads the environment after its secrets)."""
+    named = provider.get("secrets") or []
+    given: dict[str, str] = {str(k): str(v) for k, v in entry_env.items() if str(k).startswith(CREDENTIAL_KEYS)}
+    for scope in named if isinstance(named, list) else []:
+        values = secrets.get(scope)
+        if isinstance(values, Mapping):
+            given.update({str(k): str(v) for k, v in values.items() if str(k).startswith(CREDENTIAL_KEYS)})
+    return tuple(sorted(given.items()))

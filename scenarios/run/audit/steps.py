@@ -56,8 +56,8 @@ def audit_target(audit: LeakAudit, plan: DrillPlan, *, url: str | None, heal: Ca
     scope = leak_scope([fault for fault in plan.chaos if fault.in_run])
     if scope.redis_ports:
         audit.add("redis", settle(lambda: redis_findings(scope.redis_ports), wait_s=wait_s))
-    if scope.namespaces:
-        audit.add("kubernetes", kubernetes_findings(scope.namespaces))
+    if scope.kubernetes:
+        audit.add("kubernetes", kubernetes_findings(scope.kubernetes))
 
 
 def audit_leftovers(audit: LeakAudit, ledger: ProcessLedger | None) -> None:
