@@ -49,13 +49,16 @@ $(STAMP): pyproject.toml setup.py
 	@rm -f $(VENV)/.rushhour-installed $(VENV)/.rushhour-installed-gpu $(VENV)/.rushhour-installed-test $(VENV)/.rushhour-installed-gpu-test
 	@touch $(STAMP)
 
-# What the tests need on top (make test, make test-fast): the test extra, and the links mypy and
-# import-linter read the packages through.
-$(TEST_STAMP): $(STAMP)
-	@echo "rushhour: installing the test tools into $(VENV) (log: $(INSTALL_LOG)) ..."
+# What the tests need (make test, make test-fast): the package, its ONNX Runtime build and the test
+# extra in one install (a second pass would rebuild the editable package for nothing), which is
+# the user's install too; and the links mypy and import-linter read the packages through.
+$(TEST_STAMP): pyproject.toml setup.py
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "rushhour: installing into $(VENV) with the $(ORT_EXTRA) build of ONNX Runtime and the test tools (log: $(INSTALL_LOG)) ..."
 	$(call PIP_INSTALL,$(ORT_EXTRA)$(COMMA)test)
+	@rm -f $(VENV)/.rushhour-installed $(VENV)/.rushhour-installed-gpu $(VENV)/.rushhour-installed-test $(VENV)/.rushhour-installed-gpu-test
 	@$(PY) -m tests.support.namespace > /dev/null
-	@touch $(TEST_STAMP)
+	@touch $(STAMP) $(TEST_STAMP)
 
 install: $(STAMP)
 
