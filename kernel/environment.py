@@ -97,6 +97,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(name="RUSHHOUR_WORKER_LOCAL", kind="hand-off", read_by="a worker's Locust process",
              meaning="What the worker decided for itself (target credentials, allowed targets), never from the "
                      "master."),
+    Variable(name="RUSHHOUR_PINNED_HOSTS", kind="hand-off", read_by="the Locust process",
+             meaning="The addresses the loopback guard checked for each target host name (JSON); the load "
+                     "connects there only, whatever the name resolves to later."),
 )
 
 

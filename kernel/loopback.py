@@ -7,6 +7,11 @@ link-local ones (cloud metadata answers at 169.254.169.254 and fe80::/10), the u
 multicast and reserved ones, and the metadata services' names. A host is read the way the C
 library reads it, so `2852039166`, `0xa9fea9fe` and `::ffff:169.254.169.254` are the metadata
 address too. `refused_address` is the one test every command, the worker and the chaos extension ask.
+
+A host name is resolved when the guard looks at it: every address it has must pass the same rules
+(loopback, or any ordinary address under `--allow-remote`; never a special one), and the name is
+then pinned to those addresses (`rushhour.kernel.pinning`): the load connects where the guard
+looked (`connect_addresses`), so a name that answers differently later cannot redirect it.
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ import ipaddress
 import socket
 from urllib.parse import urlsplit
 
-__all__ = ["METADATA_NAMES", "host_address", "is_loopback_url", "is_named_host", "refused_address",
-           "special_address"]
+from rushhour.kernel.pinning import Policy, late_policy, pin, pinned, resolve_host, set_policy
+
+__all__ = ["METADATA_NAMES", "connect_addresses", "host_address", "is_loopback_url", "is_named_host",
+           "refused_address", "special_address"]
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 METADATA_NAMES = frozenset({"metadata", "metadata.google.internal", "metadata.goog", "instance-data",
@@ -74,19 +81,89 @@ def is_named_host(url: str, allowed: tuple[str, ...]) -> bool:
     return bool(host) and host in allowed
 
 
+_NOT_HERE = ("is not on this machine (127.0.0.0/8, ::1 or localhost); pass --allow-remote to contact a remote "
+             "service on purpose")
+_NEVER = "; rushhour never contacts one, --allow-remote or not"
+
+
+def _address_refusal(address: Address, allow_remote: bool) -> str | None:
+    """Why the harness may not contact `address` (None: it may): the guard's rules for one address."""
+    if address.is_loopback:
+        return None
+    special = special_address(address)
+    if special is not None:
+        return f"is {special}{_NEVER}"
+    return None if allow_remote else _NOT_HERE
+
+
 def refused_address(url: str, *, allow_remote: bool, allowed: tuple[str, ...] = ()) -> str | None:
     """Why the harness may not contact `url` (a phrase to follow the quoted URL), or None when it
     may: loopback and hosts named in `allowed` always; other hosts only with `allow_remote`; a
-    special address or a metadata service's name never."""
+    special address or a metadata service's name never. A name is resolved and every address it
+    has must pass; an admitted name is pinned to them (one that does not resolve yet, admitted
+    under `allow_remote`, is checked and pinned when first contacted)."""
     host = _host(url)
-    if is_loopback_url(url) or (host and is_named_host(url, allowed)):
+    if host and is_named_host(url, allowed):
+        _admit_named(host)
         return None
     address = host_address(host) if host else None
-    special = special_address(address) if address is not None else None
-    if special is not None:
-        return f"is {special}; rushhour never contacts one, --allow-remote or not"
+    if address is not None:
+        return _address_refusal(address, allow_remote)
     if host in METADATA_NAMES:
-        return "names a cloud metadata service; rushhour never contacts one, --allow-remote or not"
-    if not allow_remote:
-        return "is not on this machine (127.0.0.0/8, ::1 or localhost); pass --allow-remote to contact a remote service on purpose"
+        return f"names a cloud metadata service{_NEVER}"
+    if not host:
+        return None if allow_remote else _NOT_HERE
+    return _name_refusal(host, allow_remote)
+
+
+def _name_refusal(host: str, allow_remote: bool) -> str | None:
+    """Resolve `host`, check every address, pin it to them; why not when one fails."""
+    try:
+        addresses = resolve_host(host)
+    except OSError:
+        if host == "localhost":
+            pin(host, ("127.0.0.1",))
+            return None
+        if not allow_remote:
+            return _NOT_HERE
+        set_policy(host, Policy(allow_remote=True))
+        return None
+    for text in addresses:
+        address = host_address(text)
+        reason = "is no address" if address is None else _address_refusal(address, allow_remote)
+        if reason is not None:
+            return f"resolves to {text}, which {reason}"
+    pin(host, addresses)
     return None
+
+
+def _admit_named(host: str) -> None:
+    """A host named on purpose is contacted whatever it resolves to, but only at what it resolved to."""
+    if host_address(host) is not None:
+        return
+    try:
+        pin(host, resolve_host(host))
+    except OSError:
+        set_policy(host, Policy(named=True))
+
+
+def connect_addresses(host: str) -> tuple[str, ...]:
+    """The addresses a connection to `host` may use: an address as it is; a pinned name's
+    addresses; any other name resolved once, at its first connection, every address checked under
+    the policy it was admitted with (without `--allow-remote` when the guard never saw it), then
+    pinned. OSError, a sentence naming the host and the address, when one is refused."""
+    host = host.strip("[]")
+    if host_address(host) is not None:
+        return (host,)
+    addresses = pinned(host)
+    if addresses is not None:
+        return addresses
+    policy = late_policy(host)
+    addresses = resolve_host(host)
+    for text in addresses:
+        address = host_address(text)
+        reason = "is no address" if address is None else _address_refusal(address, policy.allow_remote)
+        if reason is not None and not policy.named:
+            raise OSError(f'Refusing to connect to "{host}": it resolves to {text}, which {reason}.')
+    pin(host, addresses)
+    return addresses

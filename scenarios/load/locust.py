@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 
+from rushhour.kernel.pinning import ENV_PINNED, pins_env
 from rushhour.kernel.processes import child_env, die_with_parent
 from rushhour.scenarios.load.settings import ENV_SETTINGS, LoadSettings
 from rushhour.scenarios.load.worker import count_markers, publish_start
@@ -175,9 +176,11 @@ PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy"})
 
 def worker_env(settings: LoadSettings) -> dict[str, str]:
     """The environment Locust runs in: ours without proxy variables (the load goes straight to the
-    target the loopback guard allowed, never through a proxy), plus the load settings."""
+    target the loopback guard allowed, never through a proxy), plus the load settings and the
+    addresses the guard pinned each host name to (`rushhour.kernel.pinning`)."""
     env = proxy_free_env()
     env[ENV_SETTINGS] = settings.to_env()
+    env[ENV_PINNED] = pins_env()
     return env
 
 

@@ -25,6 +25,7 @@ from rushhour.scenarios.load.direct import DirectSender
 from rushhour.scenarios.load.handoff import stamp_connections
 from rushhour.scenarios.load.jobs import JOB_POLL_NAME, JOBS_PATH, JobFollower, Reply
 from rushhour.scenarios.load.partwriter import keep_pandas_out
+from rushhour.scenarios.load.pinned_pools import install_pinned_resolver
 from rushhour.scenarios.load.settings import ENV_SETTINGS, LoadSettings
 from rushhour.scenarios.load.wire import no_response
 from rushhour.scenarios.load.worker import run_worker
@@ -36,6 +37,7 @@ from rushhour.scenarios.protocols.tls import ssl_context_factory
 
 CONCURRENCY = int(os.environ.get("RUSHHOUR_CONCURRENCY", "2000"))
 log = logging.getLogger(__name__)
+install_pinned_resolver()  # connect only where the runner's loopback guard looked
 RELAY: list[object] = []
 """This process's relay in a drill across hosts (`rushhour.scenarios.load.worker_relay`), if any."""
 

@@ -15,11 +15,13 @@ from locust import FastHttpUser, LoadTestShape, constant_pacing, events, task
 from rushhour.scenarios.load.closed import PACING_S, ClosedDrill, shape_users
 from rushhour.scenarios.load.handoff import stamp_connections
 from rushhour.scenarios.load.partwriter import keep_pandas_out
+from rushhour.scenarios.load.pinned_pools import install_pinned_resolver
 from rushhour.scenarios.load.settings import LoadSettings
 from rushhour.scenarios.load.wire import WireSender
 from rushhour.scenarios.protocols.base import make_protocol
 from rushhour.scenarios.protocols.tls import ssl_context_factory
 
+install_pinned_resolver()  # connect only where the runner's loopback guard looked
 SHAPE_SLACK_S = 5  # the shape's clock starts before the common start time; run on a little
 _drill: ClosedDrill | None = None
 

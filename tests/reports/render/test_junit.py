@@ -3,7 +3,7 @@
 The attack: a scenario (or a results folder from elsewhere) names an SLO with a NUL or an escape
 character, or a reason carries a lone surrogate from a target's answer. ElementTree writes such
 characters as they are, and XML 1.0 forbids them: the CI system's JUnit parser rejected the whole
-file, so every verdict in it was lost. Each forbidden character is now written as its Python escape;
+file, so every verdict in it was lost. Each forbidden character is written as its Python escape;
 the file parses back and holds the same cases, failures and errors as with plain names.
 """
 
