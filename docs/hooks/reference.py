@@ -15,6 +15,8 @@ runs it). As an MkDocs hook it fills the same parts at build time. The parts:
   `requests.parquet` and the files of a results folder from `rushhour.kernel.contract`, with the meanings
   below; a column or file the contract has and this hook does not describe fails the strict
   build, and so does a description of one the contract no longer has;
+- `<!-- generated: events -->`: every event type of `events.jsonl` with its fields, from the models
+  of `rushhour.kernel.events`;
 - `<!-- check: http-routes -->`: fails the build when a route of the reference server's routers
   is not named on the page.
 
@@ -132,7 +134,7 @@ def fill(markdown: str) -> str:
 
 def _parts() -> dict[str, Any]:
     return {"cli": _cli, "scenario": _scenario, "exit-codes": _exit_codes, "requests-columns": _columns,
-            "results-files": _files, "summary": _summary}
+            "results-files": _files, "summary": _summary, "events": _events}
 
 
 def pages() -> list[Path]:
@@ -348,6 +350,21 @@ def _summary() -> str:
         if not meaning:
             log.warning(f"docs/hooks: summary.json key {name} has no meaning (docs/hooks/field_notes.yaml).")
         rows.append(f"| `{name}` | {_type_name(info.annotation)} | {_cell(meaning)} |")
+    return "\n".join(rows)
+
+
+def _events() -> str:
+    """events.jsonl's event types from rushhour.kernel.events, each with its fields beyond the common ones."""
+    from rushhour.kernel import events
+
+    common = set(events.EVENT_MODELS[0].__mro__[1].model_fields)
+    rows = ["| type | what it says | fields |", "| --- | --- | --- |"]
+    for model in events.EVENT_MODELS:
+        kinds = ", ".join(f"`{kind}`" for kind in get_args(model.model_fields["type"].annotation))
+        fields = ", ".join(f"`{name}` ({_type_name(info.annotation)}{'' if info.is_required() else ', optional'})"
+                           for name, info in model.model_fields.items()
+                           if name != "type" and (name not in common or info.is_required()))
+        rows.append(f"| {kinds} | {_cell(inspect.cleandoc(model.__doc__ or ''))} | {fields or '—'} |")
     return "\n".join(rows)
 
 

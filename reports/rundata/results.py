@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rushhour.kernel import contract, jsonfile
 from rushhour.kernel.clock import parse_clock_s, parse_duration
+from rushhour.kernel.events import EventError, parse_event
 from rushhour.kernel.textfile import TextFileError, read_text_file
 from rushhour.kernel.validation import format_validation_errors
 from rushhour.kernel.yamlfile import load_yaml
@@ -40,6 +41,14 @@ UNTRUSTED_SOURCES = frozenset({"target", "server"})
 
 class ResultsError(ValueError):
     """A results directory is missing a required file or holds a malformed one."""
+
+
+@dataclass(frozen=True)
+class MalformedEvent:
+    """A line of events.jsonl its event's model refused: never read as an event."""
+
+    line: int
+    reason: str
 
 
 class TrafficInfo(BaseModel):
@@ -121,6 +130,8 @@ class RunData:
     target_events: list[dict[str, Any]] = field(default_factory=list)
     """What the target said about itself (`source` target or server): kept apart from `events`, so
     no figure is read from it whatever type it claims."""
+    malformed_events: list[MalformedEvent] = field(default_factory=list)
+    """Lines of events.jsonl of an unknown type or with a malformed field, each with its line number."""
 
     def events_of(self, kind: str) -> list[dict[str, Any]]:
         """The harness's events of one type, in file order."""
@@ -149,7 +160,7 @@ def load_run(root: Path, *, requests: pd.DataFrame | None = None) -> RunData:
     scenario = _load_scenario(root / contract.SCENARIO_FILE)
     requests = _load_requests(root / contract.REQUESTS_FILE) if requests is None else requests
     metrics = _load_optional_parquet(root / contract.SERVER_METRICS_FILE, missing)
-    everything = _load_events(root / contract.EVENTS_FILE, missing)
+    everything, malformed = _load_events(root / contract.EVENTS_FILE, missing)
     events = [event for event in everything if event.get("source") not in UNTRUSTED_SOURCES]
     target_events = [event for event in everything if event.get("source") in UNTRUSTED_SOURCES]
     requests = fill_missing_ends(requests, latest_end_s(requests, events))
@@ -159,7 +170,8 @@ def load_run(root: Path, *, requests: pd.DataFrame | None = None) -> RunData:
     target_metrics = None
     if scenario.target.metrics_url or (root / contract.TARGET_METRICS_FILE).exists():
         target_metrics = _load_optional_parquet(root / contract.TARGET_METRICS_FILE, missing)
-    return RunData(root, scenario, requests, metrics, events, journals, missing, target_metrics, target_events)
+    return RunData(root, scenario, requests, metrics, events, journals, missing, target_metrics, target_events,
+                   malformed)
 
 
 def read_text(path: Path) -> str:
@@ -232,11 +244,13 @@ def _load_optional_parquet(path: Path, missing: list[str]) -> pd.DataFrame | Non
     return frame.sort_values("t_s", kind="stable").reset_index(drop=True)
 
 
-def _load_events(path: Path, missing: list[str]) -> list[dict[str, Any]]:
+def _load_events(path: Path, missing: list[str]) -> tuple[list[dict[str, Any]], list[MalformedEvent]]:
+    """Each line read through its event's model (`rushhour.kernel.events`): a line that is not JSON
+    is a ResultsError, one the model refuses is set aside as a MalformedEvent and listed as missing."""
     if not path.exists():
         missing.append(path.name)
-        return []
-    events = []
+        return [], []
+    events, malformed = [], []
     for number, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
@@ -246,12 +260,16 @@ def _load_events(path: Path, missing: list[str]) -> list[dict[str, Any]]:
             raise ResultsError(f'"{path}" line {number} is not JSON: {exc.msg}.') from exc
         except ValueError as exc:
             raise ResultsError(f'"{path}" line {number} cannot be read: {exc}.') from exc
-        if not isinstance(event, dict) or "type" not in event:
-            raise ResultsError(f'"{path}" line {number} has no "type" field.')
+        try:
+            parse_event(event)
+        except EventError as exc:
+            malformed.append(MalformedEvent(number, str(exc)))
+            missing.append(f"{path.name} line {number} (refused: {exc})")
+            continue
         events.append(event)
-    if not events:
+    if not events and not malformed:
         missing.append(f"{path.name} (empty)")
-    return events
+    return events, malformed
 
 
 def _load_journals(folder: Path, missing: list[str]) -> dict[str, dict[str, Any]]:

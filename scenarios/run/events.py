@@ -1,7 +1,9 @@
 """`events.jsonl`: the run's timeline, one JSON object per line, flushed as it happens.
 
 Written line by line (not at the end) so a run that is killed still leaves its timeline behind,
-and so other writers in the same process (the chaos timeline) can add marks through `emit`.
+and so other writers in the same process (the chaos timeline) can add marks through `emit`. Each
+line is checked against its event's model (`rushhour.kernel.events`) before it is written: an
+event of an unknown type or with a malformed field raises `EventError` instead of reaching the file.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
+
+from rushhour.kernel.events import parse_event
 
 
 def iso_utc(epoch_s: float) -> str:
@@ -32,12 +36,14 @@ class EventLog:
         self._file: IO[str] = os.fdopen(fd, "a", encoding="utf-8")  # never appended through a planted link
 
     def emit(self, kind: str, **fields: Any) -> dict[str, object]:
-        """Write one event now (or at run time `t_s`, a field like any other) and return it."""
+        """Write one event now (or at run time `t_s`, a field like any other) and return it;
+        `rushhour.kernel.events.EventError` when its model refuses it."""
         t_s: float | None = fields.pop("t_s", None)
         now = time.time()
         when = now - self.origin if t_s is None else t_s
         event: dict[str, object] = {"type": kind, "t_s": round(when, 6), "wall": iso_utc(now), **fields}
         line = json.dumps(event, default=str)
+        parse_event(json.loads(line))  # checked as a reader will see it
         with self._lock:
             self._file.write(line + "\n")
             self._file.flush()
