@@ -1,8 +1,10 @@
-"""The results contract: every results file's name, the requests table's columns and types, exit codes.
+"""The results contract: every results file's name, the schedule's, part files' and requests' columns and types, exit codes.
 
 A drill writes its results folder, `reports` reads it back, the live view and the Chaos Toolkit
 extension read parts of it; they all spell the names from here, so the folder has one definition.
-The documentation's results reference is generated from `REQUEST_COLUMNS`.
+The documentation's results reference is generated from `REQUEST_COLUMNS`. Types are numpy/pandas
+dtype names (`object`: text, written as an Arrow string); nothing here imports pandas, so a Locust
+process may read it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,49 @@ CAPACITY_HTML_FILE: Final = "capacity.html"
 AB_JSON_FILE: Final = "ab.json"
 AB_HTML_FILE: Final = "ab.html"
 AB_MD_FILE: Final = "ab.md"
+
+# --- schedule.parquet: one row per planned arrival ---------------------------------------------
+SCHEDULE_COLUMNS: Final[dict[str, str]] = {
+    "offset_s": "float64",
+    "kind": "category",
+    "chars": "int32",
+    "priority": "category",
+    "mode": "category",
+    "text_id": "int64",
+    "tenant": "category",
+    "phase": "category",
+    "deadline_ms": "int32",
+    "max_tokens": "int32",
+}
+"""Every column a drawn schedule has, with its dtype, in order: when (seconds from the run's start),
+the mix's kind, characters, priority, mode, the text drawn, tenant, phase, deadline and token budget.
+A multi-turn or replayed schedule adds its own columns after these."""
+
+# --- load/part-w*.parquet: what a load worker records per finished request -------------------
+PART_COLUMNS: Final[dict[str, str]] = {
+    "row": "int64",
+    "intended_s": "float64",
+    "sent_s": "float64",
+    "done_s": "float64",
+    "pool_wait_ms": "float64",
+    "status": "int64",
+    "error": "object",
+    "model": "object",
+    "cached": "bool",
+    "degraded": "bool",
+    "node": "object",
+    "first_segment_s": "float64",
+    "via": "object",
+    "first_token_s": "float64",
+    "last_token_s": "float64",
+    "output_tokens": "int64",
+    "itl_p50_ms": "float64",
+    "itl_p99_ms": "float64",
+    "itl_max_ms": "float64",
+    "input_tokens": "int64",
+}
+"""A part file's columns with their dtypes, in order: the schedule row it answers and what the
+worker saw; merged onto the schedule into `requests.parquet`."""
 
 # --- requests.parquet: one row per scheduled request -----------------------------------------
 STREAM_COLUMNS: Final[dict[str, str]] = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rushhour.kernel.contract import SCHEDULE_COLUMNS
 from rushhour.traffic_models.errors import TrafficModelError
 from rushhour.traffic_models.limits import check_request_count
 from rushhour.traffic_models.mix import draw_people, draw_texts, mix_frame, priority_codes, replayed_texts
@@ -24,7 +25,7 @@ from rushhour.traffic_models.window import Window, check_drawable, check_rate_sc
 GRID_STEP_S = 1.0
 MIN_GRID, MAX_GRID = 2_000, 500_000
 CURVE_POINTS = 2_000
-COLUMNS = ["offset_s", "kind", "chars", "priority", "mode", "text_id", "tenant", "phase", "deadline_ms", "max_tokens"]
+COLUMNS = list(SCHEDULE_COLUMNS)
 
 
 def generate_schedule(

@@ -24,14 +24,12 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 from gevent.event import AsyncResult
 
+from rushhour.kernel import contract
+
 __all__ = ["CHUNK_ROWS", "PART_COLUMNS", "PART_SCHEMA", "PartWriter", "keep_pandas_out", "list_parts", "part_batch",
            "part_dtype", "write_part"]
 
-PART_COLUMNS = (
-    "row", "intended_s", "sent_s", "done_s", "pool_wait_ms", "status", "error",
-    "model", "cached", "degraded", "node", "first_segment_s", "via",
-    "first_token_s", "last_token_s", "output_tokens", "itl_p50_ms", "itl_p99_ms", "itl_max_ms", "input_tokens",
-)
+PART_COLUMNS = tuple(contract.PART_COLUMNS)
 _PART_DEFAULTS: dict[str, object] = {
     "first_token_s": float("nan"), "last_token_s": float("nan"), "output_tokens": -1, "input_tokens": -1,
     "itl_p50_ms": float("nan"), "itl_p99_ms": float("nan"), "itl_max_ms": float("nan"),
@@ -176,13 +174,8 @@ class _RefusePandas(importlib.abc.MetaPathFinder):
 
 
 def part_dtype(name: str) -> str:
-    if name in ("row", "status", "output_tokens", "input_tokens"):
-        return "int64"
-    if name in ("cached", "degraded"):
-        return "bool"
-    if name in ("error", "model", "node", "via"):
-        return "object"
-    return "float64"
+    """A part column's dtype as the contract declares it (`rushhour.kernel.contract.PART_COLUMNS`)."""
+    return contract.PART_COLUMNS.get(name, "float64")
 
 
 _ARROW_TYPES = {"int64": pa.int64(), "bool": pa.bool_(), "object": pa.string(), "float64": pa.float64()}

@@ -191,3 +191,9 @@ def test_documents_get_their_kinds_longer_deadline(promo, promo_frame: pd.DataFr
     short = paid.loc[paid["kind"] == "short", "deadline_ms"].iloc[0]
     document = paid.loc[paid["kind"] == "document", "deadline_ms"].iloc[0]
     assert document == round(short * factor)
+
+
+def test_schedule_dtypes_are_the_ones_the_contract_declares(promo_frame: pd.DataFrame) -> None:
+    from rushhour.kernel.contract import SCHEDULE_COLUMNS
+
+    assert {name: str(dtype) for name, dtype in promo_frame.dtypes.items()} == SCHEDULE_COLUMNS
