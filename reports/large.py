@@ -142,7 +142,7 @@ def summarise_large(run: RunData) -> dict[str, Any]:
     windows = fault_windows(run.events, duration)
     phases, steady = phase_labels(requests, phase_events), steady_windows(requests, phase_events, window)
     judged = evaluate_slos(requests, phases, phase_events, specs, duration, run.scenario.traffic.time_scale,
-                           window=window)
+                           window=window, faults=[(w.start_s, w.end_s) for w in windows])
     slos = [slo | {"implicit": implicit is not None} for slo in
             judge_steady(judged, specs, requests, phases, steady_mask(requests["intended_s"].to_numpy(float), steady))]
     summary: dict[str, Any] = {

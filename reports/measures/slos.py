@@ -18,6 +18,7 @@ import pandas as pd
 
 from rushhour.reports.estimate.intervals import nearest_rank, percentile_of
 from rushhour.reports.estimate.series import SeriesInterval, quantile_interval, share_interval
+from rushhour.reports.estimate.strata import stretch_labels
 from rushhour.reports.measures.burn import burn_rates
 from rushhour.reports.measures.drift import drift_slo, soak_section
 from rushhour.reports.measures.goodput import goodput_slo
@@ -30,41 +31,58 @@ Segment = tuple[str, float | None, float | None, np.ndarray]
 def evaluate_slos(requests: pd.DataFrame, phases: pd.Series, phase_events: list[dict[str, Any]],
                   specs: list[SloSpec], duration_s: float, time_scale: float,
                   window: tuple[float, float] | None = None,
-                  soak: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                  soak: dict[str, Any] | None = None,
+                  faults: list[tuple[float, float]] | None = None) -> list[dict[str, Any]]:
     """One result dict per SLO: whole-run verdict, burn rates and per-phase breakdown; a goodput
-    SLO is measured over `window` (default the whole run), see rushhour.reports.measures.goodput."""
+    SLO is measured over `window` (default the whole run), see rushhour.reports.measures.goodput.
+    Intervals measure dependence within each stretch of steady load where the run's phases or
+    its `faults` (start, end in run seconds) changed it (`rushhour.reports.estimate.strata`)."""
     segments = phase_segments(phases, phase_events, requests["intended_s"].to_numpy(dtype=float))
+    strata = load_stretches(requests, segments, faults or [])
     span = window if window is not None else (0.0, duration_s)
     if soak is None and any(spec.kind == "drift" for spec in specs):
         soak = soak_section(requests, None, duration_s)
     return [goodput_slo(requests, phases, phase_events, spec, specs, span) if spec.kind == "goodput"
             else drift_slo(spec, soak or {}) if spec.kind == "drift"
-            else _evaluate_one(requests, phases, segments, spec, duration_s, time_scale) for spec in specs]
+            else _evaluate_one(requests, phases, segments, spec, duration_s, time_scale, strata) for spec in specs]
+
+
+def load_stretches(requests: pd.DataFrame, segments: list[Segment],
+                   faults: list[tuple[float, float]]) -> np.ndarray | None:
+    """Each request's stretch of steady load, cut at every phase's and fault's start and end;
+    None when the run has one stretch only."""
+    edges = [edge for _, start, end, _ in segments for edge in (start, end) if edge is not None]
+    edges += [edge for window in faults for edge in window]
+    if not edges:
+        return None
+    labels = stretch_labels(requests["intended_s"].to_numpy(dtype=float), edges)
+    return labels if np.unique(labels).size > 1 else None
 
 
 def _evaluate_one(requests: pd.DataFrame, phases: pd.Series, segments: list[Segment], spec: SloSpec,
-                  duration_s: float, time_scale: float) -> dict[str, Any]:
+                  duration_s: float, time_scale: float, strata: np.ndarray | None = None) -> dict[str, Any]:
     scope = slo_scope(requests, phases, spec)
     valid, bad = valid_and_bad(requests, spec)
-    result = measure(requests, scope & valid, scope & bad, spec)
+    result = measure(requests, scope & valid, scope & bad, spec, strata)
     times = requests["intended_s"].to_numpy()
     rules = burn_rates(times, scope & valid, scope & bad, spec.allowed_bad_share, duration_s,
                        time_scale)
     result["burn_rates"] = [rule.as_dict() for rule in rules]
     result["phases"] = [
         {"phase": name, "start_s": start, "end_s": end,
-         **measure(requests, scope & valid & mask, scope & bad & mask, spec)}
+         **measure(requests, scope & valid & mask, scope & bad & mask, spec, strata)}
         for name, start, end, mask in segments if spec.phase is None
     ]
     return result
 
 
 def measure(requests: pd.DataFrame, valid: np.ndarray, bad: np.ndarray,
-            spec: SloSpec) -> dict[str, Any]:
+            spec: SloSpec, strata: np.ndarray | None = None) -> dict[str, Any]:
     """The verdict of `spec` over the requests marked valid; `bad` spends its budget. Intervals
     take the requests in time order (`rushhour.reports.estimate.series`): near a queue's knee
     neighbours are not independent, and each interval names the method and effective sample
-    size behind it (`ci_basis`)."""
+    size behind it (`ci_basis`). `strata`, each request's stretch of steady load
+    (`load_stretches`), has the dependence measured within each stretch."""
     n_valid, n_bad = int(valid.sum()), int(bad.sum())
     share_bad = n_bad / n_valid if n_valid else None
     budget = share_bad / spec.allowed_bad_share if share_bad is not None else None
@@ -74,10 +92,11 @@ def measure(requests: pd.DataFrame, valid: np.ndarray, bad: np.ndarray,
         "budget_consumed": budget,
     }
     order = _time_order(requests)
+    stretches = None if strata is None else _in_time(strata, order, valid)
     if spec.kind in LATENCY_KINDS:
-        return base | _latency_measure(requests, order, valid, bad, spec)
+        return base | _latency_measure(requests, order, valid, bad, spec, stretches)
     good_is_measured = spec.kind == "availability"
-    share = share_interval(_in_time(bad, order, valid) != good_is_measured)
+    share = share_interval(_in_time(bad, order, valid) != good_is_measured, strata=stretches)
     met = None if share.value is None else (
         share.value >= float(spec.objective or 0) if good_is_measured
         else share.value <= float(spec.max_share or 0))
@@ -89,14 +108,15 @@ def measure(requests: pd.DataFrame, valid: np.ndarray, bad: np.ndarray,
 
 
 def _latency_measure(requests: pd.DataFrame, order: np.ndarray | None, valid: np.ndarray,
-                     bad: np.ndarray, spec: SloSpec) -> dict[str, Any]:
+                     bad: np.ndarray, spec: SloSpec, strata: np.ndarray | None) -> dict[str, Any]:
     """Good-events verdict, and the percentile over all attempts and over ok requests only."""
     percentile = float(spec.percentile or 0)
     latency = requests[spec.column].to_numpy(dtype=float)
     timed = _in_time(latency, order, valid)
-    point = quantile_interval(timed, percentile)
+    point = quantile_interval(timed, percentile, strata=strata)
     ok_only = percentile_of(latency[valid & requests["ok"].to_numpy()], percentile)
-    good = share_interval(~_in_time(bad, order, valid), levels=np.where(np.isnan(timed), np.inf, timed))
+    good = share_interval(~_in_time(bad, order, valid), levels=np.where(np.isnan(timed), np.inf, timed),
+                          strata=strata)
     n_valid, n_bad = int(valid.sum()), int(bad.sum())
     met = n_valid > 0 and n_valid - n_bad >= nearest_rank(percentile, n_valid)
     return {"measured": point.value, "measured_ms": point.value, "ci": [point.low, point.high],

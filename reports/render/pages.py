@@ -14,6 +14,7 @@ from rushhour.kernel.atomic import write_text_atomic
 from rushhour.kernel.contract import JUNIT_FILE, REPORT_HTML_FILE, REPORT_MD_FILE
 from rushhour.kernel.safetext import markdown_text
 from rushhour.reports.charts.plotting import Chart
+from rushhour.reports.estimate.strata import METHOD as STRATIFIED
 from rushhour.reports.measures.harness import leak_audit_failure
 from rushhour.reports.render.format import DASH, budget, format_sig, num, pct, secs, usd
 from rushhour.reports.schema import LATENCY_KINDS
@@ -80,6 +81,8 @@ def _basis(slo: dict[str, Any]) -> str:
     if not basis or basis.get("note"):
         return ""
     worth = f"as sure as {basis['effective_samples']:,.0f} independent requests (of {slo['samples']:,})"
+    if basis["method"] == STRATIFIED:
+        return f"batch means within each stretch of steady load (phases, fault windows), combined: {worth}"
     if basis["method"] != "batch means":
         return f"too few requests, or none that differed, to measure dependence; counted as independent: {worth}"
     block = int(basis["block_requests"])

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rushhour.kernel.generator import GeneratorProblem, generator_problems, schedule_lag_ms
 from rushhour.reports.estimate.intervals import summary_percentiles
 from rushhour.reports.measures.cost import compute_cost
 from rushhour.reports.measures.documents import documents_section
@@ -25,7 +26,6 @@ from rushhour.reports.measures.tokencost import token_costs
 from rushhour.reports.rundata.attempts import attempt_values, attempted
 from rushhour.reports.rundata.results import RunData
 
-CPU_SATURATED = 0.95
 SCHEMA_VERSION = 2
 
 
@@ -44,7 +44,8 @@ def summarise(run: RunData, facts: RunFacts | None = None) -> dict[str, Any]:
         **latency_sections(requests),
         "slos": [slo | {"implicit": implicit is not None}
                  for slo in judge_steady(evaluate_slos(requests, phases, phase_events, specs, duration,
-                                                       run.scenario.traffic.time_scale, window=window),
+                                                       run.scenario.traffic.time_scale, window=window,
+                                                       faults=[(w.start_s, w.end_s) for w in windows]),
                                          specs, requests, phases,
                                          steady_mask(requests["intended_s"].to_numpy(float), facts.steady))],
         "implicit_slo": implicit,
@@ -161,28 +162,28 @@ def latency_sections(requests: pd.DataFrame) -> dict[str, Any]:
 
 def generator_health(run: RunData) -> dict[str, Any]:
     """Was the load generator keeping up? Schedule lag from the requests, CPU from its event."""
-    sent = run.requests["sent_s"].to_numpy()
-    lag_ms = (sent - run.requests["intended_s"].to_numpy()) * 1000.0
-    lag = summary_percentiles(lag_ms)["p99"]
+    lag = summary_percentiles(schedule_lag_ms(run.requests))["p99"]
     cpu_values = [float(e["cpu_max"]) for e in run.events_of("generator") if e.get("cpu_max") is not None]
     cpu_max = max(cpu_values) if cpu_values else None
     limit = run.scenario.load.max_lag_p99_ms
-    reasons = []
-    if lag.value is not None and lag.value > limit:
-        reasons.append(f"schedule lag P99 {lag.value:.1f} ms is above the {limit:g} ms limit")
     waits = run.requests["pool_wait_ms"] if "pool_wait_ms" in run.requests else pd.Series(np.nan, run.requests.index)
     wait = summary_percentiles(waits.to_numpy(dtype=float))["p99"]
-    if wait.value is not None and wait.value > limit:
-        reasons.append(f"requests waited for a free connection (pool wait P99 {wait.value:.1f} ms is above "
-                       f"the {limit:g} ms lag limit), so the load turned closed-loop")
     duplicates = int((run.requests["fired"].to_numpy() > 1).sum()) if "fired" in run.requests else 0
-    if duplicates:
-        reasons.append(f"{duplicates} scheduled request(s) were fired more than once")
-    if cpu_max is not None and cpu_max >= CPU_SATURATED:
-        reasons.append(f"generator CPU peaked at {100 * cpu_max:.0f}% (limit {100 * CPU_SATURATED:.0f}%)")
+    reasons = [_health_reason(problem) for problem in generator_problems(
+        lag_p99_ms=lag.value, pool_wait_p99_ms=wait.value, duplicates=duplicates, cpu_max=cpu_max,
+        max_lag_p99_ms=limit)]
     return {"schedule_lag_p99_ms": lag.value, "lag_samples": lag.samples, "cpu_max": cpu_max,
             "pool_wait_p99_ms": wait.value, "duplicates": duplicates,
             "max_lag_p99_ms": limit, "valid": not reasons, "reasons": reasons}
+
+
+def _health_reason(problem: GeneratorProblem) -> str:
+    value, limit = problem.value, problem.limit
+    return {"lag": f"schedule lag P99 {value:.1f} ms is above the {limit:g} ms limit",
+            "pool_wait": f"requests waited for a free connection (pool wait P99 {value:.1f} ms is above "
+                         f"the {limit:g} ms lag limit), so the load turned closed-loop",
+            "duplicates": f"{value:.0f} scheduled request(s) were fired more than once",
+            "cpu": f"generator CPU peaked at {100 * value:.0f}% (limit {100 * limit:.0f}%)"}[problem.check]
 
 
 def verdict(summary: dict[str, Any]) -> tuple[str, str]:

@@ -169,3 +169,41 @@ def test_share_interval_widens_when_failures_come_in_bursts() -> None:
     assert plain["measured"] == bursty["measured"] == pytest.approx(0.99)
     assert bursty["ci_basis"]["effective_samples"] < plain["ci_basis"]["effective_samples"] / 5
     assert bursty["ci"][0] < plain["ci"][0]
+
+
+def _faulted_run(seed: int, n: int = 30_000) -> tuple[pd.DataFrame, float]:
+    """Independent exponential latencies (mean 20 ms) that double inside a fault window from
+    100 s to 200 s of a 300 s run, and the true P95 of that mixture."""
+    rng = np.random.default_rng(seed)
+    intended = np.sort(rng.uniform(0.0, 300.0, n))
+    inside = (intended >= 100.0) & (intended < 200.0)
+    latency = rng.exponential(20.0, n) * np.where(inside, 2.0, 1.0)
+    grid = np.linspace(40.0, 200.0, 160_001)
+    above = (2 * np.exp(-grid / 20.0) + np.exp(-grid / 40.0)) / 3
+    return requests_frame(intended, latency), float(grid[np.argmin(np.abs(above - 0.05))])
+
+
+def test_slo_intervals_of_a_run_with_a_fault_are_measured_within_its_stretches() -> None:
+    frame, truth = _faulted_run(7)
+    specs = [SloSpec(name="p95", kind="latency", percentile=95, threshold_ms=200)]
+    [whole] = evaluate_slos(frame, frame["phase"], [], specs, 300.0, 1.0)
+    [cut] = evaluate_slos(frame, frame["phase"], [], specs, 300.0, 1.0, faults=[(100.0, 200.0)])
+    assert whole["ci_basis"]["method"] == "batch means"
+    assert cut["ci_basis"]["method"].startswith("batch means within stretches")
+    assert cut["ci_basis"]["effective_samples"] > 2 * whole["ci_basis"]["effective_samples"]
+    low, high = cut["ci"]
+    assert cut["trusted"] and low <= truth <= high
+    assert cut["measured"] == whole["measured"]  # the figure is the whole run's either way
+
+
+def test_slo_intervals_are_cut_at_phase_edges_too() -> None:
+    frame, _ = _faulted_run(8, 9_000)
+    events = [{"name": "calm", "start_s": 0.0, "end_s": 100.0}, {"name": "peak", "start_s": 100.0, "end_s": 200.0},
+              {"name": "calm", "start_s": 200.0, "end_s": 300.0}]
+    spec = SloSpec(name="avail", kind="availability", objective=0.99)
+    [slo] = evaluate_slos(frame, frame["phase"], events, [spec], 300.0, 1.0)
+    assert slo["ci_basis"]["method"] in ("count", "batch means")  # nothing failed: nothing to measure
+    late = SloSpec(name="p99", kind="latency", percentile=99, threshold_ms=150)
+    [slo] = evaluate_slos(frame, frame["phase"], events, [late], 300.0, 1.0)
+    assert slo["ci_basis"]["method"].startswith("batch means within stretches")
+    assert [row["phase"] for row in slo["phases"]] == ["calm", "peak", "calm"]
