@@ -14,36 +14,29 @@ an experiment begins (an operator's cordon) are skipped: never marked, never unc
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from chaosk8s import create_k8s_api_client
-from chaosk8s.networking.actions import create_network_policy
 from chaosk8s.node.actions import drain_nodes
 from chaosk8s.pod.actions import terminate_pods
 from chaoslib.exceptions import ActivityFailed
 from chaoslib.types import Configuration, Secrets
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
-from rushhour.experiments.kubernetes.leases import keeper_secrets, partition_renewer, renewer, sweep
+from rushhour.experiments.kubernetes import marked
+from rushhour.experiments.kubernetes.leases import sweep
 from rushhour.experiments.kubernetes.objects import (
-    CORDONED_BY,
     DEFAULT_NAMESPACE,
     GPU_NODE_SELECTOR,
     SCALED_FROM,
-    cordon_patch,
     deployment_name,
     partition_policy,
     policy_name,
     pool_selector,
     replicas_patch,
     restore_patch,
-    scale_down_patch,
-    uncordon_patch,
 )
-from rushhour.experiments.kubernetes.selection import lease_job, owner_reference
-from rushhour.experiments.leases import hold_lease, lease_s, release, spawn_keeper
+from rushhour.experiments.leases import lease_s, release
 
 __all__ = [
     "cordon_gpu_nodes",
@@ -54,8 +47,6 @@ __all__ = [
     "scale_pool",
     "uncordon_gpu_nodes",
 ]
-
-SWEEP_SLACK_S = 1.0
 
 
 def delete_pool_pods(
@@ -103,7 +94,8 @@ def cordon_gpu_nodes(
     Undo with `uncordon_gpu_nodes`; a lease keeper uncordons them when the lease lapses.
     """
     core = client.CoreV1Api(create_k8s_api_client(secrets))
-    return _lease_cordon(core, _schedulable(core, label_selector), lease_s(ttl_s, hold_s), hold_s, secrets)
+    return marked.cordon_marked(core, _schedulable(core, label_selector), ns=DEFAULT_NAMESPACE, lease=lease_s(ttl_s, hold_s),
+                         hold_s=hold_s, secrets=secrets)
 
 
 def uncordon_gpu_nodes(
@@ -114,12 +106,7 @@ def uncordon_gpu_nodes(
     """Make the GPU nodes rushhour cordoned schedulable again: the undo of `cordon_gpu_nodes`,
     `drain_gpu_nodes`. A node without rushhour's mark (an operator's cordon) stays as it is."""
     core = client.CoreV1Api(create_k8s_api_client(secrets))
-    names = [str(n.metadata.name) for n in core.list_node(label_selector=label_selector).items
-             if n.metadata and CORDONED_BY in (n.metadata.annotations or {})]
-    for name in names:
-        release(f"k8s|node|{name}")
-        _patch_node(core, name, uncordon_patch())
-    return names
+    return marked.uncordon_marked(core, core.list_node(label_selector=label_selector).items)
 
 
 def drain_gpu_nodes(
@@ -142,7 +129,7 @@ def drain_gpu_nodes(
     """
     core = client.CoreV1Api(create_k8s_api_client(secrets))
     chosen = _schedulable(core, label_selector)[:max(0, int(count))]
-    _lease_cordon(core, chosen, lease_s(ttl_s, hold_s), hold_s, secrets)
+    marked.cordon_marked(core, chosen, ns=DEFAULT_NAMESPACE, lease=lease_s(ttl_s, hold_s), hold_s=hold_s, secrets=secrets)
     for name in chosen:
         drain_nodes(name=name, timeout=int(timeout), secrets=secrets)
     return chosen
@@ -168,14 +155,9 @@ def partition_pool(
     fails, is deleted, and the garbage collector deletes the policy; a lease keeper deletes it too.
     """
     lease, name = lease_s(ttl_s, hold_s), policy_name(pool)
-    keeper = spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns}, secrets=keeper_secrets(secrets))
     api = create_k8s_api_client(secrets)
-    networking, batch = client.NetworkingV1Api(api), client.BatchV1Api(api)
-    job = batch.create_namespaced_job(ns, lease_job(name, ns, lease))
-    policy = partition_policy(pool, ns, expires_at=time.time() + lease)
-    policy["metadata"]["ownerReferences"] = [owner_reference(name, str(job.metadata.uid))]
-    create_network_policy(spec=policy, ns=ns, secrets=secrets)
-    hold_lease(f"k8s|policy|{ns}/{name}", partition_renewer(networking, batch, name, ns), lease, float(hold_s))
+    keeper = marked.partition_leased(client.NetworkingV1Api(api), client.BatchV1Api(api), name, ns, _owned_policy(pool, ns),
+                              lease=lease, hold_s=float(hold_s), secrets=secrets)
     return {"pool": pool, "policy": name, "lease_job": name, "namespace": ns, "lease_s": lease, "lease_keeper_pid": keeper}
 
 
@@ -188,15 +170,7 @@ def heal_pool_partition(
     """Delete the partition NetworkPolicy of `pool` and its lease Job (the undo of `partition_pool`),
     and every expired lease of rushhour's in `ns`."""
     api = create_k8s_api_client(secrets)
-    networking, batch, name = client.NetworkingV1Api(api), client.BatchV1Api(api), policy_name(pool)
-    release(f"k8s|policy|{ns}/{name}")
-    for what, delete in ((f'NetworkPolicy "{name}"', lambda: networking.delete_namespaced_network_policy(name, ns)),
-                         (f'Job "{name}"', lambda: batch.delete_namespaced_job(name, ns, propagation_policy="Background"))):
-        try:
-            delete()
-        except ApiException as exc:
-            if exc.status != 404:
-                raise ActivityFailed(f'Could not delete {what} in "{ns}": {exc.reason}.') from exc
+    marked.remove_partition(client.NetworkingV1Api(api), client.BatchV1Api(api), policy_name(pool), ns)
     swept = sweep(ns, secrets=secrets)
     return {"pool": pool, "policy": policy_name(pool), "namespace": ns, "swept": swept}
 
@@ -228,17 +202,13 @@ def scale_pool(
     name, wanted = deployment_name(pool), int(replicas)
     release(f"k8s|deployment|{ns}/{name}")
     current = apps.read_namespaced_deployment(name, ns)
-    annotations = _annotations(current)
-    before = int(annotations.get(SCALED_FROM) or (current.spec.replicas if current.spec else 0) or 0)
+    before = int(marked.marks_of(current).get(SCALED_FROM) or (current.spec.replicas if current.spec else 0) or 0)
     if wanted >= before:
         apps.patch_namespaced_deployment(name, ns, restore_patch(wanted))
         return {"pool": pool, "deployment": name, "replicas": wanted}
     lease = lease_s(ttl_s, hold_s)
-    keeper = spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns}, secrets=keeper_secrets(secrets))
-    apps.patch_namespaced_deployment(name, ns, scale_down_patch(wanted, before, time.time() + lease))
-    hold_lease(f"k8s|deployment|{ns}/{name}", renewer(
-        lambda body: apps.patch_namespaced_deployment(name, ns, body),
-        lambda: _annotations(apps.read_namespaced_deployment(name, ns))), lease, float(hold_s))
+    keeper = marked.start_keeper(ns, lease, secrets)
+    marked.scale_down_marked(apps, name, ns, replicas=wanted, before=before, lease=lease, hold_s=float(hold_s))
     return {"pool": pool, "deployment": name, "replicas": wanted, "restore_to": before, "lease_s": lease,
             "lease_keeper_pid": keeper}
 
@@ -249,24 +219,12 @@ def _schedulable(core: Any, label_selector: str) -> list[str]:
             if n.metadata and not (n.spec is not None and n.spec.unschedulable)]
 
 
-def _annotations(obj: Any) -> dict[str, str]:
-    return dict((obj.metadata.annotations if obj is not None and obj.metadata else None) or {})
+def _owned_policy(pool: str, ns: str) -> Any:
+    """The partition policy of `pool`, owned by its lease Job (`marked.partition_leased` builds it)."""
 
+    def build(owner: dict[str, Any], expires_at: float) -> dict[str, Any]:
+        policy = partition_policy(pool, ns, expires_at=expires_at)
+        policy["metadata"]["ownerReferences"] = [owner]
+        return policy
 
-def _lease_cordon(core: Any, names: list[str], lease: float, hold_s: float, secrets: Secrets = None) -> list[str]:
-    """Start the keeper, then cordon `names` with our mark and lease, renewed while held."""
-    if not names:
-        return names
-    spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": DEFAULT_NAMESPACE}, secrets=keeper_secrets(secrets))
-    for name in names:
-        _patch_node(core, name, cordon_patch(time.time() + lease))
-        hold_lease(f"k8s|node|{name}", renewer(lambda body, n=name: _patch_node(core, n, body),
-                                               lambda n=name: _annotations(core.read_node(n))), lease, float(hold_s))
-    return names
-
-
-def _patch_node(core: Any, name: str, body: dict[str, Any]) -> None:
-    try:
-        core.patch_node(name, body)
-    except ApiException as exc:
-        raise ActivityFailed(f'Could not patch node "{name}": {exc.reason}.') from exc
+    return build

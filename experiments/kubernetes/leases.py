@@ -39,7 +39,7 @@ from rushhour.experiments.kubernetes.objects import (
 )
 from rushhour.experiments.kubernetes.selection import deadline_patch
 
-__all__ = ["Leftover", "keep_swept", "keeper_secrets", "partition_renewer", "renewer", "sweep"]
+__all__ = ["Leftover", "keep_swept", "keeper_secrets", "partition_renewer", "renewer", "restore_count", "sweep"]
 
 CHECK_EVERY_S = 2.0
 MAX_BACKOFF_S = 30.0
@@ -108,12 +108,13 @@ def _sweep_deployments(apps: Any, ns: str, when: float) -> list[Leftover]:
         expires_at = lease_expiry(annotations)
         expired = _expired(expires_at, when) or expires_at is None
         if expired:
-            apps.patch_namespaced_deployment(deployment.metadata.name, ns, restore_patch(_count(annotations)))
+            apps.patch_namespaced_deployment(deployment.metadata.name, ns, restore_patch(restore_count(annotations)))
         found.append(Leftover("Deployment", f"{ns}/{deployment.metadata.name}", expires_at, expired))
     return found
 
 
-def _count(annotations: dict[str, str]) -> int:
+def restore_count(annotations: dict[str, str]) -> int:
+    """The replica count a Deployment rushhour scaled down goes back to, from its mark."""
     try:
         return max(0, int(annotations[SCALED_FROM]))
     except ValueError:

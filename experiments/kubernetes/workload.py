@@ -18,37 +18,21 @@ of rushhour's (see `rushhour.experiments.leases`).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from chaosk8s import create_k8s_api_client
-from chaosk8s.networking.actions import create_network_policy
 from chaosk8s.node.actions import drain_nodes
 from chaosk8s.pod.actions import terminate_pods
 from chaoslib.exceptions import ActivityFailed
 from chaoslib.types import Configuration, Secrets
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
-from rushhour.experiments.kubernetes.leases import keeper_secrets, partition_renewer, renewer, sweep
-from rushhour.experiments.kubernetes.objects import (
-    CORDONED_BY,
-    SCALED_FROM,
-    cordon_patch,
-    restore_patch,
-    scale_down_patch,
-    uncordon_patch,
-)
-from rushhour.experiments.kubernetes.selection import (
-    LEASE_IMAGE,
-    lease_job,
-    owned_partition,
-    owner_reference,
-    parse_selector,
-    partition_name,
-)
-from rushhour.experiments.leases import hold_lease, lease_s, release, spawn_keeper
+from rushhour.experiments.kubernetes import marked
+from rushhour.experiments.kubernetes.leases import restore_count, sweep
+from rushhour.experiments.kubernetes.objects import SCALED_FROM, restore_patch
+from rushhour.experiments.kubernetes.selection import LEASE_IMAGE, owned_partition, parse_selector, partition_name
+from rushhour.experiments.leases import lease_s, release
 
 __all__ = [
     "cordon_workload_nodes",
@@ -60,8 +44,6 @@ __all__ = [
     "scale_workload",
     "uncordon_workload_nodes",
 ]
-
-SWEEP_SLACK_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -85,10 +67,6 @@ def _selector(label_selector: str) -> str:
     except ValueError as exc:
         raise ActivityFailed(str(exc)) from exc
     return label_selector.strip()
-
-
-def _keeper(ns: str, lease: float, secrets: Secrets) -> int:
-    return spawn_keeper("sweep_kubernetes", lease + SWEEP_SLACK_S, {"ns": ns}, secrets=keeper_secrets(secrets))
 
 
 def kill_workload_pods(
@@ -134,7 +112,7 @@ def cordon_workload_nodes(
     """
     apis = _apis(secrets)
     chosen = _workload_nodes(apis, _selector(label_selector), ns, count)
-    return _lease_cordon(apis, chosen, ns, lease_s(ttl_s, hold_s), float(hold_s), secrets)
+    return marked.cordon_marked(apis.core, chosen, ns=ns, lease=lease_s(ttl_s, hold_s), hold_s=float(hold_s), secrets=secrets)
 
 
 def drain_workload_nodes(
@@ -157,7 +135,7 @@ def drain_workload_nodes(
     """
     apis = _apis(secrets)
     chosen = _workload_nodes(apis, _selector(label_selector), ns, max(1, int(count)))
-    _lease_cordon(apis, chosen, ns, lease_s(ttl_s, hold_s), float(hold_s), secrets)
+    marked.cordon_marked(apis.core, chosen, ns=ns, lease=lease_s(ttl_s, hold_s), hold_s=float(hold_s), secrets=secrets)
     for name in chosen:
         drain_nodes(name=name, timeout=int(timeout), secrets=secrets)
     return chosen
@@ -166,13 +144,8 @@ def drain_workload_nodes(
 def uncordon_workload_nodes(configuration: Configuration = None, secrets: Secrets = None) -> list[str]:
     """Make schedulable again every node rushhour cordoned (the undo of `cordon_workload_nodes`
     and `drain_workload_nodes`); a node without rushhour's mark stays as it is."""
-    apis = _apis(secrets)
-    names = [str(n.metadata.name) for n in apis.core.list_node().items
-             if n.metadata and CORDONED_BY in (n.metadata.annotations or {})]
-    for name in names:
-        release(f"k8s|node|{name}")
-        apis.core.patch_node(name, uncordon_patch())
-    return names
+    core = _apis(secrets).core
+    return marked.uncordon_marked(core, core.list_node().items)
 
 
 def partition_workload(
@@ -196,12 +169,10 @@ def partition_workload(
     """
     selector = _selector(label_selector)
     apis, name, lease = _apis(secrets), partition_name(selector), lease_s(ttl_s, hold_s)
-    keeper = _keeper(ns, lease, secrets)
-    job = apis.batch.create_namespaced_job(ns, lease_job(name, ns, lease, image=lease_image))
-    owner = owner_reference(name, str(job.metadata.uid))
-    create_network_policy(spec=owned_partition(name, ns, selector, owner=owner, expires_at=time.time() + lease),
-                          ns=ns, secrets=secrets)
-    hold_lease(f"k8s|policy|{ns}/{name}", partition_renewer(apis.networking, apis.batch, name, ns), lease, float(hold_s))
+    keeper = marked.partition_leased(
+        apis.networking, apis.batch, name, ns,
+        lambda owner, expires_at: owned_partition(name, ns, selector, owner=owner, expires_at=expires_at),
+        lease=lease, hold_s=float(hold_s), secrets=secrets, image=lease_image)
     return {"label_selector": selector, "namespace": ns, "policy": name, "lease_job": name, "lease_s": lease,
             "lease_keeper_pid": keeper}
 
@@ -216,10 +187,7 @@ def heal_workload_partition(
     lease Job, then every expired lease of rushhour's in `ns`."""
     selector = _selector(label_selector)
     apis, name = _apis(secrets), partition_name(selector)
-    release(f"k8s|policy|{ns}/{name}")
-    _delete(lambda: apis.networking.delete_namespaced_network_policy(name, ns), f'NetworkPolicy "{name}" in "{ns}"')
-    _delete(lambda: apis.batch.delete_namespaced_job(name, ns, propagation_policy="Background"),
-            f'Job "{name}" in "{ns}"')
+    marked.remove_partition(apis.networking, apis.batch, name, ns)
     swept = sweep(ns, networking=apis.networking, core=apis.core, apps=apis.apps)
     return {"label_selector": selector, "namespace": ns, "policy": name, "swept": swept}
 
@@ -248,13 +216,10 @@ def scale_workload(
     lease = lease_s(ttl_s, hold_s)
     found = apis.apps.list_namespaced_deployment(ns, label_selector=selector).items
     chosen = [(str(d.metadata.name), int(d.spec.replicas or 0)) for d in found
-              if SCALED_FROM not in _annotations(d) and int(d.spec.replicas or 0) > wanted]
-    keeper = _keeper(ns, lease, secrets) if chosen else None
+              if SCALED_FROM not in marked.marks_of(d) and int(d.spec.replicas or 0) > wanted]
+    keeper = marked.start_keeper(ns, lease, secrets) if chosen else None
     for name, before in chosen:
-        apis.apps.patch_namespaced_deployment(name, ns, scale_down_patch(wanted, before, time.time() + lease))
-        hold_lease(f"k8s|deployment|{ns}/{name}", renewer(
-            lambda body, n=name: apis.apps.patch_namespaced_deployment(n, ns, body),
-            lambda n=name: _annotations(apis.apps.read_namespaced_deployment(n, ns))), lease, float(hold_s))
+        marked.scale_down_marked(apis.apps, name, ns, replicas=wanted, before=before, lease=lease, hold_s=float(hold_s))
     return {"label_selector": selector, "namespace": ns, "replicas": wanted, "scaled": dict(chosen),
             "lease_s": lease, "lease_keeper_pid": keeper}
 
@@ -270,20 +235,13 @@ def restore_workload_scale(
     selector, apis = _selector(label_selector), _apis(secrets)
     restored: dict[str, int] = {}
     for deployment in apis.apps.list_namespaced_deployment(ns, label_selector=selector).items:
-        marks = _annotations(deployment)
+        marks = marked.marks_of(deployment)
         if SCALED_FROM in marks:
             name = str(deployment.metadata.name)
             release(f"k8s|deployment|{ns}/{name}")
-            restored[name] = _count(marks[SCALED_FROM])
+            restored[name] = restore_count(marks)
             apis.apps.patch_namespaced_deployment(name, ns, restore_patch(restored[name]))
     return restored
-
-
-def _count(raw: str) -> int:
-    try:
-        return max(0, int(raw))
-    except ValueError:
-        return 1  # a mangled mark: at least one replica back rather than none
 
 
 def _workload_nodes(apis: Apis, selector: str, ns: str, count: int) -> list[str]:
@@ -294,27 +252,3 @@ def _workload_nodes(apis: Apis, selector: str, ns: str, count: int) -> list[str]
         raise ActivityFailed(f'No pod selected by "{selector}" in namespace "{ns}" runs on a node.')
     schedulable = [n for n in hosts if not getattr(apis.core.read_node(n).spec, "unschedulable", False)]
     return schedulable[:count] if count > 0 else schedulable
-
-
-def _lease_cordon(apis: Apis, names: list[str], ns: str, lease: float, hold_s: float, secrets: Secrets) -> list[str]:
-    """Start the keeper, then cordon `names` with rushhour's mark and lease, renewed while held."""
-    if not names:
-        return names
-    _keeper(ns, lease, secrets)
-    for name in names:
-        apis.core.patch_node(name, cordon_patch(time.time() + lease))
-        hold_lease(f"k8s|node|{name}", renewer(lambda body, n=name: apis.core.patch_node(n, body),
-                                               lambda n=name: _annotations(apis.core.read_node(n))), lease, hold_s)
-    return names
-
-
-def _annotations(obj: Any) -> dict[str, str]:
-    return dict((obj.metadata.annotations if obj is not None and obj.metadata else None) or {})
-
-
-def _delete(call: Any, what: str) -> None:
-    try:
-        call()
-    except ApiException as exc:
-        if exc.status != 404:
-            raise ActivityFailed(f"Could not delete {what}: {exc.reason}.") from exc

@@ -229,7 +229,7 @@ def workload_cluster(monkeypatch: Any) -> FakeKube:
     import time
 
     from rushhour.experiments import leases
-    from rushhour.experiments.kubernetes import workload
+    from rushhour.experiments.kubernetes import marked, workload
 
     fake = FakeKube(now=time.time())
     for name in ("node-a", "node-b"):
@@ -241,7 +241,7 @@ def workload_cluster(monkeypatch: Any) -> FakeKube:
     fake.add_deployment("web", 3, {"app": "web"})
     fake.add_deployment("db", 1, {"app": "db"})
     monkeypatch.setattr(workload, "_apis", lambda secrets: workload.Apis(fake, fake, fake, fake))
-    monkeypatch.setattr(workload, "create_network_policy",
+    monkeypatch.setattr(marked, "create_network_policy",
                         lambda spec, ns, secrets: fake.create_namespaced_network_policy(ns, spec))
     monkeypatch.setattr(workload, "drain_nodes", lambda name, timeout, secrets: fake.log.append(f"drain {name}"))
 
@@ -250,7 +250,7 @@ def workload_cluster(monkeypatch: Any) -> FakeKube:
         fake.keeper_secrets.append(dict(secrets or {}))
         return 4242
 
-    monkeypatch.setattr(workload, "spawn_keeper", spawn_keeper)
+    monkeypatch.setattr(marked, "spawn_keeper", spawn_keeper)
     monkeypatch.delenv(leases.LEASE_ENV, raising=False)
     return fake
 

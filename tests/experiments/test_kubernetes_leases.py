@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rushhour.experiments.kubernetes import actions, objects
+from rushhour.experiments.kubernetes import actions, marked, objects
 from rushhour.experiments.kubernetes.leases import sweep
 from tests.experiments.test_kubernetes import round_trip
 
@@ -96,8 +96,8 @@ def test_partition_pool_starts_its_keeper_and_lease_job_before_the_policy_and_ho
         order.append("keeper")
         return 4242
 
-    monkeypatch.setattr(actions, "create_network_policy", create_network_policy)
-    monkeypatch.setattr(actions, "spawn_keeper", spawn_keeper)
+    monkeypatch.setattr(marked, "create_network_policy", create_network_policy)
+    monkeypatch.setattr(marked, "spawn_keeper", spawn_keeper)
     def create_namespaced_job(ns: str, body: dict[str, Any]) -> SimpleNamespace:
         order.append("job")
         return SimpleNamespace(metadata=SimpleNamespace(uid="uid-7"))
@@ -105,7 +105,7 @@ def test_partition_pool_starts_its_keeper_and_lease_job_before_the_policy_and_ho
     batch = SimpleNamespace(create_namespaced_job=create_namespaced_job)
     monkeypatch.setattr(actions, "client", SimpleNamespace(NetworkingV1Api=lambda api: None, BatchV1Api=lambda api: batch))
     monkeypatch.setattr(actions, "create_k8s_api_client", lambda secrets: None)
-    monkeypatch.setattr(actions.time, "time", lambda: 1000.0)
+    monkeypatch.setattr(marked.time, "time", lambda: 1000.0)
     monkeypatch.delenv("RUSHHOUR_LEASE_S", raising=False)
     result = actions.partition_pool("quality", "drill", hold_s=0)
     assert result["lease_s"] == 600.0 and result["lease_keeper_pid"] == 4242  # nothing held: the ttl
@@ -114,4 +114,4 @@ def test_partition_pool_starts_its_keeper_and_lease_job_before_the_policy_and_ho
     assert result["lease_s"] == 20.0 and order == ["keeper", "job", "policy"] * 2
     assert created[-1]["metadata"]["ownerReferences"][0]["uid"] == "uid-7"
     assert objects.lease_expiry(created[-1]["metadata"]["annotations"]) == 1020.0
-    assert keepers[-1] == ("sweep_kubernetes", 20.0 + actions.SWEEP_SLACK_S, {"ns": "drill"})
+    assert keepers[-1] == ("sweep_kubernetes", 20.0 + marked.SWEEP_SLACK_S, {"ns": "drill"})

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from rushhour.experiments import leases
-from rushhour.experiments.kubernetes import actions, objects
+from rushhour.experiments.kubernetes import actions, marked, objects
 from rushhour.experiments.kubernetes.leases import keep_swept, sweep
 
 
@@ -88,7 +88,7 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
         log.append(f"drain {name}")
         return [name]
 
-    monkeypatch.setattr(actions, "spawn_keeper", spawn_keeper)
+    monkeypatch.setattr(marked, "spawn_keeper", spawn_keeper)
     monkeypatch.setattr(actions, "drain_nodes", drain_nodes)
     return SimpleNamespace(core=core, apps=apps, log=log)
 

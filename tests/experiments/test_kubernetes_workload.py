@@ -16,7 +16,7 @@ from chaoslib.exceptions import ActivityFailed
 
 from rushhour.experiments import leases
 from rushhour.experiments.kubernetes import leases as kleases
-from rushhour.experiments.kubernetes import selection, workload
+from rushhour.experiments.kubernetes import marked, selection, workload
 from rushhour.experiments.kubernetes.objects import CORDONED_BY, LEASE_ANNOTATION
 from rushhour.experiments.kubernetes.sweeper import sweep_namespaces
 from tests.experiments.kubefake import NS, WEB, FakeKube, keeper_on, sweeper_of, workload_cluster
@@ -209,8 +209,8 @@ def test_a_reference_pool_partition_is_owned_by_its_lease_job_too(kube: FakeKube
 
     monkeypatch.setattr(actions, "client", SimpleNamespace(NetworkingV1Api=lambda api: kube, BatchV1Api=lambda api: kube))
     monkeypatch.setattr(actions, "create_k8s_api_client", lambda secrets: None)
-    monkeypatch.setattr(actions, "create_network_policy", lambda spec, ns, secrets: kube.create_namespaced_network_policy(ns, spec))
-    monkeypatch.setattr(actions, "spawn_keeper", lambda undo, after, args, secrets=None: 4242)
+    monkeypatch.setattr(marked, "create_network_policy", lambda spec, ns, secrets: kube.create_namespaced_network_policy(ns, spec))
+    monkeypatch.setattr(marked, "spawn_keeper", lambda undo, after, args, secrets=None: 4242)
     monkeypatch.setattr(kleases, "_apis", lambda secrets: (kube, kube, kube))  # the rollback's sweep
     actions.partition_pool("quality", NS, hold_s=600)
     leases.release("k8s|")
