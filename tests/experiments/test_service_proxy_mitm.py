@@ -1,8 +1,10 @@
 """Network faults through a real mitmdump with rushhour's addon, in front of a stand-in service
-(tests/support/own_service.py): what a client sees, and what reaches the service."""
+(tests/support/own_service.py): what a client sees, what reaches the service, and a drill through
+the proxy whose report has each network fault's window."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import statistics
@@ -15,12 +17,17 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
+from click.testing import CliRunner
 from scipy import stats
 
 from rushhour.experiments import leases
 from rushhour.experiments.service.proxy import ADDON, add_proxy_fault, fault_path, remove_proxy_fault
 from rushhour.kernel.processes import free_port, stop_process
+from rushhour.scenarios.cli.init import init
+from rushhour.scenarios.cli.run import run
 from rushhour.scenarios.run.chaos.process import ChaosProcess
+from rushhour.scenarios.run.overhead import SKIP_ENV
 from tests.support.waiting import wait_for_http
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -197,3 +204,41 @@ def test_service_proxy_experiment_faults_the_path_for_its_hold_then_heals(
     assert seen in observed, observed
     assert chaos.status() == "completed" and not fault_path(NAME).exists()
     assert _post(faults.via) == 200
+
+
+def _drill(scenario: Path, via: str) -> None:
+    """The scenario `rushhour init` wrote for the proxy, made a 30 s drill with a latency and an
+    errors fault through it."""
+    data = yaml.safe_load(scenario.read_text())
+    data["traffic"] = {"model": "constant:8", "duration": "30s", "seed": 7}
+    data["slos"] = [{"name": "p95", "kind": "latency", "percentile": 95, "threshold_ms": 250}]
+    env = {"PROXY_NAME": NAME, "LATENCY_MS": "400", "JITTER_MS": "0", "ERROR_RATE": "1"}
+    data["chaos"] = [
+        {"at": "00:00:04", "experiment": str(ROOT / "experiments" / "service-proxy-latency.json"), "name": "latency",
+         "hold": "4s", "env": env},
+        {"at": "00:00:16", "experiment": str(ROOT / "experiments" / "service-proxy-errors.json"), "name": "errors",
+         "hold": "4s", "env": env},
+    ]
+    scenario.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+@pytest.mark.timeout(300)
+def test_service_proxy_drill_reports_each_network_fault_window(faults: Proxied, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RUSHHOUR_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv(SKIP_ENV, "1")
+    scenario = tmp_path / "via-proxy.yaml"
+    made = CliRunner().invoke(init, ["--target", faults.via, "--out", str(scenario)])
+    assert made.exit_code == 0, made.output
+    _drill(scenario, faults.via)
+    out = tmp_path / "results"
+    result = CliRunner().invoke(run, [str(scenario), "--out", str(out)])
+    assert result.exit_code in (0, 1), result.output  # a verdict either way: the drill ran validly
+    rows = {row["name"]: row for row in json.loads((out / "summary.json").read_text())["faults"]}
+    latency, errors = rows["latency"], rows["errors"]
+    assert 4 <= latency["start_s"] < latency["end_s"] <= errors["start_s"] and errors["start_s"] >= 16
+    assert latency["p99_during_ms"] is not None and latency["p99_during_ms"] >= 400
+    assert latency["failed_requests"] == 0 and errors["failed_requests"] > 0
+    for row in (latency, errors):
+        assert row["recovered"], row
+    assert not fault_path(NAME).exists()
