@@ -107,6 +107,18 @@ def test_ab_refuses_a_remote_baseline_before_calibrating(tmp_path: Path, service
     assert not (tmp_path / "state").exists() and _served(services[1]) == 0
 
 
+@pytest.mark.usefixtures("no_bundled_server")
+def test_ab_dry_run_shows_the_baselines_rate_and_measures_nothing(tmp_path: Path, services: tuple[str, str]) -> None:
+    baseline, candidate = services
+    path = _scenario(tmp_path, "0.5x capacity", {"embedded": {"nodes": 1}})
+    _plant(path, baseline)
+    result = CliRunner().invoke(ab, [str(path), "--baseline", baseline, "--candidate", candidate, "--dry-run"])
+    assert result.exit_code == 0, result.output
+    rate = next(line for line in result.output.splitlines() if line.startswith("rate "))
+    assert "calibrated on the baseline" in rate and f"= 10 req/s of 20 (of {baseline}, measured" in rate
+    assert _served(baseline) == 1 and _served(candidate) == 1  # each arm's probe, no calibration step
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.xdist_group("cpu-a")
