@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rushhour.reports.ab.paired import newcombe
+from rushhour.reports.estimate.pairedblocks import newcombe
 from rushhour.reports.rundata.attempts import attempted
 
 CACHE_GAP = 0.05

@@ -23,6 +23,7 @@ from rushhour.reports.ab.groups import (
     mde_text,
     populations,
     ratio_text,
+    tails,
 )
 from rushhour.reports.estimate.intervals import grouped_percentiles
 from rushhour.reports.rundata.attempts import attempted
@@ -73,7 +74,7 @@ def ab_document(run: RunData) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "scenario": run.scenario.name, "threshold": threshold,
         "confidence": confidence, "error_margin": margin, "tests": tests,
-        "test_confidence": 1.0 - (1.0 - confidence) / tests,
+        "test_confidence": 1.0 - (1.0 - confidence) / tests, "pass_confidence": 1.0 - tails(confidence, tests)[1],
         "design": design, "targets": settings.get("targets", {}), "generator": generator,
         "aborted": [e.get("reason", "") for e in run.events_of("abort")],
         "arms": {arm: _arm_counts(requests, arm) for arm in ("baseline", "candidate")},
@@ -165,7 +166,8 @@ def _group(c: Comparison) -> dict[str, Any]:
 
 def overall(doc: dict[str, Any], comparisons: list[Comparison], threshold: float) -> tuple[str, str, str]:
     """The run's verdict, its one-sentence statement (ratio and interval), and the longer reason."""
-    level = f"{100 * doc['test_confidence']:.1f}% interval"
+    level = (f"lower bound at {100 - 50 * (1 - doc['test_confidence']):.1f}%, upper at "
+             f"{100 * doc['pass_confidence']:.0f}%, one-sided:")
     if doc["aborted"] or not doc["generator"]["valid"]:
         why = "; ".join(doc["aborted"] + doc["generator"]["reasons"])
         return "invalid", f"Invalid measurement: {why}; no verdict.", why

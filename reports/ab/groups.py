@@ -3,14 +3,19 @@
 Each latency SLO (latency, TTFT, TPOT or ITL) names a percentile and a population (its priority,
 mode and request kind); an SLO without a priority is compared per priority, since a regression in
 one class must not hide behind another. Every population also gets its failure-share question.
-The family of tests shares one false-alarm budget (Bonferroni), so adding SLOs does not add alarms.
 
 A percentile is the night's percentile of each arm's answered requests. Its comparison says
-*regression* when the ratio's interval lies above 1 and the ratio reaches the threshold, *no
-regression* when the whole interval lies below the threshold, *inconclusive* otherwise (with the
+*regression* when the ratio's lower bound lies above 1 and the ratio reaches the threshold, *no
+regression* when its upper bound lies below the threshold, *inconclusive* otherwise (with the
 smallest change the run could detect), and *not compared* when an arm holds too few answers for
 that percentile. The failure share is a regression when significantly worse, and passes only when
 shown not worse by more than the margin.
+
+The two sides of `confidence` spend their errors differently. A night is a regression when ANY
+test says so, so the regression side shares its error among the tests (Bonferroni): adding SLOs
+does not add false alarms. A night passes only when EVERY test shows its own "not worse", an
+intersection-union test (Berger, 1982), whose error is at most that of each test: each pass side
+keeps the whole one-sided error, and adding SLOs makes a pass harder, never easier.
 """
 
 from __future__ import annotations
@@ -36,13 +41,14 @@ from rushhour.reports.schema import LATENCY_KINDS, SloSpec
 DEFAULT_THRESHOLD = 1.10
 DEFAULT_CONFIDENCE = 0.90
 """Two-sided, for the whole family: each side (regression, or no regression) a 5% test."""
+
 DEFAULT_ERROR_MARGIN = 0.005
 """How much higher (absolute, 0.5 percentage points) the candidate's failure share may be shown
 not to be for a pass: half the budget of a 99% availability objective."""
 VERDICTS = ("no_regression", "regression", "inconclusive", "not_compared")
 
 __all__ = ["DEFAULT_CONFIDENCE", "DEFAULT_ERROR_MARGIN", "DEFAULT_THRESHOLD", "Comparison", "NoLatencySloError", "Population",
-           "compare_populations", "error_text", "latency_slos", "populations"]
+           "compare_populations", "error_text", "latency_slos", "populations", "tails"]
 
 
 class NoLatencySloError(ValueError):
@@ -114,21 +120,27 @@ def _name(key: tuple[str | None, str | None, str | None]) -> str:
     return ", ".join(parts) or "all"
 
 
+def tails(confidence: float, tests: int) -> tuple[float, float]:
+    """Each test's one-sided errors: the regression side's share of the family's, and the pass side's whole."""
+    side = (1.0 - confidence) / 2.0
+    return side / max(tests, 1), side
+
+
 def compare_populations(requests: pd.DataFrame, pops: Sequence[Population], *, pairs: int, threshold: float,
                         confidence: float, seed: int, margin: float = DEFAULT_ERROR_MARGIN,
                         first_pair: int = 0) -> list[Comparison]:
     """Every comparison of the run over pairs `first_pair`.. (the ones before it warmed both arms),
-    each at the Bonferroni share of `confidence`."""
-    tests = sum(len(p.metrics) for p in pops) + len(pops)
-    level = 1.0 - (1.0 - confidence) / max(tests, 1)
+    the regression side at the Bonferroni share of `confidence`, the pass side at its whole."""
+    alarm, passing = tails(confidence, sum(len(p.metrics) for p in pops) + len(pops))
     weights = block_weights(max(pairs - first_pair, 0), DEFAULT_REPLICATES, seed)
     out = []
     for pop in pops:
-        errors = error_test(*_arm_samples(requests, pop, "latency_ms", first_pair), weights, confidence=level,
-                            margin=margin)
+        errors = error_test(*_arm_samples(requests, pop, "latency_ms", first_pair), weights, alarm_tail=alarm,
+                            pass_tail=passing, margin=margin)
         for column, percentile, slo in pop.metrics:
             base, cand = _arm_samples(requests, pop, column, first_pair)
-            ratio = ratio_test(base, cand, percentile, weights, confidence=level, threshold=threshold)
+            ratio = ratio_test(base, cand, percentile, weights, alarm_tail=alarm, pass_tail=passing,
+                               threshold=threshold)
             verdict, reason = judge(ratio, errors, threshold)
             out.append(Comparison(pop, column, slo, ratio, errors, (base.n, cand.n), verdict, reason))
     return out

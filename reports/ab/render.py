@@ -67,8 +67,10 @@ def render_markdown(doc: dict[str, Any]) -> str:
     lines = [f"## A/B: {md(doc['scenario'])}", "", f"**{md(doc['sentence'])}**", "",
              f"Baseline {md(doc['targets'].get('baseline', ''))}, candidate {md(doc['targets'].get('candidate', ''))}; "
              f"{design_text(doc['design'])}; "
-             f"threshold x{doc['threshold']:g}; {doc['tests']} tests, each at {pct(doc['test_confidence'])} "
-             "confidence.", "",
+             f"threshold x{doc['threshold']:g}; {doc['tests']} tests, a regression shown at "
+             f"{pct(1 - (1 - doc['test_confidence']) / 2)} one-sided each (their share of the family's error), a pass at "
+             f"{pct(doc.get('pass_confidence', 1 - (1 - doc['test_confidence']) / 2))} one-sided each (every test must "
+             "show it).", "",
              f"Failure shares must be shown not worse by more than {100 * doc['error_margin']:.2f} percentage points. "
              f"Runner: {md(doc['runner'])}.", "",
              "| population: SLO | night percentile of answered requests | baseline | candidate | ratio [interval] "

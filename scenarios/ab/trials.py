@@ -13,9 +13,14 @@ servers whose work competes for the same cores (a CPU-bound candidate) do not sl
 adjacent trials meet different moments of the machine, which costs power (docs/ab.md).
 
 Two guards against a server that remembers: the first `warmup_pairs` pairs warm both arms with the
-same traffic (each request to a random arm) and are left out of the verdict, and every text id is
+same requests and are left out of the verdict, and every text id is
 turned by the night's `text_salt` (a bijection, so the night's own repeats stay repeats), so a
 long-lived baseline has not seen the night's texts the night before.
+
+The warm-up is the same byte for byte: its rows (outside conversations) alternate baseline,
+candidate, and each candidate row carries every column of the baseline row before it but its own
+send time, so both arms receive the same texts in the same order, interleaved, at the schedule's
+rate each. A conversation's turns keep their drawn arm (its answers belong to one server).
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ WARMUP_SHARE = 0.1
 """Of the pairs, the share at the start that warms both arms and is not judged."""
 TEXT_ID_BITS = 50
 """Text salts stay below 2**50, so a salted id keeps clear of the answer and block id ranges."""
+OWN_COLUMNS = ("offset_s", "phase", "session", "trial", "arm", "base_url")
+"""The columns a warm-up row keeps for itself; every other column is the request, copied."""
 TARGET_TRIAL_S = 2.5
 """The default trial length: short enough for many pairs in a minute, long enough that the
 stragglers of one trial (answers still in flight when the next begins) are a small share."""
@@ -143,18 +150,47 @@ class RowAssigner:
         self.urls = urls
         self._coins = np.random.default_rng([design.seed, 0xC0])
         self._sessions: dict[int, int] = {}
+        self._warm_rows = 0
+        self._pending: dict[str, object] = {}
 
     def assign(self, chunk: pd.DataFrame) -> pd.DataFrame:
         """The next rows of the schedule with their `trial`, `arm` and `base_url` added."""
         trial = self._follow_sessions(chunk, self._own_trials(chunk["offset_s"].to_numpy(dtype=float)))
-        arm = np.asarray(self.design.arms, dtype=object)[trial]
         out = chunk.copy()
+        trial = self._same_warmup(out, trial)
+        arm = np.asarray(self.design.arms, dtype=object)[trial]
         out["trial"] = trial.astype(AB_COLUMNS["trial"])
         out["arm"] = arm.astype(AB_COLUMNS["arm"])
         out["base_url"] = pd.Series(arm).map(self.urls).to_numpy(dtype=object)
         if self.design.text_salt and "text_id" in out:
             out["text_id"] = out["text_id"].to_numpy(np.int64) ^ np.int64(self.design.text_salt)
         return out
+
+    def _same_warmup(self, out: pd.DataFrame, trial: np.ndarray) -> np.ndarray:
+        """Warm-up rows outside conversations alternate baseline, candidate (counted over the whole
+        schedule), each candidate row taking the request of the baseline row before it; returns the trials."""
+        lone = out["session"].to_numpy(dtype=np.int64) < 0 if "session" in out else np.ones(len(out), bool)
+        rows = np.flatnonzero((trial // 2 < self.design.warmup_pairs) & lone)
+        if not rows.size:
+            return trial
+        candidate = (self._warm_rows + np.arange(rows.size)) % 2 == 1
+        self._warm_rows += rows.size
+        arms = np.asarray(self.design.arms, dtype=object)
+        first = 2 * (trial[rows] // 2)
+        wanted = np.where(candidate, ARMS[1], ARMS[0])
+        trial = trial.copy()
+        trial[rows] = np.where(arms[first] == wanted, first, first + 1)
+        payload = [c for c in out.columns if c not in OWN_COLUMNS]
+        at = np.flatnonzero(candidate)
+        for column in payload:
+            values = out[column].to_numpy(copy=True)
+            inside = at[at > 0]
+            values[rows[inside]] = values[rows[inside - 1]]
+            if at.size and at[0] == 0 and column in self._pending:
+                values[rows[0]] = self._pending[column]
+            out[column] = values
+        self._pending = {c: out[c].iloc[rows[-1]] for c in payload} if not candidate[-1] else {}
+        return trial
 
     def _own_trials(self, offsets: np.ndarray) -> np.ndarray:
         """Each row's trial were it the first turn of its conversation (every row draws its coin)."""

@@ -51,3 +51,46 @@ def simulate(effect: float, *, pairs: int, per_trial: int, seed: int, fail_share
                          "latency_ms": latency, "service_ms": latency, "status": np.where(ok, 200, 503),
                          "ok": ok, "priority": "paid", "kind": "short", "mode": "auto",
                          "arm": arm, "trial": trial.astype("int64")})
+
+
+PROCESSES = ("quiet", "bursts", "server state")
+"""The machines a simulated night runs on: `quiet` a mild shared wander; `bursts` that wander
+stronger with bursts slowing 15% of slices two- to fourfold (both arms alike, as a neighbour taking
+the cores does); `server state` the bursts plus a slow state of each server of its own that lasts
+several slices (a GC cycle, a bad CPU placement), which the other arm does not share."""
+
+
+def server_states(rng: np.random.Generator, slices: int, *, share: float = 0.1, stay: float = 0.8) -> np.ndarray:
+    """Log-scale slowdown of one server per slice: a two-state chain that enters a slow state
+    (x1.3 to x2) with probability share*(1-stay)/(1-share) and stays in it with probability `stay`."""
+    enter = share * (1.0 - stay) / (1.0 - share)
+    slow = np.zeros(slices, bool)
+    for k in range(1, slices):
+        slow[k] = rng.random() < (stay if slow[k - 1] else enter)
+    return slow * np.log(rng.uniform(1.3, 2.0, slices))
+
+
+def night(effect: float, *, process: str, seed: int, slices: int = 48, slice_s: float = 5.0,
+          rate_per_arm: float = 16.0, fail_share: float = 0.0, paid_share: float = 0.4) -> pd.DataFrame:
+    """A requests table shaped like a night of the nightly scenario: each request to a random arm,
+    `rate_per_arm` a second per arm over `slices` slices, paid and free, on machine `process`."""
+    if process not in PROCESSES:
+        raise ValueError(f"process {process!r} is not one of {', '.join(PROCESSES)}.")
+    rng = np.random.default_rng([seed, 0x516])
+    shared = (machine_noise(rng, slices, wander=0.1, burst_share=0.0) if process == "quiet"
+              else machine_noise(rng, slices))
+    own = np.zeros((2, slices)) if process != "server state" else np.stack([server_states(rng, slices)
+                                                                           for _ in range(2)])
+    counts = rng.poisson(2.0 * rate_per_arm * slice_s, slices)
+    pair = np.repeat(np.arange(slices), counts)
+    candidate = rng.random(pair.size) < 0.5
+    latency = rng.lognormal(np.log(200.0), 0.5, pair.size) * np.exp(shared[pair] + own[candidate.astype(int), pair])
+    latency = np.where(candidate, latency * effect, latency)
+    ok = rng.random(pair.size) >= fail_share
+    latency = np.where(ok, latency, 1.0)
+    intended = pair * slice_s + rng.random(pair.size) * slice_s
+    return pd.DataFrame({"intended_s": intended, "sent_s": intended, "done_s": intended + latency / 1000.0,
+                         "latency_ms": latency, "service_ms": latency, "status": np.where(ok, 200, 503),
+                         "ok": ok, "priority": np.where(rng.random(pair.size) < paid_share, "paid", "free"),
+                         "kind": "short", "mode": "auto", "arm": np.where(candidate, "candidate", "baseline"),
+                         "trial": (2 * pair + candidate).astype("int64")})

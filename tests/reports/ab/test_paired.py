@@ -12,7 +12,6 @@ from rushhour.reports.ab.paired import (
     ArmSample,
     block_weights,
     error_test,
-    newcombe,
     ratio_test,
     required_answers,
 )
@@ -75,7 +74,7 @@ def test_ab_ratio_is_of_the_nights_percentiles_not_of_slice_maxima() -> None:
     cand = rng.lognormal(np.log(100.0), 0.6, pair.size) * 1.3
     ok = np.ones(pair.size, bool)
     result = ratio_test(ArmSample.of(base, ok, pair), ArmSample.of(cand, ok, pair), 99.0,
-                        block_weights(40, 1000, 1), confidence=0.90, threshold=1.1)
+                        block_weights(40, 1000, 1), alarm_tail=0.05, pass_tail=0.05, threshold=1.1)
     pooled = np.percentile(cand, 99, method="inverted_cdf") / np.percentile(base, 99, method="inverted_cdf")
     assert result.ratio == pytest.approx(pooled)
     assert result.low < pooled < result.high
@@ -119,7 +118,7 @@ def test_error_test_flags_a_candidate_failing_a_tenth_of_requests() -> None:
     base = ArmSample.of(np.full(400, 100.0), np.ones(400, bool), np.arange(400) % 20)
     ok = (np.arange(400) // 20) % 10 != 0  # two failures in every pair
     cand = ArmSample.of(np.full(400, 100.0), ok, np.arange(400) % 20)
-    result = error_test(base, cand, block_weights(20, 1000, 1), confidence=0.95, margin=0.005)
+    result = error_test(base, cand, block_weights(20, 1000, 1), alarm_tail=0.025, pass_tail=0.025, margin=0.005)
     assert result.worse and not result.not_worse
     assert result.candidate == pytest.approx(0.10) and result.baseline == 0.0
 
@@ -128,7 +127,7 @@ def test_error_test_ignores_failures_bunched_in_one_slice() -> None:
     pair = np.arange(400) % 20
     base = ArmSample.of(np.full(400, 100.0), np.ones(400, bool), pair)
     cand = ArmSample.of(np.full(400, 100.0), ~((pair == 3) & (np.arange(400) < 200)), pair)  # one burst
-    result = error_test(base, cand, block_weights(20, 1000, 1), confidence=0.95, margin=0.005)
+    result = error_test(base, cand, block_weights(20, 1000, 1), alarm_tail=0.025, pass_tail=0.025, margin=0.005)
     assert result.candidate > 0.02 and not result.worse and not result.not_worse
 
 
@@ -139,17 +138,5 @@ def test_error_test_never_passes_a_candidate_failing_more_than_the_margin() -> N
         pair = np.arange(20_000) % 100
         base = ArmSample.of(np.full(20_000, 1.0), rng.random(20_000) >= 0.0025, pair)
         cand = ArmSample.of(np.full(20_000, 1.0), rng.random(20_000) >= 0.0100, pair)  # 0.75 pp worse
-        passed += error_test(base, cand, block_weights(100, 500, seed), confidence=0.95, margin=0.005).not_worse
+        passed += error_test(base, cand, block_weights(100, 500, seed), alarm_tail=0.025, pass_tail=0.025, margin=0.005).not_worse
     assert passed == 0
-
-
-def test_newcombe_interval_matches_his_published_example() -> None:
-    # Newcombe (1998), table II example (h): 56/70 - 48/80, 95% interval 0.0524 to 0.3339
-    low, high = newcombe(56, 70, 48, 80, 0.025)
-    assert low == pytest.approx(0.0524, abs=5e-4) and high == pytest.approx(0.3339, abs=5e-4)
-
-
-def test_block_weights_draw_every_replicate_to_the_number_of_pairs() -> None:
-    weights = block_weights(50, 300, 4)
-    assert weights.shape == (300, 50) and (weights.sum(axis=1) == 50).all()
-    assert block_weights(50, 300, 4, block=5)[:, :5].std() > 0  # blocks start anywhere

@@ -89,3 +89,26 @@ def test_fresh_texts_salt_every_text_id_and_keep_the_nights_repeats() -> None:
     assert (same == (salted["text_id"].to_numpy()[:, None] == salted["text_id"].to_numpy()[None, :])).all()
     assert TrialDesign.build(60.0, 40, seed=6, fresh_texts=True).text_salt != design.text_salt
     assert TrialDesign.build(60.0, 40, seed=5, warmup=True).warmup_pairs == 2
+
+
+@pytest.mark.parametrize("interleave", ["requests", "trials"])
+@pytest.mark.parametrize("chunk_rows", [7, 100_000])
+def test_both_arms_are_warmed_with_the_same_requests_in_the_same_order(interleave: str, chunk_rows: int) -> None:
+    from rushhour.traffic_models import text_for
+
+    plan = prepare("scenarios/nightly.yaml", Overrides(duration="40s", seed=5), allow_remote=False)
+    design = TrialDesign.build(plan.duration_s, 40, seed=5, interleave=interleave, warmup=True, fresh_texts=True)
+    rows = pd.concat(list(assigned_chunks(plan.draw.chunks(chunk_rows), design, URLS)), ignore_index=True)
+    warm = rows[rows["trial"].to_numpy() // 2 < design.warmup_pairs]
+    arm = warm["arm"].to_numpy()
+    assert design.warmup_pairs == 2 and len(warm) > 20
+    assert (arm[0::2] == "baseline").all() and (arm[1::2] == "candidate").all()  # interleaved, one by one
+    assert (warm["base_url"].to_numpy() == np.where(arm == "baseline", URLS["baseline"], URLS["candidate"])).all()
+    request = [c for c in warm.columns if c not in ("offset_s", "phase", "trial", "arm", "base_url")]
+    base, cand = (warm[arm == a].iloc[: len(warm) // 2] for a in ("baseline", "candidate"))
+    pd.testing.assert_frame_equal(base[request].reset_index(drop=True), cand[request].reset_index(drop=True))
+    texts = [[text_for(int(t), int(c)).encode() for t, c in zip(side["text_id"], side["chars"], strict=True)]
+             for side in (base, cand)]
+    assert texts[0] == texts[1] and len(set(texts[0])) > 10  # byte for byte, and not one text repeated
+    judged = rows[rows["trial"].to_numpy() // 2 >= design.warmup_pairs]
+    assert len(rows) == len(plan.draw.whole()) and judged["text_id"].nunique() > 0.9 * len(judged)
