@@ -23,7 +23,8 @@ intervals (`rushhour.reports.estimate.intervals`, Clopper-Pearson on n) show wha
 chose (`benchmarks.truth_bootstrap`), the alternative the core was chosen against.
 
 Usage: python -m benchmarks.truth_bench [--reps 400] [--requests 10000] [--truth-reps 2000]
-       [--only NAME] [--bootstrap] [--out docs/data/truth_bench.json]   (prints the markdown table)
+       [--only NAME] [--bootstrap] [--out docs/data/truth_bench.json [--update]]
+       (prints the markdown table; --update keeps the rows of the processes not run)
 """
 
 from __future__ import annotations
@@ -206,8 +207,10 @@ def table(outcomes: list[Outcome]) -> str:
 @click.option("--only", default="", help="Run only the processes whose name contains this.")
 @click.option("--bootstrap", is_flag=True, help="Also judge a moving-block bootstrap of each percentile.")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the JSON here.")
+@click.option("--update", is_flag=True,
+              help="Replace only the processes run in the JSON at --out, keeping the others' rows.")
 def main(reps: int, requests: int, truth_reps: int, seed: int, only: str, bootstrap: bool,
-         out: Path | None) -> None:
+         out: Path | None, update: bool) -> None:
     outcomes: list[Outcome] = []
     for index, name in enumerate(PROCESSES):
         if only not in name:
@@ -216,8 +219,13 @@ def main(reps: int, requests: int, truth_reps: int, seed: int, only: str, bootst
         outcomes += run_process(name, reps, requests, truth_reps, seed + index, bootstrap=bootstrap)
     click.echo(table(outcomes))
     if out is not None:
+        rows = [asdict(o) for o in outcomes]
+        if update and out.exists():
+            run = {o.process for o in outcomes}
+            kept = [row for row in json.loads(out.read_text())["outcomes"] if row["process"] not in run]
+            rows = [*kept, *rows]
         document = {"reps": reps, "requests": requests, "truth_reps": truth_reps, "seed": seed,
-                    "outcomes": [asdict(o) for o in outcomes]}
+                    "outcomes": rows}
         out.write_text(json.dumps(document, indent=1) + "\n")
 
 
