@@ -1,58 +1,110 @@
-"""Benchmark: the A/B verdict on simulated nights whose truth is known (no server, seconds a night).
+"""Benchmark: the A/B verdict on simulated nights of the nightly scenario whose truth is known.
 
-    python -m benchmarks.gate_sim [--nights 200] [--pairs 96] [--per-trial 60] [--seed 0]
+    python -m benchmarks.gate_sim [--nights 30] [--seed 0] [--out docs/data/gate-sim.json]
 
-Each night is tests/reports/ab/simulate.py's: random arms per slice, a machine state that wanders
-(AR(1) on the log scale, lasting several slices) and bursts that slow a slice two- to fourfold;
-every request lognormal around 200 ms, the candidate's multiplied by the effect; failures answered
-at once. Kinds: same code, x1.3, and both with 0.25% failures in both arms. Prints per kind the
-share of nights flagged (exit 1), passed (exit 0) and undecided, with one-sided 95%
-Clopper-Pearson bounds, judged by `rushhour.reports.ab.groups.compare_populations` on one P99.
+Each night is shaped like one of scenarios/nightly.yaml (tests/reports/ab/simulate.py's `night`):
+48 slices of 5 s, 16 requests a second per arm, each request to a random arm, paid and free, the
+first four slice pairs warming both arms; every request lognormal around 200 ms, the candidate's
+multiplied by the effect, failures answered at once. It is judged by
+`rushhour.reports.ab.groups.compare_populations` on the nightly scenario's own SLOs (P50 and P99
+per priority, six tests) at the defaults of `rushhour ab` (threshold x1.10, 90% confidence,
+0.5-point failure margin). The machine is one of the processes of `simulate.PROCESSES`: quiet,
+shared bursts, or bursts with a slow state of each server that lasts several slices.
+
+Prints per process and kind the nights flagged (exit 1), passed (exit 0) and undecided (exit 3),
+with one-sided 95% Clopper-Pearson bounds, and which comparison left undecided nights open;
+writes the same as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
 
 from rushhour.reports.ab.calibration import clopper_pearson_upper
-from rushhour.reports.ab.groups import Population, compare_populations
-from tests.reports.ab.simulate import simulate
+from rushhour.reports.ab.groups import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_ERROR_MARGIN,
+    DEFAULT_THRESHOLD,
+    compare_populations,
+    populations,
+)
+from rushhour.scenarios.spec.model import load_scenario
+from tests.reports.ab.simulate import PROCESSES, night
 
-PAID = Population("paid", "paid", None, None, (("latency_ms", 99.0, "p99"),))
 KINDS = {"same code": (1.0, 0.0), "x1.3": (1.3, 0.0), "same code, 0.25% failures": (1.0, 0.0025),
          "x1.3, 0.25% failures": (1.3, 0.0025)}
+SLICES, WARM = 48, 4
 
 
-def night(effect: float, fail: float, seed: int, pairs: int, per_trial: int) -> str:
-    requests = simulate(effect, pairs=pairs, per_trial=per_trial, seed=seed, fail_share=fail, base_fail_share=fail,
-                        interleave="requests")
-    [c] = compare_populations(requests, [PAID], pairs=pairs, threshold=1.10, confidence=0.90, seed=seed)
-    if c.verdict == "regression":
-        return "flagged"
-    return "passed" if c.verdict == "no_regression" and c.errors.not_worse else "undecided"
+def judge_night(effect: float, fail: float, process: str, seed: int) -> tuple[str, list[str]]:
+    """The night's outcome (flagged, passed or undecided) and the comparisons that stayed open."""
+    scenario = load_scenario("scenarios/nightly.yaml")
+    pops = populations(scenario.slos, ["free", "paid"])
+    requests = night(effect, process=process, seed=seed, slices=SLICES, fail_share=fail)
+    found = compare_populations(requests, pops, pairs=SLICES, threshold=DEFAULT_THRESHOLD,
+                                confidence=DEFAULT_CONFIDENCE, seed=seed, margin=DEFAULT_ERROR_MARGIN,
+                                first_pair=WARM)
+    if any(c.verdict == "regression" for c in found):
+        return "flagged", []
+    open_ = [f"{c.slo}" for c in found if c.verdict != "no_regression"]
+    open_ += sorted({f"failures {c.population.priority}" for c in found if not c.errors.not_worse})
+    return ("undecided", open_) if open_ else ("passed", [])
+
+
+def row(process: str, kind: str, nights: int, seed: int) -> dict[str, object]:
+    effect, fail = KINDS[kind]
+    outcomes = [judge_night(effect, fail, process, seed + i) for i in range(nights)]
+    counts = Counter(o for o, _ in outcomes)
+    opened = Counter(name for _, names in outcomes for name in names)
+    flagged = counts["flagged"]
+    out: dict[str, object] = {"process": process, "kind": kind, "effect": effect, "fail_share": fail,
+                              "nights": nights, "flagged": flagged, "passed": counts["passed"],
+                              "undecided": counts["undecided"], "left_open": dict(opened.most_common())}
+    if effect == 1.0:
+        out["false_alarms_upper"] = clopper_pearson_upper(flagged, nights)
+        out["undecided_upper"] = clopper_pearson_upper(counts["undecided"], nights)
+    else:
+        out["power_lower"] = 1.0 - clopper_pearson_upper(nights - flagged, nights)
+    return out
+
+
+def line(r: dict[str, object]) -> str:
+    if "power_lower" in r:
+        bound = f"power >= {100 * float(r['power_lower']):.1f}%"  # type: ignore[arg-type]
+    else:
+        bound = (f"false alarms <= {100 * float(r['false_alarms_upper']):.1f}%, "  # type: ignore[arg-type]
+                 f"undecided <= {100 * float(r['undecided_upper']):.1f}%")  # type: ignore[arg-type]
+    opened = ", ".join(f"{k} {v}" for k, v in r["left_open"].items()) or "-"  # type: ignore[attr-defined]
+    return (f"| {r['process']} | {r['kind']} | {r['nights']} | {r['flagged']} | {r['passed']} | {r['undecided']} | "
+            f"{bound} | {opened} |")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nights", type=int, default=200)
-    parser.add_argument("--pairs", type=int, default=96)
-    parser.add_argument("--per-trial", type=int, default=60)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--nights", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--processes", nargs="+", default=list(PROCESSES), choices=PROCESSES)
+    parser.add_argument("--out", type=Path, default=Path("docs/data/gate-sim.json"))
     args = parser.parse_args()
-    print("| kind | nights | flagged | passed | undecided | one-sided 95% bound |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    started = time.monotonic()
-    for kind, (effect, fail) in KINDS.items():
-        outcomes = [night(effect, fail, args.seed + i, args.pairs, args.per_trial) for i in range(args.nights)]
-        n, flagged = len(outcomes), outcomes.count("flagged")
-        if effect == 1.0:
-            bound = f"false alarms <= {100 * clopper_pearson_upper(flagged, n):.1f}%"
-        else:
-            bound = f"power >= {100 * (1 - clopper_pearson_upper(n - flagged, n)):.1f}%"
-        print(f"| {kind} | {n} | {flagged} | {outcomes.count('passed')} | {outcomes.count('undecided')} | {bound} |",
-              flush=True)
-    print(f"\n{time.monotonic() - started:.0f} s")
+    print("| process | kind | nights | flagged | passed | undecided | one-sided 95% bounds | left open (nights) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    started, rows = time.monotonic(), []
+    for process in args.processes:
+        for kind in KINDS:
+            rows.append(row(process, kind, args.nights, args.seed))
+            print(line(rows[-1]), flush=True)
+    seconds = time.monotonic() - started
+    print(f"\n{seconds:.0f} s")
+    args.out.write_text(json.dumps({"measured": datetime.now(UTC).isoformat(timespec="seconds"),
+                                    "command": f"python -m benchmarks.gate_sim --nights {args.nights}",
+                                    "machine": "2-core VM, no GPU", "seconds": round(seconds, 1),
+                                    "threshold": DEFAULT_THRESHOLD, "confidence": DEFAULT_CONFIDENCE,
+                                    "error_margin": DEFAULT_ERROR_MARGIN, "rows": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
