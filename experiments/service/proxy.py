@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,11 @@ from chaoslib.types import Configuration, Secrets
 from rushhour.experiments.leasefiles import lease_clock, write_end
 from rushhour.experiments.leases import hold_lease, lease_file, lease_s, release
 
-__all__ = ["ADDON", "add_proxy_fault", "proxy_fault", "remove_proxy_fault"]
+__all__ = ["add_proxy_fault", "proxy_fault", "remove_proxy_fault"]
 
 ADDON = Path(__file__).resolve().with_name("mitm_addon.py")
 KINDS = ("latency", "errors", "reset", "blackhole")
+_WRITES = threading.Lock()  # a renewal never writes a fault back after its removal
 
 
 def fault_path(proxy: str) -> Path:
@@ -77,10 +79,11 @@ def add_proxy_fault(fault: str, latency_ms: float = 300.0, jitter_ms: float = 0.
     write_end(path, lease, spec)
 
     def renew(seconds: float) -> bool:
-        if not path.exists():
-            return False
-        write_end(path, seconds, spec)
-        return True
+        with _WRITES:
+            if not path.exists():
+                return False
+            write_end(path, seconds, spec)
+            return True
 
     hold_lease(f"proxy|{proxy}", renew, lease, float(hold_s))
     return {"proxy": proxy, **spec, "lease_s": lease, "fault_file": str(path)}
@@ -102,8 +105,9 @@ def remove_proxy_fault(proxy: str = "service", configuration: Configuration = No
     """End the fault of the proxy named `proxy` (its fault file removed); True when there was one."""
     release(f"proxy|{proxy}")
     path = fault_path(proxy)
-    existed = path.exists()
-    path.unlink(missing_ok=True)
+    with _WRITES:
+        existed = path.exists()
+        path.unlink(missing_ok=True)
     return existed
 
 
