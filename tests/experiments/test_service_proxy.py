@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from chaoslib.exceptions import ActivityFailed
+from chaoslib.experiment import ensure_experiment_is_valid
 
 from rushhour.experiments import leases
 from rushhour.experiments.service import mitm_addon
@@ -125,3 +126,17 @@ def test_service_proxy_prints_the_addon_path(capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit) as exit_info:
         main([])
     assert exit_info.value.code == 2
+
+
+@pytest.mark.parametrize("kind", ["latency", "errors", "reset", "blackhole"])
+def test_service_proxy_experiment_is_valid_and_its_rollback_removes_the_fault(kind: str) -> None:
+    experiment = json.loads((ROOT / "experiments" / f"service-proxy-{kind}.json").read_text())
+    ensure_experiment_is_valid(experiment)
+    assert experiment["runtime"]["rollbacks"]["strategy"] == "always"
+    assert {"service", "network", "mitmproxy"} <= set(experiment["tags"])
+    added = [a["provider"] for a in experiment["method"] if a["provider"]["func"] == "add_proxy_fault"]
+    assert [p["arguments"]["fault"] for p in added] == [kind]
+    assert added[0]["arguments"]["hold_s"] == "${fault_hold_s}"
+    for steps in (experiment["method"][-1:], experiment["rollbacks"]):
+        assert [s["provider"]["func"] for s in steps] == ["remove_proxy_fault"]
+        assert steps[0]["provider"]["arguments"] == {"proxy": "${proxy_name}"}
