@@ -17,7 +17,8 @@ def test_chaos_reference_server_experiments_drive_its_admin_api(name: str) -> No
     assert drives_admin_api(json.loads((EXPERIMENTS / f"{name}.json").read_text()))
 
 
-@pytest.mark.parametrize("name", ["service-pause", "service-kill", "service-network-latency", "service-network-blackhole"])
+@pytest.mark.parametrize("name", ["service-pause", "service-kill", "service-network-latency", "service-network-blackhole",
+                                  "service-proxy-latency", "service-proxy-errors", "service-proxy-blackhole"])
 def test_chaos_experiments_on_a_users_own_service_need_no_admin_api(name: str) -> None:
     assert not drives_admin_api(json.loads((EXPERIMENTS / f"{name}.json").read_text()))
 
