@@ -36,6 +36,7 @@ from rushhour.reports.gate.population import (
     unpaired_draws,
 )
 from rushhour.reports.gate.runnoise import RunNoise, log_tails, run_noise
+from rushhour.reports.gate.sections import SECTIONS, section_half_width
 from rushhour.reports.rundata.results import RunData
 
 __all__ = ["group_confidence", "judge_arrays", "judge_groups", "verdict_reason"]
@@ -136,9 +137,13 @@ def _verdict(name: str, cur: _Side, base: list[_Side], cur_values: np.ndarray, r
     draws = (paired_draws if paired else unpaired_draws)(ref_values, cur_values, percentile, rng)
     interval = _with_run_noise(quantiles(draws, confidence), p_cur, noise, confidence)
     ratio = float(np.exp(log_ratio(p_cur, p_ref)))
+    sections = None
+    if len(base) == 1:
+        sections = section_half_width(cur_values, ref_values.reshape(-1), percentile, confidence)
+        interval = _stretched(interval, float(np.log(ratio)), sections)
     latency = bool(ratio >= verdict.threshold and interval[0] > 1.0)
     return replace(verdict, ratio=ratio, ci=interval, latency_regression=latency,
-                   regression=latency or failures.regression, method=_method(paired, noise),
+                   regression=latency or failures.regression, method=_method(paired, noise, sections),
                    bootstrap_blocks=_blocks(cur_values.size) if paired else None)
 
 
@@ -163,8 +168,19 @@ def _with_run_noise(boot: tuple[float, float], p_cur: float, noise: RunNoise | N
     return min(boot[0], float(np.exp(centre - half))), max(boot[1], float(np.exp(centre + half)))
 
 
-def _method(paired: bool, noise: RunNoise | None) -> str:
+def _stretched(boot: tuple[float, float], centre: float, half: float | None) -> tuple[float, float]:
+    """The bootstrap interval, stretched to hold centre +- half on the log scale (None: as is)."""
+    if half is None or not np.isfinite(centre):
+        return boot
+    return min(boot[0], float(np.exp(centre - half))), max(boot[1], float(np.exp(centre + half)))
+
+
+def _method(paired: bool, noise: RunNoise | None, sections: float | None = None) -> str:
     head = "paired bootstrap over requests" if paired else "bootstrap of each run"
+    if sections is not None:
+        return head + (f"; one baseline run: held to Student t on {SECTIONS - 1} degrees of freedom from the "
+                       f"spread of the two runs' ratio over {SECTIONS} time sections; run-to-run noise needs "
+                       "2 or more baseline runs")
     if noise is None or noise.half_width(0.95) is None:
         return head + " (requests taken as independent); one baseline run: run-to-run noise not modelled"
     return head + f"; held to Student t on {noise.degrees_of_freedom} degree(s) of freedom from {noise.runs} baseline runs"
