@@ -16,4 +16,7 @@ effective sample size.
 - `blockshare`: is one run's bad share higher than other runs'? `share_increase(current,
   baselines)` tests on counts over the design effect and, with several baselines, on their
   run-to-run spread (`ShareIncrease`); the compare gate's failure share.
+- `strata`: the dependence of a run whose load changes at known edges (phases, fault windows),
+  measured within each stretch and combined: `stratified_dependence(series, labels)`, the
+  labels from `stretch_labels(times, edges)`; `series` takes them as `strata=`.
 """
