@@ -32,8 +32,9 @@ class _Row(BaseModel):
 
 class IntervalBasis(_Row):
     """What an interval rests on (`rushhour.reports.measures.slos.interval_basis`): requests in
-    time order are not independent, so each interval names its method ("batch means", or "count"
-    when nothing varied), the effective number of independent requests behind it, the block
+    time order are not independent, so each interval names its method ("batch means", "batch
+    means within stretches of steady load (phases, fault windows), combined" when the run's load
+    changed at known edges, or "count" when nothing varied), the effective number of independent requests behind it, the block
     length (requests) and the lag-1 correlation of block statistics, and, when the data could not
     carry the statement, the sentence that says so instead of an interval."""
 
