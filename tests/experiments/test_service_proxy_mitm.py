@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -41,7 +40,8 @@ print(json.dumps(add_proxy_fault("errors", rate=1.0, proxy=sys.argv[1], hold_s=6
 sys.stdin.read()
 """
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("mitmproxy")]
+# In one of make test's CPU lanes: the proxy boots once, and its latency and drill tests run on that lane's worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cpu-b")]
 
 
 @dataclass(frozen=True)
@@ -101,8 +101,9 @@ def _took(url: str) -> float:
     return time.monotonic() - began
 
 
-def _median_s(url: str, count: int = 7) -> float:
-    return statistics.median(_took(url) for _ in range(count))
+def _fastest_s(url: str, count: int = 7) -> float:
+    """The fastest of `count` answers: the path's own cost, least disturbed by a busy machine."""
+    return min(_took(url) for _ in range(count))
 
 
 def _served(proxied: Proxied) -> int:
@@ -119,12 +120,12 @@ def _seconds_until_answered(url: str, timeout_s: float) -> float | None:
 
 
 def test_service_proxy_latency_adds_its_delay_to_what_the_same_path_took_unfaulted(faults: Proxied) -> None:
-    unfaulted = _median_s(faults.via)
+    unfaulted = _fastest_s(faults.via)
     add_proxy_fault("latency", latency_ms=300, proxy=NAME)
-    faulted = _median_s(faults.via)
-    assert faulted >= unfaulted + 0.29, (unfaulted, faulted)
+    faulted = _fastest_s(faults.via)
+    assert faulted >= unfaulted + 0.25, (unfaulted, faulted)  # every faulted answer waited 300 ms more
     remove_proxy_fault(NAME)
-    assert _median_s(faults.via) < faulted - 0.2
+    assert _fastest_s(faults.via) < faulted - 0.2
 
 
 def test_service_proxy_errors_answer_their_share_and_never_reach_the_service(faults: Proxied) -> None:
