@@ -19,6 +19,7 @@ from typing import Any, Literal, cast
 import numpy as np
 import pandas as pd
 
+from rushhour.kernel.generator import schedule_lag_ms
 from rushhour.kernel.quantiles import percentile_or_none
 from rushhour.reports.capacity.stepstats import SloCall, judge_slos, reachable, step_figures
 from rushhour.reports.estimate.sequential import ALPHA, LOOKS, look_fractions
@@ -259,7 +260,7 @@ def _generator_settled(measured: pd.DataFrame, due: int, generator: dict[str, An
     taken as sent on time (the best the rest of the window can do: more values at zero only
     lower a P99); duplicates and the CPU's peak only ever grow."""
     unsent = measured["sent_s"].isna().to_numpy()
-    lag = (measured["sent_s"].to_numpy(dtype=float) - measured["intended_s"].to_numpy(dtype=float)) * 1000.0
+    lag = schedule_lag_ms(measured)
     wait = measured["pool_wait_ms"].to_numpy(dtype=float) if "pool_wait_ms" in measured else np.full(len(lag), np.nan)
     zeros = np.zeros(int(unsent.sum()) + due)
     best = dict(generator)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rushhour.kernel.generator import schedule_lag_ms
 from rushhour.kernel.quantiles import percentile_or_none
 from rushhour.scenarios.load.parts import duplicate_count
 
@@ -20,7 +21,7 @@ __all__ = ["generator_figures"]
 def generator_figures(requests: pd.DataFrame) -> dict[str, float | int | None]:
     """Lag P99 (sent - intended), connection-wait P99 and maximum, rows that never got a
     connection, and rows fired more than once; percentiles are None when nothing was sent."""
-    lag_ms = (requests["sent_s"].to_numpy(dtype=float) - requests["intended_s"].to_numpy(dtype=float)) * 1000.0
+    lag_ms = schedule_lag_ms(requests)
     wait_ms = _column(requests, "pool_wait_ms")
     started = requests["fired"].to_numpy() > 0 if "fired" in requests.columns else np.isfinite(wait_ms)
     return {

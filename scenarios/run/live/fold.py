@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rushhour.kernel.generator import schedule_lag_s
 from rushhour.reports.measures.faults import SHED_STATUSES
 from rushhour.scenarios.load.parts import merge_requests
 from rushhour.scenarios.run.live.hist import LogHistogram, TimeRing
@@ -176,7 +177,7 @@ class LiveFold:
         latency_s = merged["latency_ms"].to_numpy(dtype=float) / 1000.0
         self.latency.observe(group, np.where(attempted, latency_s, np.nan))
         self.service.observe(group, merged["service_ms"].to_numpy(dtype=float) / 1000.0)
-        lag = merged["sent_s"].to_numpy(dtype=float) - merged["intended_s"].to_numpy(dtype=float)
+        lag = schedule_lag_s(merged)
         self.lag.observe(np.zeros(len(lag), dtype=np.int64), np.clip(lag, 0.0, None))
         self._lags.observe(lag)
         self._remember(merged, group, np.where(attempted, latency_s, np.nan), flags["failed"], flags["shed"])
