@@ -33,6 +33,7 @@ import click
 import numpy as np
 
 from benchmarks.mdc import true_capacity, true_ttft_capacity
+from rushhour.reports.estimate.quantilebound import percentile_look
 from rushhour.reports.estimate.sequential import PILOT_FLOOR, look_call
 from rushhour.scenarios.capacity.job import step_rules
 from rushhour.scenarios.capacity.search import SearchSettings, StepVerdict, search
@@ -65,6 +66,10 @@ class Queue:
     """The spread (standard deviation of its log) of a machine speed that wanders as a log-AR(1)
     process over the whole search, between and within steps (0: a steady machine)."""
     wander_s: float = WANDER_S
+    rule: str = "share"
+    """How a step's "met" is judged: "share" as `rushhour capacity` judges it (the late share over
+    the effective sample size), "percentile" by the candidate bound on the percentile itself
+    (`rushhour.reports.estimate.quantilebound.percentile_look`)."""
 
     @property
     def allowed(self) -> float:
@@ -206,8 +211,13 @@ def _judge(queue: Queue, run: _Run, rules: StepRules) -> tuple[StepVerdict, floa
         good = ~pending & (latency <= threshold)
         unknown = pending & (waited <= threshold) if queue.first_ms is None else pending
         score = np.where(~pending, latency, np.where(unknown, np.nan, np.inf))
-        call = look_call(~good & ~unknown, unknown, queue.allowed, look=look, looks=rules.looks, score=score,
-                         floor=PILOT_FLOOR * threshold, met_error=rules.met_error)
+        if queue.rule == "percentile":
+            call, _ = percentile_look(~good & ~unknown, unknown, np.where(good, latency, np.inf), queue.percentile,
+                                      threshold, look=look, looks=rules.looks, score=score,
+                                      floor=PILOT_FLOOR * threshold, met_error=rules.met_error)
+        else:
+            call = look_call(~good & ~unknown, unknown, queue.allowed, look=look, looks=rules.looks, score=score,
+                             floor=PILOT_FLOOR * threshold, met_error=rules.met_error)
         if call.met[0]:
             return StepVerdict(run.rate, "pass"), now
         if call.missed[0] or final:

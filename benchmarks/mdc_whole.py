@@ -18,7 +18,7 @@ truth (with its 95% Clopper-Pearson interval; the stated error is 5%) and the di
 found / true (how far the figure errs on the safe side: the share 15% or more under, the share
 within 10%).
 
-    python -m benchmarks.mdc_whole [--steps 30] [--searches 200] [--wander 0,0.05,0.1] [--out F]
+    python -m benchmarks.mdc_whole [--steps 30] [--searches 200] [--wander 0,0.05,0.1] [--rule share] [--out F]
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
     above = int(np.sum(ratio > 1.0))
     low, high = clopper_pearson(above, searches)
     quantiles = np.percentile(ratio, [2.5, 50, 97.5])
-    return {"queue": queue.name, "wander": queue.wander, "wander_s": queue.wander_s, "step_s": step_s,
+    return {"queue": queue.name, "rule": queue.rule, "wander": queue.wander, "wander_s": queue.wander_s, "step_s": step_s,
             "knee_step_s": knee_step_s or step_s, "retry_open": retry_open, "precision": precision, "met_error_per_window": met_error,
             "searches": searches, "truth_rps": round(truth, 1), "above_truth": above / searches,
             "above_truth_ci95": [low, high], "stated_error": ALPHA, "within_stated": low <= ALPHA,
@@ -126,10 +126,12 @@ def _row(r: dict[str, Any]) -> str:
 @click.option("--retry-open", is_flag=True, help="Step once more, for --knee-steps seconds, at a rate whose step ended open.")
 @click.option("--precision", default=0.05, show_default=True, type=click.FloatRange(min=0.01, max=0.5))
 @click.option("--calibration", is_flag=True, help='Each window spends sqrt(5%) on "met", as a calibration\'s do.')
+@click.option("--rule", type=click.Choice(["share", "percentile"]), default="share", show_default=True,
+              help='"met" judged as the product does (share) or by the candidate percentile bound.')
 @click.option("--seed", default=2, show_default=True, type=click.IntRange(min=0))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the rows as JSON here.")
 def main(steps: str, searches: int, queues: str, wander: str, knee_step: float | None, retry_open: bool,
-         precision: float, calibration: bool, seed: int, out: Path | None) -> None:
+         precision: float, calibration: bool, rule: str, seed: int, out: Path | None) -> None:
     """Print whole-search figures for each queue, machine and step length."""
     try:
         lengths = [float(v) for v in steps.split(",")]
@@ -147,7 +149,7 @@ def main(steps: str, searches: int, queues: str, wander: str, knee_step: float |
     rows = []
     for name in queues.split(","):
         for spread in spreads:
-            queue = dataclasses.replace(QUEUES[name], wander=spread, wander_s=WANDER_S)
+            queue = dataclasses.replace(QUEUES[name], wander=spread, wander_s=WANDER_S, rule=rule)
             for length in lengths:
                 rows.append(whole_searches(queue, step_s=length, searches=searches, seed=seed, knee_step_s=knee_step,
                                            precision=precision, met_error=paired_error() if calibration else ALPHA,
