@@ -13,7 +13,8 @@ Nobody joins without the cluster secret (`rushhour.scenarios.load.clusterauth`):
 a challenge (and the master's own proof of the secret), and only a node that proves it holds the
 secret is welcomed, given the lowest free worker index and told the version check's outcome.
 Every later message must carry a valid MAC for the node welcomed for its index, and every message
-the master sends it carries one too; anything else is dropped and counted in `rejections.json`
+the master sends it carries one too, Locust's own `spawn`, `stop` and `quit` included
+(`rushhour.scenarios.load.control_auth`); anything else is dropped and counted in `rejections.json`
 (the drill writes the counts into `events.jsonl` as `cluster_rejections`).
 
 Locust's own handlers run first, and trust what they receive: a message naming another node
@@ -49,6 +50,7 @@ import gevent
 from rushhour.kernel.atomic import write_bytes_atomic, write_text_atomic
 from rushhour.scenarios.load import clusterauth
 from rushhour.scenarios.load.clocksync import software_version
+from rushhour.scenarios.load.control_auth import ControlSigner
 from rushhour.scenarios.load.settings import LoadSettings
 from rushhour.scenarios.load.worker import START_FILE
 from rushhour.scenarios.load.worker_local import remote_target
@@ -96,6 +98,7 @@ class MasterRelay:
         self._sent_seq: Counter[str] = Counter()
         self._dropped: Counter[str] = Counter()
         self._refused: list[str] = []
+        self._signer: ControlSigner | None = None
 
     def install(self) -> MasterRelay:
         handlers = {MSG_PING: self._ping, MSG_HELLO: self._hello, MSG_PROVE: self._prove, MSG_READY: self._ready,
@@ -103,8 +106,23 @@ class MasterRelay:
         for name, handler in handlers.items():
             self._runner.register_message(name, handler)
         self._guard_listener()
+        self._sign_control()
         gevent.spawn(self._watch)
         return self
+
+    def _sign_control(self) -> None:
+        """Sign Locust's own control messages to welcomed workers (`rushhour.scenarios.load.control_auth`)."""
+        server = getattr(self._runner, "server", None)
+        if server is not None:
+            self._signer = ControlSigner(server.send_to_client, self._key_of, self._next_seq)
+            server.send_to_client = self._signer
+
+    def _key_of(self, node_id: str) -> bytes | None:
+        return next((self._keys[index] for index, node in self._nodes.items() if node == node_id), None)
+
+    def _next_seq(self, node_id: str) -> int:
+        self._sent_seq[node_id] += 1
+        return self._sent_seq[node_id]
 
     def _guard_listener(self) -> None:
         """Wrap Locust's receiving so that no message can end its listener or speak for another node."""
@@ -144,8 +162,7 @@ class MasterRelay:
 
     def _tell(self, node_id: str, key: bytes, msg_type: str, data: dict[str, object]) -> None:
         """One message to a worker, with a sequence number of its own and the session's MAC."""
-        self._sent_seq[node_id] += 1
-        self._runner.send_message(msg_type, clusterauth.signed(key, msg_type, data, self._sent_seq[node_id]), node_id)
+        self._runner.send_message(msg_type, clusterauth.signed(key, msg_type, data, self._next_seq(node_id)), node_id)
 
     def _ping(self, environment: Any, msg: Any) -> None:
         index = self._accept(MSG_PING, msg)
@@ -198,12 +215,16 @@ class MasterRelay:
         host = str(getattr(getattr(self._runner, "environment", None), "host", "") or "")
         self._tell(node_id, key, MSG_CONFIG, {"index": index, "config": config, "host": host,
                                               "schedule": self._schedule})
+        if self._signer is not None:
+            self._signer.welcomed(node_id)
 
     def _refuse(self, node_id: str, reason: str, key: bytes) -> None:
         log.warning("Refused node %s: %s.", node_id, reason)
         self._refused.append(reason)
         self._write_rejections()
         self._tell(node_id, key, MSG_REFUSED, {"reason": reason})
+        if self._signer is not None:
+            self._signer.forget(node_id)
         self._forget(node_id)
 
     def _forget(self, node_id: str) -> None:

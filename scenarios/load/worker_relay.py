@@ -13,7 +13,8 @@ its own nonce, and it answers the master's challenge only once the master has pr
 nonce, that it holds the cluster secret; a master that cannot is refused before it learns
 anything or hands over any setting. Every message after that, in both directions, carries a
 sequence number and a MAC; a master message with a wrong MAC or a sequence number already seen
-(a replay) is dropped and logged. The settings that come back pass through
+(a replay) is dropped and logged, Locust's own control messages (`spawn`, `stop`, `quit`, ...)
+included (`rushhour.scenarios.load.control_auth`). The settings that come back pass through
 `rushhour.scenarios.load.worker_local`: the target host must pass this worker's own loopback guard,
 and the credential and CA bundle are this worker's own (sent only to a host this worker pinned).
 """
@@ -36,7 +37,7 @@ from gevent.event import AsyncResult
 
 from rushhour.kernel.atomic import write_text_atomic
 from rushhour.kernel.contract import SCHEDULE_FILE
-from rushhour.scenarios.load import clusterauth
+from rushhour.scenarios.load import clusterauth, control_auth
 from rushhour.scenarios.load.clocksync import (
     ClockSample,
     ClockSync,
@@ -126,6 +127,7 @@ class WorkerRelay:
                     MSG_REFUSED: self._on_refused, MSG_START: self._on_start}
         for msg_type, handler in handlers.items():
             self._runner.register_message(msg_type, handler)
+        control_auth.guard_control(self._runner, self._heard_from_master)  # Locust's spawn, stop, quit ...
         gevent.spawn(self._join)
         return self
 
