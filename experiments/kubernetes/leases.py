@@ -57,10 +57,14 @@ class Leftover:
 
 
 def _apis(secrets: Secrets) -> tuple[Any, Any, Any]:
+    """The APIs a sweep calls: through chaostoolkit-kubernetes's client, or, where `secrets` name a
+    `KUBECONFIG` file (the leak audit's, from a chaos entry's `env:`), through that file."""
     from chaosk8s import create_k8s_api_client
-    from kubernetes import client
+    from kubernetes import client, config
 
-    api = create_k8s_api_client(secrets)
+    kubeconfig = (secrets or {}).get("KUBECONFIG")
+    api = (config.new_client_from_config(config_file=str(kubeconfig), context=(secrets or {}).get("KUBERNETES_CONTEXT"),
+                                         persist_config=False) if kubeconfig else create_k8s_api_client(secrets))
     return client.NetworkingV1Api(api), client.CoreV1Api(api), client.AppsV1Api(api)
 
 

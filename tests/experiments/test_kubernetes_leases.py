@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import yaml
 
 from rushhour.experiments.kubernetes import actions, marked, objects
 from rushhour.experiments.kubernetes.leases import sweep
@@ -79,6 +81,21 @@ def test_sweep_removes_only_expired_objects_of_ours() -> None:
         ("Node", "gpu-a", True),
         ("Node", "gpu-b", False),
     ]
+
+
+def test_a_sweep_given_a_kubeconfig_asks_the_cluster_and_context_it_names(tmp_path: Path) -> None:
+    """The leak audit hands a chaos entry's KUBECONFIG to the sweep: its context's server is the one asked."""
+    from rushhour.experiments.kubernetes import leases
+
+    clusters = [{"name": name, "cluster": {"server": f"https://127.0.0.1:{port}"}} for name, port in (("a", 6443), ("b", 7443))]
+    contexts = [{"name": name, "context": {"cluster": name, "user": "u"}} for name in ("a", "b")]
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "clusters": clusters, "contexts": contexts,
+                                          "users": [{"name": "u", "user": {"token": "t"}}], "current-context": "a"}))
+    networking, core, apps = leases._apis({"KUBECONFIG": str(kubeconfig), "KUBERNETES_CONTEXT": "b"})
+    assert {api.api_client.configuration.host for api in (networking, core, apps)} == {"https://127.0.0.1:7443"}
+    networking, _, _ = leases._apis({"KUBECONFIG": str(kubeconfig)})
+    assert networking.api_client.configuration.host == "https://127.0.0.1:6443"
 
 
 def test_partition_pool_starts_its_keeper_and_lease_job_before_the_policy_and_holds_a_short_lease(

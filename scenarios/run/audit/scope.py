@@ -7,7 +7,8 @@ Each experiment is resolved as `chaos run` resolves it, with Chaos Toolkit's own
 configuration loaded with the chaos entry's `env:` over the environment, its arguments
 substituted (`${key}`), and an argument it leaves out taken from the action's own default. The
 Kubernetes credentials the experiment used (the `KUBERNETES_*` entries of its secrets and of the
-entry's `env:`) go with each namespace, so the audit asks the cluster the fault was made in.
+entry's `env:`, and a `KUBECONFIG` the entry names) go with each namespace, so the audit asks
+the cluster the fault was made in.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ REDIS_MODULE = "rushhour.experiments.local.redis"
 KUBERNETES_PREFIX = "rushhour.experiments.kubernetes"
 DEFAULT_REDIS_PORT = 6379
 DEFAULT_NAMESPACE = "rushhour"
-CREDENTIAL_KEYS = ("KUBERNETES_", "CHAOSTOOLKIT_IN_POD")
-"""What chaostoolkit-kubernetes reads to reach a cluster (`create_k8s_api_client`)."""
+CREDENTIAL_KEYS = ("KUBERNETES_", "CHAOSTOOLKIT_IN_POD", "KUBECONFIG")
+"""What chaostoolkit-kubernetes reads to reach a cluster (`create_k8s_api_client`; the kubernetes
+client reads `KUBECONFIG`)."""
 
 
 @dataclass(frozen=True)

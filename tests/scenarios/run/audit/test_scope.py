@@ -54,6 +54,6 @@ def test_substitution_inside_a_string_and_an_actions_own_default_namespace(tmp_p
     }
     path = tmp_path / "custom.json"
     path.write_text(json.dumps(experiment))
-    scope = leak_scope([_fault(path, {"TEAM": "b"})], environ={})
-    credentials = (("KUBERNETES_HOST", "https://127.0.0.1:6443"),)
+    scope = leak_scope([_fault(path, {"TEAM": "b", "KUBECONFIG": "/etc/team.conf"})], environ={})
+    credentials = (("KUBECONFIG", "/etc/team.conf"), ("KUBERNETES_HOST", "https://127.0.0.1:6443"))
     assert scope.kubernetes == (KubeScope("default", credentials), KubeScope("team-b-blue", credentials))
