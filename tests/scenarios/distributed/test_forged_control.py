@@ -5,8 +5,9 @@ injects frames into the master→worker stream, `zmtp_injector`) sends the worke
 its own once the drill runs: a `stop`, a `spawn` of no users and a `quit`, without the session key.
 Locust's worker obeyed such messages as its master's: with the signing taken out, the same test
 saw the worker quit a second into its share, 8 of 89 requests sent, and the drill aborted ("worker
-0 left the run ... its unsent share counts as not sent"). The worker's relay drops each one (no valid MAC under the session key), counts and logs it,
-and the drill completes: every scheduled request sent once and answered, as with no attacker.
+0 left the run ... its unsent share counts as not sent"). The worker's relay drops each one (no
+valid MAC under the session key), counts and logs it, and the drill completes: every scheduled
+request sent once and answered, as with no attacker.
 """
 
 from __future__ import annotations
