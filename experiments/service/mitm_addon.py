@@ -14,7 +14,8 @@ then point the drill at PROXY_PORT. The addon applies the fault that rushhour's 
     reset      close the client's connection without an answer
     blackhole  hold the request, unanswered, until the fault ends; then close its connection
 
-A fault carries its own end on the machine's boot clock; the addon ignores a fault whose end has
+Streamed answers pass on as they come (time to first token stays the service's). A fault
+carries its own end on the machine's boot clock; the addon ignores a fault whose end has
 passed, so a fault ends by itself even when whatever wrote it was SIGKILLed: nobody needs to
 remove it. A fault file that is a link, unreadable, or in a folder another user could write is
 ignored too (the safe side: no fault).
@@ -132,6 +133,9 @@ class RushhourFaults:
             from mitmproxy import ctx  # type: ignore[import-not-found,unused-ignore]  # mitmproxy's own environment
 
             self.path = fault_file(str(ctx.options.rushhour_proxy), self.environ)
+
+    def responseheaders(self, flow: Any) -> None:
+        flow.response.stream = True  # pass a streamed answer on as it comes, so time to first token stays true
 
     async def request(self, flow: Any) -> None:
         fault = read_fault(self.path)

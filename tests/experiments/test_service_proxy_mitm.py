@@ -27,6 +27,7 @@ from rushhour.scenarios.cli.init import init
 from rushhour.scenarios.cli.run import run
 from rushhour.scenarios.run.chaos.process import ChaosProcess
 from rushhour.scenarios.run.overhead import SKIP_ENV
+from tests.support.targets import StreamPlan, TargetState, serve_target
 from tests.support.waiting import wait_for_http
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,30 +52,40 @@ class Proxied:
     lease_dir: Path
 
 
-@pytest.fixture(scope="module")
-def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxied]:
+def _mitmdump(work: Path, upstream: str, lease_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A mitmdump with rushhour's addon in front of `upstream`, answering; its URL."""
     if not MITMDUMP.exists():
         pytest.skip(f"mitmproxy is not installed in {MITMDUMP.parent.parent}: `make mitmproxy` builds it there "
                     "(it needs the package index).")
+    listen = free_port()
+    with (work / "mitmdump.log").open("wb") as log:
+        proxy = subprocess.Popen(
+            [str(MITMDUMP), "-q", "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1", "-p", str(listen),
+             "-s", str(ADDON), "--set", f"rushhour_proxy={NAME}", "--set", f"confdir={work}"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "RUSHHOUR_LEASE_DIR": str(lease_dir)})
+    if not wait_for_http(f"http://127.0.0.1:{listen}/healthz", timeout_s=30.0, proc=proxy):
+        stop_process(proxy, grace_s=5.0)
+        pytest.fail(f"mitmdump did not answer within 30 s: {(work / 'mitmdump.log').read_text()}")
+    return proxy, f"http://127.0.0.1:{listen}"
+
+
+@pytest.fixture(scope="module")
+def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxied]:
     work = tmp_path_factory.mktemp("mitm")
     lease_dir = work / "leases"
     lease_dir.mkdir(mode=0o700)
-    upstream, listen = free_port(), free_port()
+    upstream = free_port()
     service = subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "own_service.py"), str(upstream), "8",
                                 "5"], stdin=subprocess.DEVNULL)
-    with (work / "mitmdump.log").open("wb") as log:
-        proxy = subprocess.Popen(
-            [str(MITMDUMP), "-q", "--mode", f"reverse:http://127.0.0.1:{upstream}", "--listen-host", "127.0.0.1",
-             "-p", str(listen), "-s", str(ADDON), "--set", f"rushhour_proxy={NAME}", "--set", f"confdir={work}"],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, "RUSHHOUR_LEASE_DIR": str(lease_dir)})
     try:
         assert wait_for_http(f"http://127.0.0.1:{upstream}/healthz", timeout_s=15.0, proc=service)
-        assert wait_for_http(f"http://127.0.0.1:{listen}/healthz", timeout_s=30.0, proc=proxy), \
-            (work / "mitmdump.log").read_text()
-        yield Proxied(f"http://127.0.0.1:{listen}", f"http://127.0.0.1:{upstream}", lease_dir)
+        proxy, via = _mitmdump(work, f"http://127.0.0.1:{upstream}", lease_dir)
+        try:
+            yield Proxied(via, f"http://127.0.0.1:{upstream}", lease_dir)
+        finally:
+            stop_process(proxy, grace_s=5.0)
     finally:
-        stop_process(proxy, grace_s=5.0)
         stop_process(service, grace_s=2.0)
 
 
@@ -243,3 +254,22 @@ def test_service_proxy_drill_reports_each_network_fault_window(faults: Proxied, 
     for row in (latency, errors):
         assert row["recovered"], row
     assert not fault_path(NAME).exists()
+
+
+def test_service_proxy_passes_a_streamed_answer_on_as_it_comes(tmp_path: Path) -> None:
+    plan = StreamPlan(tokens=10, first_s=0.2, every_s=0.01, stall_at=5, stall_s=1.0)
+    with serve_target(TargetState(plan=plan)) as (upstream, _):
+        proxy, via = _mitmdump(tmp_path, upstream, tmp_path)
+        try:
+            began = time.monotonic()
+            body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}
+            with httpx.stream("POST", f"{via}/v1/chat/completions", json=body, timeout=10.0, trust_env=False) as answer:
+                chunks = answer.iter_raw()
+                first = next(chunks)
+                first_after = time.monotonic() - began
+                rest = b"".join(chunks)
+            whole_after = time.monotonic() - began
+        finally:
+            stop_process(proxy, grace_s=5.0)
+    assert b"t0" in first and b"[DONE]" in first + rest
+    assert first_after < whole_after - 0.8  # the first token came before the stall, not with the whole answer
