@@ -2,7 +2,7 @@
 relative peak resolved to (`scenario.calibration`) and the harness's overhead (`harness_overhead`).
 
 `scenario.calibration` is the resolved scenario's `traffic.calibration` (the fields of
-`rushhour.scenarios.spec.peak.Calibration`, kept in the results folder's scenario.yaml) with the report's
+`rushhour.kernel.calibration.Calibration`, kept in the results folder's scenario.yaml) with the report's
 `text` line added by `rushhour.reports.summary.aggregate`; a field the calibration left at its default may be
 missing from a scenario written by hand, so those are optional and stay absent when absent.
 `harness_overhead` is `rushhour.reports.measures.overhead.overhead_section`, made from the `harness_overhead` event
@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Tag
 
+from rushhour.kernel.calibration import CalibrationFields
+
 __all__ = ["CalibrationFacts", "HarnessQuantiles", "OverheadMeasured", "OverheadSection", "OverheadStep",
            "OverheadUnmeasured", "RunLatency", "TightSlo"]
 
@@ -26,24 +28,11 @@ class _Part(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class CalibrationFacts(_Part):
-    """What a relative `peak_rps` ("0.7x capacity") resolved to, and the line the report header shows."""
+class CalibrationFacts(CalibrationFields):
+    """What a relative `peak_rps` ("0.7x capacity") resolved to, and the line the report header shows:
+    the calibration record's fields (`rushhour.kernel.calibration`), those a hand-written scenario may
+    leave out absent rather than empty."""
 
-    factor: float
-    condition: Literal["none", "n-1"]
-    capacity_rps: float
-    peak_rps: float
-    note: str | None = None
-    key: str | None = None
-    measured_at: str | None = None
-    """When the capacity was measured (UTC, ISO 8601)."""
-    load_then: float | None = None
-    load_now: float | None = None
-    """The machine's 1-minute load average when the capacity was measured, and at this run."""
-    check: str | None = None
-    """What the check step at a cached rate showed."""
-    confirmed: bool | None = None
-    """Whether a second window confirmed the capacity figure (False: it rests on one window)."""
     text: str
 
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from rushhour.kernel.calibration import Calibration
 
 __all__ = ["Calibration", "RelativePeak", "parse_relative_peak"]
 
@@ -43,29 +43,3 @@ def parse_relative_peak(text: str) -> RelativePeak:
     if not 0 < factor <= MAX_FACTOR:
         raise ValueError(f'the factor in "{text}" must be above 0 and at most {MAX_FACTOR:g}')
     return RelativePeak(factor, "n-1" if match["n1"] else "none")
-
-
-class Calibration(BaseModel):
-    """What a relative peak was resolved against, kept in the resolved scenario for the report."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    factor: float = Field(gt=0)
-    condition: Literal["none", "n-1"]
-    capacity_rps: float = Field(gt=0)
-    peak_rps: float = Field(gt=0)
-    note: str = ""
-    key: str = ""
-    measured_at: str | None = Field(default=None, description="when the capacity was measured (UTC, ISO 8601)")
-    load_then: float | None = Field(default=None, description="the machine's 1-minute load average then")
-    load_now: float | None = Field(default=None, description="the machine's 1-minute load average at this run")
-    check: str = Field(default="", description="what the check step at the cached rate showed")
-    confirmed: bool | None = Field(default=None, description=(
-        "whether a second window at or above the figure confirmed it (a cached figure was); None where nothing "
-        "was measured (a dry run's placeholder)"))
-
-    @property
-    def text(self) -> str:
-        label = "n-1 capacity" if self.condition == "n-1" else "capacity"
-        return (f"peak {self.factor:g}x {label} = {self.peak_rps:g} req/s of {self.capacity_rps:g} "
-                f"({self.note})")
