@@ -12,8 +12,12 @@ recorder refuses any connection not on loopback before it is made.
 from __future__ import annotations
 
 import ipaddress
+import json
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,7 +29,9 @@ from rushhour.kernel.loopback import refused_address
 from rushhour.kernel.pinning import forget_pins
 from rushhour.scenarios.load import handoff
 from rushhour.scenarios.load.direct import DirectSender
+from rushhour.scenarios.load.locust import worker_env
 from rushhour.scenarios.load.pinned_pools import install_pinned_resolver
+from rushhour.scenarios.load.settings import LoadSettings
 from rushhour.scenarios.protocols.base import make_protocol
 from tests.scenarios.load.truth import Fate, truth_server
 
@@ -98,3 +104,50 @@ def test_without_the_pins_the_second_connection_is_aimed_elsewhere(rebinding: tu
         arrived = len(ledger.frame())
     assert resolver.asked == 3 and aimed == ["192.0.2.1", "192.0.2.1"]  # each connection looked the name up again
     assert statuses == [0, 0] and arrived == 0
+
+
+FIRING = """
+import json, sys
+from geventhttpclient.connectionpool import ConnectionPool
+
+aimed = []
+real_connect = ConnectionPool._connect_socket
+
+def spy(self, sock, address):
+    aimed.append(address[0])
+    return real_connect(self, sock, address)
+
+ConnectionPool._connect_socket = spy
+
+from locust.env import Environment
+from rushhour.scenarios.load import handoff
+from rushhour.scenarios.load.locustfile import OpenLoopUser
+
+OpenLoopUser.host = sys.argv[1]
+user = OpenLoopUser(Environment(user_classes=[OpenLoopUser], host=sys.argv[1]))
+statuses = []
+for row in range(3):
+    handoff.begin()
+    statuses.append(user._send({"text": "x", "tenant": f"r{row}"}, 5.0).status)
+print(json.dumps({"statuses": statuses, "aimed": aimed}))
+"""
+
+
+@pytest.mark.slow
+def test_a_locust_process_connects_at_the_runners_pins(rebinding: tuple[Rebinding, list[str]]) -> None:
+    """The runner's guard pins NAME to 127.0.0.1 (its stand-in DNS); the Locust process it starts has
+    no such DNS (the name does not resolve there at all), so only the pins handed over in
+    RUSHHOUR_PINNED_HOSTS can bring its requests to the loopback truth server."""
+    root = Path(__file__).resolve().parents[3]
+    with truth_server(lambda row: Fate(200)) as (host, ledger):
+        target = host.replace("127.0.0.1", NAME)
+        assert refused_address(target, allow_remote=False) is None
+        settings = LoadSettings(host=target, schedule_path=Path("s"), work_dir=Path("w"), duration_s=1.0)
+        env = {**worker_env(settings), "PYTHONPATH": str(root)}
+        probe = subprocess.run([sys.executable, "-c", FIRING, target], env=env, cwd=root, capture_output=True,
+                               text=True, timeout=60, check=False)
+        assert probe.returncode == 0, probe.stderr
+        seen = json.loads(probe.stdout.strip().splitlines()[-1])
+        arrived = sorted(ledger.frame()["row"])
+    assert seen["statuses"] == [200, 200, 200] and arrived == [0, 1, 2]
+    assert seen["aimed"] and set(seen["aimed"]) == {"127.0.0.1"}
