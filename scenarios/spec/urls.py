@@ -47,7 +47,8 @@ def _port_text(netloc: str) -> str:
 
 def guard_url(url: str, *, field: str, allow_remote: bool, allowed: tuple[str, ...] = ()) -> None:
     """Raise ValueError (a sentence naming `field` and quoting the URL, userinfo hidden) unless the
-    loopback guard lets the harness contact `url` (`rushhour.kernel.loopback.refused_address`)."""
+    loopback guard lets the harness contact `url` (`rushhour.kernel.loopback.refused_address`: a
+    host name is resolved, every address checked, and the name pinned to them for the load)."""
     reason = refused_address(url, allow_remote=allow_remote, allowed=allowed)
     if reason is not None:
         raise ValueError(f'{field}: "{hide_userinfo(url)}" {reason}.')
