@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+from rushhour.kernel.calibration import CalibrationFields
 
 __all__ = ["EVENT_MODELS", "Event", "EventError", "parse_event"]
 
@@ -52,9 +54,15 @@ class RunStart(_Event):
 
 
 class CalibrationEvent(_Event):
-    """What a relative peak (`0.7x capacity`) resolved to, before the load started."""
+    """What a relative peak (`0.7x capacity`) resolved to, before the load started: the calibration
+    record's fields (`rushhour.kernel.calibration.CalibrationFields`), checked as that record."""
 
     type: Literal["calibration"]
+
+    @model_validator(mode="after")
+    def _record(self) -> CalibrationEvent:
+        CalibrationFields.model_validate(self.model_extra or {})
+        return self
 
 
 class HarnessOverhead(_Event):

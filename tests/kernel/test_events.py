@@ -53,3 +53,10 @@ def test_run_end_defaults_say_a_whole_run() -> None:
     event = parse_event({"type": "run_end", "t_s": 9.0, "duration_s": 9.0})
     assert isinstance(event, RunEnd) and event.interrupted is False and event.rebuilt is False
     assert isinstance(parse_event({"type": "fault_start", "t_s": 2, "name": "kill"}), FaultStart)
+
+
+def test_a_calibration_event_is_checked_as_the_calibration_record() -> None:
+    record = {"factor": 0.7, "condition": "none", "capacity_rps": 40.0, "peak_rps": 28.0}
+    assert parse_event({"type": "calibration", "t_s": 0.0, "source": "harness", **record}).model_extra == record
+    with pytest.raises(EventError, match=r'"calibration" event is malformed: .*capacity_rps'):
+        parse_event({"type": "calibration", "t_s": 0.0, **record, "capacity_rps": "forty"})
