@@ -88,7 +88,7 @@ def _drill_of(path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(480)
-@pytest.mark.xdist_group("cpu-a")
+@pytest.mark.xdist_group("cpu-c")  # the lanes balanced by measured length (docs/benchmarks.md, The test suite)
 def test_own_service_game_day_from_init_to_a_report_with_both_faults_and_their_recovery(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, supervised: tuple[str, Path]) -> None:
     url, pid_file = supervised
