@@ -13,7 +13,8 @@ but its variance is the sum of each stretch's own, weighted by its share of requ
 (stratified sampling). Within a stretch its straight-line trend is taken out first (a ramp's
 rising load is not noise either), and `blocks.dependence` measures what is left, on at least
 `STRETCH_BLOCKS` blocks, bounded by the latency ranks' dependence in the same stretch where the
-caller has them (a stretch's few late requests cannot measure it alone). A stretch whose
+caller has them, and by that of the stretch's slowest tenth (a stretch's few late requests
+cannot measure it alone, and its ranks mostly show its calm). A stretch whose
 requests stay correlated across its longest blocks counts as no more than `STRETCH_BLOCKS`
 independent ones: its memory is longer than the blocks can show, so it is charged as long as
 the stretch allows. The run as a whole outlasts its blocks only when every stretch does.
@@ -34,6 +35,8 @@ __all__ = ["METHOD", "STRETCH_BLOCKS", "stratified_dependence", "stretch_labels"
 
 METHOD = "batch means within stretches of steady load (phases, fault windows), combined"
 """The method named beside an interval whose run was cut at its phases and fault windows."""
+TOP_SHARE = 0.1
+"""The slowest share of a stretch's requests whose dependence also bounds the stretch's."""
 STRETCH_BLOCKS = 10
 """Fewest blocks a stretch's block length may leave. Fewer than the whole run's 30, since a
 stretch is shorter; the few blocks' uncertainty is charged on their degrees of freedom."""
@@ -78,11 +81,16 @@ def _charged(seen: Dependence, min_blocks: int, confidence: float) -> Dependence
 
 
 def _stretch(stretch: np.ndarray, levels: np.ndarray | None, confidence: float, min_blocks: int) -> Dependence:
-    """One stretch's dependence, the most cautious of its series' and its levels'."""
+    """One stretch's dependence, the most cautious of its series', its levels' and its slowest
+    tenth's (`TOP_SHARE`): a calm stretch's rare late requests may miss the queue's busy
+    periods, its levels mostly show the calm, and the requests above the stretch's own ninetieth
+    percentile show how long a busy period lasts."""
     seen = dependence(stretch, confidence, min_blocks)
     if levels is None:
         return seen
-    return least_effective(seen, dependence(_detrended(levels), confidence, min_blocks))
+    top = (levels > np.quantile(levels, 1.0 - TOP_SHARE)).astype(float)
+    return least_effective(seen, dependence(_detrended(levels), confidence, min_blocks),
+                           dependence(_detrended(top), confidence, min_blocks))
 
 
 def _detrended(stretch: np.ndarray) -> np.ndarray:
