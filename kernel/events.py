@@ -14,7 +14,7 @@ What a target says about itself is one type, `target_event` (`source` target), i
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
@@ -199,7 +199,7 @@ Event = Annotated[
 ]
 _ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 EVENT_TYPES: frozenset[str] = frozenset(
-    kind for model in EVENT_MODELS for kind in model.model_fields["type"].annotation.__args__  # type: ignore[union-attr]
+    kind for model in EVENT_MODELS for kind in get_args(model.model_fields["type"].annotation)
 )
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from rushhour.kernel import contract
 from rushhour.scenarios.load.partwriter import PART_COLUMNS, PART_SCHEMA, part_batch, write_part

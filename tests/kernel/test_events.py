@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
 from rushhour.kernel.events import EVENT_MODELS, EVENT_TYPES, EventError, FaultStart, Phase, RunEnd, parse_event
@@ -43,7 +45,7 @@ def test_parse_event_refuses_what_is_not_an_object() -> None:
 
 
 def test_every_model_names_its_types_and_the_types_are_distinct() -> None:
-    kinds = [kind for model in EVENT_MODELS for kind in model.model_fields["type"].annotation.__args__]
+    kinds = [kind for model in EVENT_MODELS for kind in get_args(model.model_fields["type"].annotation)]
     assert len(kinds) == len(set(kinds)) == len(EVENT_TYPES)
     assert {"run_start", "phase", "fault_start", "fault_end", "generator", "abort", "run_end", "ab",
             "target_event", "leak_audit"} <= EVENT_TYPES
