@@ -41,6 +41,7 @@ KINDS = ("latency", "errors", "reset", "blackhole")
 END_FIELD = "expires_boot"
 KIND_FIELD = "fault"
 CHECK_EVERY_S = 0.1
+REREAD_S = 0.05  # the file is read at most this often, however many requests and held flows ask
 MAX_HOLD_S = 7 * 24 * 3600.0
 
 
@@ -117,12 +118,22 @@ def error_status(fault: Mapping[str, Any], rng: random.Random) -> int | None:
 
 
 class RushhourFaults:
-    """The mitmproxy addon: reads the fault file on every request and applies what it says."""
+    """The mitmproxy addon: applies to every request what the fault file says."""
 
     def __init__(self, name: str = "service", environ: Mapping[str, str] | None = None, seed: int | None = None) -> None:
         self.path = fault_file(name, environ)
         self.environ = environ
         self.rng = random.Random(seed)
+        self._fault: dict[str, Any] | None = None
+        self._read_at = float("-inf")
+
+    def current(self) -> dict[str, Any] | None:
+        """The fault in force: the file as read at most REREAD_S ago, and only until its end."""
+        now = time.monotonic()
+        if now - self._read_at >= REREAD_S:
+            self._fault, self._read_at = read_fault(self.path), now
+        fault = self._fault
+        return fault if fault is not None and float(fault[END_FIELD]) > boot_clock() else None
 
     def load(self, loader: Any) -> None:
         loader.add_option("rushhour_proxy", str, "service",
@@ -133,12 +144,13 @@ class RushhourFaults:
             from mitmproxy import ctx  # type: ignore[import-not-found,unused-ignore]  # mitmproxy's own environment
 
             self.path = fault_file(str(ctx.options.rushhour_proxy), self.environ)
+            self._read_at = float("-inf")
 
     def responseheaders(self, flow: Any) -> None:
         flow.response.stream = True  # pass a streamed answer on as it comes, so time to first token stays true
 
     async def request(self, flow: Any) -> None:
-        fault = read_fault(self.path)
+        fault = self.current()
         if fault is None:
             return
         kind = fault[KIND_FIELD]
@@ -156,7 +168,7 @@ class RushhourFaults:
     async def _hold(self, flow: Any) -> None:
         give_up = time.monotonic() + MAX_HOLD_S
         while time.monotonic() < give_up:
-            fault = read_fault(self.path)
+            fault = self.current()
             if fault is None or fault[KIND_FIELD] != "blackhole":
                 break
             await asyncio.sleep(CHECK_EVERY_S)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,7 @@ def test_service_proxy_addon_resets_and_passes_as_the_fault_file_says(addon: mit
     asyncio.run(addon.request(flow))
     assert not flow.killed  # no fault file: the request passes
     write_end(addon.path, 60.0, {"fault": "reset"})
+    time.sleep(mitm_addon.REREAD_S)  # the file is read again at most this often
     asyncio.run(addon.request(flow))
     assert flow.killed
 
@@ -81,3 +83,26 @@ def test_service_proxy_addon_blackhole_ends_with_its_lease(addon: mitm_addon.Rus
     flow = Flow()
     asyncio.run(asyncio.wait_for(addon.request(flow), timeout=10.0))
     assert flow.killed and addon.path.exists()  # it ended by itself: nobody removed the file
+
+
+def test_service_proxy_addon_reads_the_file_at_most_once_a_reread_interval(
+        addon: mitm_addon.RushhourFaults, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_end(addon.path, 60.0, {"fault": "blackhole"})
+    reads: list[float] = []
+    read = mitm_addon.read_fault
+
+    def counted(path: Path) -> dict[str, object] | None:
+        reads.append(time.monotonic())
+        return read(path)
+
+    monkeypatch.setattr(mitm_addon, "read_fault", counted)
+
+    async def hold_many() -> None:
+        held = [asyncio.ensure_future(addon.request(Flow())) for _ in range(200)]
+        await asyncio.sleep(0.5)
+        addon.path.unlink()
+        await asyncio.wait_for(asyncio.gather(*held), timeout=10.0)
+
+    asyncio.run(hold_many())
+    gaps = [later - earlier for earlier, later in zip(reads, reads[1:], strict=False)]
+    assert len(reads) >= 2 and min(gaps) >= mitm_addon.REREAD_S  # 200 held flows, not 200 readers
