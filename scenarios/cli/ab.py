@@ -15,10 +15,10 @@ import click
 
 from rushhour.kernel.contract import AB_HTML_FILE
 from rushhour.scenarios.cli.errors import BadInput
-from rushhour.scenarios.cli.run import _check_duration, prepare, results_folder
+from rushhour.scenarios.cli.override_flags import override_options
+from rushhour.scenarios.cli.run import prepare, results_folder
 from rushhour.scenarios.spec.model import ScenarioError, load_scenario, resolve_path
 from rushhour.scenarios.spec.plan import DrillPlan, Overrides, build_plan, describe
-from rushhour.scenarios.spec.target import PROTOCOL_NAMES
 
 if TYPE_CHECKING:
     from rushhour.scenarios.ab.targets import ArmTarget
@@ -65,12 +65,11 @@ def night_seed(seed: int | None) -> tuple[int, bool]:
               "Default: trials of about 2.5 s over the scenario's duration.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Results directory, new or empty "
               "(default: a fresh results/<scenario>-<UTC timestamp>-<id>).")
-@click.option("--protocol", type=click.Choice(PROTOCOL_NAMES), help="The protocol both targets speak (default: the "
-              "scenario's target.protocol, else rushhour).")
+@override_options("protocol", "seed", "duration", notes={"protocol": "The baseline and the candidate both speak it.",
+                  "seed": "It also seeds the texts and the arm order."},
+                  defaults={"seed": "a fresh seed drawn per night and recorded in ab.json, so a long-lived "
+                            "baseline has not seen the texts"})
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
-@click.option("--seed", type=int, help="Pin the night's seed (arrival schedule, texts, arm order). Default: a "
-              "fresh seed drawn per night and recorded in ab.json, so a long-lived baseline has not seen the texts.")
-@click.option("--duration", callback=_check_duration, help='Run length, e.g. "60s" (default: the scenario\'s).')
 @click.option("--threshold", type=click.FloatRange(1.0, 100.0, min_open=True), default=1.10, show_default=True,
               help="The candidate/baseline percentile ratio that counts as a regression.")
 @click.option("--error-margin", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.005, show_default=True,

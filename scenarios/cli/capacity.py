@@ -23,6 +23,7 @@ from rushhour.scenarios.capacity.job import (
 )
 from rushhour.scenarios.capacity.search import SearchSettings
 from rushhour.scenarios.cli.errors import BadInput, finite
+from rushhour.scenarios.cli.override_flags import override_options
 from rushhour.scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
 from rushhour.scenarios.spec.chaos import check_experiment
 from rushhour.scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
@@ -155,7 +156,7 @@ def _calibrate(scenario_spec: str, *, dry_run: bool, target_url: str | None = No
 
 @click.command("capacity")
 @click.argument("scenario")
-@click.option("--target", "target_url", help="Load this running service instead of the scenario's target.")
+@override_options("target_url")
 @click.option("--slo", "slos", multiple=True, help="Judge only this SLO of the scenario (repeatable).")
 @click.option("--faults", default=HEALTHY, show_default=True,
               help='Conditions, comma-separated: none, n-1 (one quality node held down) or an experiment file.')
@@ -170,7 +171,7 @@ def _calibrate(scenario_spec: str, *, dry_run: bool, target_url: str | None = No
               help="Exit 1 when a condition's capacity is below this rate (req/s).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Results folder, new or empty (default results/<scenario>-capacity-<UTC timestamp>-<id>).")
-@click.option("--seed", type=click.IntRange(min=0), help="Seed of the first step's schedule (each step adds its number).")
+@override_options("seed", notes={"seed": "The first step is drawn with it, each further step with it plus the step's number."})
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan; boot nothing, send nothing.")
 @click.option("--calibrate", is_flag=True, help="Measure (or show the cached) capacity that the scenario's "

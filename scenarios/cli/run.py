@@ -11,16 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rushhour.kernel.clock import parse_duration
 from rushhour.kernel.contract import REPORT_HTML_FILE
 from rushhour.scenarios.cli.calibration import calibrate_scenario
 from rushhour.scenarios.cli.errors import EXIT_ABORTED, BadInput
+from rushhour.scenarios.cli.override_flags import override_options, parse_check
 from rushhour.scenarios.cli.targetcheck import check_target, describe_target
 from rushhour.scenarios.run.overhead import SKIP_ENV
 from rushhour.scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
 from rushhour.scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
 from rushhour.scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_plan, describe, pin_rate_scale
-from rushhour.scenarios.spec.target import PROTOCOL_NAMES
 from rushhour.scenarios.spec.urls import guard_url
 from rushhour.scenarios.spec.variants import VariantRun, check_embedded, describe_variants, expand_variants
 
@@ -31,15 +30,8 @@ MetricsAt = tuple[int | None, str]
 """--metrics-port and --metrics-host: where the harness serves its live metrics (port None: off)."""
 
 
-def _check_duration(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        if parse_duration(value) <= 0:
-            raise ValueError(f'"{value}" must be longer than zero.')
-    except ValueError as exc:
-        raise BadInput(f"--duration: {exc}") from exc
-    return value
+_check_duration = parse_check("duration")
+"""A click callback refusing a --duration that is not a duration longer than zero (exit 2)."""
 
 
 def prepare(scenario: str, flags: Overrides, *, allow_remote: bool, dry_run: bool = False,
@@ -135,16 +127,9 @@ def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path, metrics: Me
 @click.argument("scenario")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Results directory, new or "
               "empty (default: a fresh results/<scenario>-<UTC timestamp>-<id>).")
-@click.option("--target", "target_url", help="Load this running service instead of the scenario's target.")
-@click.option("--protocol", type=click.Choice(PROTOCOL_NAMES), help="The protocol the target speaks (default: "
-              "the scenario's target.protocol, else rushhour).")
-@click.option("--traffic", help='Replace the traffic model, e.g. "constant:20" (requests/s).')
-@click.option("--duration", callback=_check_duration, help='Run length, e.g. "30s" or "3m".')
-@click.option("--seed", type=int, help="Seed of the arrival schedule.")
-@click.option("--no-chaos", is_flag=True, help="Skip the scenario's chaos experiments.")
+@override_options("target_url", "protocol", "traffic", "duration", "seed", "no_chaos", "processes")
 @click.option("--dry-run", is_flag=True,
               help="Validate and print the plan, and probe a --target/url target with one request; boot nothing.")
-@click.option("--processes", type=click.IntRange(1, 64), help="Locust processes generating the load.")
 @click.option("--workers", type=click.IntRange(1, 1024), help="Across hosts: run as a Locust master that waits "
               "for this many `rushhour worker --master HOST:PORT` to join and splits the schedule among them.")
 @click.option("--master-bind", default="127.0.0.1:5557", show_default=True,
@@ -176,8 +161,7 @@ def run(scenario: str, out: Path | None, target_url: str | None, protocol: str |
     Exit codes: 0 all SLOs met (with variants: every variant ran validly), 1 an SLO missed,
     2 invalid input, 3 aborted or invalid measurement.
     """
-    flags = Overrides(target_url=target_url, protocol=protocol, traffic=traffic, duration=duration, seed=seed,
-                      no_chaos=no_chaos, processes=processes)
+    flags = Overrides.of(click.get_current_context().params)
     plan = prepare(scenario, flags, allow_remote=allow_remote, dry_run=dry_run,
                    say=lambda line: click.echo(line, err=True), recalibrate=not no_recalibrate)
     runs = prepare_variants(plan, only)

@@ -20,27 +20,15 @@ from rushhour.kernel.clock import format_clock
 from rushhour.reports.schema import SloSpec
 from rushhour.scenarios.spec.chaos import PlannedFault, plan_faults
 from rushhour.scenarios.spec.model import Scenario, ScenarioError, format_errors
+from rushhour.scenarios.spec.overrides import Overrides as Overrides  # kept importable from here
+from rushhour.scenarios.spec.overrides import apply_overrides as apply_overrides
 from rushhour.scenarios.spec.peak import Calibration
-from rushhour.scenarios.spec.urls import check_target_url
 from rushhour.traffic_models import Phase, TrafficModelError, generate_schedule, load_traffic_model, phases, rate_curve
 from rushhour.traffic_models.chunked import DEFAULT_CHUNK_ROWS, iter_schedule
 from rushhour.traffic_models.facts import ScheduleFacts
 from rushhour.traffic_models.model import TrafficModel
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-
-
-@dataclass(frozen=True)
-class Overrides:
-    """Command-line flags that replace parts of the scenario file."""
-
-    target_url: str | None = None
-    protocol: str | None = None
-    traffic: str | None = None
-    duration: str | None = None
-    seed: int | None = None
-    no_chaos: bool = False
-    processes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -99,31 +87,6 @@ def _updated(
         return Scenario.model_validate(data)
     except ValidationError as exc:
         raise ScenarioError(format_errors(f"{source} (with command-line overrides)", exc)) from exc
-
-
-def apply_overrides(scenario: Scenario, flags: Overrides, source: str) -> Scenario:
-    """The scenario with every given flag applied, validated again."""
-    if flags.target_url is not None:  # the file's protocol fields stay; only where the target is changes
-        try:
-            check_target_url(flags.target_url)
-        except ValueError as exc:
-            raise ScenarioError(f"{source}: --target: {exc}") from exc
-        scenario = _updated(scenario, "target", {"url": flags.target_url, "embedded": None}, source)
-    if flags.protocol is not None:
-        scenario = _updated(scenario, "target", {"protocol": flags.protocol}, source)
-    traffic: dict[str, object] = {}
-    if flags.traffic is not None:  # keep the clock mapping so chaos entries keep their times
-        traffic.update(model=flags.traffic, rate_scale=1.0, peak_rps=None)
-    if flags.duration is not None:
-        traffic["duration"] = flags.duration
-    if flags.seed is not None:
-        traffic["seed"] = flags.seed
-    scenario = _updated(scenario, "traffic", traffic, source) if traffic else scenario
-    if flags.processes is not None:
-        scenario = _updated(scenario, "load", {"processes": flags.processes}, source)
-    if flags.no_chaos:
-        scenario = scenario.model_copy(update={"chaos": []})
-    return scenario
 
 
 def _load_model(spec: str, base_dir: Path, source: str) -> TrafficModel:
