@@ -7,22 +7,25 @@ requests over their design effect, and a share moves the percentile by the slope
 function there, (Q(p + h) - Q(p - h)) / 2h read off the window's own order statistics, h at
 least `BANDWIDTH` and at least one standard error of the share; and the slope is at least the
 mean slope from the pilot percentile up to xi (a latency tail steepens, so a plateau of tied
-latencies at xi cannot make the error vanish). The design
-effect is the largest of the batch-means measurements (`rushhour.reports.estimate.blocks.dependence`)
-on the indicator "past xi", on the indicator "past the percentile 4 points lower" (the P95 for a
-P99, common enough to show how slow requests cluster), on every request's rank, and of the step's
-own pilot design effect (`rushhour.reports.estimate.sequential.design_effect`), so requests that
-queue together count as fewer. The bound is taken on
-the log scale, xi exp(z se / xi): a percentile cannot go below zero and its spread grows with it.
+latencies at xi cannot make the error vanish). The design effect is the largest of the
+batch-means measurements (`rushhour.reports.estimate.blocks.dependence`) on the indicator "past
+xi" and on the indicator "past the percentile 4 points lower" (the P95 for a P99, common enough
+to show how slow requests cluster), and of the step's own pilot design effect
+(`rushhour.reports.estimate.sequential.design_effect`), so requests that queue together count
+as fewer. The bound is taken on the log scale, xi exp(z se / xi): a percentile cannot go below
+zero and its spread grows with it.
 
 Unlike a share of late requests over the same effective sample size, the bound uses how far
 below the threshold the latencies sit: a window whose P99 is 60 ms against 100 ms, with no late
-request, passes however correlated its requests are when its tail is steep; one whose P99 sits
-near the threshold passes only as often as its spread allows. An unknown request (still in
-flight) counts as infinitely slow, so a bound it could push past the threshold is never called
-within. docs/concepts/confidence.md (capacity part) shows, on whole simulated searches, why this
-rule and not sectioning (the spread of batch percentiles, which understated the window's spread
-two- to threefold near a knee).
+request, passes although its requests queue together. It is trusted only where its normal
+approximation can hold: the share's standard error at most the share past the percentile
+itself (99 effective requests for a P99, 19 for a P95), and blocks that outlast the requests'
+memory (`Dependence.outlasts_blocks` false); elsewhere the bound is infinite. An unknown request
+(still in flight) counts as infinitely slow. docs/concepts/confidence.md (capacity part) shows,
+on simulated steps and whole searches, why this rule: sectioning (the spread of batch
+percentiles) understated a window's spread two- to threefold near a knee, and the bound alone,
+without the share test beside it, called "met" wrongly in up to a third of short windows just
+past a knee.
 """
 
 from __future__ import annotations
@@ -87,7 +90,7 @@ def percentile_bound(values: np.ndarray, percentile: float, level: float, *, eff
     width = max(BANDWIDTH, share_error)
     top, bottom = min(q + width, 1.0), max(q - width, 0.0)
     high, low = float(ordered[_rank(top, n) - 1]), float(ordered[_rank(bottom, n) - 1])
-    if not (np.isfinite(high) and centre > 0):
+    if not (np.isfinite(high) and centre > 0) or seen.outlasts_blocks or share_error > 1.0 - q:
         return PercentileBound(centre, math.inf, effective, level, math.inf)
     slope = max((high - low) / (top - bottom), (centre - pilot) / PILOT_SPAN)
     error = slope * share_error
@@ -100,17 +103,20 @@ def percentile_look(bad_sure: np.ndarray, unknown: np.ndarray, values: np.ndarra
                     floor: float = -np.inf, met_error: float = ALPHA) -> tuple[LookCall, PercentileBound]:
     """Look `look` of `looks` at one window (send order) of a percentile objective.
 
-    "Met" needs both the distribution-free count (the late share's upper bound over the requests
-    counted as independent, every unknown one late) and `percentile_bound` of `values` (each
-    request's latency, +inf where unknown or failed) within `threshold`, both at the look's level
-    for `met_error`. "Missed" is the late share's lower bound over the effective sample size
-    (`rushhour.reports.estimate.sequential.look_call`), at ALPHA.
+    "Met" is shown two ways, each spending half of `met_error` over the looks (so both together
+    are wrong at most `met_error`): the late share's upper bound over the effective sample size
+    (`rushhour.reports.estimate.sequential.look_call`, every unknown request late), or the
+    distribution-free count (that bound over the requests counted as independent) together with
+    `percentile_bound` of `values` (each request's latency, +inf where unknown or failed) within
+    `threshold`. "Missed" is the late share's lower bound over the effective sample size, at ALPHA.
     """
     allowed = 1.0 - percentile / 100.0
-    call = look_call(bad_sure, unknown, allowed, look=look, looks=looks, score=score, floor=floor, met_error=met_error)
+    call = look_call(bad_sure, unknown, allowed, look=look, looks=looks, score=score, floor=floor,
+                     met_error=met_error / 2.0)
     high = int(np.sum(np.asarray(bad_sure, dtype=bool) | np.asarray(unknown, dtype=bool)))
     counted, _, _, _ = share_calls(np.array([high]), np.array([high]), int(np.size(bad_sure)), allowed, np.ones(1),
                                    call.level, call.met_level)
     bound = percentile_bound(values, percentile, call.met_level, effect=float(np.asarray(call.effect).reshape(-1)[0]))
-    met = np.asarray(counted, dtype=bool).reshape(-1) & bound.within(threshold)
+    met = np.asarray(call.met, dtype=bool).reshape(-1) | (np.asarray(counted, dtype=bool).reshape(-1)
+                                                          & bound.within(threshold))
     return replace(call, met=met & ~np.asarray(call.missed, dtype=bool).reshape(-1)), bound
