@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from rushhour.scenarios.protocols.probe import ProbeError, probe_target
+from rushhour.scenarios.protocols.admission import Context, Needs, Refused, admit
 from rushhour.scenarios.run.embedded import EmbeddedServer
 from rushhour.scenarios.spec.model import EmbeddedTarget, Scenario
 from rushhour.scenarios.spec.target import TargetProtocol
-from rushhour.scenarios.spec.urls import check_target_url, guard_url
+from rushhour.scenarios.spec.urls import check_target_url
 
 EMBEDDED = "embedded"
 
@@ -65,10 +65,10 @@ def parse_target(arm: str, given: str, scenario: Scenario, *, allow_remote: bool
         check_target_url(text)  # the port
     except ValueError as exc:
         raise TargetError(f"--{arm}: {exc}") from exc
-    try:
-        guard_url(text, field=f"--{arm}", allow_remote=allow_remote, allowed=scenario.load.allowed_hosts)
-    except ValueError as exc:
-        raise TargetError(str(exc)) from exc
+    context = Context(field=f"--{arm}", allow_remote=allow_remote, allowed=scenario.load.allowed_hosts, probe=False)
+    answer = admit(text, Needs(scenario.target), context)
+    if isinstance(answer, Refused):
+        raise TargetError(answer.sentence)
     return ArmTarget(arm, given, url=text.rstrip("/"))
 
 
@@ -104,10 +104,11 @@ def rate_target(baseline: ArmTarget, scenario: Scenario, *, source: str) -> str 
 
 def probe_arm(target: ArmTarget, url: str, protocol: TargetProtocol) -> str:
     """One real request to the arm; the probe's line, or TargetError naming the arm."""
-    try:
-        return f"{target.arm}: " + probe_target(url, protocol).line().removeprefix("probe").strip()
-    except ProbeError as exc:
-        raise TargetError(f'{target.flag} {target.given}: the probe failed: {exc}') from exc
+    answer = admit(url, Needs(protocol), Context(guard=False, failure=f"{target.flag} {target.given}: the probe failed: "
+                                                                        "{error}"))
+    if isinstance(answer, Refused):
+        raise TargetError(answer.sentence)
+    return f"{target.arm}: " + answer.notes[0].removeprefix("probe").strip()
 
 
 @dataclass

@@ -14,8 +14,8 @@ import dataclasses
 from rushhour.scenarios.spec.model import ScenarioError
 from rushhour.scenarios.spec.plan import DrillPlan
 
-__all__ = ["FEATURE_TEXT", "UnsupportedFeature", "apply_missing", "protocol_notes", "refusal", "switched_off",
-           "unserved_features"]
+__all__ = ["FEATURE_TEXT", "UnsupportedFeature", "apply_missing", "features_used", "plan_features", "protocol_notes",
+           "refusal", "split_features", "switched_off", "unserved_features"]
 
 FEATURE_TEXT = {
     "jobs": "load.documents_via_jobs sends documents through the jobs API (POST /v1/jobs)",
@@ -36,16 +36,29 @@ def _protocol(plan: DrillPlan) -> tuple[str, frozenset[str], frozenset[str]]:
     return kind.name, kind.fields_sent(plan.scenario.target), kind.features
 
 
+def features_used(*, jobs: bool, admin: bool) -> tuple[str, ...]:
+    """The features a scenario uses beyond its requests: "jobs" (documents through the jobs API),
+    "admin" (chaos that drives the admin API)."""
+    return tuple(f for f, used in (("jobs", jobs), ("admin", admin)) if used)
+
+
+def split_features(protocol: str, used: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`used` split by what `protocol` has: (to ask the target for, refused or switched off at planning)."""
+    from rushhour.scenarios.protocols.base import protocol_class
+
+    has = protocol_class(protocol).features
+    return tuple(f for f in used if f in has), tuple(f for f in used if f not in has)
+
+
+def plan_features(plan: DrillPlan) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The drill's used features split by its protocol (`split_features`)."""
+    used = features_used(jobs=plan.scenario.load.jobs_in_use, admin=any(c.in_run and c.admin for c in plan.chaos))
+    return split_features(plan.scenario.target.protocol, used)
+
+
 def unserved_features(plan: DrillPlan) -> list[str]:
     """Features the scenario uses that its protocol does not have ("jobs", "admin")."""
-    _, _, features = _protocol(plan)
-    s = plan.scenario
-    wanted = []
-    if s.load.jobs_in_use:
-        wanted.append("jobs")
-    if any(c.in_run and c.admin for c in plan.chaos):
-        wanted.append("admin")
-    return [f for f in wanted if f not in features]
+    return list(plan_features(plan)[1])
 
 
 def apply_missing(plan: DrillPlan, missing: list[str], *, why: str) -> tuple[DrillPlan, list[str]]:

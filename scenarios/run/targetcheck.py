@@ -1,19 +1,20 @@
 """The look at a drill's target before the load, the same for every kind of target.
 
 First the planning-time notes (fields the protocol cannot send, features it cannot serve), which
-need no network; then one real request through the scenario's protocol (`rushhour.scenarios.protocols.probe`)
-that also asks for the features the scenario uses (jobs, admin). A target given by URL is probed
-by the CLI before anything starts; the embedded server by the drill once it has booted. Either
-way the same function runs, and a misfit is one `TargetMisfit` sentence.
+need no network; then the target's admission (`rushhour.scenarios.protocols.admission`): one real
+request through the scenario's protocol that also asks for the features the scenario uses (jobs,
+admin). A target given by URL is probed by the CLI before anything starts (guarded there); the
+embedded server by the drill once it has booted. Either way the same function runs, and a misfit
+is one `TargetMisfit` sentence.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from rushhour.scenarios.protocols.admission import Context, Needs, Refused, admit
 from rushhour.scenarios.protocols.credentials import describe_auth
-from rushhour.scenarios.protocols.features import UnsupportedFeature, apply_missing, protocol_notes, unserved_features
-from rushhour.scenarios.protocols.probe import ProbeError, probe_target
+from rushhour.scenarios.protocols.features import UnsupportedFeature, apply_missing, plan_features, protocol_notes
 from rushhour.scenarios.spec.plan import DrillPlan
 
 __all__ = ["TargetMisfit", "describe_target", "fit_protocol", "probe_plan", "unserved_wanted"]
@@ -50,28 +51,18 @@ def fit_protocol(plan: DrillPlan, *, say: Say) -> DrillPlan:
 def probe_plan(plan: DrillPlan, url: str, *, say: Say) -> DrillPlan:
     """One request to the target at `url`, asking for the features the scenario uses; the plan
     with the features the target does not serve switched off (said), or TargetMisfit."""
-    wanted = tuple(unserved_wanted(plan))
-    try:
-        report = probe_target(url, plan.scenario.target, features=wanted)
-    except ProbeError as exc:
-        raise TargetMisfit(f"{plan.source}: target: the capability probe failed: {exc}") from exc
-    say(report.line())
-    missing = [f for f in wanted if f not in report.features]
-    try:
-        plan, warnings = apply_missing(plan, missing, why=f"the target at {url} does not serve it")
-    except UnsupportedFeature as exc:
-        raise TargetMisfit(str(exc)) from exc
-    for warning in warnings:
-        say(warning)
+    needs = Needs(plan.scenario.target, plan.source, tuple(unserved_wanted(plan)))
+    answer = admit(url, needs, Context(guard=False))
+    for note in answer.notes:
+        say(note)
+    if isinstance(answer, Refused):
+        raise TargetMisfit(answer.sentence)
+    if not answer.switched_off:
+        return plan
+    plan, _ = apply_missing(plan, list(answer.switched_off), why=f"the target at {url} does not serve it")
     return plan
 
 
 def unserved_wanted(plan: DrillPlan) -> list[str]:
     """Features the scenario uses that the protocol has, so the target must be asked for them."""
-    s = plan.scenario
-    wanted = []
-    if s.load.jobs_in_use:
-        wanted.append("jobs")
-    if any(c.in_run and c.admin for c in plan.chaos):
-        wanted.append("admin")
-    return [f for f in wanted if f not in unserved_features(plan)]
+    return list(plan_features(plan)[0])
