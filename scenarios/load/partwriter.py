@@ -155,7 +155,9 @@ def keep_pandas_out() -> None:
     about 0.4 s of CPU and tens of MB in every Locust process, which never hands a table to pandas.
     pyarrow asks once per process and keeps the answer, so its first conversion is made here while
     the import is refused; the refusal is lifted at once, so code that imports pandas (pyarrow's
-    own `to_pandas` included, which asks again) still gets it.
+    own `to_pandas` included, which asks again) still gets it. That this process's own modules
+    import no pandas is checked by construction (an import-linter contract in pyproject.toml); this
+    hook is for pyarrow's import, made at run time where no static check can see it.
     """
     if "pandas" in sys.modules:
         return  # loaded already (the runner's process): nothing to save
