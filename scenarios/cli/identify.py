@@ -1,8 +1,9 @@
 """What a running service speaks, for `rushhour init`: the protocols it answers, its models, whether
 it streams.
 
-Each candidate protocol is tried with the drill's own capability probe
-(`rushhour.scenarios.protocols.probe`), so a service `init` identifies is one `rushhour run` will accept.
+Each candidate protocol is tried through the drill's own admission of a target
+(`rushhour.scenarios.protocols.admission`, its capability probe), so a service `init` identifies is
+one `rushhour run` will accept; the listing requests go through the same pinned connections.
 The model lists come from the listing endpoints the protocols define (`GET /v1/models` for
 OpenAI-compatible servers, `GET /v2/models` or Triton's `POST /v2/repository/index` for KServe
 v2), and a KServe model's BYTES input is read from its metadata. Nothing here sends more than a
@@ -16,9 +17,10 @@ from typing import Any
 
 import httpx
 
+from rushhour.scenarios.protocols.admission import Context, Needs, Refused, admit, admitted_client
 from rushhour.scenarios.protocols.base import json_body
 from rushhour.scenarios.protocols.credentials import CredentialError, auth_headers
-from rushhour.scenarios.protocols.probe import ProbeError, ProbeReport, probe_target
+from rushhour.scenarios.protocols.probe import ProbeError, ProbeReport
 from rushhour.scenarios.spec.target import AuthSpec, HttpTemplate, TargetProtocol
 
 __all__ = ["AUTO_ORDER", "Finding", "Identity", "Unreachable", "identify", "probe_http"]
@@ -87,12 +89,19 @@ class _Ask:
 
 def probe_http(url: str, template: HttpTemplate, auth: AuthSpec | None) -> ProbeReport:
     """The probe of an `http` template, as `rushhour run --dry-run` will send it."""
-    return probe_target(url, TargetProtocol(protocol="http", http=template, auth=auth))
+    return _probe(url, TargetProtocol(protocol="http", http=template, auth=auth))
+
+
+def _probe(url: str, target: TargetProtocol) -> ProbeReport:
+    """The admission's probe of `url` as `target` (the caller guarded it); ProbeError when it does not fit."""
+    answer = admit(url, Needs(target), Context(guard=False, failure="{error}"))
+    if isinstance(answer, Refused) or answer.report is None:
+        raise ProbeError(answer.sentence if isinstance(answer, Refused) else f"{url} was not probed.")
+    return answer.report
 
 
 def _client(url: str, auth: AuthSpec | None) -> httpx.Client:
-    return httpx.Client(base_url=url.rstrip("/"), trust_env=False, follow_redirects=False,
-                        timeout=LIST_TIMEOUT_S, headers=auth_headers(auth))
+    return admitted_client(base_url=url.rstrip("/"), timeout=LIST_TIMEOUT_S, headers=auth_headers(auth))
 
 
 def _reachable(client: httpx.Client, url: str) -> None:
@@ -113,7 +122,7 @@ def _get_json(client: httpx.Client, method: str, path: str) -> Any:
 
 def _try_rushhour(ask: _Ask) -> Finding:
     target = TargetProtocol(protocol="rushhour", auth=ask.auth)
-    return Finding(target, probe_target(ask.url, target).line())
+    return Finding(target, _probe(ask.url, target).line())
 
 
 def _try_openai(ask: _Ask) -> Finding:
@@ -123,12 +132,12 @@ def _try_openai(ask: _Ask) -> Finding:
     model = ask.model or (models[0] if models else None)
     streamed = TargetProtocol(protocol="openai-chat", model=model, stream=True, auth=ask.auth)
     try:
-        return Finding(streamed, probe_target(ask.url, streamed).line(), models)
+        return Finding(streamed, _probe(ask.url, streamed).line(), models)
     except ProbeError as exc:
         if "streamed no token" not in str(exc):
             raise
     plain = streamed.model_copy(update={"stream": False})
-    return Finding(plain, probe_target(ask.url, plain).line(), models)
+    return Finding(plain, _probe(ask.url, plain).line(), models)
 
 
 def _try_kserve(ask: _Ask) -> Finding:
@@ -139,7 +148,7 @@ def _try_kserve(ask: _Ask) -> Finding:
                          "one with --model if it serves v2 inference")
     target = TargetProtocol(protocol="kserve-v2", model=model, input_name=_bytes_input(ask.client, model),
                             auth=ask.auth)
-    return Finding(target, probe_target(ask.url, target).line(), models)
+    return Finding(target, _probe(ask.url, target).line(), models)
 
 
 def _kserve_models(client: httpx.Client) -> list[str]:

@@ -23,9 +23,10 @@ from rushhour.scenarios.cli.errors import BadInput
 from rushhour.scenarios.cli.identify import Identity, Unreachable, identify, probe_http
 from rushhour.scenarios.cli.init_template import HTTP_TEMPLATE, Draft, render
 from rushhour.scenarios.cli.schema import SCHEMA_FILE
+from rushhour.scenarios.protocols.admission import Context, Needs, Refused, admit
 from rushhour.scenarios.protocols.probe import ProbeError
 from rushhour.scenarios.spec.target import PROTOCOL_NAMES, AuthSpec, TargetProtocol
-from rushhour.scenarios.spec.urls import guard_url, hide_userinfo
+from rushhour.scenarios.spec.urls import hide_userinfo
 
 DEFAULT_OUT = Path("my-service.yaml")
 Echo = Callable[[str], None]
@@ -96,10 +97,9 @@ def _guard(url: str, allow_remote: bool) -> None:
     if not parts.hostname:
         raise BadInput(f'--target: "{shown}" names no host.')
     _check_port(parts.netloc.rpartition("]")[2].rpartition(":")[2] if ":" in parts.netloc else "", shown)
-    try:
-        guard_url(url, field="--target", allow_remote=allow_remote)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from exc
+    answer = admit(url, Needs(TargetProtocol()), Context(field="--target", allow_remote=allow_remote, probe=False))
+    if isinstance(answer, Refused):
+        raise BadInput(answer.sentence)
 
 
 def _check_port(port: str, shown: str) -> None:
