@@ -3,12 +3,13 @@
     python -m benchmarks.gate_sim [--nights 30] [--seed 0] [--out docs/data/gate-sim.json]
 
 Each night is shaped like one of scenarios/nightly.yaml (tests/reports/ab/simulate.py's `night`):
-48 slices of 5 s, 16 requests a second per arm, each request to a random arm, paid and free, the
-first four slice pairs warming both arms; every request lognormal around 200 ms, the candidate's
-multiplied by the effect, failures answered at once. It is judged by
-`rushhour.reports.ab.groups.compare_populations` on the nightly scenario's own SLOs (P50 and P99
-per priority, six tests) at the defaults of `rushhour ab` (threshold x1.10, 90% confidence,
-0.5-point failure margin). The machine is one of the processes of `simulate.PROCESSES`: quiet,
+its duration cut into the slices `rushhour ab` lays out by default, 16 requests a second per arm,
+sent in twos (one to each arm, the same text), paid and free, the first tenth of the slice pairs
+warming both arms; every request's latency lognormal around 200 ms (its text's part sigma 0.4, its
+own 0.3), the candidate's multiplied by the effect, failures answered at once. It is judged by
+`rushhour.reports.ab.groups.compare_populations` on the nightly scenario's own SLOs (P50 and P90
+per priority, and the night's failure share: five tests) at the defaults of `rushhour ab`
+(threshold x1.10, 90% confidence, 0.5-point failure margin). The machine is one of the processes of `simulate.PROCESSES`: quiet,
 shared bursts, or bursts with a slow state of each server that lasts several slices.
 
 Prints per process and kind the nights flagged (exit 1), passed (exit 0) and undecided (exit 3),
@@ -33,26 +34,29 @@ from rushhour.reports.ab.groups import (
     compare_populations,
     populations,
 )
+from rushhour.scenarios.ab.trials import TrialDesign, default_trials
 from rushhour.scenarios.spec.model import load_scenario
 from tests.reports.ab.simulate import PROCESSES, night
 
 KINDS = {"same code": (1.0, 0.0), "x1.3": (1.3, 0.0), "same code, 0.25% failures": (1.0, 0.0025),
          "x1.3, 0.25% failures": (1.3, 0.0025)}
-SLICES, WARM = 48, 4
+SCENARIO = load_scenario("scenarios/nightly.yaml")
+DESIGN = TrialDesign.build(SCENARIO.traffic.duration_s, default_trials(SCENARIO.traffic.duration_s), 0, "requests",
+                           warmup=True)
 
 
 def judge_night(effect: float, fail: float, process: str, seed: int) -> tuple[str, list[str]]:
     """The night's outcome (flagged, passed or undecided) and the comparisons that stayed open."""
-    scenario = load_scenario("scenarios/nightly.yaml")
-    pops = populations(scenario.slos, ["free", "paid"])
-    requests = night(effect, process=process, seed=seed, slices=SLICES, fail_share=fail)
-    found = compare_populations(requests, pops, pairs=SLICES, threshold=DEFAULT_THRESHOLD,
+    pops = populations(SCENARIO.slos, ["free", "paid"])
+    slices = DESIGN.trials // 2
+    requests = night(effect, process=process, seed=seed, slices=slices, slice_s=DESIGN.trial_s, fail_share=fail)
+    found = compare_populations(requests, pops, pairs=slices, threshold=DEFAULT_THRESHOLD,
                                 confidence=DEFAULT_CONFIDENCE, seed=seed, margin=DEFAULT_ERROR_MARGIN,
-                                first_pair=WARM)
+                                first_pair=DESIGN.warmup_pairs)
     if any(c.verdict == "regression" for c in found):
         return "flagged", []
     open_ = [f"{c.slo}" for c in found if c.verdict != "no_regression"]
-    open_ += sorted({f"failures {c.population.priority}" for c in found if not c.errors.not_worse})
+    open_ += ["failures"] if found and not found[0].errors.not_worse else []
     return ("undecided", open_) if open_ else ("passed", [])
 
 
@@ -91,6 +95,7 @@ def main() -> None:
     parser.add_argument("--processes", nargs="+", default=list(PROCESSES), choices=PROCESSES)
     parser.add_argument("--out", type=Path, default=Path("docs/data/gate-sim.json"))
     args = parser.parse_args()
+    print(f"nightly: {DESIGN.trials // 2} slices of {DESIGN.trial_s:g} s, {DESIGN.warmup_pairs} warming both arms\n")
     print("| process | kind | nights | flagged | passed | undecided | one-sided 95% bounds | left open (nights) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     started, rows = time.monotonic(), []
@@ -104,7 +109,8 @@ def main() -> None:
                                     "command": f"python -m benchmarks.gate_sim --nights {args.nights}",
                                     "machine": "2-core VM, no GPU", "seconds": round(seconds, 1),
                                     "threshold": DEFAULT_THRESHOLD, "confidence": DEFAULT_CONFIDENCE,
-                                    "error_margin": DEFAULT_ERROR_MARGIN, "rows": rows}, indent=1) + "\n")
+                                    "error_margin": DEFAULT_ERROR_MARGIN, "slices": DESIGN.trials // 2,
+                                    "slice_s": DESIGN.trial_s, "warmup_pairs": DESIGN.warmup_pairs, "rows": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from rushhour.reports.rundata.results import ResultsError, RunData
 from rushhour.reports.summary.aggregate import calibration_section, generator_health
 
 SCHEMA_VERSION = 2
+ALL_REQUESTS = "all compared requests"
 EXIT_CODES = {"no_regression": ExitCode.OK, "regression": ExitCode.FAILED, "inconclusive": ExitCode.INVALID,
               "invalid": ExitCode.INVALID}
 
@@ -69,7 +70,7 @@ def ab_document(run: RunData) -> dict[str, Any]:
     comparisons = compare_populations(requests, pops, pairs=trials // 2, threshold=threshold,
                                       confidence=confidence, seed=int(design.get("seed") or 0), margin=margin,
                                       first_pair=warmup)
-    tests = sum(len(p.metrics) for p in pops) + len(pops)
+    tests = sum(len(p.metrics) for p in pops) + 1
     generator = generator_health(run)
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "scenario": run.scenario.name, "threshold": threshold,
@@ -104,12 +105,12 @@ def rate_basis(run: RunData) -> dict[str, Any] | None:
 
 
 def _error_rows(comparisons: list[Comparison]) -> list[dict[str, Any]]:
-    """One failure-share row per population."""
+    """The failure-share row: one question over every compared request of the night."""
     seen: dict[str, dict[str, Any]] = {}
     for c in comparisons:
         e = c.errors
-        seen.setdefault(c.population.name, {
-            "population": c.population.name, "baseline": _finite(e.baseline), "candidate": _finite(e.candidate),
+        seen.setdefault(ALL_REQUESTS, {
+            "population": ALL_REQUESTS, "baseline": _finite(e.baseline), "candidate": _finite(e.candidate),
             "difference": _finite(e.difference), "ci_low": _finite(e.low), "ci_high": _finite(e.high),
             "margin": e.margin, "worse": e.worse, "not_worse": e.not_worse, "text": error_text(e)})
     return list(seen.values())
@@ -216,7 +217,7 @@ def _sentence(verdict: str, c: Comparison, threshold: float, level: str) -> str:
     ratio = _ratio_clause(c, level)
     e = c.errors
     if verdict == "regression" and e.worse:
-        return (f"Regression: the candidate failed {100 * e.candidate:.2f}% of {c.population.name} attempts "
+        return (f"Regression: the candidate failed {100 * e.candidate:.2f}% of the night's attempts "
                 f"against {100 * e.baseline:.2f}% for the baseline (difference interval {100 * e.low:+.2f} to "
                 f"{100 * e.high:+.2f} percentage points).")
     if verdict == "regression":

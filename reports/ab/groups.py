@@ -2,7 +2,9 @@
 
 Each latency SLO (latency, TTFT, TPOT or ITL) names a percentile and a population (its priority,
 mode and request kind); an SLO without a priority is compared per priority, since a regression in
-one class must not hide behind another. Every population also gets its failure-share question.
+one class must not hide behind another. The failure share is one question over every compared
+request of the night: a failure has no priority of its own to hide behind, and a question over all
+the night's attempts can show a share within the margin where one class's alone could not.
 
 A percentile is the night's percentile of each arm's answered requests. Its comparison says
 *regression* when the ratio's lower bound lies above 1 and the ratio reaches the threshold, *no
@@ -131,14 +133,15 @@ def compare_populations(requests: pd.DataFrame, pops: Sequence[Population], *, p
                         first_pair: int = 0) -> list[Comparison]:
     """Every comparison of the run over pairs `first_pair`.. (the ones before it warmed both arms),
     the regression side at the Bonferroni share of `confidence`, the pass side at its whole."""
-    alarm, passing = tails(confidence, sum(len(p.metrics) for p in pops) + len(pops))
+    alarm, passing = tails(confidence, sum(len(p.metrics) for p in pops) + 1)
     weights = block_weights(max(pairs - first_pair, 0), DEFAULT_REPLICATES, seed)
+    every = np.logical_or.reduce([pop.mask(requests) for pop in pops]) if pops else np.zeros(len(requests), bool)
+    errors = error_test(*_arm_samples(requests, every, "latency_ms", first_pair), weights, alarm_tail=alarm,
+                        pass_tail=passing, margin=margin)
     out = []
     for pop in pops:
-        errors = error_test(*_arm_samples(requests, pop, "latency_ms", first_pair), weights, alarm_tail=alarm,
-                            pass_tail=passing, margin=margin)
         for column, percentile, slo in pop.metrics:
-            base, cand = _arm_samples(requests, pop, column, first_pair)
+            base, cand = _arm_samples(requests, pop.mask(requests), column, first_pair)
             ratio = ratio_test(base, cand, percentile, weights, alarm_tail=alarm, pass_tail=passing,
                                threshold=threshold)
             verdict, reason = judge(ratio, errors, threshold)
@@ -146,11 +149,11 @@ def compare_populations(requests: pd.DataFrame, pops: Sequence[Population], *, p
     return out
 
 
-def _arm_samples(requests: pd.DataFrame, pop: Population, column: str, first_pair: int
+def _arm_samples(requests: pd.DataFrame, rows: np.ndarray, column: str, first_pair: int
                  ) -> tuple[ArmSample, ArmSample]:
-    """Both arms' attempted requests of `pop` (never-sent rows left out), by pair counted from `first_pair`."""
+    """Both arms' attempted requests among `rows` (never-sent rows left out), by pair counted from `first_pair`."""
     pair = requests["trial"].to_numpy(dtype=np.int64) // 2 - first_pair
-    keep = pop.mask(requests) & attempted(requests) & (pair >= 0)
+    keep = rows & attempted(requests) & (pair >= 0)
     arm = requests["arm"].astype(str).to_numpy()
     values, ok = requests[column].to_numpy(dtype=float), requests["ok"].to_numpy(dtype=bool)
     return tuple(ArmSample.of(values[keep & (arm == a)], ok[keep & (arm == a)], pair[keep & (arm == a)])

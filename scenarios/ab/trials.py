@@ -1,9 +1,12 @@
 """The interleaving design of an A/B run: each row's arm, and the pairs the verdict compares.
 
-`requests` (the default) sends every row to an arm drawn at random and pairs the two arms' requests
-of the same time slice: both arms are loaded at once and share every moment's noise, the neighbour's
-bursts included. The run's schedule is drawn at twice the scenario's rate (`rushhour.scenarios.cli.ab`), so
-each arm carries the scenario's load.
+`requests` (the default) sends the schedule's rows in twos: the first of two to an arm drawn at
+random, the second to the other arm carrying the first's request (text, length, priority, mode,
+tenant) at its own send time. Both arms are loaded at once, share every moment's noise (the
+neighbour's bursts included) and answer the same texts, so the part of a latency a text sets (its
+length) weighs on both alike; the two arms' requests of the same time slice form a pair. The run's
+schedule is drawn at twice the scenario's rate (`rushhour.scenarios.cli.ab`), so each arm carries
+the scenario's load.
 
 `trials` cuts the schedule by intended send time into `trials` equal slices. Consecutive trials
 form blocks of four, each either ABBA or BAAB, the order drawn from the seed: every block holds two
@@ -13,14 +16,11 @@ servers whose work competes for the same cores (a CPU-bound candidate) do not sl
 adjacent trials meet different moments of the machine, which costs power (docs/ab.md).
 
 Two guards against a server that remembers: the first `warmup_pairs` pairs warm both arms with the
-same requests and are left out of the verdict, and every text id is
-turned by the night's `text_salt` (a bijection, so the night's own repeats stay repeats), so a
-long-lived baseline has not seen the night's texts the night before.
-
-The warm-up is the same byte for byte: its rows (outside conversations) alternate baseline,
-candidate, and each candidate row carries every column of the baseline row before it but its own
-send time, so both arms receive the same texts in the same order, interleaved, at the schedule's
-rate each. A conversation's turns keep their drawn arm (its answers belong to one server).
+same requests byte for byte (in twos as above, in either design) and are left out of the verdict,
+and every text id is turned by the night's `text_salt` (a bijection, so the night's own repeats
+stay repeats), so a long-lived baseline has not seen the night's texts the night before. A
+conversation's turns are never sent in twos: they keep their drawn arm (its answers belong to one
+server).
 """
 
 from __future__ import annotations
@@ -150,14 +150,15 @@ class RowAssigner:
         self.urls = urls
         self._coins = np.random.default_rng([design.seed, 0xC0])
         self._sessions: dict[int, int] = {}
-        self._warm_rows = 0
+        self._twos = 0
         self._pending: dict[str, object] = {}
+        self._pending_arm = ""
 
     def assign(self, chunk: pd.DataFrame) -> pd.DataFrame:
         """The next rows of the schedule with their `trial`, `arm` and `base_url` added."""
         trial = self._follow_sessions(chunk, self._own_trials(chunk["offset_s"].to_numpy(dtype=float)))
         out = chunk.copy()
-        trial = self._same_warmup(out, trial)
+        trial = self._same_requests(out, trial)
         arm = np.asarray(self.design.arms, dtype=object)[trial]
         out["trial"] = trial.astype(AB_COLUMNS["trial"])
         out["arm"] = arm.astype(AB_COLUMNS["arm"])
@@ -166,30 +167,35 @@ class RowAssigner:
             out["text_id"] = out["text_id"].to_numpy(np.int64) ^ np.int64(self.design.text_salt)
         return out
 
-    def _same_warmup(self, out: pd.DataFrame, trial: np.ndarray) -> np.ndarray:
-        """Warm-up rows outside conversations alternate baseline, candidate (counted over the whole
-        schedule), each candidate row taking the request of the baseline row before it; returns the trials."""
+    def _same_requests(self, out: pd.DataFrame, trial: np.ndarray) -> np.ndarray:
+        """Rows outside conversations (all of them in the per-request design, the warm-up's in the
+        trials design) go in twos, counted over the whole schedule: the first keeps its drawn arm, the
+        second goes to the other arm carrying the first's request; returns the trials."""
         lone = out["session"].to_numpy(dtype=np.int64) < 0 if "session" in out else np.ones(len(out), bool)
-        rows = np.flatnonzero((trial // 2 < self.design.warmup_pairs) & lone)
+        every = self.design.interleave == "requests"
+        rows = np.flatnonzero(lone & ((trial // 2 < self.design.warmup_pairs) | every))
         if not rows.size:
             return trial
-        candidate = (self._warm_rows + np.arange(rows.size)) % 2 == 1
-        self._warm_rows += rows.size
+        second = (self._twos + np.arange(rows.size)) % 2 == 1
+        self._twos += rows.size
         arms = np.asarray(self.design.arms, dtype=object)
-        first = 2 * (trial[rows] // 2)
-        wanted = np.where(candidate, ARMS[1], ARMS[0])
+        drawn = arms[trial[rows]]
+        before = np.concatenate([[self._pending_arm], drawn[:-1]])
+        at = np.flatnonzero(second)
+        other = np.where(before[at] == ARMS[0], ARMS[1], ARMS[0])
         trial = trial.copy()
-        trial[rows] = np.where(arms[first] == wanted, first, first + 1)
+        first = 2 * (trial[rows[at]] // 2)
+        trial[rows[at]] = np.where(arms[first] == other, first, first + 1)
         payload = [c for c in out.columns if c not in OWN_COLUMNS]
-        at = np.flatnonzero(candidate)
         for column in payload:
             values = out[column].to_numpy(copy=True)
             inside = at[at > 0]
             values[rows[inside]] = values[rows[inside - 1]]
-            if at.size and at[0] == 0 and column in self._pending:
+            if at.size and at[0] == 0:
                 values[rows[0]] = self._pending[column]
             out[column] = values
-        self._pending = {c: out[c].iloc[rows[-1]] for c in payload} if not candidate[-1] else {}
+        if not second[-1]:
+            self._pending, self._pending_arm = {c: out[c].iloc[rows[-1]] for c in payload}, str(drawn[-1])
         return trial
 
     def _own_trials(self, offsets: np.ndarray) -> np.ndarray:

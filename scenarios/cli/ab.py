@@ -79,7 +79,8 @@ def night_seed(seed: int | None) -> tuple[int, bool]:
               "record, quoted by the verdict (default: ab-calibration.json here when it exists; written by "
               "rushhour ab calibrate SCENARIO --baseline TARGET --nights N --record FILE).")
 @click.option("--interleave", type=click.Choice(["requests", "trials"]), default="requests", show_default=True,
-              help="requests: each request to an arm drawn at random, the schedule drawn at twice the scenario's "
+              help="requests: the requests in twos, the same request to each arm, which first drawn at random, the "
+              "schedule drawn at twice the scenario's "
               "rate so each arm carries the scenario's load, both loaded at once; trials: ABBA blocks of trials, "
               "one arm loaded at a time (docs/ab.md says which has more power where).")
 @click.option("--dry-run", is_flag=True, help="Validate, print the plan and the trial order, probe URL targets; "
@@ -90,7 +91,8 @@ def ab(scenario: str, baseline: str, candidate: str, trials: int | None, out: Pa
     """Measure BASELINE and CANDIDATE side by side with SCENARIO's traffic, in the same minutes.
 
     One schedule (the scenario's traffic and seed) is fired open-loop at both arms, so both meet the
-    same machine: by default each request goes to an arm drawn at random (the schedule drawn at twice
+    same machine: by default the requests go in twos, the same request to each arm, which first drawn at
+    random (the schedule drawn at twice
     the scenario's rate, so each arm carries the scenario's load); with --interleave trials, the arms
     take turns in ABBA blocks of trials whose order is drawn from the seed. Per priority and per
     latency SLO percentile, the verdict is the ratio of each arm's percentile over the night's
@@ -206,7 +208,7 @@ def _say_plan(plan: DrillPlan, targets: Arms, design: TrialDesign, probed: dict[
     echo(f"seed       {design.seed} (texts salted {design.text_salt}); the first {design.warmup_pairs} slice "
          "pair(s) warm both arms and are not judged")
     if design.interleave == "requests":
-        echo(f"trials     {design.trials // 2} slices of {design.trial_s:.2f} s, each request to a random arm; "
+        echo(f"trials     {design.trials // 2} slices of {design.trial_s:.2f} s, the requests in twos, one to each arm; "
              f"the schedule at {ARM_RATE_FACTOR:g}x the scenario's rate, so each arm carries the scenario's load")
     else:
         echo(f"trials     {design.trials} x {design.trial_s:.2f} s, order {arms} (A baseline, B candidate)")

@@ -172,7 +172,7 @@ def test_ab_requests_design_draws_twice_the_rate_so_each_arm_carries_the_scenari
     path = str(_scenario(tmp_path, rate=20, duration="18s"))
     code, output = _invoke(path, "--baseline", "embedded", "--candidate", "embedded", "--dry-run")
     assert code == 0, output
-    assert "each request to a random arm" in output and "2x the scenario's rate" in output
+    assert "the requests in twos, one to each arm" in output and "2x the scenario's rate" in output
     requests_line = next(line for line in output.splitlines() if line.startswith("requests"))
     mean = float(requests_line.split("mean ")[1].split("/s")[0])
     _, trials_output = _invoke(path, "--baseline", "embedded", "--candidate", "embedded", "--interleave", "trials",
