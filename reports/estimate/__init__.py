@@ -19,4 +19,7 @@ effective sample size.
 - `strata`: the dependence of a run whose load changes at known edges (phases, fault windows),
   measured within each stretch and combined: `stratified_dependence(series, labels)`, the
   labels from `stretch_labels(times, edges)`; `series` takes them as `strata=`.
+- `pairedblocks`: two samples measured over the same slices, resampled by moving blocks of slice
+  pairs: `percentile_ratio` (a ratio of nearest-rank percentiles, each bound at its own tail) and
+  `share_difference` (a difference of shares, beside Newcombe's score interval); the A/B gate's.
 """
