@@ -50,7 +50,8 @@ class RunStart(_Event):
     rate_scale: float | None = None
     start_clock_s: float | None = None
     env: dict[str, Any] | None = None
-    fault_lease_s: float | None = None
+    fault_lease_s: float | str | None = None
+    """The lease a held fault gets, or why it could not be read."""
 
 
 class CalibrationEvent(_Event):
