@@ -24,6 +24,7 @@ import httpx
 from rushhour.experiments.leases import default_lease_s, hold_lease
 from rushhour.experiments.leases import release as release_lease
 from rushhour.scenarios.capacity.probe import fetch_status
+from rushhour.scenarios.protocols.admission import admitted_client
 
 if TYPE_CHECKING:
     from rushhour.scenarios.run.chaos.process import ChaosProcess
@@ -101,7 +102,7 @@ class NMinusOne:
         self._kill()
 
     def _status(self) -> dict:
-        with httpx.Client(timeout=5.0, trust_env=False) as client:
+        with admitted_client(timeout=5.0) as client:
             status = fetch_status(client, self.url)
         if status is None:
             raise ConditionError(f"N-1 reads the pools from {self.url}/v1/status, and that did not answer.")

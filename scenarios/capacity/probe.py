@@ -13,6 +13,7 @@ import time
 import httpx
 import pandas as pd
 
+from rushhour.scenarios.protocols.admission import admitted_client
 from rushhour.scenarios.run.poller import Poller
 
 __all__ = ["SAMPLE_COLUMNS", "StatusSampler", "fetch_status", "settle"]
@@ -44,7 +45,7 @@ def _busy(status: dict) -> int:
 def settle(url: str, *, limit_s: float = SETTLE_LIMIT_S) -> float:
     """Wait until the target has nothing queued or in flight (at most `limit_s`); seconds waited."""
     began = time.monotonic()
-    with httpx.Client(timeout=2.0, trust_env=False) as client:
+    with admitted_client(timeout=2.0) as client:
         status = fetch_status(client, url)
         if status is None:
             time.sleep(QUIET_PAUSE_S)

@@ -26,6 +26,7 @@ import pandas as pd
 
 from rushhour.scenarios.capacity.job import CapacityJob
 from rushhour.scenarios.capacity.steps import step_schedule
+from rushhour.scenarios.protocols.admission import admitted_client
 from rushhour.scenarios.protocols.base import make_protocol
 from rushhour.scenarios.protocols.tls import verify_setting
 from rushhour.scenarios.spec.target import TargetProtocol
@@ -209,6 +210,6 @@ def measure_throughput(job: CapacityJob, url: str) -> Saturation:
     rows = step_schedule(job.mix, rate_rps=PROBE_ROWS / PROBE_SPAN_S, duration_s=PROBE_SPAN_S, seed=job.seed)
     target = job.protocol
     limits = httpx.Limits(max_connections=MOST_USERS, max_keepalive_connections=MOST_USERS)
-    with httpx.Client(base_url=url.rstrip("/"), verify=verify_setting(target.ca_bundle), trust_env=False,
-                      follow_redirects=False, limits=limits) as client:
+    with admitted_client(base_url=url.rstrip("/"), timeout=httpx.Timeout(5.0), verify=verify_setting(target.ca_bundle),
+                         limits=limits) as client:
         return closed_loop(row_sender(client, target, rows, job.scenario.load.languages))

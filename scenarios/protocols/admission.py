@@ -114,7 +114,8 @@ def fit(url: str, needs: Needs, report: ProbeReport) -> Admission:
 
 
 def admitted_client(*, base_url: str = "", timeout: float | httpx.Timeout = 5.0, verify: ssl.SSLContext | bool = True,
-                    headers: Mapping[str, str] | None = None, follow_redirects: bool = False) -> httpx.Client:
-    """An httpx client for an admitted target: connects at the pinned addresses, no proxy, no redirects."""
+                    headers: Mapping[str, str] | None = None, limits: httpx.Limits | None = None) -> httpx.Client:
+    """An httpx client for an admitted target: connects at the pinned addresses only (a name the
+    guard never saw is checked when first contacted), no proxy variables, no redirects."""
     return httpx.Client(base_url=base_url, timeout=timeout, headers=headers, trust_env=False,
-                        follow_redirects=follow_redirects, transport=pinned_transport(verify))
+                        follow_redirects=False, transport=pinned_transport(verify, limits))

@@ -37,8 +37,9 @@ class PinnedBackend(httpcore.SyncBackend):
         raise failure or httpcore.ConnectError(f'"{host}" has no address to connect to.')
 
 
-def pinned_transport(verify: ssl.SSLContext | bool = True) -> httpx.HTTPTransport:
+def pinned_transport(verify: ssl.SSLContext | bool = True, limits: httpx.Limits | None = None) -> httpx.HTTPTransport:
     """An httpx transport (no proxy: it is the client's only one) that connects through PinnedBackend."""
-    transport = httpx.HTTPTransport(verify=verify)
+    transport = httpx.HTTPTransport(verify=verify) if limits is None else httpx.HTTPTransport(verify=verify,
+                                                                                             limits=limits)
     transport._pool._network_backend = PinnedBackend()  # httpx has no public argument for httpcore's backend
     return transport

@@ -14,6 +14,7 @@ import httpx
 import yaml
 
 from rushhour.reference_server.launch import ServerProcess
+from rushhour.scenarios.protocols.admission import admitted_client
 from rushhour.scenarios.spec.model import EmbeddedTarget
 from rushhour.scenarios.spec.variants import config_file_data, deep_merge
 
@@ -25,7 +26,7 @@ WARM_REQUESTS = 8
 def loopback_client(timeout_s: float) -> httpx.Client:
     """A client for the embedded server: proxy variables ignored (the token stays on this
     machine), redirects never followed."""
-    return httpx.Client(timeout=timeout_s, trust_env=False, follow_redirects=False)
+    return admitted_client(timeout=timeout_s)
 
 
 class EmbeddedServer:

@@ -1,10 +1,11 @@
 """A background thread that polls one HTTP endpoint on a steady rhythm and keeps its rows.
 
 Both scrapers of a drill (the reference server's `/v1/status`, the target's own Prometheus
-metrics) share this shape: a daemon thread, one httpx client that ignores proxy variables for a
-loopback endpoint and never follows redirects, a tick timed from its start so a slow answer does
-not stretch the rhythm, rows appended under a lock, and failures reported through a rate-limited
-`ErrorReporter` that is flushed once when polling stops. A subclass says what one tick does.
+metrics) share this shape: a daemon thread, one httpx client of the target's admission (it
+connects where the guard pinned the name, ignores proxy variables and never follows redirects),
+a tick timed from its start so a slow answer does not stretch the rhythm, rows appended under a
+lock, and failures reported through a rate-limited `ErrorReporter` that is flushed once when
+polling stops. A subclass says what one tick does.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable
 
 import httpx
 
-from rushhour.kernel.loopback import is_loopback_url
+from rushhour.scenarios.protocols.admission import admitted_client
 
 SCRAPE_INTERVAL_S = 1.0
 ERROR_REPORT_EVERY_S = 10.0
@@ -78,8 +79,7 @@ class Poller:
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
 
     def client(self) -> httpx.Client:
-        return httpx.Client(timeout=self._interval * 0.9, trust_env=not is_loopback_url(self._url),
-                            follow_redirects=False)
+        return admitted_client(timeout=self._interval * 0.9)
 
     def start(self) -> None:
         self._thread.start()

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from rushhour.kernel.loopback import is_loopback_url
+from rushhour.scenarios.protocols.admission import admitted_client
 from rushhour.scenarios.run.audit.ledger import Tracked
 from rushhour.scenarios.run.audit.scope import KubeScope
 
@@ -96,7 +96,7 @@ def target_findings(url: str, *, timeout_s: float = 5.0) -> list[Finding] | None
     """`status_findings` of the target now; None when it has no `/v1/status` (not our server)."""
     target = url.rstrip("/") + "/v1/status"
     try:
-        with httpx.Client(timeout=timeout_s, trust_env=not is_loopback_url(url), follow_redirects=False) as http:
+        with admitted_client(timeout=timeout_s) as http:
             response = http.get(target)
     except httpx.HTTPError as exc:
         return [Finding("unverified", url, f"GET {target} failed ({type(exc).__name__}: {exc}), so faults and "

@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 
 from rushhour.kernel.clock import format_clock
-from rushhour.kernel.loopback import is_loopback_url
+from rushhour.scenarios.protocols.admission import admitted_client
 from rushhour.scenarios.run.chaos.process import ChaosProcess, chaos_command
 from rushhour.scenarios.spec.chaos import PlannedFault
 
@@ -195,7 +195,7 @@ class ChaosTimeline:
 
     def _reset(self) -> None:
         try:
-            with httpx.Client(timeout=10.0, trust_env=not is_loopback_url(self.url), follow_redirects=False) as http:
+            with admitted_client(timeout=10.0) as http:
                 response = http.post(f"{self.url}/admin/reset", headers={"Authorization": f"Bearer {self._token}"})
             self.reset_sent = response.status_code < 400
             if not self.reset_sent:
