@@ -20,3 +20,12 @@ def test_pages_a_basis_names_its_block_length_in_words() -> None:
         "batch means over blocks of 1 request: as sure as 182 independent requests (of 185)")
     longer = {"samples": 185, "ci_basis": {**basis, "block_requests": 64}}
     assert _basis(longer).startswith("batch means over blocks of 64 requests:")
+
+
+def test_pages_a_basis_within_stretches_of_steady_load_says_so() -> None:
+    from rushhour.reports.estimate.strata import METHOD
+
+    basis = {"method": METHOD, "block_requests": 128, "effective_samples": 86.4}
+    assert _basis({"samples": 10_000, "ci_basis": basis}) == (
+        "batch means within each stretch of steady load (phases, fault windows), combined: "
+        "as sure as 86 independent requests (of 10,000)")
