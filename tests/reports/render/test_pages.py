@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rushhour.reports.estimate.strata import METHOD
 from rushhour.reports.render.pages import _basis, _ci
 
 
@@ -23,8 +24,6 @@ def test_pages_a_basis_names_its_block_length_in_words() -> None:
 
 
 def test_pages_a_basis_within_stretches_of_steady_load_says_so() -> None:
-    from rushhour.reports.estimate.strata import METHOD
-
     basis = {"method": METHOD, "block_requests": 128, "effective_samples": 86.4}
     assert _basis({"samples": 10_000, "ci_basis": basis}) == (
         "batch means within each stretch of steady load (phases, fault windows), combined: "
