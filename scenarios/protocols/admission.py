@@ -30,7 +30,7 @@ from rushhour.scenarios.spec.target import TargetProtocol
 from rushhour.scenarios.spec.urls import guard_url
 
 __all__ = ["PROBE_FAILED", "Admission", "Admitted", "Context", "Needs", "Probe", "Refused", "admit",
-           "admitted_client"]
+           "admitted_client", "fit"]
 
 EXIT_REFUSED = 2
 PROBE_FAILED = "{source}: target: the capability probe failed: {error}"

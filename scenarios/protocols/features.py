@@ -10,9 +10,12 @@ off with a warning (`warn`), never left to fail as thousands of errors.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from rushhour.scenarios.spec.model import ScenarioError
-from rushhour.scenarios.spec.plan import DrillPlan
+
+if TYPE_CHECKING:  # the plan's module imports pandas, which a Locust process asking the admission must not
+    from rushhour.scenarios.spec.plan import DrillPlan
 
 __all__ = ["FEATURE_TEXT", "UnsupportedFeature", "apply_missing", "features_used", "plan_features", "protocol_notes",
            "refusal", "split_features", "switched_off", "unserved_features"]
