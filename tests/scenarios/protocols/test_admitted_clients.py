@@ -32,7 +32,8 @@ STATUS: Answer = (200, {}, {"ready": True, "pools": {"fast": {"nodes_alive": 1, 
 @pytest.fixture
 def rebinding(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The resolver's answers for NAME: loopback first, REBOUND after; yields each answer given."""
-    real, answers = socket.getaddrinfo, []
+    real = socket.getaddrinfo
+    answers: list[str] = []
 
     def resolve(host: str, *args: Any, **kwargs: Any) -> Any:
         if host != NAME:
