@@ -19,7 +19,6 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from rushhour.kernel import jsonfile
 from rushhour.kernel.atomic import write_json_atomic, write_parquet_atomic
 from rushhour.kernel.contract import (
     AB_COLUMNS,
@@ -29,6 +28,7 @@ from rushhour.kernel.contract import (
     SCHEDULE_FILE,
     SERVER_METRICS_FILE,
 )
+from rushhour.kernel.eventlines import read_event_file
 from rushhour.scenarios.load.merge import merge_to_file
 from rushhour.scenarios.load.parts import list_parts
 from rushhour.scenarios.run.audit.leakaudit import AUDIT_FILE, LeakAudit, process_findings
@@ -54,19 +54,10 @@ class Rebuilt:
 
 
 def events_so_far(path: Path) -> list[dict[str, Any]]:
-    """The events a timeline holds, read while it may still be written (or after a kill): a line
-    cut short is left out, a missing file is no events."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return []
-    events = []
-    for line in lines:
-        try:
-            events.append(jsonfile.loads(line))
-        except ValueError:  # TooDeepJSONError included: the report names that line
-            continue  # a line cut short by the kill
-    return events
+    """The events a timeline holds, read while it may still be written (or after a kill) through the
+    event models (`rushhour.kernel.eventlines`): a line cut short by the kill, or one its model
+    refuses, is left out; a missing file is no events."""
+    return read_event_file(path).raw
 
 
 def needs_rebuild(root: Path) -> bool:

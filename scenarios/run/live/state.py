@@ -9,7 +9,6 @@ while the drill is tearing down. A lock keeps a scrape from reading half a tick.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,6 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from rushhour.kernel.contract import EVENTS_FILE, SCHEDULE_FILE
+from rushhour.kernel.eventlines import RefusedLine, check_lines
+from rushhour.kernel.events import Event, FaultEnd, FaultStart
 from rushhour.scenarios.run.live.fold import LiveFold
 from rushhour.scenarios.run.live.slo import SloBoard
 from rushhour.scenarios.spec.plan import DrillPlan
@@ -25,27 +26,28 @@ from rushhour.scenarios.spec.plan import DrillPlan
 
 @dataclass
 class EventTail:
-    """Reads the complete lines appended to a JSON-lines file since the last read."""
+    """Reads the complete lines appended to events.jsonl since the last read, each through the
+    event models (`rushhour.kernel.eventlines`); a refused line is kept in `refused` with its number."""
 
     path: Path
     _offset: int = 0
+    _lines: int = 0
+    refused: list[RefusedLine] = field(default_factory=list)
 
-    def read(self) -> list[dict[str, object]]:
+    def read(self) -> list[Event]:
         try:
             with self.path.open("rb") as handle:
                 handle.seek(self._offset)
                 chunk = handle.read()
-        except FileNotFoundError:
+        except OSError:
             return []
         complete = chunk[: chunk.rfind(b"\n") + 1]
         self._offset += len(complete)
-        events = []
-        for line in complete.decode("utf-8", errors="replace").splitlines():
-            try:
-                events.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return events
+        lines = complete.decode("utf-8", errors="replace").split("\n")[:-1]
+        checked = check_lines(lines, first_line=self._lines + 1)
+        self._lines += len(lines)
+        self.refused.extend(checked.refused)
+        return [each.event for each in checked.events]
 
 
 @dataclass
@@ -96,13 +98,15 @@ class LiveState:
     def read_events(self) -> None:
         with self.lock:
             for event in self._tail.read():
-                name = str(event.get("name", ""))
-                if name not in self.faults:
-                    continue
-                if event.get("type") == "fault_start":
-                    self.faults[name] = float(event.get("t_s", 0.0))  # type: ignore[arg-type]
-                elif event.get("type") == "fault_end":
-                    self.faults[name] = None
+                if isinstance(event, FaultStart) and event.name in self.faults:
+                    self.faults[event.name] = event.t_s
+                elif isinstance(event, FaultEnd) and event.name in self.faults:
+                    self.faults[event.name] = None
+
+    @property
+    def refused_events(self) -> list[RefusedLine]:
+        """The lines of events.jsonl read so far that the event models refused."""
+        return self._tail.refused
 
     def phase(self) -> str:
         """The plan's phase at this moment ("" before the load and after the schedule)."""

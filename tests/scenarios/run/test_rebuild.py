@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from rushhour.kernel.processes import stop_process
 from rushhour.scenarios.cli.report import report
 from rushhour.scenarios.run.audit.ledger import ProcessLedger
-from rushhour.scenarios.run.rebuild import needs_rebuild, rebuild_results
+from rushhour.scenarios.run.rebuild import events_so_far, needs_rebuild, rebuild_results
 from rushhour.scenarios.spec.model import dump_scenario, load_scenario, resolve_path
 
 
@@ -111,3 +111,13 @@ def test_report_rebuilds_a_killed_ab_run_as_an_ab_run_and_calls_it_invalid(
     doc = json.loads((root / "ab.json").read_text())
     assert doc["exit_code"] == 3 and any("rebuilt them from 2 part file(s)" in reason for reason in doc["aborted"])
     assert not (root / "summary.json").exists()  # judged as the A/B run it was, not as a drill
+
+
+def test_events_so_far_reads_through_the_event_models_leaving_out_what_they_refuse(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text('{"type": "run_start", "t_s": 0.0}\n{"type": "run_end", "duration_s": "ten seconds"}\n'
+                    '{"type": "run_finished", "t_s": 9.0}\n[1]\n{"type": "fault_start", "t_s": 2.0, "name": "kill"}\n'
+                    '{"type": "fault_sta')
+    assert [e["type"] for e in events_so_far(path)] == ["run_start", "fault_start"]
+    (tmp_path / "schedule.parquet").write_bytes(b"")
+    assert needs_rebuild(tmp_path)  # a malformed run_end is no run_end
