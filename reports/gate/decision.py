@@ -21,9 +21,10 @@ from rushhour.reports.gate.runnoise import MIN_USEFUL_RUNS
 
 __all__ = ["ONE_RUN", "SEPARATE_TIMES", "GateDecision", "GroupVerdict", "explain"]
 
-ONE_RUN = ("one baseline run: run-to-run noise is not modelled, only sampling noise (a bootstrap over blocks of "
-           "requests); with requests as dependent as a queue near its knee, same-code false alarms were measured "
-           "at about 3% where 1.25% is stated, so the stated error needs two or more baseline runs")
+ONE_RUN = ("one baseline run: the interval holds the spread of the two runs' ratio over 8 time sections "
+           "(4 to 7 in a shorter run; Student t on one fewer degrees of freedom), which covers sampling and the "
+           "requests' dependence; a run's own effect (a noisy neighbour, another placement) one run cannot show, "
+           "so that needs two or more baseline runs")
 SEPARATE_TIMES = ("Runs taken at different times cannot separate the machine's load from the code: "
                   "this comparison is kept for history and trends. To decide whether a change is slower, "
                   "measure both versions side by side in one run with `rushhour ab`.")

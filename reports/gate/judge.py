@@ -11,8 +11,10 @@ The ratio's interval starts as the bootstrap's over requests, which takes reques
 independent. With two or more baseline runs the interval is also made to hold the Student t
 prediction interval for one more run (rushhour.reports.gate.runnoise): the runs' own spread, on
 K - 1 degrees of freedom, covers run effects, sampling and the requests' dependence in time
-together, so the verdict does not rest on the bootstrap's assumption. The failure share is
-judged beside it on blocks of time (rushhour.reports.gate.failshare).
+together, so the verdict does not rest on the bootstrap's assumption. With one baseline run
+the interval is made to hold the spread of the two runs' ratio over time sections instead
+(rushhour.reports.gate.sections). The failure share is judged beside it on blocks of time
+(rushhour.reports.gate.failshare).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from rushhour.reports.gate.population import (
     unpaired_draws,
 )
 from rushhour.reports.gate.runnoise import RunNoise, log_tails, run_noise
-from rushhour.reports.gate.sections import SECTIONS, section_half_width
+from rushhour.reports.gate.sections import FEWEST_SECTIONS, Sections, section_half_width
 from rushhour.reports.rundata.results import RunData
 
 __all__ = ["group_confidence", "judge_arrays", "judge_groups", "verdict_reason"]
@@ -140,7 +142,7 @@ def _verdict(name: str, cur: _Side, base: list[_Side], cur_values: np.ndarray, r
     sections = None
     if len(base) == 1:
         sections = section_half_width(cur_values, ref_values.reshape(-1), percentile, confidence)
-        interval = _stretched(interval, float(np.log(ratio)), sections)
+        interval = _stretched(interval, float(np.log(ratio)), None if sections is None else sections.half_width)
     latency = bool(ratio >= verdict.threshold and interval[0] > 1.0)
     return replace(verdict, ratio=ratio, ci=interval, latency_regression=latency,
                    regression=latency or failures.regression, method=_method(paired, noise, sections),
@@ -175,14 +177,16 @@ def _stretched(boot: tuple[float, float], centre: float, half: float | None) -> 
     return min(boot[0], float(np.exp(centre - half))), max(boot[1], float(np.exp(centre + half)))
 
 
-def _method(paired: bool, noise: RunNoise | None, sections: float | None = None) -> str:
+def _method(paired: bool, noise: RunNoise | None, sections: Sections | None = None) -> str:
     head = "paired bootstrap over requests" if paired else "bootstrap of each run"
     if sections is not None:
-        return head + (f"; one baseline run: held to Student t on {SECTIONS - 1} degrees of freedom from the "
-                       f"spread of the two runs' ratio over {SECTIONS} time sections; run-to-run noise needs "
-                       "2 or more baseline runs")
+        return head + (f"; one baseline run: held to Student t on {sections.sections - 1} degrees of freedom from "
+                       f"the spread of the two runs' ratio over {sections.sections} time sections; run-to-run "
+                       "noise needs 2 or more baseline runs")
     if noise is None or noise.half_width(0.95) is None:
-        return head + " (requests taken as independent); one baseline run: run-to-run noise not modelled"
+        return head + (" (requests taken as independent); one baseline run too short for "
+                       f"{FEWEST_SECTIONS} time sections with a request past the percentile in each: dependence "
+                       "and run-to-run noise not modelled")
     return head + f"; held to Student t on {noise.degrees_of_freedom} degree(s) of freedom from {noise.runs} baseline runs"
 
 

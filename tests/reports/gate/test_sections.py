@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from rushhour.reports.gate.sections import SECTIONS, section_half_width
+from rushhour.reports.gate.sections import FEWEST_SECTIONS, SECTIONS, section_half_width
 
 
 def test_section_half_width_is_student_t_on_the_sections_spread() -> None:
@@ -15,15 +15,19 @@ def test_section_half_width_is_student_t_on_the_sections_spread() -> None:
     base = np.tile(np.arange(1.0, 201.0), SECTIONS)
     factors = np.linspace(1.0, 1.4, SECTIONS)
     current = base * np.repeat(factors, 200)
-    half = section_half_width(current, base, 99.0, 0.95)
+    found = section_half_width(current, base, 99.0, 0.95)
     expected = special.stdtrit(SECTIONS - 1, 0.975) * np.std(np.log(factors), ddof=1) / np.sqrt(SECTIONS)
-    assert half == pytest.approx(expected)
+    assert found is not None and found.sections == SECTIONS
+    assert found.half_width == pytest.approx(expected)
 
 
-def test_section_half_width_needs_a_request_past_the_percentile_in_every_section() -> None:
+def test_section_half_width_cuts_a_short_run_into_fewer_sections() -> None:
+    # a request past the P99 in every section: 800 requests allow 8, 500 allow 5, 300 none
     rng = np.random.default_rng(1)
-    assert section_half_width(rng.random(400), rng.random(400), 99.0, 0.95) is None
-    assert section_half_width(rng.random(800), rng.random(800), 99.0, 0.95) is not None
+    counts = {n: section_half_width(rng.random(n), rng.random(n), 99.0, 0.95) for n in (800, 500, 300)}
+    assert counts[800] is not None and counts[800].sections == SECTIONS
+    assert counts[500] is not None and counts[500].sections == 5
+    assert counts[300] is None and FEWEST_SECTIONS == 4
 
 
 def test_section_half_width_is_none_where_a_section_tail_is_failures() -> None:
@@ -41,7 +45,8 @@ def test_section_half_width_grows_with_the_requests_memory() -> None:
     widths = {}
     for rho in (0.0, 0.95):
         pairs = [np.exp(ar1(rng, 2, 4_000, rho)) for _ in range(40)]
-        widths[rho] = np.median([section_half_width(a, b, 99.0, 0.95) for a, b in pairs])
+        found = [section_half_width(a, b, 99.0, 0.95) for a, b in pairs]
+        widths[rho] = np.median([one.half_width for one in found if one is not None])
     assert widths[0.95] > 1.5 * widths[0.0]
 
 
