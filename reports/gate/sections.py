@@ -2,8 +2,8 @@
 
 With two or more baseline runs the gate holds its interval to the runs' own spread
 (`rushhour.reports.gate.runnoise`). One run has no spread to show, and the bootstrap over
-requests alone treats a queue's neighbouring requests as independent: same-code runs were
-measured raising false alarms at 3.2% where 1.25% was stated. Here each run's compared requests
+requests alone treats a queue's neighbouring requests as independent: on the bench it raises
+same-code false alarms at 3.2% where 1.25% is stated. Here each run's compared requests
 are cut, in schedule order, into `SECTIONS` consecutive sections; section s gives its own log
 ratio d_s = log P(current, s) - log P(baseline, s) (the same requests in both runs when paired).
 Sections long enough to outlast the queue's memory are nearly independent, so the standard
