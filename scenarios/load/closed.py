@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 from gevent.lock import Semaphore
 
+from rushhour.kernel.atomic import write_text_atomic
 from rushhour.scenarios.load.openloop import OpenLoopFirer, Sender, Share, monotonic_anchor
 from rushhour.scenarios.load.partwriter import PartWriter
 from rushhour.scenarios.load.settings import LoadSettings
@@ -77,7 +78,7 @@ class ClosedDrill:
             self._writer = PartWriter(self._settings.parts_dir, self._index)
             self._later = Prefetched(batches)  # each later batch read while the one before is sent
             size = share_size(self._settings.schedule_path, self._index, self._settings.workers)
-            (control / f"ready-{self._index}").write_text(str(size), encoding="utf-8")
+            write_text_atomic(str(size), control / f"ready-{self._index}", sync=False)
             self.m0 = monotonic_anchor(wait_for_start(control))
             self._take(share)
         assert self._firer is not None
@@ -126,7 +127,7 @@ class ClosedDrill:
         marker = self._settings.control_dir / f"done-{self._index}"
         if not marker.exists():
             firer.flush()
-            marker.write_text(str(time.time()), encoding="utf-8")
+            write_text_atomic(str(time.time()), marker, sync=False)
 
 
 def _no_sender(_payload: dict[str, object], _timeout_s: float) -> Outcome:

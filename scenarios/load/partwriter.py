@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.abc
 import math
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +24,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 from gevent.event import AsyncResult
 
 from rushhour.kernel import contract
+from rushhour.kernel.atomic import atomic_output
 
 __all__ = ["CHUNK_ROWS", "PART_COLUMNS", "PART_SCHEMA", "PartWriter", "keep_pandas_out", "list_parts", "part_batch",
            "part_dtype", "write_part"]
@@ -104,8 +104,8 @@ class PartWriter:
         """Convert and write one row to a scratch file in the parts folder, then remove it: a
         process's first conversion and first parquet file set up what they need (tens of ms),
         which would otherwise pause the event loop at the run's first batch and first flush."""
-        scratch = self._dir / f".warm-w{self._worker:03d}.tmp"
-        pq.write_table(pa.Table.from_batches([part_batch([{"row": -1}])]), scratch)
+        scratch = self._dir / f".warm-w{self._worker:03d}.parquet"
+        write_part(pa.Table.from_batches([part_batch([{"row": -1}])]), scratch)
         scratch.unlink()
 
     def _to_batch(self) -> None:
@@ -116,11 +116,12 @@ class PartWriter:
 
 
 def write_part(table: pa.Table, final: Path) -> None:
-    """`table` to `final` atomically (a temporary file, then a rename); pyarrow lets go of the GIL
-    while it encodes and writes, so on a pool thread this costs the event loop next to nothing."""
-    tmp = final.with_suffix(".tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, final)
+    """`table` to `final` through `rushhour.kernel.atomic` (a fresh temporary file created
+    exclusively, never through a link, then a rename; unsynced, as a part matters to the run that
+    writes it and to a rebuild after a kill); pyarrow lets go of the GIL while it encodes and
+    writes, so on a pool thread this costs the event loop next to nothing."""
+    with atomic_output(final, sync=False) as handle:
+        pq.write_table(table, handle)
 
 
 def part_batch(rows: list[dict[str, object]]) -> pa.RecordBatch:
