@@ -8,8 +8,9 @@ scenario model already states (`load.processes` from 1 to 64) are read from the 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 import annotated_types
@@ -47,7 +48,7 @@ class Setting:
     metavar: str | None = None
     choices: tuple[str, ...] = ()
     minimum: int | None = None
-    also: Mapping[str, object] = field(default_factory=dict)
+    also: Mapping[str, object] = dataclasses.field(default_factory=dict)
     check: Callable[[Any], None] | None = None
     parse_check: bool = False
     to_field: Callable[[Any], object] | None = None
