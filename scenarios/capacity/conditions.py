@@ -74,8 +74,8 @@ def _admin(url: str, token: str | None, path: str, body: dict[str, object] | Non
     if not token:
         raise ConditionError("Holding a node down needs the admin token: set RUSHHOUR_ADMIN_TOKEN for a --target.")
     try:
-        return httpx.post(f"{url}{path}", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=30.0,
-                          trust_env=False)
+        with admitted_client(timeout=30.0) as client:
+            return client.post(f"{url}{path}", json=body, headers={"Authorization": f"Bearer {token}"})
     except httpx.HTTPError as exc:
         raise ConditionError(f"The admin call POST {path} failed: {exc}.") from exc
 

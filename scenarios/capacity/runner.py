@@ -47,6 +47,7 @@ from rushhour.scenarios.capacity.target import Target, open_target
 from rushhour.scenarios.capacity.targetprobe import probe_capacity_target
 from rushhour.scenarios.capacity.throughput import measure_throughput
 from rushhour.scenarios.load.locust import LoadError
+from rushhour.scenarios.protocols.admission import admitted_client
 from rushhour.scenarios.protocols.probe import ProbeError
 from rushhour.scenarios.run.envinfo import machine_facts
 
@@ -82,8 +83,8 @@ def _admin_post(target: Target, path: str) -> bool:
     if not target.token:
         return False
     try:
-        answer = httpx.post(f"{target.url}/admin/{path}", headers={"Authorization": f"Bearer {target.token}"},
-                            timeout=10.0, trust_env=False)
+        with admitted_client(timeout=10.0) as client:
+            answer = client.post(f"{target.url}/admin/{path}", headers={"Authorization": f"Bearer {target.token}"})
     except httpx.HTTPError:
         return False
     return answer.is_success
