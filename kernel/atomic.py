@@ -12,6 +12,7 @@ reports write results the same way.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
@@ -20,8 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-__all__ = ["LinkedOutputError", "ParquetFrame", "atomic_output", "refuse_linked_outputs", "write_bytes_atomic",
-           "write_json_atomic", "write_parquet_atomic", "write_text_atomic"]
+__all__ = ["LinkedOutputError", "ParquetFrame", "atomic_output", "open_streamed", "refuse_linked_outputs",
+           "write_bytes_atomic", "write_json_atomic", "write_parquet_atomic", "write_text_atomic"]
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -65,16 +66,17 @@ def _fsync_dir(folder: Path) -> None:
 
 
 @contextmanager
-def atomic_output(path: Path, *, sync: bool = True) -> Iterator[IO[bytes]]:
+def atomic_output(path: Path, *, sync: bool = True, mode: int = 0o666) -> Iterator[IO[bytes]]:
     """A binary file to write `path` through: a fresh temporary file beside it, synced and renamed
     over `path` when the block ends normally, removed when it raises. For writers that stream
     (a ParquetWriter fed chunk by chunk); LinkedOutputError when `path` is a link. `sync=False`
     skips the two fsyncs, for control markers that matter only while the drill runs (the write is
-    still exclusive, never through a link, and whole or absent to a reader)."""
+    still exclusive, never through a link, and whole or absent to a reader). `mode`: the file's
+    permissions from its creation on (0o600 for a secret), less the umask."""
     path = Path(path)
     _refuse_link(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(tmp, _FLAGS, 0o666)
+    fd = os.open(tmp, _FLAGS, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
@@ -95,16 +97,33 @@ def _write(path: Path, fill: Callable[[IO[bytes]], object], *, sync: bool = True
         fill(handle)
 
 
-def write_bytes_atomic(data: bytes, path: Path, *, sync: bool = True) -> None:
-    """`data` to `path`, atomically, never through a link (`sync`: as for `atomic_output`)."""
-    _write(path, lambda handle: handle.write(data), sync=sync)
+def write_bytes_atomic(data: bytes, path: Path, *, sync: bool = True, mode: int = 0o666) -> None:
+    """`data` to `path`, atomically, never through a link (`sync`, `mode`: as for `atomic_output`)."""
+    with atomic_output(path, sync=sync, mode=mode) as handle:
+        handle.write(data)
 
 
-def write_text_atomic(text: str, path: Path, *, sync: bool = True) -> None:
-    """`text` to `path` as UTF-8, atomically, never through a link (`sync`: as for `atomic_output`).
-    A lone surrogate (from a name or an answer decoded with surrogateescape) is written as its
-    escape, `\\ud800`, rather than failing the whole file."""
-    write_bytes_atomic(text.encode("utf-8", errors="backslashreplace"), path, sync=sync)
+def write_text_atomic(text: str, path: Path, *, sync: bool = True, mode: int = 0o666) -> None:
+    """`text` to `path` as UTF-8, atomically, never through a link (`sync`, `mode`: as for
+    `atomic_output`). A lone surrogate (from a name or an answer decoded with surrogateescape) is
+    written as its escape, `\\ud800`, rather than failing the whole file."""
+    write_bytes_atomic(text.encode("utf-8", errors="backslashreplace"), path, sync=sync, mode=mode)
+
+
+def open_streamed(path: Path, *, append: bool = False) -> IO[bytes]:
+    """`path` opened for a log written as it goes (a child process's output): truncated, or appended
+    to with `append`, and never through a link; LinkedOutputError when it is one, even one planted
+    between the check and the open."""
+    _refuse_link(path)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LinkedOutputError(f'Refusing to write "{path}": it is a symbolic link. A results folder\'s '
+                                    "files must be plain files; remove the link and run again.") from None
+        raise
+    return os.fdopen(fd, "ab" if append else "wb")
 
 
 def write_parquet_atomic(frame: ParquetFrame, path: Path) -> None:

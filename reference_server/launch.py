@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 
+from rushhour.kernel.atomic import open_streamed
 from rushhour.kernel.processes import child_env, die_with_parent, free_port, stop_process
 from rushhour.reference_server.config import PoolConfig, ServerConfig
 from rushhour.reference_server.listening import LaunchError, listen
@@ -117,7 +118,7 @@ class ServerProcess:
         if self.token is not None:
             env["RUSHHOUR_ADMIN_TOKEN"] = self.token
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log_file:
+        with open_streamed(self.log_path, append=True) as log_file:
             self.proc = subprocess.Popen(self.argv(), env=env, cwd=self._cwd, stdout=log_file, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent)
         try:

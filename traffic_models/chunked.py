@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
+from rushhour.kernel.atomic import atomic_output
 from rushhour.traffic_models.catalog import KIND_ID_STRIDE, UNIQUE_ID_BASE, catalog_sizes, text_lengths, zipf_ranks
 from rushhour.traffic_models.mix import mix_frame, output_lengths, pick
 from rushhour.traffic_models.mixspec import MixSpec
@@ -84,18 +85,19 @@ def write_schedule(path: Path, chunks: Iterator[pd.DataFrame]) -> int:
     """Write chunks to one parquet file, a row group each, holding one chunk at a time; rows written."""
     writer: pq.ParquetWriter | None = None
     rows = 0
-    try:
-        for frame in chunks:
-            table = pa.Table.from_pandas(frame, preserve_index=False)
-            if writer is None:
-                writer = pq.ParquetWriter(path, table.schema)
-            writer.write_table(table)
-            rows += len(frame)
-    finally:
-        if writer is not None:
-            writer.close()
-    if writer is None:
-        raise ValueError(f'No chunk was given for "{path}"; a schedule file needs at least its columns.')
+    with atomic_output(path) as handle:  # whole or absent, never through a link planted at `path`
+        try:
+            for frame in chunks:
+                table = pa.Table.from_pandas(frame, preserve_index=False)
+                if writer is None:
+                    writer = pq.ParquetWriter(handle, table.schema)
+                writer.write_table(table)
+                rows += len(frame)
+        finally:
+            if writer is not None:
+                writer.close()
+        if writer is None:
+            raise ValueError(f'No chunk was given for "{path}"; a schedule file needs at least its columns.')
     return rows
 
 

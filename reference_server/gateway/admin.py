@@ -13,6 +13,7 @@ from pathlib import Path
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
+from rushhour.kernel.atomic import write_text_atomic
 from rushhour.reference_server.gateway.api import ApiError
 from rushhour.reference_server.gateway.cluster import Cluster, NotSupervised, UnknownNode
 from rushhour.reference_server.gateway.deps import GatewayDep, ServiceDep, require_admin_token
@@ -31,10 +32,7 @@ def resolve_admin_token(state_dir: Path) -> tuple[str, Path | None]:
     state_dir.mkdir(parents=True, exist_ok=True)
     path = state_dir / "admin_token"
     token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(token + "\n")
-    os.chmod(path, 0o600)
+    write_text_atomic(token + "\n", path, mode=0o600)  # never through a link planted at its name
     return token, path
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 
+from rushhour.kernel.atomic import open_streamed
 from rushhour.kernel.pinning import ENV_PINNED, pins_env
 from rushhour.kernel.processes import child_env, die_with_parent
 from rushhour.scenarios.load.settings import ENV_SETTINGS, LoadSettings
@@ -83,7 +84,7 @@ class LocustProcess:
         self._watched: dict[int, psutil.Process] = {}
 
     def start(self) -> None:
-        log = self._log_path.open("ab")
+        log = open_streamed(self._log_path, append=True)
         try:
             self._proc = subprocess.Popen(
                 self._command.argv(), env=self._env, stdout=log, stderr=subprocess.STDOUT,

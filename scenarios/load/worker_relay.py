@@ -35,7 +35,7 @@ import gevent
 import psutil
 from gevent.event import AsyncResult
 
-from rushhour.kernel.atomic import write_text_atomic
+from rushhour.kernel.atomic import write_bytes_atomic, write_text_atomic
 from rushhour.kernel.contract import SCHEDULE_FILE
 from rushhour.scenarios.load import clusterauth, control_auth
 from rushhour.scenarios.load.clocksync import (
@@ -250,7 +250,7 @@ class WorkerRelay:
         settings = LoadSettings.arrive({**sent, **local}, source="the master's load settings")
         for folder in (settings.control_dir, settings.parts_dir):
             folder.mkdir(parents=True, exist_ok=True)
-        settings.schedule_path.write_bytes(data["schedule"])
+        write_bytes_atomic(data["schedule"], settings.schedule_path, sync=False)
         return settings
 
     def _ship(self, joined: Joined) -> None:

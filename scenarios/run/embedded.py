@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import yaml
 
+from rushhour.kernel.atomic import write_text_atomic
 from rushhour.reference_server.launch import ServerProcess
 from rushhour.scenarios.protocols.admission import admitted_client
 from rushhour.scenarios.spec.model import EmbeddedTarget
@@ -74,7 +75,7 @@ class EmbeddedServer:
     def _write_inline_config(self) -> None:
         source = str(self._target.config or "embedded target")
         data = deep_merge(config_file_data(self._target, self._base_dir, source), self._target.server or {})
-        self.config_path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        write_text_atomic(yaml.safe_dump(data, sort_keys=False), self.config_path)
 
     def argv(self) -> list[str]:
         return self._process.argv()

@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from rushhour.kernel.atomic import open_streamed
 from rushhour.kernel.processes import child_env, die_with_parent
 from rushhour.scenarios.run.chaos.main import PARENT_ENV
 
@@ -78,7 +79,7 @@ class ChaosProcess:
         self.journal_path.parent.mkdir(parents=True, exist_ok=True)
         env = child_env(extra=self._env)  # the admin token only as the drill hands it over; never the cluster secret
         env[PARENT_ENV] = str(os.getpid())
-        with self.log_path.open("wb") as log:
+        with open_streamed(self.log_path) as log:
             self._proc = subprocess.Popen(
                 chaos_command(self.experiment, self.journal_path, hypothesis=self.hypothesis),
                 stdin=subprocess.DEVNULL,
