@@ -1,7 +1,8 @@
 """`rushhour run`'s look at the target before anything starts (`rushhour.scenarios.run.targetcheck`), exit 2 on a misfit.
 
 A target given by URL is probed here, before a process is started; the embedded server is probed
-by the drill once it has booted, through the same function.
+by the drill once it has booted, through the same function, which asks the target admission
+(`rushhour.scenarios.protocols.admission`).
 """
 
 from __future__ import annotations
