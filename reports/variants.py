@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from rushhour.kernel.atomic import write_text_atomic
 from rushhour.kernel.contract import SUMMARY_FILE
@@ -26,8 +27,9 @@ from rushhour.reports.rundata.attempts import attempt_values
 from rushhour.reports.rundata.results import ResultsError, RunData, load_run, read_text
 from rushhour.reports.rundata.selection import phase_labels
 from rushhour.reports.rundata.window import schedule_window
+from rushhour.reports.variants_model import ComparisonDocument
 
-__all__ = ["cheapest_passing", "comparison_dict", "render_comparison_html", "render_comparison_md",
+__all__ = ["cheapest_passing", "comparison_dict", "read_comparison", "render_comparison_html", "render_comparison_md",
            "variant_row", "write_comparison"]
 
 
@@ -78,8 +80,9 @@ def variant_row(name: str, root: Path) -> dict[str, Any]:
         summary = json.loads(read_text(root / SUMMARY_FILE))
         run = load_run(root)
     except (OSError, json.JSONDecodeError, ResultsError) as exc:
-        return row | {"verdict_reason": f"no usable results: {exc}", "slos": [], "faults": [],
-                      "node_hours": {}, "total_usd": None, "usd_per_1k_chars": None}
+        return row | {"verdict_reason": f"no usable results: {exc}", "slos": [], "requests": None, "p99_ms": None,
+                      "peak_phase": None, "p99_peak_ms": None, "faults": [], "node_hours": {}, "total_usd": None,
+                      "usd_per_1k_chars": None}
     phase = peak_phase(run)
     cost = summary.get("cost") or {}
     return row | {
@@ -144,8 +147,22 @@ def write_comparison(top: Path, variants: list[tuple[str, Path]]) -> dict[str, A
     """Read every variant's results and write comparison.json, .html and .md into `top`."""
     top = Path(top)
     top.mkdir(parents=True, exist_ok=True)
-    comparison = _json_safe(comparison_dict(top, [variant_row(name, root) for name, root in variants]))
+    rows = [variant_row(name, root) for name, root in variants]
+    comparison = ComparisonDocument.model_validate(_json_safe(comparison_dict(top, rows))).as_dict()
     write_text_atomic(json.dumps(comparison, indent=2) + "\n", top / "comparison.json")
     write_text_atomic(render_comparison_html(comparison), top / "comparison.html")
     write_text_atomic(render_comparison_md(comparison), top / "comparison.md")
     return comparison
+
+
+def read_comparison(path: Path) -> ComparisonDocument:
+    """comparison.json parsed through its model; ResultsError naming the file when it is not one."""
+    try:
+        return ComparisonDocument.model_validate_json(read_text(Path(path)))
+    except ValidationError as exc:
+        raise ResultsError(f'"{path}" is not a valid comparison.json: {_first_error(exc)}.') from exc
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    return f"{'.'.join(str(p) for p in error['loc']) or '(top level)'}: {error['msg']}"

@@ -9,9 +9,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from pydantic import ValidationError
 
-from rushhour.reports.rundata.results import load_run
-from rushhour.reports.variants import cheapest_passing, comparison_dict, peak_phase, variant_row, write_comparison
+from rushhour.reports.build import _json_safe
+from rushhour.reports.rundata.results import ResultsError, load_run
+from rushhour.reports.variants import (
+    cheapest_passing,
+    comparison_dict,
+    peak_phase,
+    read_comparison,
+    variant_row,
+    write_comparison,
+)
+from rushhour.reports.variants_model import ComparisonDocument
 from tests.reports.helpers import requests_frame, write_run
 
 PHASES = [{"type": "phase", "t_s": 0.0, "name": "base", "start_s": 0.0, "end_s": 8.0},
@@ -106,3 +116,28 @@ def test_variants_binary_summary_makes_an_invalid_row_naming_it(tmp_path: Path) 
     row = variant_row("v1", root)
     assert row["verdict"] == "invalid" and "summary.json" in row["verdict_reason"]
     assert "is not UTF-8 text" in row["verdict_reason"]
+
+
+def test_variants_comparison_json_is_the_plain_dump_byte_for_byte(tmp_path: Path) -> None:
+    variants = [("static-3", _variant(tmp_path / "static-3", 3, _summary("pass", 0.30, float("nan")))),
+                ("gone", tmp_path / "gone")]
+    write_comparison(tmp_path, variants)
+    plain = _json_safe(comparison_dict(tmp_path, [variant_row(name, root) for name, root in variants]))
+    assert (tmp_path / "comparison.json").read_text() == json.dumps(plain, indent=2) + "\n"
+    document = read_comparison(tmp_path / "comparison.json")
+    assert document.variants[0].p99_peak_ms == 500.0 and document.variants[0].usd_per_1k_chars is None
+    assert document.variants[1].verdict == "invalid" and document.variants[1].p99_peak_ms is None
+    assert document.as_dict() == plain
+    assert "| gone | invalid |" in (tmp_path / "comparison.md").read_text()
+
+
+def test_variants_malformed_comparison_is_refused_naming_the_field(tmp_path: Path) -> None:
+    write_comparison(tmp_path, [("gone", tmp_path / "gone")])
+    saved = json.loads((tmp_path / "comparison.json").read_text())
+    saved["variants"][0]["verdict"] = "maybe"
+    (tmp_path / "comparison.json").write_text(json.dumps(saved))
+    with pytest.raises(ResultsError, match=r"comparison\.json.*variants\.0\.verdict"):
+        read_comparison(tmp_path / "comparison.json")
+    with pytest.raises(ValidationError, match="node_hours"):
+        ComparisonDocument.model_validate(comparison_dict(tmp_path, [variant_row("gone", tmp_path / "gone")
+                                                                     | {"node_hours": {"fast": "many"}}]))
