@@ -10,6 +10,7 @@ rebuild and the live view go on without it).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,8 +63,11 @@ def check_lines(lines: Iterable[str], *, first_line: int = 1) -> EventLines:
             continue
         try:
             raw = jsonfile.loads(line)
-        except ValueError as exc:  # JSONDecodeError and TooDeepJSONError alike
-            result.refused.append(RefusedLine(number, f"it is not JSON: {exc}", json=False))
+        except json.JSONDecodeError as exc:
+            result.refused.append(RefusedLine(number, f"it is not JSON ({exc.msg} at column {exc.colno})", json=False))
+            continue
+        except ValueError as exc:  # TooDeepJSONError: "it is nested too deeply ..."
+            result.refused.append(RefusedLine(number, str(exc), json=False))
             continue
         try:
             event = parse_event(raw)

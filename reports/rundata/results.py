@@ -7,7 +7,6 @@ Every attempted request leaves here with an end time (see rushhour.reports.runda
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rushhour.kernel import contract, jsonfile
 from rushhour.kernel.clock import parse_clock_s, parse_duration
-from rushhour.kernel.events import EventError, parse_event
+from rushhour.kernel.eventlines import check_lines
 from rushhour.kernel.textfile import TextFileError, read_text_file
 from rushhour.kernel.validation import format_validation_errors
 from rushhour.kernel.yamlfile import load_yaml
@@ -245,31 +244,21 @@ def _load_optional_parquet(path: Path, missing: list[str]) -> pd.DataFrame | Non
 
 
 def _load_events(path: Path, missing: list[str]) -> tuple[list[dict[str, Any]], list[MalformedEvent]]:
-    """Each line read through its event's model (`rushhour.kernel.events`): a line that is not JSON
+    """Each line read through its event's model (`rushhour.kernel.eventlines`): a line that is not JSON
     is a ResultsError, one the model refuses is set aside as a MalformedEvent and listed as missing."""
     if not path.exists():
         missing.append(path.name)
         return [], []
-    events, malformed = [], []
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            event = jsonfile.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ResultsError(f'"{path}" line {number} is not JSON: {exc.msg}.') from exc
-        except ValueError as exc:
-            raise ResultsError(f'"{path}" line {number} cannot be read: {exc}.') from exc
-        try:
-            parse_event(event)
-        except EventError as exc:
-            malformed.append(MalformedEvent(number, str(exc)))
-            missing.append(f"{path.name} line {number} (refused: {exc})")
-            continue
-        events.append(event)
-    if not events and not malformed:
+    read = check_lines(read_text(path).split("\n"))
+    malformed = []
+    for refused in read.refused:
+        if not refused.json:
+            raise ResultsError(f'"{path}" line {refused.line} cannot be read: {refused.reason}.')
+        malformed.append(MalformedEvent(refused.line, refused.reason))
+        missing.append(f"{path.name} line {refused.line} (refused: {refused.reason})")
+    if not read.events and not malformed:
         missing.append(f"{path.name} (empty)")
-    return events, malformed
+    return read.raw, malformed
 
 
 def _load_journals(folder: Path, missing: list[str]) -> dict[str, dict[str, Any]]:
