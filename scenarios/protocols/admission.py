@@ -19,15 +19,17 @@ from __future__ import annotations
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import httpx
 
 from rushhour.scenarios.protocols.features import refusal, switched_off
 from rushhour.scenarios.protocols.pinning import pinned_transport
-from rushhour.scenarios.protocols.probe import ProbeError, ProbeReport, probe_target
 from rushhour.scenarios.spec.target import TargetProtocol
 from rushhour.scenarios.spec.urls import guard_url
+
+if TYPE_CHECKING:  # the probe's module makes its client here (admitted_client), so it is imported when asked
+    from rushhour.scenarios.protocols.probe import ProbeReport
 
 __all__ = ["PROBE_FAILED", "Admission", "Admitted", "Context", "Needs", "Probe", "Refused", "admit",
            "admitted_client", "fit"]
@@ -36,7 +38,7 @@ EXIT_REFUSED = 2
 PROBE_FAILED = "{source}: target: the capability probe failed: {error}"
 """How a probe failure is said unless the command says it otherwise (`Context.failure`)."""
 
-Probe = Callable[..., ProbeReport]
+Probe = Callable[..., "ProbeReport"]
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,11 @@ class Refused:
 Admission = Admitted | Refused
 
 
-def admit(url: str, needs: Needs, context: Context = Context(), *, probe: Probe = probe_target) -> Admission:
-    """Guard, probe and fit the target at `url` for `needs`; Admitted or Refused, never raised."""
+def admit(url: str, needs: Needs, context: Context = Context(), *, probe: Probe | None = None) -> Admission:
+    """Guard, probe (`probe_target` unless a stand-in is given) and fit the target at `url` for
+    `needs`; Admitted or Refused, never raised."""
+    from rushhour.scenarios.protocols.probe import ProbeError, probe_target
+
     if context.guard:
         try:
             guard_url(url, field=context.field, allow_remote=context.allow_remote, allowed=context.allowed)
@@ -96,7 +101,7 @@ def admit(url: str, needs: Needs, context: Context = Context(), *, probe: Probe 
     if not context.probe:
         return Admitted(served=needs.wanted)
     try:
-        report = probe(url, needs.protocol, features=needs.wanted)
+        report = (probe or probe_target)(url, needs.protocol, features=needs.wanted)
     except ProbeError as exc:
         return Refused(context.failure.replace("{source}", needs.source).replace("{error}", str(exc)), "probe")
     return fit(url, needs, report)

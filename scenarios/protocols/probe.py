@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from rushhour.scenarios.protocols.admission import admitted_client
 from rushhour.scenarios.protocols.base import (
     WireProtocol,
     WireRequest,
@@ -24,7 +25,6 @@ from rushhour.scenarios.protocols.base import (
 )
 from rushhour.scenarios.protocols.credentials import CredentialError, masked_headers
 from rushhour.scenarios.protocols.outcome import Outcome
-from rushhour.scenarios.protocols.pinning import pinned_transport
 from rushhour.scenarios.protocols.tls import verify_setting
 from rushhour.scenarios.spec.target import TargetProtocol
 
@@ -67,8 +67,7 @@ def probe_target(url: str, target: TargetProtocol, *, features: tuple[str, ...] 
     except CredentialError as exc:
         raise ProbeError(str(exc)) from exc
     request = protocol.request(sample_fields())
-    with httpx.Client(base_url=url.rstrip("/"), transport=pinned_transport(verify_setting(target.ca_bundle)),
-                      trust_env=False, follow_redirects=False, timeout=timeout_s) as client:
+    with admitted_client(base_url=url.rstrip("/"), verify=verify_setting(target.ca_bundle), timeout=timeout_s) as client:
         report = _exchange(client, protocol, request)
         report.features = [f for f in features if _serves(client, protocol, f)]
     return report
