@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the probe's module makes its client here (admitted_client),
     from rushhour.scenarios.protocols.probe import ProbeReport
 
 __all__ = ["PROBE_FAILED", "Admission", "Admitted", "Context", "Needs", "Probe", "Refused", "admit",
-           "admitted_client", "fit"]
+           "admitted_client", "fit", "not_served"]
 
 EXIT_REFUSED = 2
 PROBE_FAILED = "{source}: target: the capability probe failed: {error}"
@@ -110,12 +110,17 @@ def admit(url: str, needs: Needs, context: Context = Context(), *, probe: Probe 
 def fit(url: str, needs: Needs, report: ProbeReport) -> Admission:
     """What the probe found against what the scenario wants: refused, or admitted with the rest switched off."""
     missing = tuple(f for f in needs.wanted if f not in report.features)
-    why = f"the target at {url} does not serve it"
+    why = not_served(url)
     if missing and needs.protocol.unsupported == "refuse":
         return Refused(refusal(needs.source, list(missing), why=why), "fit", notes=(report.line(),))
     served = tuple(f for f in needs.wanted if f in report.features)
     notes = (report.line(), *(switched_off(f, why=why) for f in missing))
     return Admitted(notes, served, missing, report)
+
+
+def not_served(url: str) -> str:
+    """Why a wanted feature is refused or switched off after the probe of the target at `url`."""
+    return f"the target at {url} does not serve it"
 
 
 def admitted_client(*, base_url: str = "", timeout: float | httpx.Timeout = 5.0, verify: ssl.SSLContext | bool = True,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rushhour.scenarios.protocols.admission import Context, Needs, Refused, admit
+from rushhour.scenarios.protocols.admission import Context, Needs, Refused, admit, not_served
 from rushhour.scenarios.protocols.credentials import describe_auth
 from rushhour.scenarios.protocols.features import UnsupportedFeature, apply_missing, plan_features, protocol_notes
 from rushhour.scenarios.spec.plan import DrillPlan
@@ -59,7 +59,7 @@ def probe_plan(plan: DrillPlan, url: str, *, say: Say) -> DrillPlan:
         raise TargetMisfit(answer.sentence)
     if not answer.switched_off:
         return plan
-    plan, _ = apply_missing(plan, list(answer.switched_off), why=f"the target at {url} does not serve it")
+    plan, _ = apply_missing(plan, list(answer.switched_off), why=not_served(url))
     return plan
 
 
