@@ -319,6 +319,9 @@ def _run_conditions(job: CapacityJob, say: Callable[[str], None]
 
 
 def _write(job: CapacityJob, document: dict[str, Any]) -> None:
+    from rushhour.reports.capacity.document_model import CapacityDocument
+
+    CapacityDocument.model_validate(plain(document))  # a malformed field is refused by name before writing
     write_text_atomic(json.dumps(plain(document), indent=2, allow_nan=False), job.out_dir / CAPACITY_JSON_FILE)
     from rushhour.reports.capacity.page import write_capacity_html
 
