@@ -12,6 +12,7 @@ import numpy as np
 from rushhour.kernel import contract
 from rushhour.kernel.atomic import write_json_atomic, write_text_atomic
 from rushhour.kernel.safetext import markdown_text
+from rushhour.reports.ab.document_model import AbDocument
 from rushhour.reports.charts.plotting import Chart, encode, missing_chart
 from rushhour.reports.render.format import ms, num, pct
 from rushhour.reports.render.pages import template_environment
@@ -119,6 +120,7 @@ def render_junit(doc: dict[str, Any]) -> str:
 
 def write_ab_files(root: Path, doc: dict[str, Any]) -> None:
     """ab.json (strict JSON), ab.md, ab.html and junit.xml into the results folder."""
+    AbDocument.model_validate(doc)  # a malformed field is refused by name before anything is written
     write_json_atomic(doc, root / contract.AB_JSON_FILE)
     write_text_atomic(render_markdown(doc), root / contract.AB_MD_FILE)
     write_text_atomic(render_html(doc, trial_chart(doc)), root / contract.AB_HTML_FILE)
