@@ -4,6 +4,11 @@ Chaos Toolkit hands each activity a `configuration` and `secrets` mapping; this 
 into a small typed `AdminClient`, so that the URL default, the bearer token and the conversion of
 transport and HTTP errors into `ActivityFailed` (whole sentences naming the URL and status) live
 in one place instead of being repeated in twenty activities.
+
+Its connections go where the drill's guard looked: the drill hands its pinned host names to the
+`chaos run` process in RUSHHOUR_PINNED_HOSTS, and every request connects through
+`rushhour.kernel.pinned_http.pinned_transport`, so a name that resolves elsewhere once the drill
+admitted it (DNS rebinding) cannot carry the admin token to another host.
 """
 
 from __future__ import annotations
@@ -11,13 +16,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from chaoslib.exceptions import ActivityFailed
 
 from rushhour.kernel.loopback import is_loopback_url, refused_address
+from rushhour.kernel.pinned_http import pinned_transport
+from rushhour.kernel.pinning import load_pins, pinned
 
-__all__ = ["AdminClient", "DEFAULT_TIMEOUT_S", "DEFAULT_URL", "client_from", "guarded_url"]
+__all__ = ["AdminClient", "DEFAULT_TIMEOUT_S", "DEFAULT_URL", "client_from", "guarded_url", "take_drill_pins"]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT_S = 10.0
@@ -43,8 +51,11 @@ class AdminClient:
 
     def _http(self) -> httpx.Client:
         """A fresh client: proxy variables ignored for a loopback server (the token never goes to
-        a proxy), and redirects never followed (an answer is judged where it was asked)."""
-        return httpx.Client(timeout=self.timeout_s, trust_env=not is_loopback_url(self.url), follow_redirects=False)
+        a proxy), redirects never followed (an answer is judged where it was asked), and a name
+        connected at the addresses the drill pinned (or checked and pinned at its first connection)."""
+        take_drill_pins()
+        return httpx.Client(timeout=self.timeout_s, trust_env=not is_loopback_url(self.url), follow_redirects=False,
+                            transport=pinned_transport())
 
     def get_json(self, path: str) -> Any:
         return self._request("GET", path).json()
@@ -122,10 +133,29 @@ def guarded_url(configuration: Mapping[str, Any] | None) -> str:
                              f'"{drill}"; an experiment reads the target from RUSHHOUR_URL '
                              '({"type": "env", "key": "RUSHHOUR_URL"}), never from a literal of its own.')
     url = configured or drill or DEFAULT_URL
-    reason = refused_address(url, allow_remote=True)
+    take_drill_pins()
+    reason = None if _pinned_host(url) else refused_address(url, allow_remote=True)
     if reason is not None:
         raise ActivityFailed(f'rushhour_url "{url}" {reason}.')
     return url
+
+
+def take_drill_pins() -> None:
+    """The host names the drill's guard pinned (RUSHHOUR_PINNED_HOSTS), pinned in this process too."""
+    try:
+        load_pins()
+    except ValueError as exc:
+        raise ActivityFailed(str(exc)) from exc
+
+
+def _pinned_host(url: str) -> bool:
+    """True when `url` names a host pinned already: the guard checked its addresses, and a fresh
+    look-up (which could answer otherwise) must not replace them."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    return bool(host) and pinned(host) is not None
 
 
 def _find_token(secrets: Mapping[str, Any] | None) -> str:

@@ -13,6 +13,9 @@ A child also dies with the drill: the kernel sends it SIGINT when the thread tha
 ends (PR_SET_PDEATHSIG; the timeline keeps that thread alive until every run has stopped), so
 its rollbacks play even when the drill was killed with SIGKILL, and `chaos_main` bounds how long
 an orphaned run may take over them.
+
+A child gets the drill's pinned host names in RUSHHOUR_PINNED_HOSTS, so the chaos extension's
+admin client (`rushhour.experiments.client`) connects where the drill's guard looked.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rushhour.kernel.atomic import open_streamed
+from rushhour.kernel.pinning import ENV_PINNED, pins_env
 from rushhour.kernel.processes import child_env, die_with_parent
 from rushhour.scenarios.run.chaos.main import PARENT_ENV
 
@@ -79,6 +83,7 @@ class ChaosProcess:
         self.journal_path.parent.mkdir(parents=True, exist_ok=True)
         env = child_env(extra=self._env)  # the admin token only as the drill hands it over; never the cluster secret
         env[PARENT_ENV] = str(os.getpid())
+        env[ENV_PINNED] = pins_env()  # a name the drill admitted is connected where its guard looked
         with open_streamed(self.log_path) as log:
             self._proc = subprocess.Popen(
                 chaos_command(self.experiment, self.journal_path, hypothesis=self.hypothesis),
