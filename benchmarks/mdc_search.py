@@ -66,6 +66,9 @@ class Queue:
     """The spread (standard deviation of its log) of a machine speed that wanders as a log-AR(1)
     process over the whole search, between and within steps (0: a steady machine)."""
     wander_s: float = WANDER_S
+    confirm_after_s: float = 0.0
+    """When above 0, a confirmation is a fresh step this many seconds of machine time after its
+    pass (the search doing other work meanwhile), instead of the window right after it."""
     rule: str = "share"
     """How a step's "met" is judged: "share" as `rushhour capacity` judges it (the late share over
     the effective sample size), "percentile" by the candidate bound on the percentile itself
@@ -238,7 +241,8 @@ def simulate_step_and_next_window(queue: Queue, rate: float, rules: StepRules, r
 class ChainedSteps:
     """The queue stepped as `rushhour capacity` steps it (`rushhour.scenarios.capacity.stepper`): each step
     a fresh queue whose load has room for a second window; a pass leaves it running, and a next
-    step at the same rate is judged on the window after the pass's, with no warm-up.
+    step at the same rate is judged on the window after the pass's, with no warm-up (or, with
+    `Queue.confirm_after_s`, is a fresh step that much machine time later).
     `seconds` adds up the step clock the steps took."""
 
     def __init__(self, queue: Queue, rules_at: Callable[[float], StepRules], rng: np.random.Generator) -> None:
@@ -249,7 +253,10 @@ class ChainedSteps:
 
     def __call__(self, rate: float) -> StepVerdict:
         held, self._held = self._held, None
-        if held is not None and held[0].rate == rate:
+        if held is not None and held[0].rate == rate and self.queue.confirm_after_s > 0:
+            self.machine.factors(np.zeros(0), self.queue.confirm_after_s)  # the machine's clock runs on
+            self.seconds += self.queue.confirm_after_s
+        elif held is not None and held[0].rate == rate:
             run, rules = held
             verdict, now = _judge(self.queue, run, rules)
             self.seconds += now - rules.warmup_s

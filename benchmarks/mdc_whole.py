@@ -85,7 +85,8 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
     above = int(np.sum(ratio > 1.0))
     low, high = clopper_pearson(above, searches)
     quantiles = np.percentile(ratio, [2.5, 50, 97.5])
-    return {"queue": queue.name, "rule": queue.rule, "wander": queue.wander, "wander_s": queue.wander_s, "step_s": step_s,
+    return {"queue": queue.name, "rule": queue.rule, "confirm_after_s": queue.confirm_after_s,
+            "wander": queue.wander, "wander_s": queue.wander_s, "step_s": step_s,
             "knee_step_s": knee_step_s or step_s, "retry_open": retry_open, "precision": precision, "met_error_per_window": met_error,
             "searches": searches, "truth_rps": round(truth, 1), "above_truth": above / searches,
             "above_truth_ci95": [low, high], "stated_error": ALPHA, "within_stated": low <= ALPHA,
@@ -128,10 +129,13 @@ def _row(r: dict[str, Any]) -> str:
 @click.option("--calibration", is_flag=True, help='Each window spends sqrt(5%) on "met", as a calibration\'s do.')
 @click.option("--rule", type=click.Choice(["share", "percentile"]), default="share", show_default=True,
               help='"met" judged as the product does (share) or by the candidate percentile bound.')
+@click.option("--confirm-after", "confirm_after", type=click.FloatRange(min=0.0, max=3600.0), default=0.0,
+              show_default=True, help="Confirm a pass with a fresh step this many seconds later (0: right after it).")
 @click.option("--seed", default=2, show_default=True, type=click.IntRange(min=0))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the rows as JSON here.")
 def main(steps: str, searches: int, queues: str, wander: str, knee_step: float | None, retry_open: bool,
-         precision: float, calibration: bool, rule: str, seed: int, out: Path | None) -> None:
+         precision: float, calibration: bool, rule: str, confirm_after: float, seed: int, out: Path | None
+         ) -> None:
     """Print whole-search figures for each queue, machine and step length."""
     try:
         lengths = [float(v) for v in steps.split(",")]
@@ -149,7 +153,8 @@ def main(steps: str, searches: int, queues: str, wander: str, knee_step: float |
     rows = []
     for name in queues.split(","):
         for spread in spreads:
-            queue = dataclasses.replace(QUEUES[name], wander=spread, wander_s=WANDER_S, rule=rule)
+            queue = dataclasses.replace(QUEUES[name], wander=spread, wander_s=WANDER_S, rule=rule,
+                                        confirm_after_s=confirm_after)
             for length in lengths:
                 rows.append(whole_searches(queue, step_s=length, searches=searches, seed=seed, knee_step_s=knee_step,
                                            precision=precision, met_error=paired_error() if calibration else ALPHA,
