@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from benchmarks.mdc import simulated_p99_ms
-from benchmarks.mdc_search import Machine, Queue, _starts, simulate_step
+from benchmarks.mdc_search import ChainedSteps, Machine, Queue, _starts, simulate_step
 from benchmarks.mdc_whole import KNEE1, KNEE4, WANDER_S, clopper_pearson, whole_searches
 from rushhour.scenarios.capacity.job import step_rules
 
@@ -84,3 +84,15 @@ def test_the_percentile_rule_lands_nearer_the_truth_on_a_steady_machine_and_not_
     ratios = share["found_over_true"], percentile["found_over_true"]
     assert isinstance(ratios[0], dict) and isinstance(ratios[1], dict)
     assert ratios[1]["median"] >= ratios[0]["median"] + 0.04, (ratios, share, percentile)
+
+
+@pytest.mark.parametrize("after, least, most", [(0.0, 1.0, 35.0), (100.0, 105.0, 135.0)])
+def test_a_confirmation_goes_on_from_its_pass_or_is_a_fresh_step_later(after: float, least: float, most: float) -> None:
+    """Right after its pass, a confirmation costs at most its window (30 s, no warm-up); with
+    `confirm_after_s` it is a fresh step (warm-up and window) that much machine time later."""
+    queue = dataclasses.replace(KNEE4, confirm_after_s=after)
+    steps = ChainedSteps(queue, lambda _rate: step_rules(30.0, 250.0), np.random.default_rng(4))
+    assert steps(100.0).verdict == "pass"
+    before = steps.seconds
+    assert steps(100.0).verdict == "pass"
+    assert least <= steps.seconds - before <= most
