@@ -17,6 +17,7 @@ runs it). As an MkDocs hook it fills the same parts at build time. The parts:
   build, and so does a description of one the contract no longer has;
 - `<!-- generated: events -->`: every event type of `events.jsonl` with its fields, from the models
   of `rushhour.kernel.events`;
+- `<!-- generated: comparison -->`, `capacity`, `ab`: those results documents, a table per part, from their models;
 - `<!-- check: http-routes -->`: fails the build when a route of the reference server's routers
   is not named on the page.
 
@@ -26,6 +27,7 @@ runs it). As an MkDocs hook it fills the same parts at build time. The parts:
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import json
 import logging
@@ -134,7 +136,10 @@ def fill(markdown: str) -> str:
 
 def _parts() -> dict[str, Any]:
     return {"cli": _cli, "scenario": _scenario, "exit-codes": _exit_codes, "requests-columns": _columns,
-            "results-files": _files, "summary": _summary, "events": _events}
+            "results-files": _files, "summary": _summary, "events": _events,
+            "comparison": lambda: _tables(importlib.import_module("rushhour.reports.variants_model").ComparisonDocument),
+            "capacity": lambda: _tables(importlib.import_module("rushhour.reports.capacity.document_model").CapacityDocument),
+            "ab": lambda: _tables(importlib.import_module("rushhour.reports.ab.document_model").AbDocument)}
 
 
 def pages() -> list[Path]:
@@ -192,9 +197,14 @@ def _scenario() -> str:
     from rushhour.scenarios.spec.model import Scenario
 
     _check_notes()
+    return _tables(Scenario)
+
+
+def _tables(root: type[BaseModel]) -> str:
+    """A table per model, from `root` down through the models its fields hold (the scenario, the results documents)."""
     sections: list[str] = []
     seen: set[type[BaseModel]] = set()
-    queue: list[tuple[str, type[BaseModel]]] = [("(top level)", Scenario)]
+    queue: list[tuple[str, type[BaseModel]]] = [("(top level)", root)]
     while queue:
         where, model = queue.pop(0)
         if model in seen:
@@ -377,8 +387,6 @@ def _check_described(what: str, contract: set[str], described: set[str]) -> None
 
 # --- the reference server's routes --------------------------------------------------------------
 def _check_routes(markdown: str, page: str) -> None:
-    import importlib
-
     for module in ("public", "jobs_api", "chat", "admin"):
         router = importlib.import_module(f"rushhour.reference_server.gateway.{module}").router
         for route in router.routes:

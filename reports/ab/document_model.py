@@ -185,6 +185,8 @@ class GroupRow(_Growing):
     """The same in words."""
     errors: ErrorTest
     """The population's failure-share test."""
+    threshold: float | None = None
+    """The ratio this comparison is judged against: the SLO's own `ab_threshold` or the run's."""
     verdict: GroupVerdict
     """The comparison's verdict."""
     reason: str
@@ -204,6 +206,8 @@ class AbDocument(_Growing):
     """The confidence of the night's statements."""
     error_margin: float
     """How much more the candidate may fail and still count as not worse."""
+    slo_thresholds: dict[str, float] | None = None
+    """The SLOs' own thresholds, where the scenario gives them (`ab_threshold`)."""
     tests: int
     """Statements made (each compared percentile, and the failure shares)."""
     test_confidence: float
