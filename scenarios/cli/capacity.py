@@ -24,11 +24,11 @@ from rushhour.scenarios.capacity.job import (
 from rushhour.scenarios.capacity.search import SearchSettings
 from rushhour.scenarios.cli.errors import BadInput, finite
 from rushhour.scenarios.cli.override_flags import override_options
+from rushhour.scenarios.protocols.admission import Context, Needs, Refused, admit
 from rushhour.scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
 from rushhour.scenarios.spec.chaos import check_experiment
 from rushhour.scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
-from rushhour.scenarios.spec.plan import check_slo_scopes
-from rushhour.scenarios.spec.urls import check_target_url, guard_url
+from rushhour.scenarios.spec.plan import Overrides, apply_overrides, check_slo_scopes
 
 MIN_STEP_S = 5.0
 
@@ -44,19 +44,15 @@ def _step_seconds(value: str) -> float:
 
 
 def _guard(scenario: Scenario, target_url: str | None, allow_remote: bool, source: str) -> None:
-    if target_url is not None:
-        try:
-            check_target_url(target_url)
-        except ValueError as exc:
-            raise ScenarioError(f"{source}: --target: {exc}") from exc
-    addresses = {"--target" if target_url else "target.url": target_url or scenario.target.url,
+    """The admission's guard (no probe) on the target (`--target` applied) and its metrics endpoint."""
+    addresses = {"--target" if target_url else "target.url": scenario.target.url,
                  "target.metrics_url": scenario.target.metrics_url}
     for field, url in addresses.items():
         if url is not None:
-            try:
-                guard_url(url, field=field, allow_remote=allow_remote, allowed=scenario.load.allowed_hosts)
-            except ValueError as exc:
-                raise ScenarioError(f"{source}: {exc}") from exc
+            answer = admit(url, Needs(scenario.target), Context(field=field, allow_remote=allow_remote,
+                                                                allowed=scenario.load.allowed_hosts, probe=False))
+            if isinstance(answer, Refused):
+                raise ScenarioError(f"{source}: {answer.sentence}")
 
 
 def _conditions(text: str, base_dir: Path) -> list[str]:
@@ -98,7 +94,7 @@ def build_job(scenario_spec: str, *, target_url: str | None, slos: tuple[str, ..
     """Everything checked and resolved before anything boots; ScenarioError on bad input."""
     path = resolve_path(scenario_spec)
     source, base_dir = str(path), path.resolve().parent
-    scenario = load_scenario(path)
+    scenario = apply_overrides(load_scenario(path), Overrides.of({"target_url": target_url, "seed": seed}), source)
     _guard(scenario, target_url, allow_remote, source)
     specs = select_slos(scenario, slos, source=source)
     mix = load_mix(scenario, source=source, base_dir=base_dir)
@@ -116,7 +112,7 @@ def build_job(scenario_spec: str, *, target_url: str | None, slos: tuple[str, ..
         conditions=_conditions(faults, base_dir), settings=settings,
         rules=step_rules(step_s, scenario.load.max_lag_p99_ms),
         out_dir=out or Path("results") / f"{scenario.name}-capacity-{stamp}", target_url=target_url,
-        require_rps=require_rps, seed=scenario.traffic.seed if seed is None else seed, floors=floors,
+        require_rps=require_rps, seed=scenario.traffic.seed, floors=floors,
     )
 
 
@@ -139,7 +135,6 @@ def _calibrate(scenario_spec: str, *, dry_run: bool, target_url: str | None = No
     as `rushhour run` takes it), cached or measured now."""
     from rushhour.scenarios.cli.calibration import calibrate
     from rushhour.scenarios.spec.peak import RelativePeak
-    from rushhour.scenarios.spec.plan import Overrides, apply_overrides
 
     try:
         path = resolve_path(scenario_spec)

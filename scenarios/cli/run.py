@@ -16,11 +16,11 @@ from rushhour.scenarios.cli.calibration import calibrate_scenario
 from rushhour.scenarios.cli.errors import EXIT_ABORTED, BadInput
 from rushhour.scenarios.cli.override_flags import override_options, parse_check
 from rushhour.scenarios.cli.targetcheck import check_target, describe_target
+from rushhour.scenarios.protocols.admission import Context, Needs, Refused, admit
 from rushhour.scenarios.run.overhead import SKIP_ENV
 from rushhour.scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
 from rushhour.scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
 from rushhour.scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_plan, describe, pin_rate_scale
-from rushhour.scenarios.spec.urls import guard_url
 from rushhour.scenarios.spec.variants import VariantRun, check_embedded, describe_variants, expand_variants
 
 if TYPE_CHECKING:
@@ -58,16 +58,16 @@ def prepare(scenario: str, flags: Overrides, *, allow_remote: bool, dry_run: boo
 
 
 def _guard(spec: Scenario, flags: Overrides, allow_remote: bool, source: str) -> None:
-    """The loopback guard on every address the drill contacts (the target, its metrics endpoint),
+    """The admission's guard (no probe) on every address the drill contacts (the target, its metrics endpoint),
     before anything (the calibration included) sends a request."""
     addresses = {"--target" if flags.target_url else "target.url": spec.target.url,
                  "target.metrics_url": spec.target.metrics_url}
     for field, url in addresses.items():
         if url is not None:
-            try:
-                guard_url(url, field=field, allow_remote=allow_remote, allowed=spec.load.allowed_hosts)
-            except ValueError as exc:
-                raise ScenarioError(f"{source}: {exc}") from exc
+            answer = admit(url, Needs(spec.target), Context(field=field, allow_remote=allow_remote,
+                                                            allowed=spec.load.allowed_hosts, probe=False))
+            if isinstance(answer, Refused):
+                raise ScenarioError(f"{source}: {answer.sentence}")
 
 
 def results_folder(out: Path | None, name: str) -> Path:

@@ -10,7 +10,8 @@ import yaml
 from click.testing import CliRunner
 
 from rushhour.scenarios.capacity.runner import _exit_code
-from rushhour.scenarios.cli.capacity import capacity
+from rushhour.scenarios.cli.capacity import build_job, capacity
+from rushhour.scenarios.spec.model import ScenarioError
 
 SLOS = [{"name": "p99", "kind": "latency", "percentile": 99, "threshold_ms": 500},
         {"name": "availability", "kind": "availability", "objective": 0.95}]
@@ -115,3 +116,21 @@ def test_capacity_exit_code_follows_require_and_validity() -> None:
     assert _exit_code([_condition(None, below=True)], None, None) == 1
     assert _exit_code([_condition(40.0, bound=True)], None, 10.0) == 3
     assert _exit_code([_condition(40.0)], "interrupted", None) == 3
+
+
+def test_capacity_takes_target_and_seed_through_the_overrides_as_run_does(tmp_path: Path) -> None:
+    """--target and --seed replace the scenario's fields (an embedded server dropped), so the job's
+    scenario is the one searched; a bad --target is refused in run's words."""
+    path = _scenario(tmp_path, target={"embedded": {}}, traffic={"model": "constant:5", "duration": "10s", "seed": 7})
+    job = build_job(str(path), target_url="http://127.0.0.1:7", slos=(), faults="none", min_rps=None, max_rps=None,
+                    precision=0.1, step_s=30.0, require_rps=None, out=None, allow_remote=False, seed=41)
+    assert (job.seed, job.scenario.traffic.seed) == (41, 41)
+    assert (str(job.scenario.target.url), job.scenario.target.embedded, job.target_url) == \
+        ("http://127.0.0.1:7", None, "http://127.0.0.1:7")
+    kept = build_job(str(path), target_url=None, slos=(), faults="none", min_rps=None, max_rps=None, precision=0.1,
+                     step_s=30.0, require_rps=None, out=None, allow_remote=False, seed=None)
+    assert (kept.seed, kept.scenario.traffic.seed, kept.target_url) == (7, 7, None)
+    assert kept.scenario.target.embedded is not None
+    with pytest.raises(ScenarioError, match=rf"^{path}: --target: .*must start with http://"):
+        build_job(str(path), target_url="ftp://127.0.0.1:1", slos=(), faults="none", min_rps=None, max_rps=None,
+                  precision=0.1, step_s=30.0, require_rps=None, out=None, allow_remote=False, seed=None)
