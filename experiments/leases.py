@@ -31,11 +31,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from chaoslib.exceptions import ActivityFailed
 
 from rushhour.experiments.leasefiles import lease_clock, lease_dir, read_end, write_end
+from rushhour.kernel.atomic import LinkedOutputError, open_streamed
 from rushhour.kernel.processes import child_env
 
 __all__ = [
@@ -191,9 +192,16 @@ def spawn_keeper(undo: str, after_s: float, arguments: dict[str, Any], secrets: 
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     log_path = keeper_log_path()
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("ab") as log:
+    try:
+        log: IO[bytes] | int = open_streamed(log_path, append=True)
+    except LinkedOutputError:
+        log = subprocess.DEVNULL  # a link planted at the log is never written through; the keeper starts all the same
+    try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True, env=env, cwd=REPO_ROOT)
+    finally:
+        if not isinstance(log, int):
+            log.close()
     return proc.pid
 
 
