@@ -97,9 +97,10 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(name="RUSHHOUR_WORKER_LOCAL", kind="hand-off", read_by="a worker's Locust process",
              meaning="What the worker decided for itself (target credentials, allowed targets), never from the "
                      "master."),
-    Variable(name="RUSHHOUR_PINNED_HOSTS", kind="hand-off", read_by="the Locust process",
+    Variable(name="RUSHHOUR_PINNED_HOSTS", kind="hand-off", read_by="the Locust process, a chaos run",
              meaning="The addresses the loopback guard checked for each target host name (JSON); the load "
-                     "connects there only, whatever the name resolves to later."),
+                     "and the chaos extension's admin client connect there only, whatever the name resolves "
+                     "to later."),
 )
 
 

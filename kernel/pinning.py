@@ -7,9 +7,10 @@ admits, checks every address, and pins the name here to those addresses; the har
 connect through `rushhour.kernel.loopback.connect_addresses`, never through a fresh lookup of a pinned name. A name the
 guard admitted without being able to resolve it (`--allow-remote` and no answer yet) is resolved
 once when first contacted, checked by the same rules, and pinned then. A name the guard never saw
-is checked as if `--allow-remote` were not given. The pins travel to the Locust processes in
-`RUSHHOUR_PINNED_HOSTS` (`pins_env`, `load_pins`). The Host header and a TLS server name stay the
-name: only where the socket connects is pinned.
+is checked as if `--allow-remote` were not given. The pins travel to the Locust processes and to
+each `chaos run` in `RUSHHOUR_PINNED_HOSTS` (`pins_env`, `load_pins`). The Host header and a TLS
+server name stay the name: only where the socket connects is pinned. httpx clients connect through
+`rushhour.kernel.pinned_http`, kept apart so that a process reading the pins need not import httpx.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def forget_pins() -> None:
 
 
 def pins_env() -> str:
-    """This process's pins and late policies, as the Locust processes read them (`load_pins`)."""
+    """This process's pins and late policies, as the Locust processes and a chaos run read them (`load_pins`)."""
     late = {host: [policy.allow_remote, policy.named] for host, policy in _LATE.items()}
     return json.dumps({"pins": {host: list(addresses) for host, addresses in _PINS.items()}, "late": late})
 
