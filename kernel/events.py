@@ -77,6 +77,7 @@ class AbSettings(_Event):
 
     type: Literal["ab"]
     threshold: float | None = None
+    slo_thresholds: dict[str, float] | None = None
     confidence: float | None = None
     error_margin: float | None = None
     design: dict[str, Any] | None = None

@@ -58,6 +58,10 @@ class SloSpec(BaseModel):
     steady_only: bool = False
     metric: DriftMetric | None = None
     max_slope: float | None = None
+    ab_threshold: float | None = Field(default=None, gt=1, description=(
+        "Latency kinds: the candidate/baseline ratio at which `rushhour ab` flags this percentile (a "
+        "regression when the ratio's lower bound lies above 1 and the ratio reaches it; no regression when "
+        "the upper bound lies below it); default the run's --threshold."))
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> SloSpec:
@@ -73,6 +77,9 @@ class SloSpec(BaseModel):
             raise ValueError(
                 f'SLO "{self.name}" of kind "{self.kind}" needs {", ".join(missing)}.'
             )
+        if self.ab_threshold is not None and self.kind not in LATENCY_KINDS:
+            raise ValueError(f'SLO "{self.name}" of kind "{self.kind}": ab_threshold is for latency kinds '
+                             f"({', '.join(LATENCY_KINDS)}), whose percentile an A/B run compares.")
         if self.steady_only and self.kind == "goodput":
             raise ValueError(f'SLO "{self.name}": steady_only is for per-request objectives; a goodput '
                              "rate is measured over its phases.")

@@ -1,7 +1,7 @@
 """An A/B results folder in, the ab.json document out: settings, arms, trials, comparisons, verdict.
 
-The run's settings (threshold, confidence, error margin, the trial design with its warm-up, the
-targets, the runner's calibration) are read back from its `ab` event in events.jsonl, so
+The run's settings (threshold, the SLOs' own thresholds, confidence, error margin, the trial design
+with its warm-up, the targets, the runner's calibration) are read back from its `ab` event in events.jsonl, so
 `rushhour report DIR` rebuilds the same judgement from disk.
 """
 
@@ -23,6 +23,7 @@ from rushhour.reports.ab.groups import (
     mde_text,
     populations,
     ratio_text,
+    slo_thresholds,
     tails,
 )
 from rushhour.reports.estimate.intervals import grouped_percentiles
@@ -57,11 +58,27 @@ def _stated(run: RunData, settings: dict[str, Any], name: str) -> float:
     return float(value)
 
 
+def _slo_thresholds(run: RunData, settings: dict[str, Any]) -> dict[str, float]:
+    """The SLOs' own thresholds as the ab event recorded them (the scenario's for runs that predate
+    the record); each above 1, or ResultsError naming it."""
+    given = settings.get("slo_thresholds")
+    found = slo_thresholds(run.scenario.slos) if given is None else given
+    if not isinstance(found, dict):
+        raise ResultsError(f'"{run.root}": the ab event in events.jsonl has slo_thresholds {found!r}, not a mapping '
+                           "of SLO name to threshold.")
+    for name, value in found.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 1:
+            raise ResultsError(f'"{run.root}": the ab event in events.jsonl gives SLO "{name}" the threshold '
+                               f"{value!r}; a threshold is a ratio above 1.")
+    return {str(k): float(v) for k, v in found.items()}
+
+
 def ab_document(run: RunData) -> dict[str, Any]:
     """Every figure of ab.json, plain JSON values (infinite ratios as null with a text form)."""
     settings = ab_settings(run)
     threshold, confidence = _stated(run, settings, "threshold"), _stated(run, settings, "confidence")
     margin = float(settings.get("error_margin", DEFAULT_ERROR_MARGIN))  # absent from runs that predate it
+    own = _slo_thresholds(run, settings)
     design = dict(settings.get("design") or {})
     trials = int(design.get("trials") or int(run.requests["trial"].max()) + 1)
     warmup = int(design.get("warmup_pairs") or 0)
@@ -69,11 +86,12 @@ def ab_document(run: RunData) -> dict[str, Any]:
     pops = populations(run.scenario.slos, sorted(set(requests["priority"].astype(str)) - {""}))
     comparisons = compare_populations(requests, pops, pairs=trials // 2, threshold=threshold,
                                       confidence=confidence, seed=int(design.get("seed") or 0), margin=margin,
-                                      first_pair=warmup)
+                                      first_pair=warmup, thresholds=own)
     tests = sum(len(p.metrics) for p in pops) + 1
     generator = generator_health(run)
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "scenario": run.scenario.name, "threshold": threshold,
+        "slo_thresholds": own,
         "confidence": confidence, "error_margin": margin, "tests": tests,
         "test_confidence": 1.0 - (1.0 - confidence) / tests, "pass_confidence": 1.0 - tails(confidence, tests)[1],
         "design": design, "targets": settings.get("targets", {}), "generator": generator,
@@ -86,7 +104,7 @@ def ab_document(run: RunData) -> dict[str, Any]:
         "groups": [_group(c) for c in comparisons],
         "errors": _error_rows(comparisons),
     }
-    doc["verdict"], doc["sentence"], doc["reason"] = overall(doc, comparisons, threshold)
+    doc["verdict"], doc["sentence"], doc["reason"] = overall(doc, comparisons)
     doc["sentence"] = f"{doc['sentence'][:-1]}; {doc['runner']}."
     if doc["rate"] is not None:
         doc["sentence"] = f"{doc['sentence'][:-1]}; {doc['rate']['text']}."
@@ -161,11 +179,11 @@ def _group(c: Comparison) -> dict[str, Any]:
         "errors": {"baseline": _finite(e.baseline), "candidate": _finite(e.candidate),
                    "difference": _finite(e.difference), "ci_low": _finite(e.low), "ci_high": _finite(e.high),
                    "margin": e.margin, "worse": e.worse, "not_worse": e.not_worse},
-        "verdict": c.verdict, "reason": c.reason,
+        "threshold": c.threshold, "verdict": c.verdict, "reason": c.reason,
     }
 
 
-def overall(doc: dict[str, Any], comparisons: list[Comparison], threshold: float) -> tuple[str, str, str]:
+def overall(doc: dict[str, Any], comparisons: list[Comparison]) -> tuple[str, str, str]:
     """The run's verdict, its one-sentence statement (ratio and interval), and the longer reason."""
     level = (f"lower bound at {100 - 50 * (1 - doc['test_confidence']):.1f}%, upper at "
              f"{100 * doc['pass_confidence']:.0f}%, one-sided:")
@@ -181,23 +199,28 @@ def overall(doc: dict[str, Any], comparisons: list[Comparison], threshold: float
     regressions = [c for c in comparisons if c.verdict == "regression"]
     if regressions:
         c = max(regressions, key=lambda x: (x.errors.worse, np.nan_to_num(x.ratio.high, nan=np.inf)))
-        return "regression", _sentence("regression", c, threshold, level), reasons
+        return "regression", _sentence("regression", c, level), reasons
     compared = [c for c in comparisons if c.ratio.compared]
     if not compared:
         why = "; ".join(f"{c.population.name} {c.reason.removeprefix('not compared: ')}" for c in skipped)
         return "inconclusive", f"Inconclusive: no percentile could be compared ({why}).", reasons
     unsure = [c for c in compared if c.verdict == "inconclusive"]
     if unsure:
-        c = max(unsure, key=lambda x: np.nan_to_num(x.ratio.high, nan=np.inf))
-        return "inconclusive", _with_skipped(_sentence("inconclusive", c, threshold, level), skipped), reasons
+        c = max(unsure, key=_nearest)
+        return "inconclusive", _with_skipped(_sentence("inconclusive", c, level), skipped), reasons
     errors_open = [row for row in doc["errors"] if not row["not_worse"]]
-    c = max(compared, key=lambda x: np.nan_to_num(x.ratio.high, nan=np.inf))
+    c = max(compared, key=_nearest)
     if errors_open:
         row = errors_open[0]
         return "inconclusive", _with_skipped(
             f"Inconclusive: latency shows no regression ({_ratio_clause(c, level)}), but the {row['population']} "
             f"{row['text']}.", skipped), reasons
-    return "no_regression", _with_skipped(_sentence("no_regression", c, threshold, level), skipped), reasons
+    return "no_regression", _with_skipped(_sentence("no_regression", c, level), skipped), reasons
+
+
+def _nearest(c: Comparison) -> float:
+    """How close a comparison's upper bound comes to its own threshold (the verdict quotes the closest)."""
+    return float(np.nan_to_num(c.ratio.high, nan=np.inf)) / c.threshold
 
 
 def _with_skipped(sentence: str, skipped: list[Comparison]) -> str:
@@ -213,8 +236,8 @@ def _ratio_clause(c: Comparison, level: str) -> str:
             f"{ratio_text(r.ratio)} ({level} {ratio_text(r.low)} to {ratio_text(r.high)})")
 
 
-def _sentence(verdict: str, c: Comparison, threshold: float, level: str) -> str:
-    ratio = _ratio_clause(c, level)
+def _sentence(verdict: str, c: Comparison, level: str) -> str:
+    ratio, threshold = _ratio_clause(c, level), c.threshold
     e = c.errors
     if verdict == "regression" and e.worse:
         return (f"Regression: the candidate failed {100 * e.candidate:.2f}% of the night's attempts "

@@ -8,7 +8,9 @@ the night's attempts can show a share within the margin where one class's alone 
 
 A percentile is the night's percentile of each arm's answered requests. Its comparison says
 *regression* when the ratio's lower bound lies above 1 and the ratio reaches the threshold, *no
-regression* when its upper bound lies below the threshold, *inconclusive* otherwise (with the
+regression* when its upper bound lies below the threshold (the SLO's own `ab_threshold` where it
+gives one, the run's otherwise: a P99 of a few thousand answers can only be resolved at a wider
+threshold than the body of the distribution), *inconclusive* otherwise (with the
 smallest change the run could detect), and *not compared* when an arm holds too few answers for
 that percentile. The failure share is a regression when significantly worse, and passes only when
 shown not worse by more than the margin.
@@ -22,7 +24,7 @@ keeps the whole one-sided error, and adding SLOs makes a pass harder, never easi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +52,7 @@ not to be for a pass: half the budget of a 99% availability objective."""
 VERDICTS = ("no_regression", "regression", "inconclusive", "not_compared")
 
 __all__ = ["DEFAULT_CONFIDENCE", "DEFAULT_ERROR_MARGIN", "DEFAULT_THRESHOLD", "Comparison", "NoLatencySloError", "Population",
-           "compare_populations", "error_text", "latency_slos", "populations", "tails"]
+           "compare_populations", "error_text", "latency_slos", "populations", "slo_thresholds", "tails"]
 
 
 class NoLatencySloError(ValueError):
@@ -91,6 +93,7 @@ class Comparison:
     samples: tuple[int, int]
     verdict: str
     reason: str
+    threshold: float = DEFAULT_THRESHOLD
 
 
 def latency_slos(slos: Sequence[SloSpec], source: str = "the scenario") -> list[SloSpec]:
@@ -102,6 +105,12 @@ def latency_slos(slos: Sequence[SloSpec], source: str = "the scenario") -> list[
                                 f"its SLO kinds: {kinds}), so an A/B run has no percentile to compare. Add one, e.g. "
                                 "{name: p99, kind: latency, percentile: 99, threshold_ms: 2000}.")
     return found
+
+
+def slo_thresholds(slos: Sequence[SloSpec]) -> dict[str, float]:
+    """The latency SLOs that carry their own A/B threshold, by SLO name."""
+    return {slo.name: float(slo.ab_threshold) for slo in slos
+            if slo.kind in LATENCY_KINDS and slo.ab_threshold is not None}
 
 
 def populations(slos: Sequence[SloSpec], priorities: Sequence[str]) -> list[Population]:
@@ -130,9 +139,10 @@ def tails(confidence: float, tests: int) -> tuple[float, float]:
 
 def compare_populations(requests: pd.DataFrame, pops: Sequence[Population], *, pairs: int, threshold: float,
                         confidence: float, seed: int, margin: float = DEFAULT_ERROR_MARGIN,
-                        first_pair: int = 0) -> list[Comparison]:
+                        first_pair: int = 0, thresholds: Mapping[str, float] | None = None) -> list[Comparison]:
     """Every comparison of the run over pairs `first_pair`.. (the ones before it warmed both arms),
-    the regression side at the Bonferroni share of `confidence`, the pass side at its whole."""
+    the regression side at the Bonferroni share of `confidence`, the pass side at its whole; each
+    SLO judged at its entry in `thresholds` (by SLO name), the others at `threshold`."""
     alarm, passing = tails(confidence, sum(len(p.metrics) for p in pops) + 1)
     weights = block_weights(max(pairs - first_pair, 0), DEFAULT_REPLICATES, seed)
     every = np.logical_or.reduce([pop.mask(requests) for pop in pops]) if pops else np.zeros(len(requests), bool)
@@ -141,11 +151,12 @@ def compare_populations(requests: pd.DataFrame, pops: Sequence[Population], *, p
     out = []
     for pop in pops:
         for column, percentile, slo in pop.metrics:
+            own = float((thresholds or {}).get(slo, threshold))
             base, cand = _arm_samples(requests, pop.mask(requests), column, first_pair)
             ratio = ratio_test(base, cand, percentile, weights, alarm_tail=alarm, pass_tail=passing,
-                               threshold=threshold)
-            verdict, reason = judge(ratio, errors, threshold)
-            out.append(Comparison(pop, column, slo, ratio, errors, (base.n, cand.n), verdict, reason))
+                               threshold=own)
+            verdict, reason = judge(ratio, errors, own)
+            out.append(Comparison(pop, column, slo, ratio, errors, (base.n, cand.n), verdict, reason, own))
     return out
 
 

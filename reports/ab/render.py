@@ -68,7 +68,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     lines = [f"## A/B: {md(doc['scenario'])}", "", f"**{md(doc['sentence'])}**", "",
              f"Baseline {md(doc['targets'].get('baseline', ''))}, candidate {md(doc['targets'].get('candidate', ''))}; "
              f"{design_text(doc['design'])}; "
-             f"threshold x{doc['threshold']:g}; {doc['tests']} tests, a regression shown at "
+             f"threshold x{doc['threshold']:g}{_own_thresholds(doc)}; {doc['tests']} tests, a regression shown at "
              f"{pct(1 - (1 - doc['test_confidence']) / 2)} one-sided each (their share of the family's error), a pass at "
              f"{pct(doc.get('pass_confidence', 1 - (1 - doc['test_confidence']) / 2))} one-sided each (every test must "
              "show it).", "",
@@ -92,6 +92,11 @@ def render_markdown(doc: dict[str, Any]) -> str:
               " ".join(f"{'A' if t['arm'] == 'baseline' else 'B'}:{_trial_value(t['value_ms'])}"
                        for t in doc["trials"] if t["attempted"])]
     return "\n".join(lines) + "\n"
+
+
+def _own_thresholds(doc: dict[str, Any]) -> str:
+    own = doc.get("slo_thresholds") or {}
+    return f" ({', '.join(f'{markdown_text(k)} x{v:g}' for k, v in own.items())})" if own else ""
 
 
 def _trial_value(value: float | None) -> str:

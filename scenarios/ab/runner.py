@@ -134,7 +134,8 @@ class AbRun:
                           rate_scale=self.plan.rate_scale,
                           start_clock_s=s.traffic.start_clock_s, env=machine_facts())
         margin = {} if self.error_margin is None else {"error_margin": self.error_margin}
-        self._events.emit("ab", t_s=0.0, threshold=self.threshold, confidence=self.confidence,
+        own = {slo.name: slo.ab_threshold for slo in s.slos if slo.ab_threshold is not None}
+        self._events.emit("ab", t_s=0.0, threshold=self.threshold, slo_thresholds=own, confidence=self.confidence,
                           design=self.design.as_dict(), calibration=self.calibration, **margin,
                           targets={t.arm: f"{t.given} ({urls[t.arm]})" if t.embedded else t.given
                                    for t in self.targets})
