@@ -1,9 +1,9 @@
 """State files written through kernel/atomic: a link planted at a predictable name writes nothing through it.
 
 Each test is the attack: a local user who can write the state or control folder plants a symbolic
-link, at the temporary name the writer used to pick (`<key>.<pid>.tmp`, `<key>.tmp`,
-`.<name>.tmp`, `start.tmp`), pointing at a file of the victim's. Writing through such a name used
-to overwrite the victim's file with the cache record or marker. Each writer creates its
+link, at a predictable temporary name (`<key>.<pid>.tmp`, `<key>.tmp`, `.<name>.tmp`,
+`start.tmp`), pointing at a file of the victim's; a writer that wrote through such a name would
+overwrite the victim's file with the cache record or marker. Each writer creates its
 temporary file exclusively under a random name and never follows a link, so the victim's file is
 untouched and the state file holds what the writer meant (the verdict the cache feeds is unchanged).
 """

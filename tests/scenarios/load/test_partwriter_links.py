@@ -2,7 +2,7 @@
 predictable name writes nothing through it.
 
 Each test is the attack: someone who can write the run's load folder plants a symbolic link, at the
-temporary name a writer used to pick (`part-w000-000000.tmp`, `.warm-w000.tmp`) or at a marker's
+predictable temporary name (`part-w000-000000.tmp`, `.warm-w000.tmp`) or at a marker's
 own name (`ready-<i>`, `done-<i>`), pointing at a file of the victim's. The writers create their
 temporary files exclusively under a random name and never follow a link, so the victim's file is
 untouched and the parts hold every row recorded.
