@@ -16,6 +16,7 @@ from chaoslib.types import Configuration, Secrets
 
 from rushhour.experiments.client import guarded_url
 from rushhour.experiments.service.process import read_pid_file
+from rushhour.kernel.pinned_http import pinned_transport
 
 __all__ = ["process_paused", "process_running", "seconds_until_answering", "service_answers"]
 
@@ -42,7 +43,9 @@ def service_answers(path: str = "/", timeout_s: float = 2.0, configuration: Conf
     """True when GET `path` on the service (`rushhour_url`) gets an answer below 500 within `timeout_s`."""
     url = guarded_url(configuration).rstrip("/")
     try:
-        response = httpx.get(f"{url}{path}", timeout=float(timeout_s), trust_env=False, follow_redirects=False)
+        with httpx.Client(transport=pinned_transport(), timeout=float(timeout_s), trust_env=False,
+                          follow_redirects=False) as client:
+            response = client.get(f"{url}{path}")
     except httpx.HTTPError:
         return False
     except ValueError as exc:

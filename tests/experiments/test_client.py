@@ -119,3 +119,13 @@ def test_pins_that_are_not_rushhour_s_json_are_refused_in_a_sentence(rebinding: 
     with pytest.raises(ActivityFailed, match=f"{ENV_PINNED} is not the JSON of pinned hosts rushhour writes"):
         client_from({"rushhour_url": "http://127.0.0.1:9"}, {})
     assert rebinding == []
+
+
+def test_the_service_probe_answers_from_the_pinned_address_of_a_rebinding_name(rebinding: list[str]) -> None:
+    from rushhour.experiments.service.probes import service_answers
+
+    with stub_server({"/health": (200, {}, {})}) as (stub, asked):
+        url = f"http://{NAME}:{stub.rsplit(':', 1)[1]}"
+        answers = [service_answers("/health", configuration={"rushhour_url": url}) for _ in range(3)]
+    assert answers == [True, True, True] and asked == ["/health"] * 3
+    assert rebinding == [NAME]
