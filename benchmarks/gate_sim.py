@@ -7,9 +7,10 @@ its duration cut into the slices `rushhour ab` lays out by default, 16 requests 
 sent in twos (one to each arm, the same text), paid and free, the first tenth of the slice pairs
 warming both arms; every request's latency lognormal around 200 ms (its text's part sigma 0.4, its
 own 0.3), the candidate's multiplied by the effect, failures answered at once. It is judged by
-`rushhour.reports.ab.groups.compare_populations` on the nightly scenario's own SLOs (P50 and P90
-per priority, and the night's failure share: five tests) at the defaults of `rushhour ab`
-(threshold x1.10, 90% confidence, 0.5-point failure margin). The machine is one of the processes of `simulate.PROCESSES`: quiet,
+`rushhour.reports.ab.groups.compare_populations` on the nightly scenario's own SLOs (P99 and P50
+per priority, and the night's failure share: five tests), each percentile at its SLO's own A/B
+threshold (the P99 at x1.25) and the others at the defaults of `rushhour ab` (threshold x1.10, 90%
+confidence, 0.5-point failure margin). The machine is one of the processes of `simulate.PROCESSES`: quiet,
 shared bursts, or bursts with a slow state of each server that lasts several slices.
 
 Prints per process and kind the nights flagged (exit 1), passed (exit 0) and undecided (exit 3),
@@ -33,6 +34,7 @@ from rushhour.reports.ab.groups import (
     DEFAULT_THRESHOLD,
     compare_populations,
     populations,
+    slo_thresholds,
 )
 from rushhour.scenarios.ab.trials import TrialDesign, default_trials
 from rushhour.scenarios.spec.model import load_scenario
@@ -52,7 +54,7 @@ def judge_night(effect: float, fail: float, process: str, seed: int) -> tuple[st
     requests = night(effect, process=process, seed=seed, slices=slices, slice_s=DESIGN.trial_s, fail_share=fail)
     found = compare_populations(requests, pops, pairs=slices, threshold=DEFAULT_THRESHOLD,
                                 confidence=DEFAULT_CONFIDENCE, seed=seed, margin=DEFAULT_ERROR_MARGIN,
-                                first_pair=DESIGN.warmup_pairs)
+                                first_pair=DESIGN.warmup_pairs, thresholds=slo_thresholds(SCENARIO.slos))
     if any(c.verdict == "regression" for c in found):
         return "flagged", []
     open_ = [f"{c.slo}" for c in found if c.verdict != "no_regression"]
@@ -108,7 +110,8 @@ def main() -> None:
     args.out.write_text(json.dumps({"measured": datetime.now(UTC).isoformat(timespec="seconds"),
                                     "command": f"python -m benchmarks.gate_sim --nights {args.nights}",
                                     "machine": "2-core VM, no GPU", "seconds": round(seconds, 1),
-                                    "threshold": DEFAULT_THRESHOLD, "confidence": DEFAULT_CONFIDENCE,
+                                    "threshold": DEFAULT_THRESHOLD,
+                                    "slo_thresholds": slo_thresholds(SCENARIO.slos), "confidence": DEFAULT_CONFIDENCE,
                                     "error_margin": DEFAULT_ERROR_MARGIN, "slices": DESIGN.trials // 2,
                                     "slice_s": DESIGN.trial_s, "warmup_pairs": DESIGN.warmup_pairs, "rows": rows}, indent=1) + "\n")
 

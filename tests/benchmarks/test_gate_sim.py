@@ -30,6 +30,8 @@ def test_gate_sim_writes_its_table_as_json(tmp_path: Path, monkeypatch: pytest.M
     out = tmp_path / "sim.json"
     monkeypatch.setattr(sys, "argv", ["gate_sim", "--nights", "1", "--processes", "quiet", "--out", str(out)])
     gate_sim.main()
-    rows = json.loads(out.read_text())["rows"]
+    written = json.loads(out.read_text())
+    rows = written["rows"]
+    assert written["slo_thresholds"] == {"p99-paid": 1.25, "p99-free": 1.25}
     assert [r["kind"] for r in rows] == list(gate_sim.KINDS) and all(r["nights"] == 1 for r in rows)
     assert "| quiet | x1.3 | 1 | 1 |" in capsys.readouterr().out
