@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rushhour.kernel.contract import AB_JSON_FILE, AB_MD_FILE
+from rushhour.kernel.contract import AB_HTML_FILE, AB_JSON_FILE, AB_MD_FILE
 from rushhour.reports.ab.build import build_ab
 from rushhour.reports.ab.groups import compare_populations, populations
 from rushhour.reports.rundata.results import ResultsError
@@ -58,7 +58,7 @@ def test_the_threshold_goes_through_ab_json_and_a_rebuilt_report(tmp_path: Path,
     assert "below the x1.25 threshold" in doc["sentence"] and "P50 of paid" in doc["sentence"]
     written = json.loads((root / AB_JSON_FILE).read_text())
     assert written["slo_thresholds"] == {"p50-paid": 1.25} and written["groups"][0]["threshold"] == 1.25
-    assert "p50-paid x1.25" in (root / AB_MD_FILE).read_text()
+    assert "p50-paid x1.25" in (root / AB_MD_FILE).read_text() and "(p50-paid x1.25)" in (root / AB_HTML_FILE).read_text()
     (root / AB_JSON_FILE).unlink()
     assert build_ab(root)["sentence"] == doc["sentence"]
 
