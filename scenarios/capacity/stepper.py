@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rushhour.kernel.atomic import write_parquet_atomic
 from rushhour.kernel.contract import SCHEDULE_FILE
 from rushhour.reports.schema import SloSpec
 from rushhour.scenarios.capacity.probe import StatusSampler
@@ -148,7 +149,7 @@ class StepRunner:
         step_dir.mkdir(parents=True, exist_ok=True)
         span_s = rules.schedule_s + (rules.measure_s if self.chain else 0.0)  # room for a second window
         schedule = step_schedule(self.mix, rate_rps=rate_rps, duration_s=span_s, seed=self.seed + self.index)
-        schedule.to_parquet(step_dir / SCHEDULE_FILE, index=False)
+        write_parquet_atomic(schedule, step_dir / SCHEDULE_FILE)
         session = StepSession(self._settings(step_dir, schedule, span_s))
         sampler: StatusSampler | None = None
         parts: list[pd.DataFrame] = []

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rushhour.kernel.atomic import write_json_atomic
+from rushhour.kernel.atomic import write_json_atomic, write_parquet_atomic
 from rushhour.kernel.generator import generator_problems, schedule_lag_ms
 from rushhour.kernel.processes import free_port, stop_process
 from rushhour.kernel.quantiles import percentile_value
@@ -160,10 +160,10 @@ def measure_overhead(mix: pd.DataFrame, *, target: dict[str, object] | None, lag
     """Fire the ladder from one Locust process at a fresh null server; the steps and the highest valid rate."""
     schedule = ladder_schedule(mix)
     began = time.monotonic()
-    server = NullServer().start()
     with tempfile.TemporaryDirectory(prefix="rushhour-overhead-") as work:
         path = Path(work) / "schedule.parquet"
-        schedule.drop(columns=["step"]).to_parquet(path, index=False)
+        write_parquet_atomic(schedule.drop(columns=["step"]), path)
+        server = NullServer().start()
         session = LoadSession(LoadSettings(host=server.url, schedule_path=path, work_dir=Path(work) / "load",
                                            duration_s=WARMUP_S + len(LADDER_RPS) * STEP_S, processes=1,
                                            languages=languages, max_timeout_s=2.0, timeout_margin_s=1.0,
