@@ -27,7 +27,7 @@ import httpx
 from rushhour.scenarios.capacity import throughput
 from rushhour.scenarios.capacity.calibrate import calibration_job
 from rushhour.scenarios.capacity.conditions import Healthy, NMinusOne
-from rushhour.scenarios.capacity.probe import settle
+from rushhour.scenarios.capacity.pool_status import settle
 from rushhour.scenarios.capacity.steps import step_schedule
 from rushhour.scenarios.capacity.target import open_target
 from rushhour.scenarios.spec.model import load_scenario

@@ -23,7 +23,7 @@ import httpx
 
 from rushhour.experiments.leases import default_lease_s, hold_lease
 from rushhour.experiments.leases import release as release_lease
-from rushhour.scenarios.capacity.probe import fetch_status
+from rushhour.scenarios.capacity.pool_status import fetch_status
 from rushhour.scenarios.protocols.admission import admitted_client
 
 if TYPE_CHECKING:

@@ -38,7 +38,7 @@ from rushhour.scenarios.capacity.conditions import (
 )
 from rushhour.scenarios.capacity.interrupt import interruptible
 from rushhour.scenarios.capacity.job import CapacityJob, step_rules
-from rushhour.scenarios.capacity.probe import settle
+from rushhour.scenarios.capacity.pool_status import settle
 from rushhour.scenarios.capacity.record import condition_entry, step_entry, verdict_of
 from rushhour.scenarios.capacity.search import SearchResult, StepVerdict, search
 from rushhour.scenarios.capacity.stepper import StepRunner

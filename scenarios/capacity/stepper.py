@@ -30,7 +30,7 @@ import pandas as pd
 from rushhour.kernel.atomic import write_parquet_atomic
 from rushhour.kernel.contract import SCHEDULE_FILE
 from rushhour.reports.schema import SloSpec
-from rushhour.scenarios.capacity.probe import StatusSampler
+from rushhour.scenarios.capacity.pool_status import StatusSampler
 from rushhour.scenarios.capacity.search import GENERATOR
 from rushhour.scenarios.capacity.steps import (
     Assessment,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from rushhour.kernel.pinning import forget_pins
-from rushhour.scenarios.capacity.probe import StatusSampler, settle
+from rushhour.scenarios.capacity.pool_status import StatusSampler, settle
 from rushhour.scenarios.protocols.admission import Admitted, Context, Needs, admit
 from rushhour.scenarios.run.scraper import StatusScraper
 from rushhour.scenarios.spec.target import TargetProtocol

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from rushhour.scenarios.capacity.probe import SAMPLE_COLUMNS, StatusSampler
+from rushhour.scenarios.capacity.pool_status import SAMPLE_COLUMNS, StatusSampler
 from rushhour.scenarios.run.targetmetrics import TargetMetricsScraper
 from tests.support.stub import stub_server
 
