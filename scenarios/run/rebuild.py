@@ -29,6 +29,7 @@ from rushhour.kernel.contract import (
     SERVER_METRICS_FILE,
 )
 from rushhour.kernel.eventlines import read_event_file
+from rushhour.reports.rundata.results import UNTRUSTED_SOURCES
 from rushhour.scenarios.load.merge import merge_to_file
 from rushhour.scenarios.load.parts import list_parts
 from rushhour.scenarios.run.audit.leakaudit import AUDIT_FILE, LeakAudit, process_findings
@@ -40,6 +41,8 @@ from rushhour.scenarios.spec.model import ScenarioError, load_scenario
 __all__ = ["Rebuilt", "events_so_far", "needs_rebuild", "rebuild_results"]
 
 PARTS_DIR = Path("load") / "parts"  # LoadSettings.work_dir is <results>/load, its parts under parts/
+HARNESS_SOURCES = (None, "harness")
+"""The `source` of the harness's own events: it writes `run_end` with none."""
 ABORT_REASON = ("the harness stopped before writing its results (killed?); `rushhour report` rebuilt them "
                 "from {parts} part file(s) written during the run")
 
@@ -61,10 +64,15 @@ def events_so_far(path: Path) -> list[dict[str, Any]]:
 
 
 def needs_rebuild(root: Path) -> bool:
-    """A drill's folder (it has a schedule) whose timeline never reached `run_end`."""
+    """A drill's folder (it has a schedule) whose timeline never reached the harness's own
+    `run_end`: one of another source (a target's, one planted in the file) ends nothing."""
     if not (root / SCHEDULE_FILE).is_file():
         return False
-    return not any(e.get("type") == "run_end" for e in events_so_far(root / EVENTS_FILE))
+    return not any(_harness_end(e) for e in events_so_far(root / EVENTS_FILE))
+
+
+def _harness_end(event: dict[str, Any]) -> bool:
+    return event.get("type") == "run_end" and event.get("source") in HARNESS_SOURCES
 
 
 def _via_jobs(root: Path) -> bool:
@@ -124,7 +132,9 @@ def _cut_partial_line(path: Path) -> None:
 
 
 def _last_time(requests: pd.DataFrame, events: list[dict[str, object]]) -> float:
-    """The last moment the run left evidence of: an answer or an event."""
-    times = [float(str(e["t_s"])) for e in events if isinstance(e.get("t_s"), (int, float))]
+    """The last moment the run left evidence of: an answer or an event of the harness's (a
+    target's events are placed by the target's own clock, and are not evidence of the run's end)."""
+    times = [float(str(e["t_s"])) for e in events
+             if isinstance(e.get("t_s"), (int, float)) and e.get("source") not in UNTRUSTED_SOURCES]
     done = requests["done_s"].dropna()
     return max([0.0, *times, *([float(done.max())] if len(done) else [])])
