@@ -20,7 +20,7 @@ from typing import Any
 
 from rushhour.reference_server.model.interface import ModelInput
 from rushhour.reference_server.model.providers import warmup_batch_sizes
-from rushhour.reference_server.node.worker import WARMUP_TEXT, ModelWorker, NodeSettings
+from rushhour.reference_server.node.model_worker import WARMUP_TEXT, ModelWorker, NodeSettings
 
 LENGTHS = [32, 256, 1024]
 SHAPES = [(1024, 1), (1024, 8), (256, 8)]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from rushhour.reference_server.defaults import DEFAULT_PREFILL_TOKENS, default_batching
 from rushhour.reference_server.listening import LaunchError
+from rushhour.reference_server.node.model_worker import NodeSettings
 from rushhour.reference_server.node.serve import inherited_socket, listen_socket, serve_node
-from rushhour.reference_server.node.worker import NodeSettings
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:

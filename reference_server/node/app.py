@@ -36,6 +36,7 @@ from rushhour.reference_server.gateway.bodylimit import BodyLimitMiddleware
 from rushhour.reference_server.model import ModelInput
 from rushhour.reference_server.model.rows import row_steps
 from rushhour.reference_server.model.tokenizer import CHARS_PER_PIECE
+from rushhour.reference_server.node.model_worker import ModelWorker
 from rushhour.reference_server.node.protocol import (
     MAX_BODY_BYTES,
     NODE_TOKEN_HEADER,
@@ -44,7 +45,6 @@ from rushhour.reference_server.node.protocol import (
     node_token,
 )
 from rushhour.reference_server.node.streaming import error_json, stream_answer
-from rushhour.reference_server.node.worker import ModelWorker
 
 FIXED_COST_CHARS = 40  # a batch's time grows with its longest text, plus a fixed part per step
 

@@ -13,7 +13,7 @@ import uvicorn
 
 from rushhour.reference_server.listening import listen
 from rushhour.reference_server.node.app import create_node_app
-from rushhour.reference_server.node.worker import ModelWorker, NodeSettings
+from rushhour.reference_server.node.model_worker import ModelWorker, NodeSettings
 
 __all__ = ["inherited_socket", "listen_socket", "serve_node"]
 

@@ -16,8 +16,8 @@ from rushhour.reference_server.config import MIN_PREFILL_TOKENS
 from rushhour.reference_server.defaults import DEFAULT_PREFILL_TOKENS, default_batching
 from rushhour.reference_server.launch import LaunchError
 from rushhour.reference_server.model.providers import REQUIRE_ENV
+from rushhour.reference_server.node.model_worker import NodeSettings
 from rushhour.reference_server.node.serve import listen_socket, serve_node
-from rushhour.reference_server.node.worker import NodeSettings
 from rushhour.scenarios.cli.errors import BadInput
 
 

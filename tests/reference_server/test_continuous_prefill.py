@@ -15,7 +15,7 @@ from rushhour.reference_server.model import ModelInput, load_model
 from rushhour.reference_server.model.rows import IDLE_PREFILL_FACTOR, HostRowDecoder, row_steps
 from rushhour.reference_server.model.runtime import OnnxSeq2SeqModel
 from rushhour.reference_server.model.samples import sample_text
-from rushhour.reference_server.node.worker import ModelWorker, NodeSettings
+from rushhour.reference_server.node.model_worker import ModelWorker, NodeSettings
 
 BUDGET = 16
 DOC = ModelInput(sample_text(4000, salt=11), "en", "de")

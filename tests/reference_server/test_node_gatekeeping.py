@@ -17,13 +17,13 @@ from rushhour.reference_server.config import PoolConfig
 from rushhour.reference_server.gateway import nodes
 from rushhour.reference_server.gateway.faults import FaultSpec, FaultTransport
 from rushhour.reference_server.node.app import create_node_app
+from rushhour.reference_server.node.model_worker import ModelWorker, NodeSettings
 from rushhour.reference_server.node.protocol import (
     MAX_BODY_BYTES,
     NODE_TOKEN_ENV,
     NODE_TOKEN_HEADER,
     SLOWDOWN_HEADER,
 )
-from rushhour.reference_server.node.worker import ModelWorker, NodeSettings
 from tests.reference_server.test_slowdown import BODY, FixedCostModel
 
 TOKEN = "the-gateways-node-token-0123"

@@ -13,7 +13,7 @@ from rushhour.reference_server.config import ConfigError, load_config
 from rushhour.reference_server.model import ProviderRequirementError, load_model
 from rushhour.reference_server.model import providers as providers_module
 from rushhour.reference_server.model.providers import CPU, CUDA, REQUIRE_ENV, parse_requirement, preflight
-from rushhour.reference_server.node.worker import EXIT_REFUSED, ModelWorker, NodeSettings
+from rushhour.reference_server.node.model_worker import EXIT_REFUSED, ModelWorker, NodeSettings
 
 BIN = Path(sys.executable).parent
 

@@ -21,7 +21,7 @@ from rushhour.reference_server.gateway.components import Gateway
 from rushhour.reference_server.gateway.deps import get_gateway
 from rushhour.reference_server.gateway.events import EventLog
 from rushhour.reference_server.node import app as node_app
-from rushhour.reference_server.node.worker import ModelWorker, NodeSettings
+from rushhour.reference_server.node.model_worker import ModelWorker, NodeSettings
 
 TOKEN = "route-test-token"
 SCHEDULED = {

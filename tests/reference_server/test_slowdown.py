@@ -19,10 +19,10 @@ from pydantic import ValidationError
 
 from rushhour.reference_server.gateway.faults import FaultSpec, FaultTransport
 from rushhour.reference_server.model import ModelInput
-from rushhour.reference_server.node import worker as worker_module
+from rushhour.reference_server.node import model_worker as worker_module
 from rushhour.reference_server.node.app import create_node_app
+from rushhour.reference_server.node.model_worker import ModelWorker, NodeSettings
 from rushhour.reference_server.node.protocol import SLOWDOWN_HEADER, parse_slowdown
-from rushhour.reference_server.node.worker import ModelWorker, NodeSettings
 
 COMPUTE_S = 0.04
 BODY = {"text": "hello", "source_lang": "en", "target_lang": "de"}
