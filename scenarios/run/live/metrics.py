@@ -2,7 +2,7 @@
 
 What users felt, while the drill runs: client-side latency from the intended send time (and
 service time beside it) by priority, kind, mode and phase; offered, sent, completed, ok, failed,
-shed, degraded and cached requests; generator lag and CPU; one gauge per chaos experiment (1
+shed, degraded and cached requests; generator lag and CPU; the lines of `events.jsonl` refused; one gauge per chaos experiment (1
 while held); the current phase; each SLO's good/bad events and burn rates. Every label set is
 bounded by the scenario (its priorities, kinds, modes, phases, SLOs and experiments), never by
 requests. Names start with `rushhour_drill_`, apart from the reference server's `rushhour_`.
@@ -104,6 +104,9 @@ class DrillCollector(Collector):
                          "(sent - intended).", fold.lag, [()], labels=())
         yield GaugeMetricFamily(f"{PREFIX}_generator_cpu_ratio", "CPU of the load generator processes "
                                 "(1.0 = one core).", value=self.state.cpu_ratio)
+        yield CounterMetricFamily(f"{PREFIX}_refused_events", "Lines of events.jsonl the event models refused "
+                                  "(malformed, or posing as a mark they are not): left out of the live figures.",
+                                  value=float(len(self.state.refused_events)))
 
     def _faults_and_phase(self) -> Iterator[Metric]:
         state = self.state

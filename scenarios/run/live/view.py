@@ -1,8 +1,9 @@
 """The terminal live view: what a room watching one screen needs, redrawn every second.
 
 Rate offered vs achieved vs shed, P99 against the SLO per priority, errors, SLO budgets and burn
-rates, the faults held now, the phase and the time left. Drawn in place on a terminal only; in
-CI logs (not a TTY) the drill keeps its one-line progress every 10 s. It has the progress
+rates, the faults held now, the lines of `events.jsonl` refused (when any), the phase and the
+time left. Drawn in place on a terminal only; in CI logs (not a TTY) the drill keeps its
+one-line progress every 10 s. It has the progress
 printer's interface (`show`, `close`), so the drill swaps one for the other.
 """
 
@@ -66,7 +67,7 @@ def render_view(state: LiveState, *, color: bool = False) -> list[str]:
                 paint(_GREEN, "ok  ") if p99 <= limit else paint(_RED, "MISS"))
             slo = f"<= {limit:,.0f} ms" if limit is not None else "-"
             lines.append(f"{priority:<12}{done:>8}  {_ms(p99):>10}  {slo:>12}  {verdict:<4}  {errors:>7.1%}")
-        lines += _slo_lines(state, now) + [_fault_line(state, now, paint)]
+        lines += _slo_lines(state, now) + [_fault_line(state, now, paint), *_refused_line(state, paint)]
     return lines
 
 
@@ -88,6 +89,15 @@ def _fault_line(state: LiveState, now: float, paint: Callable[[str, str], str]) 
     held = [paint(_RED, f"{name} HELD {now - since:.0f} s") for name, since in state.faults.items()
             if since is not None]
     return "faults   " + (", ".join(held) if held else "none held now")
+
+
+def _refused_line(state: LiveState, paint: Callable[[str, str], str]) -> list[str]:
+    """One line when events.jsonl holds lines the event models refused: how many, and the last one's number."""
+    refused = state.refused_events
+    if not refused:
+        return []
+    return [paint(_RED, f"events   {len(refused)} line(s) of events.jsonl refused, left out")
+            + f" (last: line {refused[-1].line})"]
 
 
 class LiveView:
