@@ -23,8 +23,8 @@ from rushhour.kernel.atomic import write_text_atomic
 from rushhour.scenarios.load.openloop import OpenLoopFirer, Sender, Share, monotonic_anchor
 from rushhour.scenarios.load.partwriter import PartWriter
 from rushhour.scenarios.load.settings import LoadSettings
+from rushhour.scenarios.load.share_run import share_batches, wait_for_start, warm_up
 from rushhour.scenarios.load.sharestream import SHARE_BATCH_ROWS, Prefetched, share_size
-from rushhour.scenarios.load.worker import share_batches, wait_for_start, warm_up
 from rushhour.scenarios.protocols.outcome import Outcome
 
 PACING_S = 1.0

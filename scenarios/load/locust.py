@@ -21,7 +21,7 @@ from rushhour.kernel.atomic import open_streamed
 from rushhour.kernel.pinning import ENV_PINNED, pins_env
 from rushhour.kernel.processes import child_env, die_with_parent
 from rushhour.scenarios.load.settings import ENV_SETTINGS, LoadSettings
-from rushhour.scenarios.load.worker import count_markers, publish_start
+from rushhour.scenarios.load.share_run import count_markers, publish_start
 
 HERE = Path(__file__).resolve().parent
 OPEN_LOCUSTFILE = HERE / "locustfile.py"

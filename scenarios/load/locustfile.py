@@ -1,6 +1,6 @@
 """Locust entry point of an open-loop drill (`rushhour run` starts it; not meant by hand).
 
-Thin on purpose: the firing logic lives in `rushhour.scenarios.load.openloop` and `rushhour.scenarios.load.worker`,
+Thin on purpose: the firing logic lives in `rushhour.scenarios.load.openloop` and `rushhour.scenarios.load.share_run`,
 the request and answer formats in `rushhour.scenarios.protocols`, the sending in `rushhour.scenarios.load.direct`
 (straight through the user's geventhttpclient pool, beneath Locust's session and statistics).
 Each Locust user is one worker of the drill; with `--processes N` there is one per process.
@@ -27,8 +27,8 @@ from rushhour.scenarios.load.jobs import JOB_POLL_NAME, JOBS_PATH, JobFollower, 
 from rushhour.scenarios.load.partwriter import keep_pandas_out
 from rushhour.scenarios.load.pinned_pools import install_pinned_resolver
 from rushhour.scenarios.load.settings import ENV_SETTINGS, LoadSettings
+from rushhour.scenarios.load.share_run import run_worker
 from rushhour.scenarios.load.wire import no_response
-from rushhour.scenarios.load.worker import run_worker
 from rushhour.scenarios.load.worker_relay import WorkerRelay, install_relay
 from rushhour.scenarios.protocols.base import make_protocol
 from rushhour.scenarios.protocols.outcome import Outcome

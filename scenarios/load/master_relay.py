@@ -1,6 +1,6 @@
 """The Locust master's side of a drill across hosts: the control files, relayed over Locust's channel.
 
-On one machine the runner and the Locust workers share a control folder (`rushhour.scenarios.load.worker`).
+On one machine the runner and the Locust workers share a control folder (`rushhour.scenarios.load.share_run`).
 Remote workers cannot write into the master's folder, so the Locust master process relays:
 whatever a worker says over Locust's own message channel (`runner.send_message` /
 `register_message`) becomes the same marker or part file a local worker would have written, and
@@ -52,7 +52,7 @@ from rushhour.scenarios.load import clusterauth
 from rushhour.scenarios.load.clocksync import software_version
 from rushhour.scenarios.load.control_auth import ControlSigner
 from rushhour.scenarios.load.settings import LoadSettings
-from rushhour.scenarios.load.worker import START_FILE
+from rushhour.scenarios.load.share_run import START_FILE
 from rushhour.scenarios.load.worker_local import remote_target
 
 MSG_PING, MSG_PONG = "rh_ping", "rh_pong"

@@ -32,7 +32,7 @@ from rushhour.scenarios.load.merge import merge_to_file
 from rushhour.scenarios.load.openloop import monotonic_anchor
 from rushhour.scenarios.load.parts import list_parts, merge_requests, read_parts
 from rushhour.scenarios.load.settings import LoadSettings
-from rushhour.scenarios.load.worker import count_markers
+from rushhour.scenarios.load.share_run import count_markers
 from rushhour.scenarios.load.worker_relay import ENV_DISTRIBUTED
 
 DRAIN_SLACK_S = 5.0

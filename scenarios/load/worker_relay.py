@@ -61,7 +61,7 @@ from rushhour.scenarios.load.master_relay import (
 )
 from rushhour.scenarios.load.partwriter import list_parts
 from rushhour.scenarios.load.settings import LoadSettings
-from rushhour.scenarios.load.worker import publish_start
+from rushhour.scenarios.load.share_run import publish_start
 from rushhour.scenarios.load.worker_local import WorkerLocal
 
 ENV_DISTRIBUTED = "RUSHHOUR_DISTRIBUTED"

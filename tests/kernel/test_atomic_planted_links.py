@@ -21,7 +21,7 @@ import pytest
 from rushhour.kernel.atomic import LinkedOutputError, write_text_atomic
 from rushhour.scenarios.capacity import calibrate
 from rushhour.scenarios.load import master_relay
-from rushhour.scenarios.load.worker import START_FILE, publish_start
+from rushhour.scenarios.load.share_run import START_FILE, publish_start
 from rushhour.scenarios.run import overhead
 
 VICTIM_TEXT = "the user's own file\n"

@@ -17,7 +17,7 @@ from rushhour.scenarios.load.closed import ClosedDrill, shape_users, users_curve
 from rushhour.scenarios.load.openloop import Share, worker_share
 from rushhour.scenarios.load.parts import list_parts, read_parts
 from rushhour.scenarios.load.settings import LoadSettings
-from rushhour.scenarios.load.worker import publish_start
+from rushhour.scenarios.load.share_run import publish_start
 from rushhour.scenarios.protocols.outcome import Outcome
 from rushhour.traffic_models import load_traffic_model, text_for
 from rushhour.traffic_models.chunked import iter_schedule, write_schedule

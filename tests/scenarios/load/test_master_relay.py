@@ -36,7 +36,7 @@ from rushhour.scenarios.load.master_relay import (
     MasterRelay,
 )
 from rushhour.scenarios.load.settings import LoadSettings
-from rushhour.scenarios.load.worker import publish_start
+from rushhour.scenarios.load.share_run import publish_start
 
 
 @dataclass

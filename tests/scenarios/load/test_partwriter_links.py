@@ -21,7 +21,7 @@ from rushhour.scenarios.load.closed import ClosedDrill
 from rushhour.scenarios.load.parts import read_parts
 from rushhour.scenarios.load.partwriter import PartWriter, list_parts
 from rushhour.scenarios.load.settings import LoadSettings
-from rushhour.scenarios.load.worker import publish_start
+from rushhour.scenarios.load.share_run import publish_start
 from rushhour.scenarios.protocols.outcome import Outcome
 from rushhour.traffic_models import load_traffic_model
 from rushhour.traffic_models.chunked import iter_schedule, write_schedule

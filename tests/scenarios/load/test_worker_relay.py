@@ -22,7 +22,7 @@ from rushhour.scenarios.load.master_relay import (
     MasterRelay,
 )
 from rushhour.scenarios.load.settings import LoadSettings
-from rushhour.scenarios.load.worker import START_FILE, publish_start
+from rushhour.scenarios.load.share_run import START_FILE, publish_start
 from rushhour.scenarios.load.worker_local import WorkerLocal
 from rushhour.scenarios.load.worker_relay import STATUS_FILE, WorkerRefused, WorkerRelay
 

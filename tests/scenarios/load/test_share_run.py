@@ -26,7 +26,7 @@ from rushhour.scenarios.load.parts import (
     read_parts,
 )
 from rushhour.scenarios.load.settings import LoadSettings
-from rushhour.scenarios.load.worker import publish_start, run_worker
+from rushhour.scenarios.load.share_run import publish_start, run_worker
 from rushhour.scenarios.protocols.outcome import Outcome
 from tests.scenarios.load.truth import row_schedule
 

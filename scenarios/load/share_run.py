@@ -1,4 +1,4 @@
-"""One load worker's side of a drill: read its share, wait for the common start, fire, report.
+"""What each Locust worker process does with its share of a drill: read it, wait for the common start, fire, report.
 
 The runner and the Locust workers (one or `--processes N`) talk through a small control
 directory instead of sockets: each worker writes `ready-<i>` once it has loaded its share, the
