@@ -15,7 +15,7 @@ from rushhour.kernel.contract import REPORT_HTML_FILE
 from rushhour.scenarios.cli.calibration import calibrate_scenario
 from rushhour.scenarios.cli.errors import EXIT_ABORTED, BadInput
 from rushhour.scenarios.cli.override_flags import override_options, parse_check
-from rushhour.scenarios.cli.targetcheck import check_target, describe_target
+from rushhour.scenarios.cli.run_target import check_target, describe_target
 from rushhour.scenarios.protocols.admission import Context, Needs, Refused, admit
 from rushhour.scenarios.run.overhead import SKIP_ENV
 from rushhour.scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
