@@ -11,18 +11,20 @@ no readable lease end counts as expired. It never touches an object without rush
 node an operator cordoned is not ours.
 
 The keeper uses the experiment's Kubernetes credentials (the `KUBERNETES_*` entries of its
-`secrets`, handed to the keeper's environment by `spawn_keeper`, never its command line, where
-chaostoolkit-kubernetes reads them), retries through API errors with a doubling wait for up
+`secrets` and the `KUBECONFIG` of its environment, handed to the keeper's environment by
+`spawn_keeper`, never its command line, where chaostoolkit-kubernetes reads them), retries through API errors with a doubling wait for up
 to `RETRY_FOR_S`, and says what it did on its standard error, which `spawn_keeper` sends to a log
 file in the drill's results folder.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from chaoslib.types import Configuration, Secrets
@@ -58,14 +60,25 @@ class Leftover:
 
 def _apis(secrets: Secrets) -> tuple[Any, Any, Any]:
     """The APIs a sweep calls: through chaostoolkit-kubernetes's client, or, where `secrets` name a
-    `KUBECONFIG` file (the leak audit's, from a chaos entry's `env:`), through that file."""
+    `KUBECONFIG` file (the leak audit's, from a chaos entry's `env:`) or the environment names one
+    that exists (a keeper's, from `keeper_secrets`), through that file."""
     from chaosk8s import create_k8s_api_client
     from kubernetes import client, config
 
-    kubeconfig = (secrets or {}).get("KUBECONFIG")
-    api = (config.new_client_from_config(config_file=str(kubeconfig), context=(secrets or {}).get("KUBERNETES_CONTEXT"),
-                                         persist_config=False) if kubeconfig else create_k8s_api_client(secrets))
+    given = dict(secrets or {})
+    kubeconfig = given.get("KUBECONFIG") or _present_kubeconfig()
+    context = given.get("KUBERNETES_CONTEXT") or os.environ.get("KUBERNETES_CONTEXT")
+    api = (config.new_client_from_config(config_file=str(kubeconfig), context=context, persist_config=False)
+           if kubeconfig else create_k8s_api_client(secrets))
     return client.NetworkingV1Api(api), client.CoreV1Api(api), client.AppsV1Api(api)
+
+
+def _present_kubeconfig() -> str | None:
+    """The environment's `KUBECONFIG` when one of its files exists (read here, not when the
+    Kubernetes client was imported); None otherwise, and the client looks elsewhere."""
+    named = os.environ.get("KUBECONFIG", "")
+    parts = [Path(part).expanduser() for part in named.split(os.pathsep) if part.strip()]
+    return named if any(part.is_file() for part in parts) else None
 
 
 def _expired(expires_at: float | None, now: float) -> bool:
@@ -169,9 +182,17 @@ def keep_swept(ns: str = DEFAULT_NAMESPACE, after_s: float = 0.0, *,
 def keeper_secrets(secrets: Secrets) -> dict[str, str]:
     """What a keeper needs of an experiment's secrets to reach its cluster: the entries that
     chaostoolkit-kubernetes reads (`KUBERNETES_*`, `CHAOSTOOLKIT_IN_POD`), as strings for the
-    keeper's environment, where `create_k8s_api_client` finds them when it is given no secrets."""
-    return {str(k): str(v) for k, v in (secrets or {}).items()
-            if str(k).startswith("KUBERNETES_") or k == "CHAOSTOOLKIT_IN_POD"}
+    keeper's environment, where `create_k8s_api_client` finds them when it is given no secrets;
+    and the `KUBECONFIG` the experiment's client read (the chaos entry's `env:` puts it in the
+    experiment's environment), each of its files made absolute, since the experiment runs in its
+    own folder and the keeper does not."""
+    given = {str(k): str(v) for k, v in (secrets or {}).items()
+             if str(k).startswith("KUBERNETES_") or k == "CHAOSTOOLKIT_IN_POD"}
+    kubeconfig = os.environ.get("KUBECONFIG", "")
+    files = [str(Path(part).expanduser().absolute()) for part in kubeconfig.split(os.pathsep) if part.strip()]
+    if files:
+        given["KUBECONFIG"] = os.pathsep.join(files)
+    return given
 
 
 def _log(message: str) -> None:
