@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rushhour.reports.estimate.intervals import Percentile
 
-__all__ = ["AtCapacity", "CapacityDocument", "ConditionResult", "FloorEntry", "KnownFail", "PoolUsage",
+__all__ = ["AtCapacity", "CapacityDocument", "ConditionResult", "FloorEntry", "KnownFail", "MachineDrift", "PoolUsage",
            "SearchSettings", "SloCallEntry", "SloSetting", "StepCost", "StepEntry", "StepGenerator",
            "read_capacity"]
 
@@ -177,6 +177,31 @@ class AtCapacity(_Fixed):
     """The step's index."""
 
 
+class MachineDrift(_Fixed):
+    """The search's anchor: one rate stepped at its start and again at its end, the two windows compared."""
+
+    rate_rps: float
+    """The anchor's rate, requests per second (the search's first pass)."""
+    ratio: float
+    """End over start: the ratio of the two windows' geometric-mean latencies (above 1: slower at the end)."""
+    interval: list[float]
+    """The ratio's interval, [low, high]."""
+    confidence: float
+    """The interval's level."""
+    effective: list[float]
+    """Effective sample sizes of the start and end windows (batch means over their log latencies)."""
+    tolerance: float
+    """How far from 1 the whole interval must lie for the machine to count as changed."""
+    method: str
+    """How the ratio's interval was computed."""
+    changed: bool
+    """Whether the machine answered the same load differently beyond the noise (the figure is then unconfirmed)."""
+    sentence: str
+    """What the comparison showed, in words."""
+    steps: list[int]
+    """The indexes of the anchor's two steps."""
+
+
 class ConditionResult(_Growing):
     """One condition's search: the capacity, its bracket, what limited it and every step."""
 
@@ -197,9 +222,12 @@ class ConditionResult(_Growing):
     below_min: bool
     """Whether even the lowest rate failed."""
     confirmed: bool | None
-    """Whether a second pass at or above the capacity confirmed it; null when the search stopped before the question arose."""
+    """Whether a second pass at or above the capacity confirmed it (false too when the anchor saw the
+    machine change, `machine_drift`); null when the search stopped before the question arose."""
     known_fail: KnownFail | None
     """A failing rate known before the search."""
+    machine_drift: MachineDrift | None = None
+    """The anchor's comparison of the machine at the search's start and end; null when none ran."""
     meets_requirement: bool | None
     """Whether the capacity meets --require; null without it."""
     summary: str

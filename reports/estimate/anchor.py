@@ -20,10 +20,13 @@ from scipy import special
 
 from rushhour.reports.estimate.blocks import dependence
 
-__all__ = ["METHOD", "MachineDrift", "machine_drift"]
+__all__ = ["FLAG_CONFIDENCE", "METHOD", "MachineDrift", "machine_drift"]
 
 METHOD = "ratio of geometric-mean latencies, batch means"
 """The method named beside the ratio's interval."""
+FLAG_CONFIDENCE = 0.99
+"""The interval's level: a steady machine is flagged at most 1% of the time at nominal, so that its
+measured false-flag rate stays under 5% at the Clopper-Pearson bound on the whole-search bench."""
 MIN_REQUESTS = 20
 """Fewest answered requests a window needs before the two are compared."""
 
@@ -66,7 +69,7 @@ class MachineDrift:
                 "method": self.method, "changed": self.changed, "sentence": self.sentence()}
 
 
-def machine_drift(rate_rps: float, start_ms: np.ndarray, end_ms: np.ndarray, *, confidence: float = 0.95,
+def machine_drift(rate_rps: float, start_ms: np.ndarray, end_ms: np.ndarray, *, confidence: float = FLAG_CONFIDENCE,
                   tolerance: float = 0.0) -> MachineDrift | None:
     """Compare the latencies (time order, milliseconds) of two anchor windows at `rate_rps`; None
     when either holds fewer than `MIN_REQUESTS` answered requests with a positive latency."""

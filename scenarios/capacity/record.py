@@ -116,8 +116,14 @@ def _text(result: SearchResult, require_rps: float | None) -> str:
 
 
 def condition_entry(name: str, result: SearchResult, steps: list[dict[str, Any]], *,
-                    require_rps: float | None, wall_s: float) -> dict[str, Any]:
-    """One condition's answer: capacity, bracket, what limited it, every step, and the capacity point."""
+                    require_rps: float | None, wall_s: float, machine_drift: dict[str, Any] | None = None
+                    ) -> dict[str, Any]:
+    """One condition's answer: capacity, bracket, what limited it, every step, and the capacity point.
+    A `machine_drift` (`rushhour.scenarios.capacity.anchor`) that saw the machine change marks the
+    figure unconfirmed and says so in its summary."""
+    changed = bool(machine_drift and machine_drift.get("changed"))
+    summary = _text(result, require_rps) + (f"; not confirmed: {machine_drift['sentence']}" if changed and machine_drift
+                                            else "")
     at = next((s for s in steps if s["passed"] and s["offered_rps"] == round(result.last_pass or -1, 3)), None)
     return {
         "condition": name, "capacity_rps": result.capacity_rps,
@@ -125,13 +131,13 @@ def condition_entry(name: str, result: SearchResult, steps: list[dict[str, Any]]
         "limiting_slo": None if result.limiting == GENERATOR else result.limiting,
         "generator_bound": result.generator_bound, "generator_limit": result.generator_limit,
         "ceiling": result.ceiling, "below_min": result.below_min,
-        "confirmed": result.confirmed,
+        "confirmed": False if changed else result.confirmed, "machine_drift": machine_drift,
         "known_fail": None if result.known_fail is None else {
             "rate_rps": _round(result.known_fail.rate_rps), "limiting": result.known_fail.limiting,
             "reason": result.known_fail.reason},
         "meets_requirement": None if require_rps is None else bool(
             result.capacity_rps is not None and result.capacity_rps >= require_rps),
-        "summary": _text(result, require_rps), "wall_s": round(wall_s, 1),
+        "summary": summary, "wall_s": round(wall_s, 1),
         "at_capacity": {"pools": at["pools"], "cost": at["cost"], "step": at["index"]} if at else None,
         "steps": sorted(steps, key=lambda s: s["offered_rps"]),
     }

@@ -26,6 +26,7 @@ import numpy as np
 from rushhour.kernel.atomic import write_text_atomic
 from rushhour.kernel.contract import CAPACITY_HTML_FILE, CAPACITY_JSON_FILE, ExitCode
 from rushhour.reference_server.launch import LaunchError
+from rushhour.scenarios.capacity.anchor import Anchor
 from rushhour.scenarios.capacity.bracket import plan_from_throughput
 from rushhour.scenarios.capacity.conditions import (
     HEALTHY,
@@ -41,7 +42,7 @@ from rushhour.scenarios.capacity.job import CapacityJob, step_rules
 from rushhour.scenarios.capacity.pool_status import settle
 from rushhour.scenarios.capacity.record import condition_entry, step_entry, verdict_of
 from rushhour.scenarios.capacity.search import SearchResult, StepVerdict, search
-from rushhour.scenarios.capacity.stepper import StepRunner
+from rushhour.scenarios.capacity.stepper import StepRecord, StepRunner
 from rushhour.scenarios.capacity.steps import StepRules
 from rushhour.scenarios.capacity.target import Target, open_target
 from rushhour.scenarios.capacity.targetprobe import probe_capacity_target
@@ -141,6 +142,14 @@ def _before_step(runner: StepRunner, rate: float, target: Target, condition: Con
     return _ready_for_step(target, condition)
 
 
+def _fresh_step(runner: StepRunner | None, rate: float, target: Target, condition: Condition) -> StepRecord:
+    """A step at `rate` from a drained queue, whatever load was held (the search's anchor at its end)."""
+    assert runner is not None
+    runner.release()
+    _ready_for_step(target, condition)
+    return runner.run(rate)
+
+
 def _planned(job: CapacityJob, target: Target, label: str, say: Callable[[str], None]
              ) -> tuple[CapacityJob, dict[str, Any] | None]:
     """With `job.probe`: the saturated throughput under the condition held, and the job's rates and
@@ -192,11 +201,13 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
     entries: list[dict[str, Any]] = []
     result = SearchResult() if job.known_fail is None else SearchResult.after(job.known_fail)
     runner: StepRunner | None = None
+    anchor, drift = Anchor(), None
 
     def step(rate: float) -> StepVerdict:
         assert runner is not None
         drained_s = _before_step(runner, rate, target, condition)
         record = runner.run(rate)
+        anchor.keep(record)
         entries.append(step_entry(record, rules=record.rules, slots_per_node=target.slots_per_node,
                                   cost_model=job.cost_model, settle_s=drained_s))
         verdict = verdict_of(record)
@@ -221,13 +232,17 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
                             rules_at=_rules_at(job), chain=job.settings.confirm)
         search(step, job.settings, start_rps=job.start_rps if planning and planning["plan"] else start_rps,
                into=result)
+        if job.settings.confirm and anchor.wanted(result):
+            drift = anchor.check(lambda rate: _fresh_step(runner, rate, target, condition), say=lambda text: say(
+                f"[{label}] {text}"))
     except KeyboardInterrupt:
         interrupted = True
     finally:
         if runner is not None:
             runner.release()
         condition.release()
-    entry = condition_entry(label, result, entries, require_rps=job.require_rps, wall_s=time.monotonic() - began)
+    entry = condition_entry(label, result, entries, require_rps=job.require_rps, wall_s=time.monotonic() - began,
+                            machine_drift=drift)
     return entry | {"interrupted": interrupted} | (planning or {})
 
 

@@ -1,0 +1,70 @@
+"""A search's anchor: the machine's answer to one fixed load at the search's start and again at its end.
+
+A capacity figure can only be as good as the machine it was measured on: a machine whose speed
+wanders hands a search a pass in a fast spell, and confirming that pass later does not help (the
+whole-search bench, docs/benchmarks.md). So the search keeps its first passing step as the anchor
+and, once it has a figure, steps once more at that rate from a drained queue; the two windows'
+latencies are compared side by side by the statistics core
+(`rushhour.reports.estimate.anchor.machine_drift`). When the machine answered the same load
+differently beyond the noise, the condition carries `machine_drift` and its figure is marked
+unconfirmed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rushhour.reports.estimate.anchor import machine_drift
+from rushhour.scenarios.capacity.search import SearchResult
+from rushhour.scenarios.capacity.stepper import StepRecord
+
+__all__ = ["Anchor", "window_latencies"]
+
+
+def window_latencies(record: StepRecord) -> np.ndarray:
+    """The answered requests' latencies (ms) in a step's window, in the order they were due."""
+    frame = record.requests
+    if frame.empty or "latency_ms" not in frame or "intended_s" not in frame:
+        return np.zeros(0)
+    start, end = record.rules.window
+    intended = frame["intended_s"].to_numpy(dtype=float)
+    latency = frame["latency_ms"].to_numpy(dtype=float)
+    ok = frame["ok"].to_numpy(dtype=bool) if "ok" in frame else np.ones(intended.size, dtype=bool)
+    inside = (intended >= start) & (intended < end) & ok & np.isfinite(latency)
+    order = np.argsort(intended[inside], kind="stable")
+    return latency[inside][order]
+
+
+@dataclass
+class Anchor:
+    """The search's first passing step, kept to be measured against a step at its rate at the end."""
+
+    first: StepRecord | None = None
+
+    def keep(self, record: StepRecord) -> None:
+        """Keep `record` when it is the search's first pass."""
+        if self.first is None and record.assessment.decision == "pass":
+            self.first = record
+
+    def wanted(self, result: SearchResult) -> bool:
+        """True when the search has a figure to vouch for and an anchor to measure it by."""
+        return self.first is not None and result.last_pass is not None and not result.generator_bound
+
+    def check(self, step_again: Callable[[float], StepRecord], say: Callable[[str], None]) -> dict[str, Any] | None:
+        """Step once more at the anchor's rate (`step_again` starts it from a drained queue) and
+        compare its window with the anchor's: capacity.json's `machine_drift`, or None when either
+        window holds too few answered requests."""
+        assert self.first is not None
+        rate = self.first.rate_rps
+        say(f"anchor: {rate:.1f} req/s again, to compare with step {self.first.index} ...")
+        end = step_again(rate)
+        drift = machine_drift(rate, window_latencies(self.first), window_latencies(end))
+        if drift is None:
+            say("anchor: too few answered requests in one of its windows to compare the machine")
+            return None
+        say(f"anchor: {drift.sentence()}")
+        return drift.as_dict() | {"steps": [self.first.index, end.index]}

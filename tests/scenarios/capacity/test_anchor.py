@@ -1,0 +1,110 @@
+"""The search's anchor: a machine 10% slower at the search's end is seen, flagged in capacity.json
+and shown on capacity.html; a steady one is not flagged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rushhour.reports.capacity.document_model import ConditionResult
+from rushhour.reports.capacity.page import render_capacity_html
+from rushhour.scenarios.capacity.anchor import Anchor, window_latencies
+from rushhour.scenarios.capacity.record import condition_entry
+from rushhour.scenarios.capacity.search import SearchResult, StepVerdict
+from rushhour.scenarios.capacity.stepper import StepRecord
+from rushhour.scenarios.capacity.steps import Assessment, StepRules
+
+RULES = StepRules(measure_s=30.0, warmup_s=5.0)
+
+
+def _record(index: int, rate: float, speed: float, rng: np.random.Generator, decision: str = "pass") -> StepRecord:
+    """A step at a light `rate` on a machine whose service times are 20 ms x `speed`, with an
+    AR(1) wander of the log (sd 4%, lag-1 0.9) inside the window, and one request that failed."""
+    intended = np.sort(rng.uniform(0.0, RULES.schedule_s, round(rate * RULES.schedule_s)))
+    level, logs = 0.0, np.empty(intended.size)
+    for k in range(intended.size):
+        level = 0.9 * level + rng.standard_normal() * 0.04 * np.sqrt(1 - 0.81)
+        logs[k] = level
+    latency = 20.0 * speed * np.exp(logs)
+    ok = np.ones(intended.size, dtype=bool)
+    ok[intended.size // 2] = False
+    latency[intended.size // 2] = 5.0  # a fast failure: left out of the comparison
+    frame = pd.DataFrame({"intended_s": intended, "latency_ms": latency, "ok": ok}).sample(frac=1.0, random_state=1)
+    return StepRecord(index, rate, Assessment(decision, None, "met", now_s=RULES.schedule_s), frame, pd.DataFrame(),
+                      wall_s=RULES.schedule_s, early=False, work_dir=Path(f"step-{index:02d}"), rules=RULES)
+
+
+def _searched() -> SearchResult:
+    result = SearchResult(steps=[StepVerdict(40.0, "pass"), StepVerdict(80.0, "pass"), StepVerdict(90.0, "fail")],
+                          last_pass=80.0, first_fail=90.0, limiting="p99", confirmed=True)
+    return result
+
+
+def _checked(speed: float, seed: int) -> tuple[dict[str, Any] | None, list[float]]:
+    rng = np.random.default_rng(seed)
+    anchor, asked = Anchor(), []
+    anchor.keep(_record(1, 20.0, 1.0, rng, decision="fail"))  # not a pass: never the anchor
+    anchor.keep(_record(2, 40.0, 1.0, rng))
+    anchor.keep(_record(3, 80.0, 1.0, rng))  # a later pass: the first one stays the anchor
+    assert anchor.wanted(_searched())
+
+    def again(rate: float) -> StepRecord:
+        asked.append(rate)
+        return _record(9, rate, speed, rng)
+
+    return anchor.check(again, say=lambda _text: None), asked
+
+
+def test_window_latencies_are_the_answered_requests_of_the_window_in_time_order() -> None:
+    record = _record(1, 40.0, 1.0, np.random.default_rng(1))
+    frame = record.requests.sort_values("intended_s")
+    inside = frame[(frame["intended_s"] >= 5.0) & (frame["intended_s"] < 35.0) & frame["ok"]]
+    assert np.array_equal(window_latencies(record), inside["latency_ms"].to_numpy())
+
+
+def test_a_machine_ten_percent_slower_at_the_end_marks_the_figure_unconfirmed() -> None:
+    flagged = 0
+    for seed in range(10):
+        drift, asked = _checked(1.1, seed)
+        assert asked == [40.0] and drift is not None
+        flagged += bool(drift["changed"])
+    assert flagged >= 9
+    assert drift is not None and drift["changed"]
+    assert 1.05 < drift["ratio"] < 1.15 and drift["interval"][0] > 1.0
+    entry = condition_entry("none", _searched(), [], require_rps=None, wall_s=1.0, machine_drift=drift)
+    assert entry["confirmed"] is False and entry["machine_drift"] == drift
+    assert "not confirmed: the machine answered the same load (40.0 req/s)" in entry["summary"]
+    assert "% slower at the end than at the start" in entry["summary"]
+    assert "the figure holds for the machine as it ran, not a steady one" in entry["summary"]
+    parsed = ConditionResult.model_validate(entry | {"interrupted": False})
+    assert parsed.machine_drift is not None and parsed.machine_drift.steps == [2, 9]
+    html = render_capacity_html({"scenario": "s", "target": "t", "aborted": None, "slos": [], "wall_s": 1.0,
+                                 "settings": {"step_duration_s": 30.0, "warmup_s": 5.0, "precision": 0.05, "seed": 1},
+                                 "environment": {}, "conditions": [entry]})
+    assert "Unconfirmed: the machine answered the same load (40.0 req/s)" in html
+    assert "not a steady one" in html and "steps 2 and 9" in html
+
+
+def test_a_steady_machine_keeps_its_confirmed_figure() -> None:
+    flags = 0
+    for seed in range(20):
+        drift, _ = _checked(1.0, 100 + seed)
+        assert drift is not None
+        flags += bool(drift["changed"])
+    assert flags <= 1
+    entry = condition_entry("none", _searched(), [], require_rps=None, wall_s=1.0,
+                            machine_drift=_checked(1.0, 5)[0])
+    assert entry["confirmed"] is True and "not confirmed" not in entry["summary"]
+    assert entry["machine_drift"]["changed"] is False
+
+
+def test_no_anchor_without_a_pass_or_without_a_figure() -> None:
+    anchor = Anchor()
+    assert not anchor.wanted(_searched())
+    anchor.keep(_record(1, 40.0, 1.0, np.random.default_rng(2)))
+    assert not anchor.wanted(SearchResult(steps=[StepVerdict(40.0, "invalid")], generator_bound=True, last_pass=40.0))
+    assert not anchor.wanted(SearchResult())
+    assert condition_entry("none", _searched(), [], require_rps=None, wall_s=1.0)["machine_drift"] is None
