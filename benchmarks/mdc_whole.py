@@ -18,7 +18,15 @@ truth (with its 95% Clopper-Pearson interval; the stated error is 5%) and the di
 found / true (how far the figure errs on the safe side: the share 15% or more under, the share
 within 10%).
 
-    python -m benchmarks.mdc_whole [--steps 30] [--searches 200] [--wander 0,0.05,0.1] [--rule share] [--out F]
+With `--anchor` each search measures its anchor, a window at its lowest rate, before its first
+step and again after its last, on the same machine clock (the wandering speed applies to both),
+and compares the two through the product's own check (`rushhour.reports.estimate.anchor`): the
+rows add the share of searches flagged as run on a changed machine, that share among the
+searches that landed above the truth, the share above the truth and not flagged (a figure the
+product would print as confirmed) and the anchor's extra minutes (its end window; the start
+window stands for the search's first step, at that same rate).
+
+    python -m benchmarks.mdc_whole [--steps 30] [--searches 200] [--wander 0,0.05,0.1] [--rule share] [--anchor] [--out F]
 """
 
 from __future__ import annotations
@@ -34,15 +42,18 @@ import click
 import numpy as np
 from scipy.stats import beta
 
-from benchmarks.mdc_search import MAX_LAG_P99_MS, ChainedSteps, Queue
+from benchmarks.mdc_search import MAX_LAG_P99_MS, ChainedSteps, Queue, _Run
+from rushhour.reports.estimate.anchor import FLAG_CONFIDENCE, machine_drift
 from rushhour.reports.estimate.sequential import ALPHA, paired_error
 from rushhour.scenarios.capacity.job import step_rules
-from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, search
+from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict, search
 from rushhour.scenarios.capacity.steps import StepRules
 
 __all__ = ["KNEE1", "KNEE4", "QUEUES", "clopper_pearson", "whole_searches"]
 
 WANDER_S = 30.0
+ANCHOR_WARMUP_S = 2.0
+"""The anchor window's first seconds, left out (its queue starts empty)."""
 KNEE4 = Queue(name="M/D/4, 20 ms, P99 <= 100 ms", workers=4, service_ms=20.0, threshold_ms=100.0,
               percentile=99.0, min_rps=40.0, max_rps=200.0)
 """The queue `rushhour capacity` under-reported by 15-20% (steps with no late request judged not
@@ -63,24 +74,35 @@ def clopper_pearson(hits: int, trials: int, level: float = 0.95) -> tuple[float,
 
 
 def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, precision: float = 0.05,
-                   knee_step_s: float | None = None, met_error: float = ALPHA, retry_open: bool = False
-                   ) -> dict[str, object]:
+                   knee_step_s: float | None = None, met_error: float = ALPHA, retry_open: bool = False,
+                   anchor: bool = False, anchor_every_s: float | None = None) -> dict[str, object]:
     """`searches` simulated searches of `queue` with steps of `step_s` (of `knee_step_s` once a
     step has failed, when given: the bisection's steps, near the knee), each window's "met" spending
     `met_error` (a calibration's sqrt(5%)); with `retry_open`, `knee_step_s` is instead the window
-    of one retry of a step that ended open (`SearchSettings.retry_open`): the figures above."""
+    of one retry of a step that ended open (`SearchSettings.retry_open`); with `anchor`, the
+    search's anchor windows of `step_s` at its lowest rate, compared (with `anchor_every_s`, one
+    anchor window of that length after every step too, each against the first): the figures above."""
     began = time.perf_counter()
     truth = queue.truth()
     rules = step_rules(step_s, MAX_LAG_P99_MS, met_error)
     knee_rules = step_rules(knee_step_s, MAX_LAG_P99_MS, met_error) if knee_step_s else rules
     settings = SearchSettings(min_rps=queue.min_rps, max_rps=queue.max_rps, precision=precision, retry_open=retry_open)
-    found, minutes = np.zeros(searches), np.zeros(searches)
+    found, minutes, flagged = np.zeros(searches), np.zeros(searches), np.zeros(searches, dtype=bool)
+    extra = np.zeros(searches)
     for k in range(searches):
         result = SearchResult()
         steps = ChainedSteps(queue, functools.partial(_rules_for, result, rules, knee_rules, retry_open),
                              np.random.default_rng([seed, k]))
-        found[k] = search(steps, settings, into=result).capacity_rps or 0.0
+        start = _anchor_window(queue, steps, step_s) if anchor else None
+        between = _Interleaved(queue, steps, anchor_every_s) if anchor and anchor_every_s else None
+        found[k] = search(between or steps, settings, into=result).capacity_rps or 0.0
         minutes[k] = steps.seconds / 60.0
+        if start is not None:
+            ends = [*(between.windows if between else []), _anchor_window(queue, steps, step_s)]
+            level = 1.0 - (1.0 - FLAG_CONFIDENCE) / len(ends)
+            drifts = [machine_drift(queue.min_rps, start, end, confidence=level) for end in ends]
+            flagged[k] = any(d is not None and d.changed for d in drifts)
+            extra[k] = (step_s + ANCHOR_WARMUP_S + len(ends[:-1]) * ((anchor_every_s or 0.0) + ANCHOR_WARMUP_S)) / 60.0
     ratio = found / truth
     above = int(np.sum(ratio > 1.0))
     low, high = clopper_pearson(above, searches)
@@ -93,7 +115,44 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
             "found_over_true": {"min": float(ratio.min()), "p2_5": float(quantiles[0]), "median": float(quantiles[1]),
                                 "p97_5": float(quantiles[2]), "max": float(ratio.max())},
             "under_15pct": float(np.mean(ratio <= 1.0 - UNDER)), "within_10pct": float(np.mean(np.abs(ratio - 1.0) <= 0.1)),
-            "search_minutes_median": float(np.median(minutes)), "seconds": round(time.perf_counter() - began, 1)}
+            "search_minutes_median": float(np.median(minutes)), "seconds": round(time.perf_counter() - began, 1)
+            } | (_anchor_figures(ratio, flagged, extra) | {"anchor_s": step_s, "anchor_every_s": anchor_every_s}
+                 if anchor else {})
+
+
+def _anchor_window(queue: Queue, steps: ChainedSteps, span_s: float) -> np.ndarray:
+    """One anchor window at the queue's lowest rate on the search's machine clock: its latencies (ms)
+    after `ANCHOR_WARMUP_S`, in time order."""
+    run = _Run.draw(queue, queue.min_rps, span_s + ANCHOR_WARMUP_S, steps.rng, steps.machine)
+    return run.judged_ms[run.arrive >= ANCHOR_WARMUP_S]
+
+
+class _Interleaved:
+    """The search's steps with an anchor window of `span_s` after each (a step after it is fresh:
+    the anchor took the machine from the pass's load)."""
+
+    def __init__(self, queue: Queue, steps: ChainedSteps, span_s: float) -> None:
+        self.queue, self.steps, self.span_s = queue, steps, span_s
+        self.windows: list[np.ndarray] = []
+
+    def __call__(self, rate: float) -> StepVerdict:
+        verdict = self.steps(rate)
+        self.windows.append(_anchor_window(self.queue, self.steps, self.span_s))
+        self.steps._held = None
+        return verdict
+
+
+def _anchor_figures(ratio: np.ndarray, flagged: np.ndarray, extra: np.ndarray) -> dict[str, object]:
+    """What the anchor saw: flags overall, among the searches above the truth, and what stays wrong unflagged."""
+    above = ratio > 1.0
+    flags = int(flagged.sum())
+    missed = int(np.sum(above & ~flagged))
+    return {"anchor_extra_minutes": float(np.median(extra)),
+            "flagged": flags / ratio.size, "flagged_ci95": list(clopper_pearson(flags, ratio.size)),
+            "above_truth_count": int(above.sum()), "above_truth_flagged": int(np.sum(above & flagged)),
+            "flagged_among_above": float(np.mean(flagged[above])) if above.any() else None,
+            "above_truth_unflagged": missed / ratio.size,
+            "above_truth_unflagged_ci95": list(clopper_pearson(missed, ratio.size))}
 
 
 def _rules_for(result: SearchResult, rules: StepRules, knee_rules: StepRules, retry: bool, rate: float) -> StepRules:
@@ -116,6 +175,17 @@ def _row(r: dict[str, Any]) -> str:
             f"{r['search_minutes_median']:.1f} | {r['searches']} |")
 
 
+def _anchor_row(r: dict[str, Any]) -> str:
+    low, high = r["flagged_ci95"]
+    among = "-" if r["flagged_among_above"] is None else f"{100 * r['flagged_among_above']:.0f}%"
+    miss_low, miss_high = r["above_truth_unflagged_ci95"]
+    return (f"| {r['queue']} | {100 * r['wander']:.0f}% | {100 * r['above_truth']:.1f}% | "
+            f"{100 * r['flagged']:.1f}% [{100 * low:.1f}, {100 * high:.1f}] | "
+            f"{among} ({r['above_truth_flagged']} of {r['above_truth_count']}) | "
+            f"{100 * r['above_truth_unflagged']:.1f}% [{100 * miss_low:.1f}, {100 * miss_high:.1f}] | "
+            f"{r['anchor_extra_minutes']:.2f} | {r['search_minutes_median']:.1f} | {r['searches']} |")
+
+
 @click.command()
 @click.option("--steps", default="30", show_default=True, help="Step lengths in seconds, comma-separated.")
 @click.option("--searches", default=200, show_default=True, type=click.IntRange(min=10, max=5000))
@@ -131,11 +201,14 @@ def _row(r: dict[str, Any]) -> str:
               help='"met" judged as the product does (share) or by the candidate percentile bound.')
 @click.option("--confirm-after", "confirm_after", type=click.FloatRange(min=0.0, max=3600.0), default=0.0,
               show_default=True, help="Confirm a pass with a fresh step this many seconds later (0: right after it).")
+@click.option("--anchor", is_flag=True, help="Measure an anchor window at the lowest rate before and after each search.")
+@click.option("--anchor-every", "anchor_every", type=click.FloatRange(min=2.0), default=None,
+              help="With --anchor, an anchor window of this many seconds after every step too.")
 @click.option("--seed", default=2, show_default=True, type=click.IntRange(min=0))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the rows as JSON here.")
 def main(steps: str, searches: int, queues: str, wander: str, knee_step: float | None, retry_open: bool,
-         precision: float, calibration: bool, rule: str, confirm_after: float, seed: int, out: Path | None
-         ) -> None:
+         precision: float, calibration: bool, rule: str, confirm_after: float, anchor: bool,
+         anchor_every: float | None, seed: int, out: Path | None) -> None:
     """Print whole-search figures for each queue, machine and step length."""
     try:
         lengths = [float(v) for v in steps.split(",")]
@@ -158,12 +231,18 @@ def main(steps: str, searches: int, queues: str, wander: str, knee_step: float |
             for length in lengths:
                 rows.append(whole_searches(queue, step_s=length, searches=searches, seed=seed, knee_step_s=knee_step,
                                            precision=precision, met_error=paired_error() if calibration else ALPHA,
-                                           retry_open=retry_open))
+                                           retry_open=retry_open, anchor=anchor, anchor_every_s=anchor_every))
                 click.echo(_row(rows[-1]))
+    if anchor:
+        click.echo("\n| queue | machine wander | above truth | flagged [95% CI] | flagged among above | "
+                   "above and not flagged [95% CI] | anchor extra min | search min | searches |")
+        click.echo("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for row in rows:
+            click.echo(_anchor_row(row))
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({"searches": searches, "seed": seed, "precision": precision, "wander_s": WANDER_S,
-                                   "rows": rows}, indent=2) + "\n")
+                                   "anchor": anchor, "rows": rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

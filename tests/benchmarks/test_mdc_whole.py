@@ -96,3 +96,27 @@ def test_a_confirmation_goes_on_from_its_pass_or_is_a_fresh_step_later(after: fl
     before = steps.seconds
     assert steps(100.0).verdict == "pass"
     assert least <= steps.seconds - before <= most
+
+
+def test_the_anchor_flags_a_steady_machine_at_most_the_stated_rate() -> None:
+    """The search's anchor (its lowest rate stepped before and after it, compared by the product's
+    check) on a steady machine: flagged no more often than 5% beyond Monte Carlo error."""
+    row = whole_searches(KNEE1, step_s=30.0, searches=FAST_SEARCHES, seed=7, anchor=True)
+    interval = row["flagged_ci95"]
+    assert isinstance(interval, list) and interval[0] <= 0.05, row
+    assert row["above_truth_count"] == 0
+
+
+def test_anchors_between_steps_flag_the_searches_a_wandering_machine_lifts_above_the_truth() -> None:
+    """On a machine wandering by 10%, the M/D/1 search lands above the truth far more often than
+    5%; with an anchor window after every step most of those are flagged, so the figures printed
+    as confirmed stay above the truth no more often than the stated 5% beyond Monte Carlo error.
+    The start and end windows alone see fewer of them."""
+    queue = dataclasses.replace(KNEE1, wander=0.1, wander_s=WANDER_S)
+    ends = whole_searches(queue, step_s=30.0, searches=FAST_SEARCHES, seed=7, anchor=True)
+    between = whole_searches(queue, step_s=30.0, searches=FAST_SEARCHES, seed=7, anchor=True, anchor_every_s=10.0)
+    assert isinstance(between["above_truth_count"], int) and between["above_truth_count"] >= 10, between
+    assert isinstance(between["flagged_among_above"], float) and between["flagged_among_above"] >= 0.8, between
+    unflagged = between["above_truth_unflagged_ci95"]
+    assert isinstance(unflagged, list) and unflagged[0] <= 0.05, between
+    assert isinstance(ends["flagged_among_above"], float) and ends["flagged_among_above"] < between["flagged_among_above"]
