@@ -39,9 +39,10 @@ from rushhour.experiments.kubernetes.objects import (
     restore_patch,
     uncordon_patch,
 )
-from rushhour.experiments.kubernetes.selection import deadline_patch
+from rushhour.experiments.kubernetes.selection import LEASE_JOB_LABEL, deadline_patch
 
-__all__ = ["Leftover", "keep_swept", "keeper_secrets", "partition_renewer", "renewer", "restore_count", "sweep"]
+__all__ = ["Leftover", "audit_namespace", "keep_swept", "keeper_secrets", "lease_jobs", "partition_renewer", "renewer", "restore_count",
+           "sweep"]
 
 CHECK_EVERY_S = 2.0
 MAX_BACKOFF_S = 30.0
@@ -114,6 +115,54 @@ def sweep(ns: str = DEFAULT_NAMESPACE, now: float | None = None, networking: Any
             core.patch_node(node.metadata.name, uncordon_patch())
         found.append(Leftover("Node", node.metadata.name, expires_at, expired))
     return [asdict(item) for item in found]
+
+
+def lease_jobs(ns: str = DEFAULT_NAMESPACE, networking: Any = None, batch: Any = None,
+               secrets: Secrets = None) -> list[dict[str, Any]]:
+    """rushhour's lease Jobs in `ns` (the `rushhour.io/lease-of` label), each with the partition
+    NetworkPolicy it was made for and whether that policy is still there (`policy_present`). A
+    lease Job outlives its drill only until its deadline; the leak audit reports each one left."""
+    if networking is None or batch is None:
+        networking, _, _ = _apis(secrets)
+        batch = _batch_beside(networking)
+    found = []
+    for job in batch.list_namespaced_job(ns, label_selector=LEASE_JOB_LABEL).items:
+        name = job.metadata.name
+        policy = str((job.metadata.labels or {}).get(LEASE_JOB_LABEL) or name)
+        found.append({"kind": "Job", "name": f"{ns}/{name}", "policy": policy,
+                      "policy_present": _policy_present(networking, policy, ns)})
+    return found
+
+
+def audit_namespace(ns: str, secrets: Secrets = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The leak audit's look at `ns` through one client: the `sweep` (expired objects removed) and
+    the `lease_jobs` left there."""
+    networking, core, apps = _apis(secrets)
+    return (sweep(ns, networking=networking, core=core, apps=apps),
+            lease_jobs(ns, networking=networking, batch=_batch_beside(networking)))
+
+
+def _batch_beside(networking: Any) -> Any:
+    """The BatchV1 API on the client `networking` uses; a stand-in API object that answers every
+    group itself (no `api_client`) is its own."""
+    api_client = getattr(networking, "api_client", None)
+    if api_client is None:
+        return networking
+    from kubernetes import client
+
+    return client.BatchV1Api(api_client)
+
+
+def _policy_present(networking: Any, name: str, ns: str) -> bool:
+    from kubernetes.client.rest import ApiException
+
+    try:
+        networking.read_namespaced_network_policy(name, ns)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
 
 
 def _sweep_deployments(apps: Any, ns: str, when: float) -> list[Leftover]:

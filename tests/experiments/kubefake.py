@@ -197,13 +197,22 @@ class FakeKube:
         self._api()
         name, spec = body["metadata"]["name"], body["spec"]
         job = SimpleNamespace(
-            metadata=_meta(name, uid=f"uid-{next(self._uids)}", creation_timestamp=datetime.fromtimestamp(self.now, UTC)),
+            metadata=_meta(name, uid=f"uid-{next(self._uids)}", labels=dict(body["metadata"].get("labels") or {}),
+                           namespace=ns, creation_timestamp=datetime.fromtimestamp(self.now, UTC)),
             spec=SimpleNamespace(active_deadline_seconds=spec["activeDeadlineSeconds"],
                                  ttl_seconds_after_finished=spec["ttlSecondsAfterFinished"]),
             status=SimpleNamespace(start_time=datetime.fromtimestamp(self.now, UTC), failed_at=None), body=body)
         self.jobs[name] = job
         self.log.append(f"job {name} created")
         return job
+
+    def list_namespaced_job(self, ns: str, label_selector: str = "") -> SimpleNamespace:
+        """The Jobs of `ns` carrying every label key `label_selector` names (keys only: all the fake needs)."""
+        self._api()
+        keys = [key for key in label_selector.split(",") if key]
+        return SimpleNamespace(items=[job for job in self.jobs.values()
+                                      if job.metadata.namespace == ns
+                                      and all(key in job.metadata.labels for key in keys)])
 
     def read_namespaced_job(self, name: str, ns: str) -> SimpleNamespace:
         self._api()

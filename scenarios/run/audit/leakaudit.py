@@ -3,7 +3,8 @@
 It looks at what the drill could have left behind: faults still active and nodes not ready on
 the target (`/v1/status`), a Redis the scenario stopped, Kubernetes objects rushhour created or
 marked in each namespace a fault touched, the user's workload namespace included (expired ones are
-swept away on the spot and reported), and processes of the run still alive.
+swept away on the spot and reported; a partition's lease Job still there is reported too, with or
+without its policy), and processes of the run still alive.
 Checks that things settle (a node restarting after its rollback) are retried for a bounded
 time. The result goes to `leak_audit.json` and the `leak_audit` event, interrupted run or not:
 
@@ -129,14 +130,14 @@ def kubernetes_findings(scopes: Sequence[KubeScope]) -> list[Finding]:
     user's workload namespace), asked with the credentials its experiment used; expired ones are
     swept away and still reported."""
     try:
-        from rushhour.experiments.kubernetes.leases import sweep
+        from rushhour.experiments.kubernetes.leases import audit_namespace
     except ImportError as exc:
         return [Finding("unverified", "kubernetes", f"the Kubernetes client is missing ({exc}).")]
     found: list[Finding] = []
     for scope in scopes:
         ns = scope.namespace
         try:
-            leftovers = sweep(ns, secrets=dict(scope.secrets))
+            leftovers, jobs = audit_namespace(ns, dict(scope.secrets))
         except Exception as exc:  # noqa: BLE001 - any cluster error makes the check unverified
             found.append(Finding("unverified", f"kubernetes:{ns}", f"the cluster could not be checked: {exc}"))
             continue
@@ -144,4 +145,13 @@ def kubernetes_findings(scopes: Sequence[KubeScope]) -> list[Finding]:
             what = ("removed by the audit, its lease had run out" if item["removed"]
                     else f"still there, its lease ends at {item['expires_at']}")
             found.append(Finding("kubernetes", f"{item['kind']} {item['name']}", f"left by rushhour: {what}."))
+        found.extend(_lease_job_finding(job) for job in jobs)
     return found
+
+
+def _lease_job_finding(job: dict[str, Any]) -> Finding:
+    """A lease Job still in the cluster: beside its partition policy (reported by the sweep), or without it."""
+    policy = (f'its partition NetworkPolicy "{job["policy"]}" is still there' if job["policy_present"]
+              else f'without its partition NetworkPolicy "{job["policy"]}"')
+    return Finding("kubernetes", f"{job['kind']} {job['name']}",
+                   f"left by rushhour: a lease Job, {policy}; it ends at its deadline and the cluster then deletes it.")
