@@ -270,7 +270,8 @@ def calibration_findings(summary: dict[str, Any]) -> list[Finding]:
     if calibration.get("confirmed") is not False:
         return []
     text = (f"The peak of {calibration.get('peak_rps', 0):g} req/s rests on a capacity of "
-            f"{calibration.get('capacity_rps', 0):g} req/s that one window showed and no second window confirmed, "
+            f"{calibration.get('capacity_rps', 0):g} req/s that one window showed and no second window confirmed "
+            "(or whose search saw the machine answer its anchor load differently at its end than at its start), "
             "so that figure carries one window's confidence, not 95%, and was not cached; `rushhour capacity "
             "--calibrate` measures it again, or give traffic.peak_rps as a number")
     return [Finding("calibration", "warn", text + ".", "#calibration", "calibration")]
