@@ -7,8 +7,9 @@ Each experiment is resolved as `chaos run` resolves it, with Chaos Toolkit's own
 configuration loaded with the chaos entry's `env:` over the environment, its arguments
 substituted (`${key}`), and an argument it leaves out taken from the action's own default. The
 Kubernetes credentials the experiment used (the `KUBERNETES_*` entries of its secrets and of the
-entry's `env:`, and a `KUBECONFIG` the entry names) go with each namespace, so the audit asks
-the cluster the fault was made in.
+entry's `env:`, and a `KUBECONFIG` the entry names, a relative one read from the experiment's
+folder as `chaos run` reads it) go with each namespace, so the audit asks the cluster the fault
+was made in.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import inspect
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from chaoslib import substitute
@@ -77,7 +79,8 @@ def leak_scope(faults: Sequence[PlannedFault], environ: Mapping[str, str] | None
             elif module.startswith(KUBERNETES_PREFIX):
                 namespace = args.get("ns", _default_namespace(module, func))
                 if namespace is not None:
-                    clusters.add(KubeScope(str(namespace), _credentials(provider, secrets, fault.env)))
+                    credentials = _credentials(provider, secrets, fault.env, folder=fault.experiment.parent)
+                    clusters.add(KubeScope(str(namespace), credentials))
     return LeakScope(tuple(sorted(ports)), tuple(sorted(clusters, key=lambda k: (k.namespace, k.secrets))))
 
 
@@ -130,14 +133,18 @@ def _default_namespace(module: str, func: str) -> str | None:
     return default if isinstance(default, str) else DEFAULT_NAMESPACE
 
 
-def _credentials(provider: Mapping[str, Any], secrets: Mapping[str, Any],
-                 entry_env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+def _credentials(provider: Mapping[str, Any], secrets: Mapping[str, Any], entry_env: Mapping[str, str], *,
+                 folder: Path) -> tuple[tuple[str, str], ...]:
     """The cluster credentials the action was given: its secrets' `KUBERNETES_*` entries, then the
-    chaos entry's `env:` ones (chaostoolkit-kubernetes reads the environment after its secrets)."""
+    chaos entry's `env:` ones (chaostoolkit-kubernetes reads the environment after its secrets). A
+    relative `KUBECONFIG` names a file from `folder`, the experiment's, where `chaos run` runs it."""
     named = provider.get("secrets") or []
     given: dict[str, str] = {str(k): str(v) for k, v in entry_env.items() if str(k).startswith(CREDENTIAL_KEYS)}
     for scope in named if isinstance(named, list) else []:
         values = secrets.get(scope)
         if isinstance(values, Mapping):
             given.update({str(k): str(v) for k, v in values.items() if str(k).startswith(CREDENTIAL_KEYS)})
+    if given.get("KUBECONFIG"):
+        given["KUBECONFIG"] = os.pathsep.join(str(folder / Path(part).expanduser())
+                                              for part in given["KUBECONFIG"].split(os.pathsep) if part.strip())
     return tuple(sorted(given.items()))
