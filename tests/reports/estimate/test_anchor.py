@@ -27,6 +27,7 @@ def test_a_machine_ten_percent_slower_at_the_end_is_flagged() -> None:
         flagged += drift.changed
         assert drift.low <= drift.ratio <= drift.high
     assert flagged >= 38
+    assert drift is not None
     assert "% slower at the end" in drift.sentence() and "not a steady one" in drift.sentence()
 
 

@@ -4,23 +4,29 @@ and shown on capacity.html; a steady one is not flagged."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from rushhour.reports.capacity.document_model import ConditionResult
 from rushhour.reports.capacity.page import render_capacity_html
+from rushhour.scenarios.capacity import runner
 from rushhour.scenarios.capacity.anchor import Anchor, window_latencies
+from rushhour.scenarios.capacity.conditions import HEALTHY
 from rushhour.scenarios.capacity.record import condition_entry
-from rushhour.scenarios.capacity.search import SearchResult, StepVerdict
+from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict
 from rushhour.scenarios.capacity.stepper import StepRecord
-from rushhour.scenarios.capacity.steps import Assessment, StepRules
+from rushhour.scenarios.capacity.steps import Assessment, Decision, StepRules
+from rushhour.scenarios.capacity.target import Target
 
 RULES = StepRules(measure_s=30.0, warmup_s=5.0)
 
 
-def _record(index: int, rate: float, speed: float, rng: np.random.Generator, decision: str = "pass") -> StepRecord:
+def _record(index: int, rate: float, speed: float, rng: np.random.Generator, decision: Decision = "pass"
+            ) -> StepRecord:
     """A step at a light `rate` on a machine whose service times are 20 ms x `speed`, with an
     AR(1) wander of the log (sd 4%, lag-1 0.9) inside the window, and one request that failed."""
     intended = np.sort(rng.uniform(0.0, RULES.schedule_s, round(rate * RULES.schedule_s)))
@@ -108,3 +114,52 @@ def test_no_anchor_without_a_pass_or_without_a_figure() -> None:
     assert not anchor.wanted(SearchResult(steps=[StepVerdict(40.0, "invalid")], generator_bound=True, last_pass=40.0))
     assert not anchor.wanted(SearchResult())
     assert condition_entry("none", _searched(), [], require_rps=None, wall_s=1.0)["machine_drift"] is None
+
+
+class _SlowingService:
+    """Stands in for `StepRunner`: steps pass up to 60 req/s and fail above; each step's machine is
+    `slowing` slower than the one before (0: steady)."""
+
+    slowing = 0.0
+    last: _SlowingService
+
+    def __init__(self, **_kwargs: object) -> None:
+        self.index = 0
+        self.rates: list[float] = []
+        self.rng = np.random.default_rng(4)
+
+    def continues(self, _rate: float) -> bool:
+        return False
+
+    def release(self) -> None:
+        return None
+
+    def run(self, rate: float) -> StepRecord:
+        self.index += 1
+        self.rates.append(rate)
+        _SlowingService.last = self
+        return _record(self.index, rate, 1.0 + self.slowing * self.index, self.rng,
+                       decision="pass" if rate <= 60.0 else "fail")
+
+
+@pytest.mark.parametrize("slowing, changed", [(0.01, True), (0.0, False)])
+def test_the_search_steps_its_first_pass_again_at_the_end_and_judges_the_machine(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, slowing: float, changed: bool) -> None:
+    monkeypatch.setattr(runner, "StepRunner", _SlowingService)
+    monkeypatch.setattr(runner, "settle", lambda _url: 0.0)
+    monkeypatch.setattr(_SlowingService, "slowing", slowing)
+    job = SimpleNamespace(known_fail=None, probe=False, mix=None, slos=[], rules=RULES, out_dir=tmp_path, seed=0,
+                          protocol=None, measure_at=None, start_rps=None, require_rps=None,
+                          settings=SearchSettings(min_rps=20.0, max_rps=100.0, precision=0.1),
+                          scenario=SimpleNamespace(load=SimpleNamespace(max_lag_p99_ms=250.0)), cost_model=None)
+    said: list[str] = []
+    entry = runner._search_condition(job, Target("http://127.0.0.1:9", None, "stand-in"), HEALTHY,  # type: ignore[arg-type]
+                                     said.append, start_rps=None, serves_jobs=False)
+    service = _SlowingService.last
+    assert service.rates[0] == 20.0 and service.rates[-1] == 20.0  # the anchor: the first pass, again at the end
+    assert len(entry["steps"]) == len(service.rates) - 1  # the anchor's end step is not a search step
+    drift = entry["machine_drift"]
+    assert drift["steps"] == [1, len(service.rates)] and drift["changed"] is changed
+    assert entry["confirmed"] is (not changed)
+    assert ("not confirmed: the machine answered the same load (20.0 req/s)" in entry["summary"]) is changed
+    assert any("anchor: 20.0 req/s again, to compare with step 1" in line for line in said)
