@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -24,21 +24,17 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 
-from rushhour.kernel.contract import AB_COLUMNS, EVENTS_FILE, REQUESTS_FILE, SCENARIO_FILE, SCHEDULE_FILE
-from rushhour.reference_server.launch import LaunchError
+from rushhour.kernel.contract import AB_COLUMNS, EVENTS_FILE, REQUESTS_FILE, SCHEDULE_FILE
 from rushhour.scenarios.ab.targets import ArmServers, ArmTarget, probe_arm
 from rushhour.scenarios.ab.trials import TrialDesign, assigned_chunks
 from rushhour.scenarios.load.health import generator_figures
-from rushhour.scenarios.load.locust import LoadError
 from rushhour.scenarios.load.merge import merge_chunks_to_file, merge_to_file
 from rushhour.scenarios.load.session import LoadSession
 from rushhour.scenarios.load.settings import LoadSettings
-from rushhour.scenarios.run.drill import GENERATOR_COLUMNS, SCHEDULE_GROUP_ROWS
 from rushhour.scenarios.run.envinfo import machine_facts
 from rushhour.scenarios.run.events import EventLog
+from rushhour.scenarios.run.lifecycle import GENERATOR_COLUMNS, SCHEDULE_GROUP_ROWS, RunLifecycle, claim_folder
 from rushhour.scenarios.run.live.progress import ProgressPrinter, RunningTally, progress_line
-from rushhour.scenarios.run.resultsdir import ResultsDirError
-from rushhour.scenarios.run.teardown import run_every_step
 from rushhour.scenarios.spec.model import dump_scenario
 from rushhour.scenarios.spec.plan import DrillPlan
 from rushhour.traffic_models.chunked import write_schedule
@@ -49,7 +45,7 @@ __all__ = ["AbRun"]
 
 
 @dataclass
-class AbRun:
+class AbRun(RunLifecycle[dict[str, Any]]):
     """The state of one running A/B comparison (everything the teardown must reach)."""
 
     plan: DrillPlan
@@ -77,32 +73,24 @@ class AbRun:
     _t0: float = 0.0
 
     def run(self) -> dict[str, Any]:
-        """Run and judge; returns the ab.json document. A target that fails its probe raises
-        rushhour.scenarios.ab.targets.TargetError once everything is stopped."""
-        from rushhour.reports.ab.build import build_ab
-
-        self._claim()
-        self._servers = ArmServers(self.targets, self.folder, self.plan.base_dir)
-        try:
-            self._boot_and_load()
-        except (LaunchError, LoadError) as exc:
-            self.abort_reason = str(exc)
-        except KeyboardInterrupt:
-            self.interrupted = True
-            self.abort_reason = "interrupted by the operator (Ctrl-C)"
-        finally:
-            self._teardown()
-        return build_ab(self.folder)
+        """Run and judge (in `RunLifecycle`'s order); returns the ab.json document. A target that
+        fails its probe raises rushhour.scenarios.ab.targets.TargetError once everything is stopped."""
+        return super().run()
 
     def _claim(self) -> None:
-        """The folder is this run's: scenario.yaml is created exclusively, first."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        try:
-            with (self.folder / SCENARIO_FILE).open("x", encoding="utf-8") as handle:
-                handle.write(dump_scenario(self.plan.scenario, rate_scale=self.plan.rate_scale))
-        except FileExistsError as exc:
-            raise ResultsDirError(f'The results folder "{self.folder}" already holds a run ({SCENARIO_FILE}); '
-                                  "a run never shares its folder.") from exc
+        claim_folder(self.folder, dump_scenario(self.plan.scenario, rate_scale=self.plan.rate_scale))
+
+    def _open(self) -> None:
+        self._servers = ArmServers(self.targets, self.folder, self.plan.base_dir)
+
+    def _interrupted(self) -> None:
+        self.interrupted = True
+        self.abort_reason = "interrupted by the operator (Ctrl-C)"
+
+    def _report(self) -> dict[str, Any]:
+        from rushhour.reports.ab.build import build_ab
+
+        return build_ab(self.folder)
 
     def _boot_and_load(self) -> None:
         assert self._servers is not None
@@ -154,9 +142,9 @@ class AbRun:
         finally:
             printer.close()
 
-    def _teardown(self) -> None:
-        """Stop the load, then the servers, then write what was measured; each step always runs."""
-        run_every_step((self._stop_load, self._stop_servers, self._write_results), self._say)
+    def _stop_steps(self) -> tuple[Callable[[], object], ...]:
+        """Stop the load, then the servers (the results are written after them)."""
+        return (self._stop_load, self._stop_servers)
 
     def _stop_load(self) -> None:
         if self._session is not None:
@@ -199,8 +187,4 @@ class AbRun:
             merge_to_file(self.folder / SCHEDULE_FILE, [], out, chunk_rows=self.chunk_rows, keep=AB_COLUMNS)
         else:
             merge_chunks_to_file(self._assigned({t.arm: "" for t in self.targets}), [], out, keep=AB_COLUMNS)
-
-    def _say(self, text: str) -> None:
-        self.stream.write(text + "\n")
-        self.stream.flush()
 

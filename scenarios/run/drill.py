@@ -1,6 +1,7 @@
 """One drill, start to finish: boot, load, watch, stop, and always leave results and a report.
 
-The order of teardown matters and lives in one `finally`: stop the load, stop the chaos
+The run's order is `rushhour.scenarios.run.lifecycle.RunLifecycle`'s; the order of the stop steps
+matters and is the drill's: stop the load, stop the chaos
 timeline (its rollbacks need the server up), audit the target for leftover faults, stop the
 scraper and the server, audit for leftover processes, then write the results and build the
 report, so an aborted or interrupted drill still explains itself. Signals stay handled until
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -25,12 +27,10 @@ from rushhour.kernel.atomic import write_json_atomic, write_parquet_atomic
 from rushhour.kernel.contract import (
     EVENTS_FILE,
     REQUESTS_FILE,
-    SCENARIO_FILE,
     SCHEDULE_FILE,
     SERVER_METRICS_FILE,
     ExitCode,
 )
-from rushhour.reference_server.launch import LaunchError
 from rushhour.scenarios.load.health import generator_figures
 from rushhour.scenarios.load.locust import LoadError
 from rushhour.scenarios.load.merge import merge_to_file
@@ -43,25 +43,20 @@ from rushhour.scenarios.run.chaos.bridge import Timeline, report_skipped_faults,
 from rushhour.scenarios.run.embedded import EmbeddedServer
 from rushhour.scenarios.run.envinfo import machine_facts
 from rushhour.scenarios.run.events import EventLog
+from rushhour.scenarios.run.lifecycle import GENERATOR_COLUMNS, SCHEDULE_GROUP_ROWS, RunLifecycle, claim_folder
 from rushhour.scenarios.run.live.progress import ProgressPrinter, RunningTally, progress_line
 from rushhour.scenarios.run.live.watch import LiveWatch, Printer
 from rushhour.scenarios.run.overhead import drill_overhead
-from rushhour.scenarios.run.resultsdir import ResultsDirError
 from rushhour.scenarios.run.scraper import StatusScraper, metrics_frame
 from rushhour.scenarios.run.signals import SignalGuard
 from rushhour.scenarios.run.stopping import stop_reason
 from rushhour.scenarios.run.target_events import TARGET_EVENT, TargetEvent, target_event_record
 from rushhour.scenarios.run.targetmetrics import TargetMetricsScraper
-from rushhour.scenarios.run.teardown import run_every_step
 from rushhour.scenarios.spec.model import dump_scenario
 from rushhour.scenarios.spec.plan import DrillPlan
 from rushhour.traffic_models.chunked import write_schedule
 
 TICK_S = 0.5
-SCHEDULE_GROUP_ROWS = 50_000
-"""Rows per row group of `schedule.parquet`: the schedule is drawn and written this many at a time,
-and whoever reads it back (workers, the live fold, the merge) holds a few such groups at most."""
-GENERATOR_COLUMNS = ["intended_s", "sent_s", "pool_wait_ms", "fired"]
 EXIT_INVALID = ExitCode.INVALID
 
 
@@ -76,7 +71,7 @@ class RunResult:
 
 
 @dataclass
-class Drill:
+class Drill(RunLifecycle[RunResult]):
     """The state of one running drill (everything the teardown must reach)."""
 
     plan: DrillPlan
@@ -102,39 +97,28 @@ class Drill:
     overhead: dict[str, object] | None = None
     _phases_seen: int = 0
     _audit_s: float = 0.0  # time spent auditing: after the run, so not part of its duration
+    _guard: SignalGuard | None = None
 
-    def run(self) -> RunResult:
-        self._write_inputs()
-        self.ledger = ProcessLedger(self.results_dir / LEDGER_FILE)
-        guard = SignalGuard(self._stop_requested, self._say).install()
-        try:
-            try:
-                self._boot_and_load()
-            except (LaunchError, LoadError) as exc:
-                self.abort_reason = str(exc)
-            except KeyboardInterrupt:
-                self.interrupted = True
-            finally:
-                guard.tearing_down = True
-                self._teardown()
-            return self._report()
-        finally:
-            guard.restore()
-            if self.live is not None:
-                self.live.close()
-
-    def _write_inputs(self) -> None:
-        """Claim the (new or empty) folder: `scenario.yaml` is created exclusively, first."""
-        self.results_dir.mkdir(parents=True, exist_ok=True)
-        text = dump_scenario(self.plan.scenario, rate_scale=self.plan.rate_scale)
-        try:
-            with (self.results_dir / SCENARIO_FILE).open("x", encoding="utf-8") as handle:
-                handle.write(text)
-        except FileExistsError as exc:
-            raise ResultsDirError(f'The results folder "{self.results_dir}" already holds a run '
-                                  "(scenario.yaml); a run never shares its folder.") from exc
+    def _claim(self) -> None:
+        """Claim the folder (`rushhour.scenarios.run.lifecycle.claim_folder`), then write the schedule."""
+        claim_folder(self.results_dir, dump_scenario(self.plan.scenario, rate_scale=self.plan.rate_scale))
         (self.results_dir / "chaos").mkdir(exist_ok=True)
         write_schedule(self.results_dir / SCHEDULE_FILE, self.plan.draw.chunks(SCHEDULE_GROUP_ROWS))
+
+    def _open(self) -> None:
+        self.ledger = ProcessLedger(self.results_dir / LEDGER_FILE)
+        self._guard = SignalGuard(self._stop_requested, self._say).install()
+
+    def _tearing_down(self) -> None:
+        if self._guard is not None:
+            self._guard.tearing_down = True
+        self._observe()
+
+    def _close(self) -> None:
+        if self._guard is not None:
+            self._guard.restore()
+        if self.live is not None:
+            self.live.close()
 
     def _stop_requested(self, name: str) -> None:
         self.interrupted = True
@@ -283,11 +267,10 @@ class Drill:
             self.events_log.emit("phase", t_s=phase.start_s, name=phase.name, start_s=phase.start_s, end_s=phase.end_s)
             self._phases_seen += 1
 
-    def _teardown(self) -> None:
-        """Stop everything in a safe order; each step runs even if an earlier one failed."""
-        self._observe()
-        run_every_step((self._stop_load, self._stop_chaos, self._audit_target, self._stop_scraper,
-                        self._stop_server, self._audit_leftovers, self._write_results), self._say)
+    def _stop_steps(self) -> tuple[Callable[[], object], ...]:
+        """Stop everything in a safe order (the results are written after the last)."""
+        return (self._stop_load, self._stop_chaos, self._audit_target, self._stop_scraper,
+                self._stop_server, self._audit_leftovers)
 
     def _stop_load(self) -> None:
         if self.session is not None:
@@ -378,10 +361,6 @@ class Drill:
         if self.abort_reason or self.interrupted:
             code = EXIT_INVALID
         return RunResult(code, verdict, str(summary.get("headline") or summary.get("verdict_reason", "")), self.results_dir)
-
-    def _say(self, text: str) -> None:
-        self.stream.write(text + "\n")
-        self.stream.flush()
 
 
 def _fault_lease_s() -> float | str:
