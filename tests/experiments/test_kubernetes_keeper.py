@@ -68,7 +68,9 @@ def test_an_object_of_ours_without_a_lease_counts_as_expired(kube: FakeKube) -> 
 
 # -- the keeper's credentials and log ----------------------------------------------------------------
 
-def test_the_keeper_gets_the_experiments_credentials_in_its_environment(kube: FakeKube) -> None:
+def test_the_keeper_gets_the_experiments_credentials_in_its_environment(kube: FakeKube,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)  # the runner's own, which the keeper would be handed too
     secrets = {"KUBERNETES_CONTEXT": "prod-eu", "KUBERNETES_API_KEY": "s3cret", "rushhour_token": "not-for-it"}
     workload.partition_workload(WEB, NS, hold_s=0, ttl_s=30, secrets=secrets)
     workload.scale_workload(WEB, NS, replicas=0, hold_s=0, ttl_s=30, secrets=secrets)
