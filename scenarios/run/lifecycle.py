@@ -1,12 +1,14 @@
 """One run's lifecycle, written once: claim the folder, boot, probe, load and watch, tear down with
-every step run, write the results, report; a drill and an A/B run plug their steps into it.
+every step run, write the results, report; a drill, an A/B run and the overhead ladder plug their
+steps into it.
 
 `RunLifecycle.run` holds the order. A boot or load that fails the way a run may fail (the server
 did not start, the load could not be fired) is recorded as the run's abort reason and the run goes
-on to its teardown; Ctrl-C is recorded as an interruption the same way; any other error is raised
-again once the teardown and the results are done. The teardown runs every stop step even when one
-before it raised (`rushhour.scenarios.run.teardown.run_every_step`), and writing the results is
-always its last step, so an aborted or interrupted run still leaves its data and its report.
+on to its teardown (a run that must not go on says so with `aborting`); Ctrl-C is recorded as an
+interruption the same way; any other error is raised again once the teardown and the results are
+done. The teardown runs every stop step even when one before it raised
+(`rushhour.scenarios.run.teardown.run_every_step`), and writing the results is always its last
+step, so an aborted or interrupted run still leaves its data and its report.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final, Generic, TextIO, TypeVar
+from typing import ClassVar, Final, Generic, TextIO, TypeVar
 
 from rushhour.kernel.contract import SCENARIO_FILE
 from rushhour.reference_server.launch import LaunchError
@@ -49,6 +51,8 @@ def claim_folder(folder: Path, scenario_text: str) -> None:
 class RunLifecycle(ABC, Generic[Report]):
     """The order of one run; a subclass supplies the steps (and the fields named below)."""
 
+    aborting: ClassVar[tuple[type[Exception], ...]] = ABORTING
+    """What a boot or load may raise that is recorded as the abort reason (others are raised)."""
     stream: TextIO
     abort_reason: str | None
     interrupted: bool
@@ -66,7 +70,7 @@ class RunLifecycle(ABC, Generic[Report]):
     def _drive(self) -> None:
         try:
             self._boot_and_load()
-        except ABORTING as exc:
+        except self.aborting as exc:
             self._aborted(str(exc))
         except KeyboardInterrupt:
             self._interrupted()

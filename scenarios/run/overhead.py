@@ -27,9 +27,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TextIO
 
 import numpy as np
 import pandas as pd
@@ -42,6 +44,7 @@ from rushhour.scenarios.load.health import generator_figures
 from rushhour.scenarios.load.session import LoadSession
 from rushhour.scenarios.load.settings import LoadSettings
 from rushhour.scenarios.run.envinfo import machine_facts
+from rushhour.scenarios.run.lifecycle import RunLifecycle
 
 __all__ = ["LADDER_RPS", "SKIP_ENV", "drill_overhead", "at_peak", "cache_dir", "measure_overhead", "overhead_key", "run_overhead_check"]
 
@@ -155,35 +158,81 @@ class NullServer:
         stop_process(self.proc, grace_s=2.0)
 
 
+@dataclass
+class LadderRun(RunLifecycle[dict[str, Any]]):
+    """The ladder fired once, in a run's order (`rushhour.scenarios.run.lifecycle`): a temporary
+    folder, a fresh null server, one Locust process, both stopped whatever happened; a failure to
+    start or fire is raised once they are stopped, not recorded (the caller says it)."""
+
+    aborting: ClassVar[tuple[type[Exception], ...]] = ()
+    schedule: pd.DataFrame
+    target: dict[str, object] | None
+    lag_limit_ms: float
+    languages: tuple[str, ...]
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    abort_reason: str | None = None
+    interrupted: bool = False
+    began: float = field(default_factory=time.monotonic)
+    _folder: ExitStack = field(default_factory=ExitStack)
+    _work: Path = Path()
+    _server: NullServer | None = None
+    _session: LoadSession | None = None
+    _requests: pd.DataFrame | None = None
+
+    def _claim(self) -> None:
+        self._work = Path(self._folder.enter_context(tempfile.TemporaryDirectory(prefix="rushhour-overhead-")))
+
+    def _boot_and_load(self) -> None:
+        path = self._work / "schedule.parquet"
+        write_parquet_atomic(self.schedule.drop(columns=["step"]), path)
+        self._server = NullServer().start()
+        self._session = LoadSession(LoadSettings(
+            host=self._server.url, schedule_path=path, work_dir=self._work / "load",
+            duration_s=WARMUP_S + len(LADDER_RPS) * STEP_S, processes=1, languages=self.languages,
+            max_timeout_s=2.0, timeout_margin_s=1.0, request_timeout_s=2.0, target=self.target))
+        self._session.start()
+        seen: list[pd.DataFrame] = []
+        while not self._session.finished() and time.monotonic() - self.began < CHECK_LIMIT_S:
+            time.sleep(0.2)
+            seen.append(self._session.poll())
+            if _hopeless(pd.concat(seen), self.lag_limit_ms):
+                break  # a rung is already far behind: the ones above it cannot be valid
+
+    def _interrupted(self) -> None:
+        raise KeyboardInterrupt  # the check is not worth finishing: stopped, then the interruption goes on
+
+    def _stop_steps(self) -> tuple[Callable[[], object], ...]:
+        return (self._stop_load, self._stop_server)
+
+    def _stop_load(self) -> None:
+        if self._session is not None:
+            self._session.stop()
+
+    def _stop_server(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+
+    def _write_results(self) -> None:
+        if self._session is not None:
+            self._requests = self._session.requests(self.schedule.drop(columns=["step"]))
+
+    def _report(self) -> dict[str, Any]:
+        if self._requests is None:
+            raise RuntimeError("The overhead ladder's requests could not be read back from its load session.")
+        steps = judge_steps(self._requests, self.schedule["step"].to_numpy(), self.lag_limit_ms)
+        valid = [s["rate_rps"] for s in steps if s["valid"]]
+        return {"steps": steps, "max_valid_rps_per_process": max(valid) if valid else None,
+                "lag_limit_ms": self.lag_limit_ms, "measure_s": round(time.monotonic() - self.began, 2)}
+
+    def _close(self) -> None:
+        self._folder.close()
+
+
 def measure_overhead(mix: pd.DataFrame, *, target: dict[str, object] | None, lag_limit_ms: float,
                      languages: tuple[str, ...] = ("en-de",)) -> dict[str, Any]:
     """Fire the ladder from one Locust process at a fresh null server; the steps and the highest valid rate."""
-    schedule = ladder_schedule(mix)
     began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="rushhour-overhead-") as work:
-        path = Path(work) / "schedule.parquet"
-        write_parquet_atomic(schedule.drop(columns=["step"]), path)
-        server = NullServer().start()
-        session = LoadSession(LoadSettings(host=server.url, schedule_path=path, work_dir=Path(work) / "load",
-                                           duration_s=WARMUP_S + len(LADDER_RPS) * STEP_S, processes=1,
-                                           languages=languages, max_timeout_s=2.0, timeout_margin_s=1.0,
-                                           request_timeout_s=2.0, target=target))
-        try:
-            session.start()
-            seen: list[pd.DataFrame] = []
-            while not session.finished() and time.monotonic() - began < CHECK_LIMIT_S:
-                time.sleep(0.2)
-                seen.append(session.poll())
-                if _hopeless(pd.concat(seen), lag_limit_ms):
-                    break  # a rung is already far behind: the ones above it cannot be valid
-        finally:
-            session.stop()
-            server.stop()
-        requests = session.requests(schedule.drop(columns=["step"]))
-    steps = judge_steps(requests, schedule["step"].to_numpy(), lag_limit_ms)
-    valid = [s["rate_rps"] for s in steps if s["valid"]]
-    return {"steps": steps, "max_valid_rps_per_process": max(valid) if valid else None,
-            "lag_limit_ms": lag_limit_ms, "measure_s": round(time.monotonic() - began, 2)}
+    return LadderRun(ladder_schedule(mix), target, lag_limit_ms, languages, began=began).run()
 
 
 def _hopeless(parts: pd.DataFrame, lag_limit_ms: float) -> bool:

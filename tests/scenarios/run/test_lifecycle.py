@@ -129,3 +129,18 @@ def test_a_folder_holding_a_run_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(ResultsDirError, match=f'"{folder}" already holds a run'):
         claim_folder(folder, "name: second\n")
     assert (folder / "scenario.yaml").read_text(encoding="utf-8") == "name: first\n"
+
+
+@dataclass
+class StrictRun(FakeRun):
+    """A run that must not go on after a failed load (as the overhead ladder)."""
+
+    aborting = ()
+
+
+def test_a_run_with_no_aborting_errors_raises_a_failed_load_after_the_teardown() -> None:
+    run = StrictRun(load_error=LoadError("locust exited with code 1"))
+    with pytest.raises(LoadError, match="code 1"):
+        run.run()
+    assert run.steps == [*ORDER, "close"]
+    assert run.abort_reason is None
