@@ -201,6 +201,7 @@ def remember(job: CapacityJob, document: dict[str, Any]) -> list[Path]:
         name = entry.get("condition")
         usable = entry.get("capacity_rps") is not None and not entry.get("generator_bound") and not entry.get("ceiling")
         usable = usable and (entry.get("confirmed") is True or job.rules.met_error <= ALPHA)
+        usable = usable and not (entry.get("machine_drift") or {}).get("changed")  # measured on a changing machine
         if name not in (HEALTHY, N_MINUS_ONE) or not usable:
             continue
         key, parts = calibration_key(job.scenario, name, source=job.source, base_dir=job.base_dir,

@@ -151,6 +151,9 @@ def test_calibrate_windows_spend_the_paired_error_on_met_and_cache_only_a_confir
     assert slo_floors(job.mix, job.slos, 60.0)[0].needed > job.floors[0].needed
     assert remember(job, _document(42.0, confirmed=False)) == [] and remember(job, _document(42.0, confirmed=None)) == []
     assert [p.name for p in remember(plain, _document(42.0, confirmed=False))] == [f"{_key(scenario, path)}.json"]
+    moved = {"changed": True, "sentence": "the machine answered the same load 9% slower at the end"}
+    assert remember(plain, _document(42.0, confirmed=False, machine_drift=moved)) == []  # a changing machine's figure: never cached
+    assert remember(job, _document(42.0, machine_drift=moved | {"changed": False})) != []
 
 
 def test_calibrate_an_unconfirmed_figure_serves_the_run_and_says_it_is_not_cached(tmp_path: Path) -> None:
