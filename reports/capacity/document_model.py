@@ -177,8 +177,24 @@ class AtCapacity(_Fixed):
     """The step's index."""
 
 
+class AnchorWindow(_Fixed):
+    """One short anchor window of the `steps` drift check, compared with the anchor."""
+
+    after_step: int
+    """The search step it followed."""
+    step: int
+    """Its own step index."""
+    ratio: float
+    """Its geometric-mean latency over the anchor's."""
+    interval: list[float]
+    """The ratio's interval, [low, high]."""
+    changed: bool
+    """Whether it shows the machine changed beyond the noise."""
+
+
 class MachineDrift(_Fixed):
-    """The search's anchor: one rate stepped at its start and again at its end, the two windows compared."""
+    """The search's anchor: one rate stepped at its start and again at its end (or, with the `steps`
+    check, in a short window after every step), the windows compared."""
 
     rate_rps: float
     """The anchor's rate, requests per second (the search's first pass)."""
@@ -199,7 +215,13 @@ class MachineDrift(_Fixed):
     sentence: str
     """What the comparison showed, in words."""
     steps: list[int]
-    """The indexes of the anchor's two steps."""
+    """The indexes of the two steps compared (with `steps`: the anchor and the window reported)."""
+    check: Literal["ends", "steps"] = "ends"
+    """Which drift check ran: `ends` (the anchor again at the search's end) or `steps` (after every step)."""
+    windows: list[AnchorWindow] = []
+    """With `steps`: every short window's comparison, in order; empty with `ends`."""
+    changed_after_step: int | None = None
+    """With `steps`: the step after which the machine was first seen changed; null otherwise."""
 
 
 class ConditionResult(_Growing):

@@ -50,23 +50,24 @@ class MachineDrift:
         """True when the whole interval lies outside 1 +/- `tolerance`: the machine changed beyond the noise."""
         return self.low > 1.0 + self.tolerance or self.high < 1.0 / (1.0 + self.tolerance)
 
-    def sentence(self) -> str:
-        """The plain words a report prints beside an unconfirmed figure (or that the machine held)."""
+    def sentence(self, later: str = "at the end", earlier: str = "at the start") -> str:
+        """The plain words a report prints beside an unconfirmed figure (or that the machine held);
+        `later` and `earlier` name the two windows' moments."""
         if not self.changed:
-            return (f"the machine answered the same load ({self.rate_rps:.1f} req/s) alike at the start and the end "
+            return (f"the machine answered the same load ({self.rate_rps:.1f} req/s) alike {earlier} and {later} "
                     f"(end/start {self.ratio:.3f}, {100 * self.confidence:.0f}% interval {self.low:.3f}-{self.high:.3f})")
         change = abs(self.ratio - 1.0) * 100.0
         way = "slower" if self.ratio > 1.0 else "faster"
-        return (f"the machine answered the same load ({self.rate_rps:.1f} req/s) {change:.0f}% {way} at the end than "
-                f"at the start ({100 * self.confidence:.0f}% interval {self.low:.3f}-{self.high:.3f}): the figure "
+        return (f"the machine answered the same load ({self.rate_rps:.1f} req/s) {change:.0f}% {way} {later} than "
+                f"{earlier} ({100 * self.confidence:.0f}% interval {self.low:.3f}-{self.high:.3f}): the figure "
                 "holds for the machine as it ran, not a steady one")
 
-    def as_dict(self) -> dict[str, object]:
-        """The `machine_drift` entry of capacity.json."""
+    def as_dict(self, later: str = "at the end", earlier: str = "at the start") -> dict[str, object]:
+        """The `machine_drift` entry of capacity.json (`later`, `earlier`: as for `sentence`)."""
         return {"rate_rps": round(self.rate_rps, 3), "ratio": round(self.ratio, 4),
                 "interval": [round(self.low, 4), round(self.high, 4)], "confidence": self.confidence,
                 "effective": [round(e, 1) for e in self.effective], "tolerance": self.tolerance,
-                "method": self.method, "changed": self.changed, "sentence": self.sentence()}
+                "method": self.method, "changed": self.changed, "sentence": self.sentence(later, earlier)}
 
 
 def machine_drift(rate_rps: float, start_ms: np.ndarray, end_ms: np.ndarray, *, confidence: float = FLAG_CONFIDENCE,

@@ -8,21 +8,29 @@ latencies are compared side by side by the statistics core
 (`rushhour.reports.estimate.anchor.machine_drift`). When the machine answered the same load
 differently beyond the noise, the condition carries `machine_drift` and its figure is marked
 unconfirmed.
+
+With the `steps` drift check (`rushhour capacity --drift-check steps`) the search also steps a
+short window (`STEP_ANCHOR_S`) at the anchor's rate after every later step, each from a drained
+queue, and compares each with the anchor: the first window that shows the machine changed names the
+step after which it changed. It costs a short step per step; it catches a machine that wanders
+during the search and back by its end, which the `ends` check cannot see.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from rushhour.reports.estimate.anchor import machine_drift
+from rushhour.scenarios.capacity.job import STEP_ANCHOR_S, DriftCheck
 from rushhour.scenarios.capacity.search import SearchResult
 from rushhour.scenarios.capacity.stepper import StepRecord
 
-__all__ = ["Anchor", "window_latencies"]
+__all__ = ["STEP_ANCHOR_S", "Anchor", "window_latencies"]
+
 
 
 def window_latencies(record: StepRecord) -> np.ndarray:
@@ -44,6 +52,11 @@ class Anchor:
     """The search's first passing step, kept to be measured against a step at its rate at the end."""
 
     first: StepRecord | None = None
+    check_kind: DriftCheck = "ends"
+    windows: list[dict[str, Any]] = field(default_factory=list)
+    """With `steps`: every short window's comparison with the anchor, in order."""
+    _changed: dict[str, Any] | None = field(default=None, repr=False)
+    _latest: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def keep(self, record: StepRecord) -> None:
         """Keep `record` when it is the search's first pass."""
@@ -53,6 +66,37 @@ class Anchor:
     def wanted(self, result: SearchResult) -> bool:
         """True when the search has a figure to vouch for and an anchor to measure it by."""
         return self.first is not None and result.last_pass is not None and not result.generator_bound
+
+    def after_step(self, record: StepRecord, step_short: Callable[[float], StepRecord],
+                   say: Callable[[str], None]) -> None:
+        """With the `steps` check: after `record` (not the anchor itself), a short window at the
+        anchor's rate (`step_short` starts it from a drained queue), compared with the anchor."""
+        if self.check_kind != "steps" or self.first is None or record is self.first:
+            return
+        short = step_short(self.first.rate_rps)
+        drift = machine_drift(self.first.rate_rps, window_latencies(self.first), window_latencies(short))
+        if drift is None:
+            say(f"anchor after step {record.index}: too few answered requests to compare the machine")
+            return
+        later, earlier = f"after step {record.index}", f"at step {self.first.index}"
+        say(f"anchor after step {record.index}: end/start {drift.ratio:.3f}"
+            + (f", changed: {drift.sentence(later, earlier)}" if drift.changed else ""))
+        self.windows.append({"after_step": record.index, "step": short.index, "ratio": round(drift.ratio, 4),
+                             "interval": [round(drift.low, 4), round(drift.high, 4)], "changed": drift.changed})
+        if drift.changed and self._changed is None:
+            self._changed = drift.as_dict(later, earlier) | {"steps": [self.first.index, short.index],
+                                                              "changed_after_step": record.index}
+        elif self._changed is None:
+            self._latest = drift.as_dict(later, earlier) | {"steps": [self.first.index, short.index],
+                                                             "changed_after_step": None}
+
+    def summary(self) -> dict[str, Any] | None:
+        """With `steps`: capacity.json's `machine_drift` from every short window: the first that saw
+        the machine change, else the last; None when no window compared."""
+        if not self.windows:
+            return None
+        chosen = self._changed if self._changed is not None else self._latest
+        return chosen | {"check": "steps", "windows": self.windows}
 
     def check(self, step_again: Callable[[float], StepRecord], say: Callable[[str], None]) -> dict[str, Any] | None:
         """Step once more at the anchor's rate (`step_again` starts it from a drained queue) and
@@ -67,4 +111,5 @@ class Anchor:
             say("anchor: too few answered requests in one of its windows to compare the machine")
             return None
         say(f"anchor: {drift.sentence()}")
-        return drift.as_dict() | {"steps": [self.first.index, end.index]}
+        return drift.as_dict() | {"steps": [self.first.index, end.index], "check": "ends", "windows": [],
+                                   "changed_after_step": None}

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 
@@ -44,6 +45,14 @@ class SloFloor:
     floor_rps: float
 
 
+DriftCheck = Literal["ends", "steps"]
+DRIFT_CHECKS: tuple[DriftCheck, ...] = ("ends", "steps")
+"""`ends`: the search's anchor again once, at its end; `steps`: a short anchor window after every step too."""
+STEP_ANCHOR_S = 10.0
+"""Measured seconds of the anchor window stepped after every step with the `steps` drift check
+(the length the whole-search bench measured, docs/concepts/confidence.md)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class CapacityJob:
     """A fully resolved `rushhour capacity` invocation."""
@@ -69,6 +78,9 @@ class CapacityJob:
     known_fail: StepVerdict | None = None
     """A failure seen just before this job (a cached capacity's check step): the search starts from
     it as its first failure and never steps at or above that rate (`SearchResult.after`)."""
+    drift_check: DriftCheck = "ends"
+    """How the search watches the machine: its anchor again at the end, or after every step too
+    (`rushhour.scenarios.capacity.anchor`)."""
 
     @property
     def cost_model(self) -> CostModel | None:

@@ -26,7 +26,7 @@ import numpy as np
 from rushhour.kernel.atomic import write_text_atomic
 from rushhour.kernel.contract import CAPACITY_HTML_FILE, CAPACITY_JSON_FILE, ExitCode
 from rushhour.reference_server.launch import LaunchError
-from rushhour.scenarios.capacity.anchor import Anchor
+from rushhour.scenarios.capacity.anchor import STEP_ANCHOR_S, Anchor
 from rushhour.scenarios.capacity.bracket import plan_from_throughput
 from rushhour.scenarios.capacity.conditions import (
     HEALTHY,
@@ -150,6 +150,21 @@ def _fresh_step(runner: StepRunner | None, rate: float, target: Target, conditio
     return runner.run(rate)
 
 
+def _short_anchor(runner: StepRunner | None, job: CapacityJob, rate: float, target: Target,
+                  condition: Condition) -> StepRecord:
+    """A `STEP_ANCHOR_S` window at `rate` from a drained queue (the `steps` drift check's window
+    after a step); nothing of its load is held after it."""
+    assert runner is not None
+    sized = runner.rules_at
+    short = step_rules(STEP_ANCHOR_S, job.scenario.load.max_lag_p99_ms, job.rules.met_error)
+    runner.rules_at = lambda _rate: short
+    try:
+        return _fresh_step(runner, rate, target, condition)
+    finally:
+        runner.rules_at = sized
+        runner.release()
+
+
 def _planned(job: CapacityJob, target: Target, label: str, say: Callable[[str], None]
              ) -> tuple[CapacityJob, dict[str, Any] | None]:
     """With `job.probe`: the saturated throughput under the condition held, and the job's rates and
@@ -201,7 +216,7 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
     entries: list[dict[str, Any]] = []
     result = SearchResult() if job.known_fail is None else SearchResult.after(job.known_fail)
     runner: StepRunner | None = None
-    anchor, drift = Anchor(), None
+    anchor, drift = Anchor(check_kind=job.drift_check), None
 
     def step(rate: float) -> StepVerdict:
         assert runner is not None
@@ -216,6 +231,8 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
         say(f"[{label}] step {record.index}: {rate:.1f} req/s for {record.rules.measure_s:g} s{went_on} -> "
             f"{verdict.verdict}" + (f" ({verdict.limiting})" if verdict.limiting else "")
             + f" after {took_s:.0f} s{' (early)' if record.early else ''}: {verdict.reason}")
+        anchor.after_step(record, lambda rate: _short_anchor(runner, job, rate, target, condition),
+                          say=lambda text: say(f"[{label}] {text}"))
         return verdict
 
     say(f"[{label}] holding the condition ...")
@@ -232,7 +249,9 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
                             rules_at=_rules_at(job), chain=job.settings.confirm)
         search(step, job.settings, start_rps=job.start_rps if planning and planning["plan"] else start_rps,
                into=result)
-        if job.settings.confirm and anchor.wanted(result):
+        if job.settings.confirm and anchor.wanted(result) and anchor.check_kind == "steps":
+            drift = anchor.summary()
+        elif job.settings.confirm and anchor.wanted(result):
             drift = anchor.check(lambda rate: _fresh_step(runner, rate, target, condition), say=lambda text: say(
                 f"[{label}] {text}"))
     except KeyboardInterrupt:

@@ -12,7 +12,10 @@ from rushhour.kernel.clock import parse_duration
 from rushhour.kernel.contract import CAPACITY_HTML_FILE
 from rushhour.scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE, parse_conditions
 from rushhour.scenarios.capacity.job import (
+    DRIFT_CHECKS,
+    STEP_ANCHOR_S,
     CapacityJob,
+    DriftCheck,
     SloFloor,
     check_floors,
     default_range,
@@ -124,7 +127,10 @@ def describe_job(job: CapacityJob) -> str:
              f"conditions {', '.join(job.conditions)}",
              f"rates      {s.min_rps:g} to {s.max_rps:g} req/s, x{s.growth:g} up, then bisect to {100 * s.precision:g}%",
              (f"steps      {job.rules.warmup_s:g} s warm-up + up to {job.rules.measure_s:g} s measured, "
-              "stopped early once clear"), "slos"]
+              "stopped early once clear"),
+             f"drift      {job.drift_check}: the first pass stepped again at the end"
+             + (f", and a {STEP_ANCHOR_S:g} s window at its rate after every step" if job.drift_check == "steps" else ""),
+             "slos"]
     lines += [f"  {f.name:20s} {100 * f.share:5.1f}% of the mix, needs {f.needed} requests: from "
               f"{f.floor_rps:.1f} req/s" for f in job.floors]
     return "\n".join(lines)
@@ -162,6 +168,9 @@ def _calibrate(scenario_spec: str, *, dry_run: bool, target_url: str | None = No
               show_default=True, callback=finite, help="Stop when (first fail - last pass) / last pass is at most this.")
 @click.option("--step-duration", "step_duration", default="30s", show_default=True,
               help="Measured length of a step after its warm-up (clear steps stop early).")
+@click.option("--drift-check", "drift_check", type=click.Choice(DRIFT_CHECKS), default="ends", show_default=True,
+              help="How the search watches the machine: ends steps its first pass again at its end; steps also "
+                   f"steps a {STEP_ANCHOR_S:g} s window at that rate after every step (slower; for a shared or noisy machine).")
 @click.option("--require", "require_rps", type=click.FloatRange(min=0), callback=finite,
               help="Exit 1 when a condition's capacity is below this rate (req/s).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
@@ -174,7 +183,8 @@ def _calibrate(scenario_spec: str, *, dry_run: bool, target_url: str | None = No
               '--allow-remote and --dry-run are ignored.')
 def capacity(scenario: str, target_url: str | None, slos: tuple[str, ...], faults: str, min_rps: float | None,
              max_rps: float | None, precision: float, step_duration: str, require_rps: float | None,
-             out: Path | None, seed: int | None, allow_remote: bool, dry_run: bool, calibrate: bool) -> None:
+             out: Path | None, seed: int | None, allow_remote: bool, dry_run: bool, calibrate: bool,
+             drift_check: DriftCheck) -> None:
     """Find the highest arrival rate of SCENARIO's request mix at which every SLO holds.
 
     Constant open-loop Poisson steps: bracket upward from --min-rps until a step fails, then
@@ -193,6 +203,7 @@ def capacity(scenario: str, target_url: str | None, slos: tuple[str, ...], fault
                         allow_remote=allow_remote, seed=seed)
     except ScenarioError as exc:
         raise BadInput(str(exc)) from exc
+    job = dataclasses.replace(job, drift_check=drift_check)
     if dry_run:
         click.echo(describe_job(job))
         return

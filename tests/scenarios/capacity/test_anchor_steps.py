@@ -1,0 +1,103 @@
+"""The `steps` drift check: a machine that slows in the middle of a search is flagged at the step
+after which it changed, a steady one is not, and `--drift-check` refuses an unknown value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rushhour.reports.capacity.document_model import ConditionResult
+from rushhour.scenarios.capacity import runner
+from rushhour.scenarios.capacity.conditions import HEALTHY
+from rushhour.scenarios.capacity.search import SearchSettings
+from rushhour.scenarios.capacity.stepper import StepRecord
+from rushhour.scenarios.capacity.target import Target
+from rushhour.scenarios.cli.capacity import capacity
+from tests.scenarios.capacity.test_anchor import RULES, _record
+
+
+class _ShiftingService:
+    """Stands in for `StepRunner`: steps pass up to 60 req/s and fail above; from its `slow_from`-th
+    step on (None: never) the machine's service times are 20% longer."""
+
+    slow_from: int | None = None
+    last: _ShiftingService
+
+    def __init__(self, **_kwargs: object) -> None:
+        self.index = 0
+        self.rates: list[float] = []
+        self.rules_at: object = None
+        self.rng = np.random.default_rng(7)
+
+    def continues(self, _rate: float) -> bool:
+        return False
+
+    def release(self) -> None:
+        return None
+
+    def run(self, rate: float) -> StepRecord:
+        self.index += 1
+        self.rates.append(rate)
+        _ShiftingService.last = self
+        slow = self.slow_from is not None and self.index >= self.slow_from
+        return _record(self.index, rate, 1.2 if slow else 1.0, self.rng,
+                       decision="pass" if rate <= 60.0 else "fail")
+
+
+def _search(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, slow_from: int | None) -> tuple[dict[str, Any], list[str]]:
+    monkeypatch.setattr(runner, "StepRunner", _ShiftingService)
+    monkeypatch.setattr(runner, "settle", lambda _url: 0.0)
+    monkeypatch.setattr(_ShiftingService, "slow_from", slow_from)
+    job = SimpleNamespace(known_fail=None, probe=False, mix=None, slos=[], rules=RULES, out_dir=tmp_path, seed=0,
+                          protocol=None, measure_at=None, start_rps=None, require_rps=None, drift_check="steps",
+                          settings=SearchSettings(min_rps=20.0, max_rps=100.0, precision=0.1),
+                          scenario=SimpleNamespace(load=SimpleNamespace(max_lag_p99_ms=250.0)), cost_model=None)
+    said: list[str] = []
+    entry = runner._search_condition(job, Target("http://127.0.0.1:9", None, "stand-in"), HEALTHY,  # type: ignore[arg-type]
+                                     said.append, start_rps=None, serves_jobs=False)
+    return entry, said
+
+
+def test_a_machine_that_slows_mid_search_is_flagged_at_the_step_after_which_it_changed(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    entry, said = _search(monkeypatch, tmp_path, slow_from=6)
+    service = _ShiftingService.last
+    # step 1 passes (the anchor); after every later step, a window at the anchor's rate
+    assert service.rates[0] == 20.0 and service.rates[2] == 20.0 and service.rates[4] == 20.0
+    drift = entry["machine_drift"]
+    assert drift["check"] == "steps" and drift["changed"] is True
+    windows = drift["windows"]
+    assert [w["after_step"] for w in windows] == list(range(2, service.index, 2))
+    assert all(w["step"] == w["after_step"] + 1 for w in windows)
+    # the machine slowed at runner step 6: the window after step 6 (run as step 7) is the first slow one
+    assert [w["after_step"] for w in windows if w["changed"]][0] == 6
+    assert not any(w["changed"] for w in windows if w["after_step"] < 6)
+    assert drift["changed_after_step"] == 6 and drift["steps"] == [1, 7]
+    assert 1.1 < drift["ratio"] < 1.3
+    assert entry["confirmed"] is False
+    assert "20% slower after step 6 than at step 1" in entry["summary"]
+    assert len(entry["steps"]) == len(windows) + 1  # the short windows are not search steps
+    assert any("anchor after step 6: end/start" in line and "changed" in line for line in said)
+    parsed = ConditionResult.model_validate(entry | {"interrupted": False})
+    assert parsed.machine_drift is not None and parsed.machine_drift.changed_after_step == 6
+
+
+def test_a_steady_machine_is_not_flagged_by_the_step_windows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    entry, _ = _search(monkeypatch, tmp_path, slow_from=None)
+    drift = entry["machine_drift"]
+    assert drift["check"] == "steps" and len(drift["windows"]) >= 3
+    assert not any(w["changed"] for w in drift["windows"]) and drift["changed"] is False
+    assert drift["changed_after_step"] is None
+    assert entry["confirmed"] is True and "not confirmed" not in entry["summary"]
+    assert drift["steps"] == [1, drift["windows"][-1]["step"]]
+
+
+def test_an_unknown_drift_check_is_refused_with_exit_2() -> None:
+    result = CliRunner().invoke(capacity, ["scenarios/smoke.yaml", "--drift-check", "always", "--dry-run"])
+    assert result.exit_code == 2
+    assert "'always' is not one of 'ends', 'steps'" in result.output
