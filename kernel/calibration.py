@@ -36,6 +36,9 @@ class CalibrationFields(BaseModel):
     confirmed: bool | None = Field(default=None, description=(
         "whether a second window at or above the figure confirmed it (a cached figure was); None where nothing "
         "was measured (a dry run's placeholder)"))
+    machine_drift: str | None = Field(default=None, description=(
+        "what the search's anchor saw when the machine changed during the measurement, in words; None when "
+        "it held or nothing was measured"))
 
 
 class Calibration(CalibrationFields):

@@ -274,4 +274,6 @@ def calibration_findings(summary: dict[str, Any]) -> list[Finding]:
             "(or whose search saw the machine answer its anchor load differently at its end than at its start), "
             "so that figure carries one window's confidence, not 95%, and was not cached; `rushhour capacity "
             "--calibrate` measures it again, or give traffic.peak_rps as a number")
+    if calibration.get("machine_drift"):
+        text += f". The search's anchor saw it: {calibration['machine_drift']}"
     return [Finding("calibration", "warn", text + ".", "#calibration", "calibration")]

@@ -272,8 +272,10 @@ def _attempts(scenario: Scenario, condition: str, *, source: str, base_dir: Path
 
 
 def measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path, say: Say,
-            run: RunFn | None = None, known_fail: StepVerdict | None = None) -> float:
-    """Search the capacity now and cache it; `run` runs one capacity job (default: for real).
+            run: RunFn | None = None, known_fail: StepVerdict | None = None,
+            heard: dict[str, Any] | None = None) -> float:
+    """Search the capacity now and cache it; `run` runs one capacity job (default: for real); a
+    search that saw the machine change leaves its sentence in `heard["machine_drift"]`.
 
     A first measurement searches around the target's probed throughput; a search that ends below
     its lowest rate is followed by the next of `_attempts`; a search that passed every rate is
@@ -311,6 +313,9 @@ def measure(scenario: Scenario, condition: str, *, source: str, base_dir: Path, 
         reason = entry.get("summary") or "no step ran"
         raise ScenarioError(f"{source}: traffic.peak_rps: the capacity could not be measured ({reason}); "
                             f"see {where}.")
+    drift = entry.get("machine_drift") or {}
+    if heard is not None and drift.get("changed"):
+        heard["machine_drift"] = drift.get("sentence")
     if entry.get("confirmed") is not True:
         say(f"capacity {entry['summary']}; not confirmed by a second window (one window's "
             f"{attempt.rules.confidence}), so it serves this run only and is not cached.")
@@ -363,7 +368,7 @@ def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, 
                                      f"again; the drill would be mis-loaded, so it is invalid.")
         if not held:
             figure = measure(scenario, relative.condition, source=source, base_dir=base_dir, say=say, run=run,
-                             known_fail=check.failure)
+                             known_fail=check.failure, heard=facts)
             note = f"re-measured now at load average {_load(load_average())}: the cached figure failed its check ({reason})"
             facts |= {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "load_then": load_average(),
                       "confirmed": _cached_as(key, figure)}
@@ -372,7 +377,8 @@ def calibrated_peak(scenario: Scenario, relative: RelativePeak, *, source: str, 
         figure = job.start_rps or job.settings.min_rps
         note = "not measured on this machine yet; shown at the search's first rate, the run measures it first"
     else:
-        figure = measure(scenario, relative.condition, source=source, base_dir=base_dir, say=say, run=run)
+        figure = measure(scenario, relative.condition, source=source, base_dir=base_dir, say=say, run=run,
+                         heard=facts)
         note = f"measured now at load average {_load(facts['load_now'])}"
         facts |= {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "load_then": facts["load_now"],
                   "confirmed": _cached_as(key, figure)}
