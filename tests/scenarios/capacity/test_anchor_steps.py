@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from rushhour.reports.capacity.document_model import ConditionResult
+from rushhour.reports.capacity.page import render_capacity_html
 from rushhour.scenarios.capacity import runner
 from rushhour.scenarios.capacity.conditions import HEALTHY
 from rushhour.scenarios.capacity.search import SearchSettings
@@ -85,6 +86,12 @@ def test_a_machine_that_slows_mid_search_is_flagged_at_the_step_after_which_it_c
     assert any("anchor after step 6: end/start" in line and "changed" in line for line in said)
     parsed = ConditionResult.model_validate(entry | {"interrupted": False})
     assert parsed.machine_drift is not None and parsed.machine_drift.changed_after_step == 6
+    html = render_capacity_html({"scenario": "s", "target": "t", "aborted": None, "slos": [], "wall_s": 1.0,
+                                 "settings": {"step_duration_s": 30.0, "warmup_s": 5.0, "precision": 0.05, "seed": 1},
+                                 "environment": {}, "conditions": [entry | {"steps": []}]})  # the anchor's part alone
+    assert "Unconfirmed: the machine answered the same load (20.0 req/s) 2" in html
+    assert "slower after step 6 than at step 1" in html
+    assert f"in a short window after every later step ({len(windows)} windows" in html and "after step 6," in html
 
 
 def test_a_steady_machine_is_not_flagged_by_the_step_windows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
