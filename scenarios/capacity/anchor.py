@@ -11,9 +11,10 @@ unconfirmed.
 
 With the `steps` drift check (`rushhour capacity --drift-check steps`) the search also steps a
 short window (`STEP_ANCHOR_S`) at the anchor's rate after every later step, each from a drained
-queue, and compares each with the anchor: the first window that shows the machine changed names the
-step after which it changed. It costs a short step per step; it catches a machine that wanders
-during the search and back by its end, which the `ends` check cannot see.
+queue, and compares each with the anchor; the anchor's full step at the end runs as with `ends`.
+The first short window that shows the machine changed names the step after which it changed. It
+costs a short step per step; it catches a machine that wanders during the search and back by its
+end, which the `ends` check cannot see.
 """
 
 from __future__ import annotations
@@ -90,12 +91,13 @@ class Anchor:
             self._latest = drift.as_dict(later, earlier) | {"steps": [self.first.index, short.index],
                                                              "changed_after_step": None}
 
-    def summary(self) -> dict[str, Any] | None:
-        """With `steps`: capacity.json's `machine_drift` from every short window: the first that saw
-        the machine change, else the last; None when no window compared."""
+    def summary(self, end: dict[str, Any] | None) -> dict[str, Any] | None:
+        """With `steps`: capacity.json's `machine_drift` from every short window and the end's
+        comparison (`check`): the first short window that saw the machine change, else the end's,
+        else the last short window; None when nothing compared."""
         if not self.windows:
-            return None
-        chosen = self._changed if self._changed is not None else self._latest
+            return end
+        chosen = self._changed or end or self._latest
         return chosen | {"check": "steps", "windows": self.windows}
 
     def check(self, step_again: Callable[[float], StepRecord], say: Callable[[str], None]) -> dict[str, Any] | None:

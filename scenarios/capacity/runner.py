@@ -249,11 +249,10 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
                             rules_at=_rules_at(job), chain=job.settings.confirm)
         search(step, job.settings, start_rps=job.start_rps if planning and planning["plan"] else start_rps,
                into=result)
-        if job.settings.confirm and anchor.wanted(result) and anchor.check_kind == "steps":
-            drift = anchor.summary()
-        elif job.settings.confirm and anchor.wanted(result):
+        if job.settings.confirm and anchor.wanted(result):
             drift = anchor.check(lambda rate: _fresh_step(runner, rate, target, condition), say=lambda text: say(
                 f"[{label}] {text}"))
+            drift = anchor.summary(drift) if anchor.check_kind == "steps" else drift
     except KeyboardInterrupt:
         interrupted = True
     finally:

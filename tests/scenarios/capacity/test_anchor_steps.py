@@ -73,7 +73,8 @@ def test_a_machine_that_slows_mid_search_is_flagged_at_the_step_after_which_it_c
     drift = entry["machine_drift"]
     assert drift["check"] == "steps" and drift["changed"] is True
     windows = drift["windows"]
-    assert [w["after_step"] for w in windows] == list(range(2, service.index, 2))
+    assert [w["after_step"] for w in windows] == list(range(2, service.index - 1, 2))
+    assert service.rates[-1] == 20.0  # and the anchor's full step at the end, as with `ends`
     assert all(w["step"] == w["after_step"] + 1 for w in windows)
     # the machine slowed at runner step 6: the window after step 6 (run as step 7) is the first slow one
     assert [w["after_step"] for w in windows if w["changed"]][0] == 6
@@ -101,7 +102,7 @@ def test_a_steady_machine_is_not_flagged_by_the_step_windows(monkeypatch: pytest
     assert not any(w["changed"] for w in drift["windows"]) and drift["changed"] is False
     assert drift["changed_after_step"] is None
     assert entry["confirmed"] is True and "not confirmed" not in entry["summary"]
-    assert drift["steps"] == [1, drift["windows"][-1]["step"]]
+    assert drift["steps"] == [1, _ShiftingService.last.index]  # the end's full step, the last compared
 
 
 def test_an_unknown_drift_check_is_refused_with_exit_2() -> None:
