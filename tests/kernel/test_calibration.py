@@ -11,7 +11,8 @@ from rushhour.scenarios.spec.peak import Calibration as ScenarioCalibration
 
 RECORD = {"factor": 0.7, "condition": "n-1", "capacity_rps": 40.0, "peak_rps": 28.0, "note": "measured now",
           "key": "abc", "measured_at": "2026-12-04T10:00:00+00:00", "load_then": 0.5, "load_now": 0.6,
-          "check": "", "confirmed": True}
+          "check": "", "confirmed": True, "machine_drift": None}
+DRIFTED = RECORD | {"confirmed": False, "machine_drift": "the machine answered the same load 12% slower at the end"}
 
 
 def test_the_scenario_and_the_summary_read_the_same_fields() -> None:
@@ -20,10 +21,11 @@ def test_the_scenario_and_the_summary_read_the_same_fields() -> None:
     assert list(CalibrationFacts.model_fields) == [*CalibrationFields.model_fields, "text"]
 
 
-def test_a_record_the_drill_writes_is_read_by_the_summary_unchanged() -> None:
-    calibration = Calibration.model_validate(RECORD)
+@pytest.mark.parametrize("record", [RECORD, DRIFTED], ids=["steady", "machine-changed"])
+def test_a_record_the_drill_writes_is_read_by_the_summary_unchanged(record: dict[str, object]) -> None:
+    calibration = Calibration.model_validate(record)
     facts = CalibrationFacts.model_validate(calibration.model_dump() | {"text": calibration.text})
-    assert facts.model_dump(exclude={"text"}) == RECORD
+    assert facts.model_dump(exclude={"text"}) == record
     assert facts.text == "peak 0.7x n-1 capacity = 28 req/s of 40 (measured now)"
 
 
