@@ -98,6 +98,11 @@ def faults(proxied: Proxied, monkeypatch: pytest.MonkeyPatch) -> Iterator[Proxie
     remove_proxy_fault(NAME)
 
 
+def _seen() -> None:
+    """Wait past the addon's re-read interval (50 ms), so the next request meets the fault file as written."""
+    time.sleep(0.1)
+
+
 def _post(url: str, timeout_s: float = 10.0) -> int | str:
     """The answer's status, or the name of the transport error the client got instead."""
     try:
@@ -143,6 +148,7 @@ def test_service_proxy_errors_answer_their_share_and_never_reach_the_service(fau
     count, rate = 300, 0.3
     before = _served(faults)
     add_proxy_fault("errors", rate=rate, status=503, proxy=NAME)
+    _seen()
     answers = [_post(faults.via) for _ in range(count)]
     errors = answers.count(503)
     low, high = stats.binom.interval(0.9999, count, rate)
@@ -154,25 +160,29 @@ def test_service_proxy_errors_answer_their_share_and_never_reach_the_service(fau
 def test_service_proxy_reset_closes_connections_unanswered(faults: Proxied) -> None:
     before = _served(faults)
     add_proxy_fault("reset", proxy=NAME)
+    _seen()
     assert {_post(faults.via) for _ in range(5)} <= {"RemoteProtocolError", "ReadError", "ConnectError"}
     assert _served(faults) == before
     remove_proxy_fault(NAME)
+    _seen()
     assert _post(faults.via) == 200
 
 
 def test_service_proxy_blackhole_leaves_the_client_to_time_out_and_heals_on_removal(faults: Proxied) -> None:
     before = _served(faults)
     add_proxy_fault("blackhole", proxy=NAME)
+    _seen()
     assert _post(faults.via, timeout_s=1.0) == "ReadTimeout"
     assert _served(faults) == before  # swallowed: the service never saw it
     remove_proxy_fault(NAME)
+    _seen()
     assert _post(faults.via) == 200
 
 
 def test_service_proxy_fault_past_its_end_heals_without_any_rollback(faults: Proxied) -> None:
     ttl_s = 3.0  # long enough that a loaded machine still sees the fault before its end
     add_proxy_fault("errors", rate=1.0, proxy=NAME, ttl_s=ttl_s)
-    time.sleep(0.1)  # past the addon's re-read interval, so the first request sees the fault file
+    _seen()
     assert _post(faults.via) == 503
     answered_after = _seconds_until_answered(faults.via, timeout_s=10.0)
     assert answered_after is not None and answered_after <= ttl_s + 1.0, answered_after
