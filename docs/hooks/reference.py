@@ -174,6 +174,7 @@ def main(argv: list[str]) -> int:
 def _cli() -> str:
     from mkdocs_click._docs import make_command_docs
 
+    from rushhour.scenarios.cli.ab_calibrate import calibrate
     from rushhour.scenarios.cli.main import _register, cli
 
     _register()
@@ -182,6 +183,11 @@ def _cli() -> str:
     try:
         lines = list(make_command_docs(prog_name="rushhour", command=cli, depth=1, style="plain", list_subcommands=True,
                                        has_attr_list=True))
+        # `ab calibrate` is read by `ab` itself (not a click group): its section goes at the end of ab's
+        after_ab = next(i for i, line in enumerate(lines) if line.startswith("### rushhour ") and i > next(
+            j for j, seen in enumerate(lines) if seen.startswith("### rushhour ab ")))
+        lines[after_ab:after_ab] = [*make_command_docs(prog_name="rushhour ab calibrate", command=calibrate, depth=3,
+                                                       style="plain", has_attr_list=True)]
     finally:
         if columns is None:
             os.environ.pop("COLUMNS", None)

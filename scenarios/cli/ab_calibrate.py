@@ -17,13 +17,13 @@ import click
 
 from rushhour.scenarios.cli.ab import TARGET_HELP, _run, night_seed, prepare_night
 from rushhour.scenarios.cli.errors import BadInput
-from rushhour.scenarios.cli.run import _check_duration, results_folder
-from rushhour.scenarios.spec.target import PROTOCOL_NAMES
+from rushhour.scenarios.cli.override_flags import override_options
+from rushhour.scenarios.cli.run import results_folder
 
 __all__ = ["calibrate"]
 
 
-@click.command("calibrate")
+@click.command("calibrate", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("scenario")
 @click.option("--baseline", required=True, metavar="TARGET", help="The version measured against itself. " + TARGET_HELP)
 @click.option("--candidate", metavar="TARGET", help="A second replica of the same version (default: the baseline "
@@ -35,9 +35,9 @@ __all__ = ["calibrate"]
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Folder of the nights' results, new "
               "or empty (default: a fresh results/<scenario>-calibrate-<UTC timestamp>-<id>).")
 @click.option("--trials", type=click.IntRange(4, 100_000), help="Trials per night, as rushhour ab --trials.")
-@click.option("--protocol", type=click.Choice(PROTOCOL_NAMES), help="The protocol the targets speak.")
+@override_options("protocol", "duration", notes={"protocol": "The baseline and the candidate both speak it.",
+                  "duration": "Each night runs this long."})
 @click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
-@click.option("--duration", callback=_check_duration, help='Night length, e.g. "60s" (default: the scenario\'s).')
 @click.option("--threshold", type=click.FloatRange(1.0, 100.0, min_open=True), default=1.10, show_default=True,
               help="The ratio that counts as a regression, as in the gate the record is for.")
 @click.option("--error-margin", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.005, show_default=True,

@@ -14,7 +14,7 @@ import click
 from rushhour.kernel.contract import REPORT_HTML_FILE
 from rushhour.scenarios.cli.calibration import calibrate_scenario
 from rushhour.scenarios.cli.errors import EXIT_ABORTED, BadInput
-from rushhour.scenarios.cli.override_flags import override_options, parse_check
+from rushhour.scenarios.cli.override_flags import override_options
 from rushhour.scenarios.cli.run_target import check_target, describe_target
 from rushhour.scenarios.protocols.admission import Context, Needs, Refused, admit
 from rushhour.scenarios.run.overhead import SKIP_ENV
@@ -28,10 +28,6 @@ if TYPE_CHECKING:
 
 MetricsAt = tuple[int | None, str]
 """--metrics-port and --metrics-host: where the harness serves its live metrics (port None: off)."""
-
-
-_check_duration = parse_check("duration")
-"""A click callback refusing a --duration that is not a duration longer than zero (exit 2)."""
 
 
 def prepare(scenario: str, flags: Overrides, *, allow_remote: bool, dry_run: bool = False,
