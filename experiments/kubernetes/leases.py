@@ -3,12 +3,14 @@
 Kubernetes has no TTL for a NetworkPolicy, a cordon or a scale-down, so rushhour marks each one
 it makes (the `rushhour.io/chaos` label on policies, `rushhour.io/cordoned-by` on nodes,
 `rushhour.io/scaled-from` on Deployments) with its lease's end (`rushhour.io/lease-expires-at`),
-which the experiment holding the fault renews (`renewer`). `sweep` lists every marked object and
-undoes the expired ones; it is what a lease keeper runs until nothing of rushhour's is left
-(`keep_swept`), what the in-cluster sweeper CronJob runs (`rushhour.experiments.kubernetes.sweeper`),
-what the rollbacks run, and what the drill's leak audit runs. An object with rushhour's mark but
-no readable lease end counts as expired. It never touches an object without rushhour's mark: a
-node an operator cordoned is not ours.
+which the experiment holding the fault renews (`renewer`); a partition's lease Job carries its
+lease as its deadline (`partition_renewer`). `sweep` lists every marked object and lease Job and
+undoes the expired ones (a lease Job deleted takes its policy with it); it is what a lease keeper
+runs until nothing of rushhour's is left (`keep_swept`), what the in-cluster sweeper CronJob runs
+(`rushhour.experiments.kubernetes.sweeper`), what the rollbacks run, and what the drill's leak
+audit runs. An object with rushhour's mark but no readable lease end counts as expired. It never
+touches an object without rushhour's mark or label: a node an operator cordoned, a Job of the
+user's, are not ours.
 
 The keeper uses the experiment's Kubernetes credentials (the `KUBERNETES_*` entries of its
 `secrets` and the `KUBECONFIG` of its environment, handed to the keeper's environment by
@@ -41,8 +43,8 @@ from rushhour.experiments.kubernetes.objects import (
 )
 from rushhour.experiments.kubernetes.selection import LEASE_JOB_LABEL, deadline_patch
 
-__all__ = ["Leftover", "audit_namespace", "keep_swept", "keeper_secrets", "lease_jobs", "partition_renewer", "renewer", "restore_count",
-           "sweep"]
+__all__ = ["Leftover", "audit_namespace", "job_lease_end", "keep_swept", "keeper_secrets", "lease_jobs", "partition_renewer",
+           "renewer", "restore_count", "sweep"]
 
 CHECK_EVERY_S = 2.0
 MAX_BACKOFF_S = 30.0
@@ -87,10 +89,12 @@ def _expired(expires_at: float | None, now: float) -> bool:
 
 
 def sweep(ns: str = DEFAULT_NAMESPACE, now: float | None = None, networking: Any = None, core: Any = None,
-          apps: Any = None, configuration: Configuration = None, secrets: Secrets = None) -> list[dict[str, Any]]:
-    """Remove rushhour's expired NetworkPolicies in `ns`, uncordon its expired cordons and scale
-    back its expired scale-downs; return every object of ours found, removed or not (removed:
-    True when the sweep did it).
+          apps: Any = None, batch: Any = None, configuration: Configuration = None,
+          secrets: Secrets = None) -> list[dict[str, Any]]:
+    """Remove rushhour's expired NetworkPolicies in `ns`, delete its lease Jobs whose deadline has
+    passed (the garbage collector then deletes the policy each owns), uncordon its expired cordons
+    and scale back its expired scale-downs; return every object of ours found, removed or not
+    (removed: True when the sweep did it).
 
     ns: the namespace rushhour runs in.
     now: the time to judge leases by (epoch seconds; default now).
@@ -98,6 +102,7 @@ def sweep(ns: str = DEFAULT_NAMESPACE, now: float | None = None, networking: Any
     when = time.time() if now is None else float(now)
     if networking is None or core is None:
         networking, core, apps = _apis(secrets)
+        batch = _batch_beside(networking)
     found: list[Leftover] = [] if apps is None else _sweep_deployments(apps, ns, when)
     for policy in networking.list_namespaced_network_policy(ns, label_selector=CHAOS_LABEL).items:
         expires_at = lease_expiry(policy.metadata.annotations)
@@ -105,6 +110,8 @@ def sweep(ns: str = DEFAULT_NAMESPACE, now: float | None = None, networking: Any
         if expired:
             networking.delete_namespaced_network_policy(policy.metadata.name, ns)
         found.append(Leftover("NetworkPolicy", f"{ns}/{policy.metadata.name}", expires_at, expired))
+    if batch is not None:
+        found.extend(_sweep_lease_jobs(batch, ns, when))
     for node in core.list_node().items:
         annotations = node.metadata.annotations or {}
         if CORDONED_BY not in annotations:
@@ -134,12 +141,52 @@ def lease_jobs(ns: str = DEFAULT_NAMESPACE, networking: Any = None, batch: Any =
     return found
 
 
-def audit_namespace(ns: str, secrets: Secrets = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The leak audit's look at `ns` through one client: the `sweep` (expired objects removed) and
-    the `lease_jobs` left there."""
+def audit_namespace(ns: str, secrets: Secrets = None, now: float | None = None
+                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The leak audit's look at `ns` through one client: the `sweep` (expired objects removed, a
+    lease Job among them; leases judged at `now`, default now) and the `lease_jobs` left there,
+    each reported once."""
     networking, core, apps = _apis(secrets)
-    return (sweep(ns, networking=networking, core=core, apps=apps),
-            lease_jobs(ns, networking=networking, batch=_batch_beside(networking)))
+    batch = _batch_beside(networking)
+    swept = sweep(ns, now, networking=networking, core=core, apps=apps, batch=batch)
+    return ([item for item in swept if item["kind"] != "Job" or item["removed"]],
+            lease_jobs(ns, networking=networking, batch=batch))
+
+
+def _sweep_lease_jobs(batch: Any, ns: str, when: float) -> list[Leftover]:
+    """Delete rushhour's lease Jobs in `ns` whose deadline has passed: a Job the cluster has not
+    ended and deleted by itself (no TTL controller, or one that lags) and that still owns its
+    partition policy. Background propagation has the garbage collector delete the policy too."""
+    found = []
+    for job in batch.list_namespaced_job(ns, label_selector=LEASE_JOB_LABEL).items:
+        name = str(job.metadata.name)
+        ends_at = job_lease_end(job)
+        expired = ends_at is None or ends_at <= when
+        if expired:
+            _delete_job(batch, name, ns)
+        found.append(Leftover("Job", f"{ns}/{name}", ends_at, expired))
+    return found
+
+
+def job_lease_end(job: Any) -> float | None:
+    """When a lease Job's deadline passes (epoch seconds): its start plus `activeDeadlineSeconds`;
+    None when it has no deadline that can be read (a mangled lease counts as expired)."""
+    deadline = getattr(getattr(job, "spec", None), "active_deadline_seconds", None)
+    moment = _start_moment(job)
+    if not isinstance(deadline, int) or isinstance(deadline, bool) or moment is None:
+        return None
+    return moment.timestamp() + deadline
+
+
+def _delete_job(batch: Any, name: str, ns: str) -> None:
+    """Delete a lease Job and, through the garbage collector, what it owns; one already gone is fine."""
+    from kubernetes.client.rest import ApiException
+
+    try:
+        batch.delete_namespaced_job(name, ns, propagation_policy="Background")
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
 
 
 def _batch_beside(networking: Any) -> Any:
@@ -279,7 +326,13 @@ def partition_renewer(networking: Any, batch: Any, name: str, ns: str) -> Any:
 
 
 def _started(job: Any) -> float:
-    """When the Job's deadline started counting (its start; its creation before the controller saw it)."""
+    """When the Job's deadline started counting, else now."""
+    moment = _start_moment(job)
+    return moment.timestamp() if moment is not None else time.time()
+
+
+def _start_moment(job: Any) -> datetime | None:
+    """When a Job's deadline starts counting: its start; its creation before the controller saw it."""
     status, metadata = getattr(job, "status", None), getattr(job, "metadata", None)
     moment = getattr(status, "start_time", None) or getattr(metadata, "creation_timestamp", None)
-    return moment.timestamp() if isinstance(moment, datetime) else time.time()
+    return moment if isinstance(moment, datetime) else None

@@ -5,9 +5,11 @@ Kubernetes cannot time out a cordon or a scale-down by itself, and the lease kee
 them lives on the harness's host, so a lost host (a cancelled CI job, a closed laptop) would leave
 them in place. The CronJob of `experiments/kubernetes/sweeper.yaml` runs this every minute in the
 cluster: it uncordons the nodes and scales back the Deployments rushhour marked whose lease has
-passed, and deletes expired partition policies (which the garbage collector removes anyway with
-their lease Job). It touches nothing without rushhour's mark. One line of JSON per object of
-rushhour's found; exit 1 when the API could not be read for a namespace (the next run tries again).
+passed, deletes expired partition policies, and deletes the lease Jobs whose deadline has passed
+(a cluster's TTL controller normally does, taking the policy with it; where it does not run or
+lags, the sweeper's delete has the garbage collector remove the policy each Job owns). It touches
+nothing without rushhour's mark. One line of JSON per object of rushhour's found; exit 1 when the
+API could not be read for a namespace (the next run tries again).
 """
 
 from __future__ import annotations

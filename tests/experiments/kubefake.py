@@ -4,8 +4,9 @@ It answers the official client's calls the Kubernetes actions, the sweep and the
 (CoreV1, AppsV1, NetworkingV1, BatchV1 in one object), applies merge patches, and on `advance`
 runs what the control plane would: a Deployment's controller keeps as many of its pods as it has
 replicas (a new pod on the first schedulable node), a Job past its `activeDeadlineSeconds` fails,
-the TTL controller deletes a finished Job after `ttlSecondsAfterFinished`, and the garbage
-collector deletes every object whose owner is gone. `down = True` is an API outage: every call raises a
+the TTL controller deletes a finished Job after `ttlSecondsAfterFinished` (unless
+`ttl_controller = False`: a cluster where it is off or lags), and the garbage collector deletes
+every object whose owner is gone. `down = True` is an API outage: every call raises a
 503 and no controller runs (they talk to the same API server).
 """
 
@@ -50,6 +51,7 @@ class FakeKube:
     def __init__(self, now: float) -> None:
         self.now = now
         self.down = False
+        self.ttl_controller = True
         self.nodes: dict[str, SimpleNamespace] = {}
         self.pods: list[SimpleNamespace] = []
         self.deployments: dict[str, SimpleNamespace] = {}
@@ -84,10 +86,12 @@ class FakeKube:
         self._replicate()
         for name, job in list(self.jobs.items()):
             deadline = job.spec.active_deadline_seconds
-            if job.status.failed_at is None and self.now >= job.status.start_time.timestamp() + deadline:
+            if job.status.failed_at is None and deadline is not None \
+                    and self.now >= job.status.start_time.timestamp() + deadline:
                 job.status.failed_at = self.now
                 self.log.append(f"job {name} failed: DeadlineExceeded")
-            if job.status.failed_at is not None and self.now >= job.status.failed_at + job.spec.ttl_seconds_after_finished:
+            finished = job.status.failed_at is not None and self.ttl_controller
+            if finished and self.now >= job.status.failed_at + job.spec.ttl_seconds_after_finished:
                 del self.jobs[name]
                 self.log.append(f"job {name} deleted by the TTL controller")
         live = {job.metadata.uid for job in self.jobs.values()}
@@ -268,7 +272,7 @@ def sweeper_of(kube: FakeKube) -> Any:
     """The sweep of namespace `ns` (default NS) on the fake cluster, judged by its clock."""
     from rushhour.experiments.kubernetes import leases as kleases
 
-    return lambda ns=NS: kleases.sweep(ns, now=kube.now, networking=kube, core=kube, apps=kube)
+    return lambda ns=NS: kleases.sweep(ns, now=kube.now, networking=kube, core=kube, apps=kube, batch=kube)
 
 
 def keeper_on(kube: FakeKube, messages: list[str] | None = None) -> str:
