@@ -1,11 +1,12 @@
 """Every `RUSHHOUR_*` environment variable, declared once: its name, who sets it, who reads it, and
 what it means. docs/reference/environment.md is this table (tests/kernel/test_environment.py keeps
-the page and the code in step, and refuses a `RUSHHOUR_*` name the code reads without a row here).
+the page and the code in step, and refuses a `RUSHHOUR_*` name anywhere in the project, code, tests,
+manifests, Makefile or docs, without a row here).
 
-Two kinds: a **setting** is for people (a token, a cache folder, a lease length); a **hand-off**
+Three kinds: a **setting** is for people (a token, a cache folder, a lease length); a **hand-off**
 is how one rushhour process tells a child it started something (the drill's URL to an experiment,
-the load settings to a Locust process). A hand-off is listed so that nobody is surprised by it,
-not to be set by hand.
+the load settings to a Locust process), listed so that nobody is surprised by it, not to be set by
+hand; a **development** variable is for people working on rushhour itself (the test suite).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ __all__ = ["VARIABLES", "Variable", "markdown_table", "page"]
 @dataclass(frozen=True, kw_only=True)
 class Variable:
     name: str
-    kind: Literal["setting", "hand-off"]
+    kind: Literal["setting", "hand-off", "development"]
     read_by: str
     meaning: str
 
@@ -78,6 +79,16 @@ VARIABLES: tuple[Variable, ...] = (
              meaning="Port of the Redis the L2-cache fault stops (default 6379)."),
     Variable(name="RUSHHOUR_SLOWDOWN_FACTOR", kind="setting", read_by="`experiments/gpu-throttle.json`",
              meaning="How many times slower the throttled node computes (default 1.5)."),
+    Variable(name="RUSHHOUR_GPU", kind="setting", read_by="the Makefile (`make install`, `make test`, `make drill`)",
+             meaning="`1` installs the GPU build of ONNX Runtime (CUDA) and keeps it; `0` asks for the CPU build "
+                     "again. Default: the build already installed, else the CPU one."),
+    Variable(name="RUSHHOUR_REDIS_PASSWORD", kind="setting",
+             read_by="the gateway Deployment (`reference_server/k8s/gateway.yaml`)",
+             meaning="Password of the bundled Redis, from the `rushhour-redis` Secret; the manifest builds "
+                     "`RUSHHOUR_REDIS_URL` from it."),
+    Variable(name="RUSHHOUR_WHEEL", kind="setting", read_by="the example CI files (`ci/own-service.*.yml`)",
+             meaning="The rushhour wheel the gate installs (none is published: `pip wheel --no-deps -w dist .` "
+                     "builds one)."),
     Variable(name="RUSHHOUR_URL", kind="hand-off", read_by="chaos experiments",
              meaning="The drill's guarded target URL, given to each experiment it runs."),
     Variable(name="RUSHHOUR_FAULT_HOLD_S", kind="hand-off", read_by="chaos experiments",
@@ -101,13 +112,20 @@ VARIABLES: tuple[Variable, ...] = (
              meaning="The addresses the loopback guard checked for each target host name (JSON); the load "
                      "and the chaos extension's admin client connect there only, whatever the name resolves "
                      "to later."),
+    Variable(name="RUSHHOUR_KSERVE_PYTHON", kind="development", read_by="the KServe model-server tests",
+             meaning="A Python with `kserve` installed (`kserve[llm]` for the chat tests), in which the tests "
+                     "start a real KServe model server (default `.venv/kserve/bin/python`, which `make test` builds)."),
+    Variable(name="RUSHHOUR_SUITE_PROFILE", kind="development",
+             read_by="the suite's profile plugin (`-p tests.support.suite_profile`)",
+             meaning="Folder where each test worker writes one JSON line per test (wall time, CPU); "
+                     "`python -m benchmarks.suite_profile DIR` sums them."),
 )
 
 
 def markdown_table() -> str:
     """The reference page's table, settings first, each kind in the order declared."""
     rows = ["| variable | kind | read by | meaning |", "| --- | --- | --- | --- |"]
-    for kind in ("setting", "hand-off"):
+    for kind in ("setting", "hand-off", "development"):
         rows += [f"| `{v.name}` | {v.kind} | {v.read_by} | {v.meaning} |" for v in VARIABLES if v.kind == kind]
     return "\n".join(rows) + "\n"
 
@@ -117,7 +135,8 @@ def page() -> str:
     return ("# Environment variables\n\n"
             "Every variable rushhour reads. A **setting** is yours to set; a **hand-off** is how one rushhour "
             "process tells a child it started what to do, listed so that nothing in a process's environment is "
-            "a surprise. Command-line flags and scenario fields win over a setting where both exist.\n\n"
+            "a surprise; a **development** variable is for working on rushhour itself. Command-line flags and "
+            "scenario fields win over a setting where both exist.\n\n"
             + markdown_table())
 
 

@@ -66,5 +66,5 @@ def test_a_calibration_event_is_checked_as_the_calibration_record() -> None:
 
 def test_run_start_takes_the_fault_lease_or_why_it_could_not_be_read() -> None:
     assert parse_event({"type": "run_start", "t_s": 0.0, "fault_lease_s": 90.0}).model_dump()["fault_lease_s"] == 90.0
-    said = "RUSHHOUR_FAULT_LEASE_S must be a number of seconds."
+    said = 'RUSHHOUR_LEASE_S="soon" is not a number of seconds above zero.'
     assert parse_event({"type": "run_start", "t_s": 0.0, "fault_lease_s": said}).model_dump()["fault_lease_s"] == said

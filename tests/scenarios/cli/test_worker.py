@@ -58,9 +58,9 @@ def test_worker_refuses_an_auth_file_that_does_not_exist(tmp_path: Path) -> None
 
 
 def test_worker_refuses_an_auth_env_that_is_not_set(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("RUSHHOUR_TEST_UNSET_TOKEN", raising=False)
-    code, output = _invoke("--master", CLOSED_MASTER, "--auth-env", "RUSHHOUR_TEST_UNSET_TOKEN")
-    assert code == 2 and '--auth-env: the variable "RUSHHOUR_TEST_UNSET_TOKEN" is not set' in output
+    monkeypatch.delenv("MY_SERVICE_UNSET_TOKEN", raising=False)
+    code, output = _invoke("--master", CLOSED_MASTER, "--auth-env", "MY_SERVICE_UNSET_TOKEN")
+    assert code == 2 and '--auth-env: the variable "MY_SERVICE_UNSET_TOKEN" is not set' in output
 
 
 def test_worker_refuses_an_auth_env_that_is_no_variable_name() -> None:
@@ -69,8 +69,8 @@ def test_worker_refuses_an_auth_env_that_is_no_variable_name() -> None:
 
 
 def test_worker_refuses_the_header_scheme_without_its_header(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RUSHHOUR_TEST_TOKEN", "a-credential-value")
-    code, output = _invoke("--master", CLOSED_MASTER, "--auth-env", "RUSHHOUR_TEST_TOKEN", "--auth-scheme", "header")
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "a-credential-value")
+    code, output = _invoke("--master", CLOSED_MASTER, "--auth-env", "MY_SERVICE_TOKEN", "--auth-scheme", "header")
     assert code == 2 and "--auth-scheme header needs --auth-header" in output
     assert "a-credential-value" not in output
 
