@@ -159,7 +159,7 @@ class Drill(RunLifecycle[RunResult]):
         self._report_workers()
         report_skipped_faults(self.plan, say=self._say, events=self.events_log)
         if self.live is not None:
-            self.live.begin(self.t0, self.events_log, self.url)
+            self.live.begin(self.t0, self.events_log, self.url, self.session.control_dir)
         if self.server is not None:
             self.server.anchor_schedules(self.t0)
         self.scraper = StatusScraper(self.url, origin=self.t0, on_server_event=self._server_event,

@@ -2,8 +2,10 @@
 
 What users felt, while the drill runs: client-side latency from the intended send time (and
 service time beside it) by priority, kind, mode and phase; offered, sent, completed, ok, failed,
-shed, degraded and cached requests; generator lag and CPU; the lines of `events.jsonl` refused; one gauge per chaos experiment (1
-while held); the current phase; each SLO's good/bad events and burn rates. Every label set is
+shed, degraded and cached requests; generator lag and CPU; the lines of `events.jsonl` refused;
+the target's events by kind, its malformed ones and, across hosts, the cluster messages dropped and
+nodes refused (`rushhour.scenarios.run.live.refusals`); one gauge per chaos experiment (1 while
+held); the current phase; each SLO's good/bad events and burn rates. Every label set is
 bounded by the scenario (its priorities, kinds, modes, phases, SLOs and experiments), never by
 requests. Names start with `rushhour_drill_`, apart from the reference server's `rushhour_`.
 
@@ -36,6 +38,7 @@ from prometheus_client.registry import Collector
 
 from rushhour.scenarios.run.live.fold import COUNTERS, LABELS, HistogramState
 from rushhour.scenarios.run.live.state import LiveState
+from rushhour.scenarios.run.target_events import OTHER_KIND, TARGET_KINDS
 
 PREFIX = "rushhour_drill"
 DEFAULT_HOST = "127.0.0.1"
@@ -71,6 +74,7 @@ class DrillCollector(Collector):
             yield from self._run_info()
             yield from self._requests()
             yield from self._generator()
+            yield from self._refusals()
             yield from self._faults_and_phase()
             yield from self._slos()
             yield from self._cost()
@@ -107,6 +111,22 @@ class DrillCollector(Collector):
         yield CounterMetricFamily(f"{PREFIX}_refused_events", "Lines of events.jsonl the event models refused "
                                   "(malformed, or posing as a mark they are not): left out of the live figures.",
                                   value=float(len(self.state.refused_events)))
+
+    def _refusals(self) -> Iterator[Metric]:
+        refusals = self.state.refusals
+        kinds = CounterMetricFamily(f"{PREFIX}_target_events", "The target's own events by kind; `other`: a kind "
+                                    "the target does not have (posing as a harness mark), kept apart.", labels=["kind"])
+        for kind in sorted(TARGET_KINDS | {OTHER_KIND}):
+            kinds.add_metric([kind], float(refusals.target_kinds[kind]))
+        yield kinds
+        yield CounterMetricFamily(f"{PREFIX}_target_events_malformed", "Entries of the target's event list that "
+                                  "could not be read as events (skipped).", value=float(refusals.malformed_target_events))
+        yield CounterMetricFamily(f"{PREFIX}_cluster_dropped_messages", "Across hosts: messages the master dropped "
+                                  "(malformed, unauthenticated, replayed, or naming another node).",
+                                  value=float(refusals.cluster_dropped))
+        yield CounterMetricFamily(f"{PREFIX}_cluster_refused_nodes", "Across hosts: nodes the master refused "
+                                  "(wrong secret, no free worker index, another version).",
+                                  value=float(refusals.cluster_refused))
 
     def _faults_and_phase(self) -> Iterator[Metric]:
         state = self.state

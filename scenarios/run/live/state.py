@@ -20,6 +20,7 @@ from rushhour.kernel.contract import EVENTS_FILE, SCHEDULE_FILE
 from rushhour.kernel.eventlines import RefusedLine, check_lines
 from rushhour.kernel.events import Event, FaultEnd, FaultStart
 from rushhour.scenarios.run.live.fold import LiveFold
+from rushhour.scenarios.run.live.refusals import Refusals
 from rushhour.scenarios.run.live.slo import SloBoard
 from rushhour.scenarios.spec.plan import DrillPlan
 
@@ -62,6 +63,7 @@ class LiveState:
     cpu_ratio: float = 0.0
     faults: dict[str, float | None] = field(default_factory=dict)  # name -> start t_s while held
     lock: threading.RLock = field(default_factory=threading.RLock)
+    refusals: Refusals = field(default_factory=Refusals)  # what the target and the cluster sent that was refused
 
     def __post_init__(self) -> None:
         scenario = self.plan.scenario
@@ -77,9 +79,11 @@ class LiveState:
     def started(self) -> bool:
         return self.t0 > 0
 
-    def begin(self, t0: float, target_url: str | None = None) -> None:
+    def begin(self, t0: float, target_url: str | None = None, control_dir: Path | None = None) -> None:
+        """The load started at wall time `t0`; across hosts `control_dir` holds the master's rejections."""
         with self.lock:
             self.t0, self.target_url = t0, target_url
+            self.refusals.control_dir = control_dir
 
     def elapsed(self) -> float:
         return time.time() - self.t0 if self.started else 0.0
@@ -97,7 +101,9 @@ class LiveState:
 
     def read_events(self) -> None:
         with self.lock:
+            self.refusals.read_cluster()
             for event in self._tail.read():
+                self.refusals.see(event)
                 if isinstance(event, FaultStart) and event.name in self.faults:
                     self.faults[event.name] = event.t_s
                 elif isinstance(event, FaultEnd) and event.name in self.faults:

@@ -39,9 +39,10 @@ class LiveWatch:
     view: bool
     broken: bool = False
 
-    def begin(self, t0: float, events: EventLog, target_url: str | None = None) -> None:
-        """The load on `target_url` started at wall time `t0`; the metrics endpoint goes into events.jsonl."""
-        self.state.begin(t0, target_url)
+    def begin(self, t0: float, events: EventLog, target_url: str | None = None, control_dir: Path | None = None) -> None:
+        """The load on `target_url` started at wall time `t0`; the metrics endpoint goes into events.jsonl;
+        `control_dir` is the load's control folder (across hosts, the master's rejections are there)."""
+        self.state.begin(t0, target_url, control_dir)
         if self.server is not None:
             events.emit("live_metrics", source="harness", url=self.server.url, host=self.server.host,
                         port=self.server.port)
