@@ -10,17 +10,16 @@ that says why. Where the protocol does not report them, the latency mixtures are
 cache answers in a small fraction of a computation's time, so the share of each arm's answers
 faster than FAST_FRACTION of the other arm's median is compared the same way (a candidate ten
 times slower at its median reads the same and is called invalid, not passed). Both arms' shares
-are kept in ab.json either way, with the method that gave them.
+are kept in ab.json either way, with the method that gave them: the check returns ab.json's own
+`CacheShares` (`rushhour.reports.ab.document_model`), so its fields are written in one place.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
+from rushhour.reports.ab.document_model import CacheShares
 from rushhour.reports.estimate.pairedblocks import newcombe
 from rushhour.reports.rundata.attempts import attempted
 
@@ -33,30 +32,15 @@ FAST_FRACTION = 0.1
 MIN_FAST_SHARE = 0.2
 """The mixture reading needs one arm to answer at least this share that fast."""
 
-__all__ = ["CacheCheck", "cache_check"]
+__all__ = ["cache_check"]
 
 
-@dataclass(frozen=True)
-class CacheCheck:
-    """Cache-hit shares of the answered requests per arm and whether they differ (the night invalid)."""
-
-    reported: bool
-    method: str
-    baseline: float | None
-    candidate: float | None
-    low: float | None
-    high: float | None
-    confounded: bool
-    sentence: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+def _not_read() -> CacheShares:
+    return CacheShares(reported=False, method="none", baseline=None, candidate=None, low=None, high=None,
+                       confounded=False, sentence="")
 
 
-NONE = CacheCheck(False, "none", None, None, None, None, False, "")
-
-
-def cache_check(requests: pd.DataFrame, first_pair: int = 0) -> CacheCheck:
+def cache_check(requests: pd.DataFrame, first_pair: int = 0) -> CacheShares:
     """Compare the arms' cache-hit shares over the measured pairs (those from `first_pair` on):
     reported by the protocol where it can, else read from the latency mixtures."""
     measured = (requests["trial"].to_numpy(np.int64) // 2 >= first_pair) & attempted(requests)
@@ -68,25 +52,28 @@ def cache_check(requests: pd.DataFrame, first_pair: int = 0) -> CacheCheck:
     latency = requests["latency_ms"].to_numpy(float)
     answered &= ~np.isnan(latency)
     if not all((answered & (arm == a)).any() for a in ("baseline", "candidate")):
-        return NONE
+        return _not_read()
     medians = {a: float(np.median(latency[answered & (arm == a)])) for a in ("baseline", "candidate")}
     fast = np.where(arm == "baseline", latency < FAST_FRACTION * medians["candidate"],
                     latency < FAST_FRACTION * medians["baseline"])
     check = _compare(fast, answered, arm, "latency mixture")
     biggest = max(check.baseline or 0.0, check.candidate or 0.0)
-    return check if check.confounded and biggest >= MIN_FAST_SHARE else replace(check, confounded=False, sentence="")
+    if check.confounded and biggest >= MIN_FAST_SHARE:
+        return check
+    return check.model_copy(update={"confounded": False, "sentence": ""})
 
 
-def _compare(hits: np.ndarray, answered: np.ndarray, arm: np.ndarray, method: str) -> CacheCheck:
+def _compare(hits: np.ndarray, answered: np.ndarray, arm: np.ndarray, method: str) -> CacheShares:
     counts = {a: (int((answered & hits & (arm == a)).sum()), int((answered & (arm == a)).sum()))
               for a in ("baseline", "candidate")}
     if min(n for _, n in counts.values()) == 0:
-        return NONE
+        return _not_read()
     (bh, bn), (ch, cn) = counts["baseline"], counts["candidate"]
     low, high = newcombe(ch, cn, bh, bn, CACHE_TAIL)
     confounded = bool(low > CACHE_GAP or high < -CACHE_GAP)
     sentence = _sentence(bh / bn, ch / cn, method) if confounded else ""
-    return CacheCheck(method == "reported", method, bh / bn, ch / cn, low, high, confounded, sentence)
+    return CacheShares(reported=method == "reported", method=method, baseline=bh / bn, candidate=ch / cn, low=low,
+                       high=high, confounded=confounded, sentence=sentence)
 
 
 def _sentence(baseline: float, candidate: float, method: str) -> str:

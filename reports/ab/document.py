@@ -97,7 +97,7 @@ def ab_document(run: RunData) -> dict[str, Any]:
         "design": design, "targets": settings.get("targets", {}), "generator": generator,
         "aborted": [e.get("reason", "") for e in run.events_of("abort")],
         "arms": {arm: _arm_counts(requests, arm) for arm in ("baseline", "candidate")},
-        "cache": cache_check(requests, warmup).as_dict(),
+        "cache": cache_check(requests, warmup).model_dump(),
         "calibration": settings.get("calibration"), "runner": quote(settings.get("calibration")),
         "rate": rate_basis(run),
         "trials": trial_rows(requests, design, pops[0].metrics[0] if pops else ("latency_ms", 99.0, "")),
