@@ -23,8 +23,7 @@ from rushhour.scenarios.capacity import calibrate
 from rushhour.scenarios.load import master_relay
 from rushhour.scenarios.load.share_run import START_FILE, publish_start
 from rushhour.scenarios.run import overhead
-
-VICTIM_TEXT = "the user's own file\n"
+from tests.support.planted import VICTIM_TEXT, plant, victim_file
 
 
 @pytest.fixture(autouse=True)
@@ -33,24 +32,13 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "state"
 
 
-def _victim(tmp_path: Path) -> Path:
-    victim = tmp_path / "victim.txt"
-    victim.write_text(VICTIM_TEXT, encoding="utf-8")
-    return victim
-
-
-def _plant(link: Path, victim: Path) -> None:
-    link.parent.mkdir(parents=True, exist_ok=True)
-    link.symlink_to(victim)
-
-
 def test_the_overhead_cache_never_writes_through_its_old_temporary_name(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: `<key>.<pid>.tmp` was opened with write_text, following a link planted there."""
-    victim = _victim(tmp_path)
+    victim = victim_file(tmp_path)
     key, _ = overhead.overhead_key("rushhour", False)
     path = overhead.cache_dir() / f"{key}.json"
-    _plant(path.with_suffix(f".{os.getpid()}.tmp"), victim)
+    plant(path.with_suffix(f".{os.getpid()}.tmp"), victim)
     fresh = {"steps": [{"rate_rps": 50.0, "latency_ms": {"p99": 1.0}}], "max_valid_rps_per_process": 50.0}
     monkeypatch.setattr(overhead, "measure_overhead", lambda *a, **k: dict(fresh))
     record = overhead.cached_or_measured(None, target=None, lag_limit_ms=10.0,  # type: ignore[arg-type]
@@ -62,9 +50,9 @@ def test_the_overhead_cache_never_writes_through_its_old_temporary_name(tmp_path
 
 def test_the_overhead_cache_refuses_a_link_planted_at_the_cache_file_itself(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    victim = _victim(tmp_path)
+    victim = victim_file(tmp_path)
     key, _ = overhead.overhead_key("rushhour", False)
-    _plant(overhead.cache_dir() / f"{key}.json", victim)
+    plant(overhead.cache_dir() / f"{key}.json", victim)
     monkeypatch.setattr(overhead, "measure_overhead", lambda *a, **k: {"steps": []})
     with pytest.raises(LinkedOutputError, match="is a symbolic link"):
         overhead.cached_or_measured(None, target=None, lag_limit_ms=10.0,  # type: ignore[arg-type]
@@ -83,10 +71,10 @@ def _job(tmp_path: Path) -> Any:
 def test_the_calibration_cache_never_writes_through_its_old_temporary_name(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: `<key>.tmp` (a fixed name) was opened with write_text, following a planted link."""
-    victim = _victim(tmp_path)
+    victim = victim_file(tmp_path)
     monkeypatch.setattr(calibrate, "calibration_key", lambda *a, **k: ("k" * 16, {"what": "stand-in"}))
     monkeypatch.setattr(calibrate, "_target_name", lambda *a, **k: "embedded")
-    _plant(calibrate.cache_dir() / f"{'k' * 16}.tmp", victim)
+    plant(calibrate.cache_dir() / f"{'k' * 16}.tmp", victim)
     entry = {"condition": "none", "capacity_rps": 42.0, "bracket": [42.0, 50.0], "summary": "s",
              "generator_bound": False, "ceiling": False, "confirmed": True}
     written = calibrate.remember(_job(tmp_path), {"conditions": [entry]})
@@ -97,8 +85,8 @@ def test_the_calibration_cache_never_writes_through_its_old_temporary_name(tmp_p
 
 def test_the_start_file_never_writes_through_its_old_temporary_name(tmp_path: Path) -> None:
     """Before: the runner wrote `start.tmp` in the control folder with write_text."""
-    victim, control = _victim(tmp_path), tmp_path / "control"
-    _plant(control / f"{START_FILE}.tmp", victim)
+    victim, control = victim_file(tmp_path), tmp_path / "control"
+    plant(control / f"{START_FILE}.tmp", victim)
     publish_start(control, 1234.5)
     assert victim.read_text(encoding="utf-8") == VICTIM_TEXT
     assert float((control / START_FILE).read_text(encoding="utf-8")) == 1234.5
@@ -106,9 +94,9 @@ def test_the_start_file_never_writes_through_its_old_temporary_name(tmp_path: Pa
 
 def test_the_master_relays_markers_and_parts_never_write_through_their_old_temporary_names(tmp_path: Path) -> None:
     """Before: the master relay wrote `.<name>.tmp` beside each marker and relayed part."""
-    victim, control, parts = _victim(tmp_path), tmp_path / "control", tmp_path / "parts"
-    _plant(control / ".ready-0.tmp", victim)
-    _plant(parts / ".part-w000-00001.parquet.tmp", tmp_path / "victim.txt")
+    victim, control, parts = victim_file(tmp_path), tmp_path / "control", tmp_path / "parts"
+    plant(control / ".ready-0.tmp", victim)
+    plant(parts / ".part-w000-00001.parquet.tmp", tmp_path / "victim.txt")
     relay = object.__new__(master_relay.MasterRelay)
     relay._control, relay._parts = control, parts  # the two folders the writers use
     relay._mark("ready-0", "17")
@@ -119,7 +107,7 @@ def test_the_master_relays_markers_and_parts_never_write_through_their_old_tempo
 
 
 def test_an_unsynced_write_is_still_whole_exclusive_and_never_through_a_link(tmp_path: Path) -> None:
-    victim = _victim(tmp_path)
+    victim = victim_file(tmp_path)
     write_text_atomic("marker", tmp_path / "done-0", sync=False)
     assert (tmp_path / "done-0").read_text(encoding="utf-8") == "marker"
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []

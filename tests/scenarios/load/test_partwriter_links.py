@@ -25,27 +25,15 @@ from rushhour.scenarios.load.share_run import publish_start
 from rushhour.scenarios.protocols.outcome import Outcome
 from rushhour.traffic_models import load_traffic_model
 from rushhour.traffic_models.chunked import iter_schedule, write_schedule
-
-VICTIM_TEXT = "the user's own file\n"
-
-
-def _victim(tmp_path: Path) -> Path:
-    victim = tmp_path / "victim.txt"
-    victim.write_text(VICTIM_TEXT, encoding="utf-8")
-    return victim
-
-
-def _plant(link: Path, victim: Path) -> None:
-    link.parent.mkdir(parents=True, exist_ok=True)
-    link.symlink_to(victim)
+from tests.support.planted import VICTIM_TEXT, plant, victim_file
 
 
 def test_part_files_never_write_through_their_old_temporary_names(tmp_path: Path) -> None:
     """Before: each part went to `part-w<i>-<seq>.tmp` and the warm-up to `.warm-w<i>.tmp`, opened by
     pyarrow following a link planted there."""
-    victim, parts = _victim(tmp_path), tmp_path / "parts"
+    victim, parts = victim_file(tmp_path), tmp_path / "parts"
     for name in (".warm-w000.tmp", "part-w000-000000.tmp", "part-w000-000001.tmp"):
-        _plant(parts / name, victim)
+        plant(parts / name, victim)
     writer = PartWriter(parts, 0, batch_rows=3, flush_s=3600.0)
     for row in range(5):
         writer.add(row=row, intended_s=row / 10, sent_s=row / 10, done_s=row / 10 + 0.05, status=200)
@@ -58,8 +46,8 @@ def test_part_files_never_write_through_their_old_temporary_names(tmp_path: Path
 
 
 def test_a_part_file_planted_as_a_link_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
-    victim, parts = _victim(tmp_path), tmp_path / "parts"
-    _plant(parts / "part-w000-000000.parquet", victim)
+    victim, parts = victim_file(tmp_path), tmp_path / "parts"
+    plant(parts / "part-w000-000000.parquet", victim)
     writer = PartWriter(parts, 0, flush_s=3600.0)
     writer.add(row=0, status=200)
     with pytest.raises(LinkedOutputError, match=r'part-w000-000000.parquet": it is a symbolic link'):
@@ -94,8 +82,8 @@ def _run(drill: ClosedDrill) -> int:
 
 def test_the_closed_loop_ready_marker_never_writes_through_a_planted_link(tmp_path: Path) -> None:
     """Before: `ready-<i>` was written with write_text, following a link planted there."""
-    victim, settings = _victim(tmp_path), _closed_settings(tmp_path)
-    _plant(settings.control_dir / "ready-0", victim)
+    victim, settings = victim_file(tmp_path), _closed_settings(tmp_path)
+    plant(settings.control_dir / "ready-0", victim)
     with pytest.raises(LinkedOutputError, match=r'ready-0": it is a symbolic link'):
         _run(ClosedDrill(settings, 0))
     assert victim.read_text(encoding="utf-8") == VICTIM_TEXT
@@ -106,7 +94,7 @@ def test_the_closed_loop_done_marker_never_creates_a_file_through_a_dangling_lin
     settings = _closed_settings(tmp_path)
     absent = tmp_path / "elsewhere" / "chosen-by-someone-else"
     absent.parent.mkdir()
-    _plant(settings.control_dir / "done-0", absent)
+    plant(settings.control_dir / "done-0", absent)
     with pytest.raises(LinkedOutputError, match=r'done-0": it is a symbolic link'):
         _run(ClosedDrill(settings, 0))
     assert not absent.exists()
