@@ -1,7 +1,8 @@
 """For `test_rogue_master`, in its own process (Locust monkey-patches the interpreter): a Locust master
 that does not hold the cluster secret and tries to turn a worker anyway. It answers the hello with a
 challenge it cannot prove, pushes settings that aim the worker at TARGET, sends a start time and starts
-Locust's users. Prints its port, then (after RUN_S) what the worker sent it, as JSON."""
+Locust's users. Listens on 127.0.0.1, or on the address given after TARGET. Prints its port, then (after
+RUN_S) what the worker sent it, as JSON."""
 import json
 import sys
 import tempfile
@@ -37,14 +38,14 @@ class OpenLoopUser(User):  # the name of the worker's user class, so Locust's st
         pass
 
 
-def main(target: str) -> None:
+def main(target: str, bind: str = "127.0.0.1") -> None:
     folder = Path(tempfile.mkdtemp())
     row_schedule(20, rate=10.0).to_parquet(folder / "schedule.parquet", index=False)
     settings = LoadSettings(host=target, schedule_path=folder / "schedule.parquet", work_dir=folder, duration_s=2.0,
                             remote_workers=1, timeout_margin_s=1.0, request_timeout_s=2.0)
     config = {"index": 0, "host": target, "config": settings.to_wire(),
               "schedule": settings.schedule_path.read_bytes()}
-    master = Environment(user_classes=[OpenLoopUser], host=target).create_master_runner("127.0.0.1", 0)
+    master = Environment(user_classes=[OpenLoopUser], host=target).create_master_runner(bind, 0)
     said: dict[str, list[Any]] = {MSG_HELLO: [], MSG_PROVE: []}
 
     def hello(environment: Any, msg: Any) -> None:
@@ -75,4 +76,4 @@ def main(target: str) -> None:
     print(json.dumps(said), flush=True)
 
 
-main(sys.argv[1])
+main(*sys.argv[1:3])
