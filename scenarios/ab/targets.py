@@ -6,8 +6,10 @@ embedded settings, booted for this run) or `embedded:CONFIG.yaml` (the same with
 config). Each embedded arm gets its own server process on its own free port.
 
 A relative peak ("0.6x n-1 capacity") is calibrated on the BASELINE arm, the way `rushhour run`
-calibrates on its target (`rate_target`): the candidate is then loaded at the same rate, so the
-arms stay comparable, and it receives nothing while the baseline is measured.
+calibrates on its target (`rate_target`): a URL under the same guard, or the reference server the
+baseline boots (its config file included), cached per target like every calibration. The
+candidate is then loaded at the same rate, so the arms stay comparable, and it receives nothing
+while the baseline is measured.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from rushhour.scenarios.spec.urls import check_target_url
 
 EMBEDDED = "embedded"
 
-__all__ = ["ArmTarget", "ArmServers", "TargetError", "parse_target", "rate_target"]
+__all__ = ["ArmTarget", "ArmServers", "RateTarget", "TargetError", "parse_target", "rate_target"]
 
 
 class TargetError(ValueError):
@@ -84,22 +86,20 @@ def _embedded(arm: str, given: str, text: str, scenario: Scenario) -> EmbeddedTa
     return base.model_copy(update={"config": str(path.resolve())})
 
 
-def rate_target(baseline: ArmTarget, scenario: Scenario, *, source: str) -> str | None:
-    """Where a relative peak is calibrated: the baseline's URL (the `--target` of that calibration),
-    or None for the scenario's own embedded server when the baseline is that very server. A
-    baseline the calibration cannot reach that way is refused, saying what to write instead."""
-    relative = scenario.traffic.relative_peak
-    if relative is None:
-        return None
-    if baseline.url is not None:
-        return baseline.url
-    if scenario.target.embedded is not None and baseline.embedded == scenario.target.embedded:
-        return None
-    raise TargetError(
-        f'{baseline.flag} {baseline.given}: {source}: traffic.peak_rps "{relative.text}" is calibrated on the '
-        "baseline, and this baseline is a reference server the scenario's target does not describe; give "
-        "--baseline a URL or the scenario's own target (embedded), or write peak_rps as a number of requests "
-        "per second (`rushhour capacity SCENARIO --target URL` measures one).")
+@dataclass(frozen=True)
+class RateTarget:
+    """Where a relative peak is calibrated: the baseline's URL (the `--target` of that
+    calibration) or the reference server the baseline boots; neither for an absolute peak."""
+
+    url: str | None = None
+    embedded: EmbeddedTarget | None = None
+
+
+def rate_target(baseline: ArmTarget, scenario: Scenario) -> RateTarget:
+    """The target a relative peak of `scenario` is calibrated on: the baseline, whatever it is."""
+    if scenario.traffic.relative_peak is None:
+        return RateTarget()
+    return RateTarget(url=baseline.url, embedded=baseline.embedded)
 
 
 def probe_arm(target: ArmTarget, url: str, protocol: TargetProtocol) -> str:

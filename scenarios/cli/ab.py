@@ -21,7 +21,7 @@ from rushhour.scenarios.spec.model import ScenarioError, load_scenario, resolve_
 from rushhour.scenarios.spec.plan import DrillPlan, Overrides, build_plan, describe
 
 if TYPE_CHECKING:
-    from rushhour.scenarios.ab.targets import ArmTarget
+    from rushhour.scenarios.ab.targets import ArmTarget, RateTarget
     from rushhour.scenarios.ab.trials import TrialDesign
 
     Arms = tuple[ArmTarget, ArmTarget]
@@ -140,11 +140,11 @@ def prepare_night(scenario: str, baseline: str, candidate: str, *, protocol: str
     same rate and nothing during the calibration."""
     from rushhour.scenarios.ab.trials import DesignError, TrialDesign, default_trials
 
-    targets, rate_url = _arms(scenario, baseline, candidate, allow_remote=allow_remote)
-    flags = Overrides(target_url=rate_url, protocol=protocol, duration=duration, seed=seed, no_chaos=True)
+    targets, rate = _arms(scenario, baseline, candidate, allow_remote=allow_remote)
+    flags = Overrides(target_url=rate.url, protocol=protocol, duration=duration, seed=seed, no_chaos=True)
     # the scenario's own target is never contacted; a baseline calibrated on is guarded as the drill's target
-    plan = prepare(scenario, flags, allow_remote=allow_remote if rate_url else True, dry_run=dry_run,
-                   say=lambda line: click.echo(line, err=True))
+    plan = prepare(scenario, flags, allow_remote=allow_remote if rate.url else True, dry_run=dry_run,
+                   say=lambda line: click.echo(line, err=True), embedded=rate.embedded)
     if interleave == "requests":
         plan = each_arm_at_full_rate(plan)
     try:
@@ -155,9 +155,9 @@ def prepare_night(scenario: str, baseline: str, candidate: str, *, protocol: str
     return plan, targets, design
 
 
-def _arms(scenario: str, baseline: str, candidate: str, *, allow_remote: bool) -> tuple[Arms, str | None]:
+def _arms(scenario: str, baseline: str, candidate: str, *, allow_remote: bool) -> tuple[Arms, RateTarget]:
     """Both TARGETs read against the scenario file and its latency SLOs checked, before anything is
-    measured; with the baseline URL a relative peak is calibrated on (None: none, or the embedded one)."""
+    measured; with the baseline target a relative peak is calibrated on."""
     from rushhour.reports.ab.groups import NoLatencySloError, latency_slos
     from rushhour.scenarios.ab.targets import TargetError, parse_target, rate_target
 
@@ -167,7 +167,7 @@ def _arms(scenario: str, baseline: str, candidate: str, *, allow_remote: bool) -
         latency_slos(spec.slos, str(path))
         targets = (parse_target("baseline", baseline, spec, allow_remote=allow_remote),
                    parse_target("candidate", candidate, spec, allow_remote=allow_remote))
-        return targets, rate_target(targets[0], spec, source=str(path))
+        return targets, rate_target(targets[0], spec)
     except (ScenarioError, NoLatencySloError, TargetError) as exc:
         raise BadInput(str(exc)) from exc
 

@@ -19,7 +19,7 @@ from rushhour.scenarios.cli.run_target import check_target, describe_target
 from rushhour.scenarios.protocols.admission import Context, Needs, Refused, admit
 from rushhour.scenarios.run.overhead import SKIP_ENV
 from rushhour.scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
-from rushhour.scenarios.spec.model import Scenario, ScenarioError, load_scenario, resolve_path
+from rushhour.scenarios.spec.model import EmbeddedTarget, Scenario, ScenarioError, load_scenario, resolve_path
 from rushhour.scenarios.spec.plan import DrillPlan, Overrides, apply_overrides, build_plan, describe, pin_rate_scale
 from rushhour.scenarios.spec.variants import VariantRun, check_embedded, describe_variants, expand_variants
 
@@ -31,9 +31,11 @@ MetricsAt = tuple[int | None, str]
 
 
 def prepare(scenario: str, flags: Overrides, *, allow_remote: bool, dry_run: bool = False,
-            say: Callable[[str], None] = lambda _text: None, recalibrate: bool = True) -> DrillPlan:
+            say: Callable[[str], None] = lambda _text: None, recalibrate: bool = True,
+            embedded: EmbeddedTarget | None = None) -> DrillPlan:
     """Load the scenario, override, refuse a non-loopback target unless allowed, calibrate a
-    relative peak on the target the drill will load (its own step), plan.
+    relative peak on the target the drill will load (its own step), plan. `embedded` replaces
+    the scenario's target with that reference server (the server an A/B baseline boots).
 
     `--duration` comes last: a peak is pinned to a rate over the file's own window first, so a
     shorter run plays the start of the same drill at the same rate."""
@@ -42,6 +44,8 @@ def prepare(scenario: str, flags: Overrides, *, allow_remote: bool, dry_run: boo
         source = str(path)
         base_dir = path.resolve().parent
         spec = apply_overrides(load_scenario(path), dataclasses.replace(flags, duration=None), source)
+        if embedded is not None:
+            spec = spec.model_copy(update={"target": spec.target.model_copy(update={"url": None, "embedded": embedded})})
         _guard(spec, flags, allow_remote, source)
         spec = calibrate_scenario(spec, source=source, base_dir=base_dir, dry_run=dry_run, say=say,
                                   recalibrate=recalibrate)

@@ -1,6 +1,6 @@
 """`rushhour ab` with a relative peak: calibrated on the baseline target (the candidate gets the same
-rate and nothing while it is measured), never on the bundled server, said in ab.json and the verdict;
-a baseline it cannot be calibrated on is refused with what to write instead."""
+rate and nothing while it is measured), never on the scenario's own target, said in ab.json and the
+verdict; a baseline it cannot be calibrated on is refused with what to write instead."""
 
 from __future__ import annotations
 
@@ -87,16 +87,16 @@ def test_ab_refuses_an_n_minus_one_peak_its_baseline_url_cannot_measure(
 
 
 @pytest.mark.usefixtures("no_bundled_server")
-def test_ab_refuses_an_embedded_baseline_the_scenario_does_not_describe(
+def test_ab_calibrates_on_an_embedded_baseline_the_scenario_does_not_describe(
         tmp_path: Path, services: tuple[str, str]) -> None:
-    """The file's target is the service at a URL: a relative peak cannot be measured on a bundled
-    server the scenario says nothing about, so it is refused before anything is contacted."""
+    """The file's target is the service at a URL: the relative peak is calibrated on the bundled
+    server the baseline boots, never on that URL (a dry run shows it and boots nothing)."""
     path = _scenario(tmp_path, "0.5x capacity", {"url": services[0]})
-    result = CliRunner().invoke(ab, [str(path), "--baseline", "embedded", "--candidate", services[1]])
-    assert result.exit_code == 2, result.output
-    assert '--baseline embedded: ' in result.output and 'traffic.peak_rps "0.5x capacity" is calibrated on the baseline' \
-        in result.output and "write peak_rps as a number" in result.output
-    assert _served(services[0]) == _served(services[1]) == 0
+    result = CliRunner().invoke(ab, [str(path), "--baseline", "embedded", "--candidate", services[1], "--dry-run"])
+    assert result.exit_code == 0, result.output
+    rate = next(line for line in result.output.splitlines() if line.startswith("rate "))
+    assert "calibrated on the baseline" in rate and "not measured on this machine yet" in rate
+    assert _served(services[0]) == 0 and _served(services[1]) == 1  # the candidate's probe alone
 
 
 @pytest.mark.usefixtures("no_bundled_server")
