@@ -45,7 +45,7 @@ from scipy.stats import beta
 from benchmarks.mdc_search import MAX_LAG_P99_MS, ChainedSteps, Queue, _Run
 from rushhour.reports.estimate.anchor import FLAG_CONFIDENCE, machine_drift
 from rushhour.reports.estimate.sequential import ALPHA, paired_error
-from rushhour.scenarios.capacity.job import step_rules
+from rushhour.scenarios.capacity.job import retry_rules_for, step_rules
 from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict, search
 from rushhour.scenarios.capacity.steps import StepRules
 
@@ -159,8 +159,7 @@ def _rules_for(result: SearchResult, rules: StepRules, knee_rules: StepRules, re
     """A step's rules: `knee_rules` once the search has seen a failure or, with `retry`, for the
     retry of a step that ended open."""
     if retry:
-        last = result.steps[-1] if result.steps else None
-        return knee_rules if last is not None and last.open and last.rate_rps == rate else rules
+        return retry_rules_for(result, knee_rules, rate) or rules
     return rules if result.first_fail is None else knee_rules
 
 

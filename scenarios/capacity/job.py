@@ -21,14 +21,15 @@ from rushhour.reports.capacity.stepstats import samples_to_pass
 from rushhour.reports.estimate.sequential import ALPHA
 from rushhour.reports.rundata.selection import slo_scope
 from rushhour.reports.schema import CostModel, SloSpec
-from rushhour.scenarios.capacity.search import SearchSettings, StepVerdict
+from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict
 from rushhour.scenarios.capacity.steps import StepRules, step_schedule
 from rushhour.scenarios.spec.model import Scenario, ScenarioError
 from rushhour.scenarios.spec.target import TargetProtocol
 from rushhour.traffic_models import TrafficModelError, load_traffic_model
 from rushhour.traffic_models.model import TrafficModel
 
-__all__ = ["CapacityJob", "SloFloor", "default_range", "load_mix", "select_slos", "slo_floors"]
+__all__ = ["RETRY_S", "CapacityJob", "SloFloor", "default_range", "load_mix", "retry_rules_for", "select_slos",
+           "slo_floors"]
 
 SHARE_SAMPLE_RPS = 2000.0
 SHARE_SAMPLE_S = 10.0
@@ -51,6 +52,10 @@ DRIFT_CHECKS: tuple[DriftCheck, ...] = ("ends", "steps")
 STEP_ANCHOR_S = 10.0
 """Measured seconds of the anchor window stepped after every step with the `steps` drift check
 (the length the whole-search bench measured, docs/concepts/confidence.md)."""
+RETRY_S = 120.0
+"""Measured seconds of the one retry of a step that ended open (neither shown met nor missed): long
+enough to span a queue's excursions near its knee, where a 30 s step holds too few independent
+requests to show a P99 met (the whole-search bench, docs/benchmarks.md)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +86,9 @@ class CapacityJob:
     drift_check: DriftCheck = "ends"
     """How the search watches the machine: its anchor again at the end, or after every step too
     (`rushhour.scenarios.capacity.anchor`)."""
+    retry_rules: StepRules | None = None
+    """The rules of the one retry of a step that ended open (`SearchSettings.retry_open`); None:
+    an open step counts as a failure at once."""
 
     @property
     def cost_model(self) -> CostModel | None:
@@ -172,3 +180,12 @@ def step_rules(measure_s: float, max_lag_p99_ms: float, met_error: float = ALPHA
     """Warm-up a sixth of the step (at most 5 s), its looks, "met" spending `met_error`."""
     return StepRules(measure_s=measure_s, warmup_s=min(5.0, max(1.0, measure_s / 6.0)),
                      max_lag_p99_ms=max_lag_p99_ms, met_error=met_error)
+
+
+def retry_rules_for(result: SearchResult, retry: StepRules | None, rate: float) -> StepRules | None:
+    """`retry` when a step at `rate` is the retry of the search's last step, which ended open at
+    that rate (`SearchSettings.retry_open` steps it once more); None for any other step."""
+    last = result.steps[-1] if result.steps else None
+    if retry is None or last is None or not last.open or last.rate_rps != rate:
+        return None
+    return retry

@@ -16,16 +16,19 @@ from rushhour.reports.measures.cost import compute_cost
 from rushhour.reports.schema import CostModel
 from rushhour.scenarios.capacity.search import GENERATOR, SearchResult, StepVerdict
 from rushhour.scenarios.capacity.stepper import StepRecord
-from rushhour.scenarios.capacity.steps import StepRules
+from rushhour.scenarios.capacity.steps import THROUGHPUT, StepRules
 
 __all__ = ["condition_entry", "pool_usage", "step_entry", "verdict_of"]
 
 
 def verdict_of(record: StepRecord) -> StepVerdict:
-    """What the search needs to know of a step."""
-    decision = record.assessment.decision
-    verdict = decision if decision in ("pass", "fail", "invalid") else "fail"
-    return StepVerdict(record.rate_rps, verdict, record.assessment.limiting, record.assessment.reason)
+    """What the search needs to know of a step: a failure on an SLO that none of its calls showed
+    missed is open (too little evidence either way), which the search may step once more."""
+    assessment = record.assessment
+    verdict = assessment.decision if assessment.decision in ("pass", "fail", "invalid") else "fail"
+    unclear = (verdict == "fail" and assessment.limiting not in (THROUGHPUT, GENERATOR) and bool(assessment.calls)
+               and not any(call.decision == "missed" for call in assessment.calls))
+    return StepVerdict(record.rate_rps, verdict, assessment.limiting, assessment.reason, open=unclear)
 
 
 def pool_usage(samples: pd.DataFrame, window: tuple[float, float], slots_per_node: dict[str, int]) -> dict[str, Any]:

@@ -15,7 +15,8 @@ import dataclasses
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from rushhour.scenarios.capacity.conditions import (
     NMinusOne,
 )
 from rushhour.scenarios.capacity.interrupt import interruptible
-from rushhour.scenarios.capacity.job import CapacityJob, step_rules
+from rushhour.scenarios.capacity.job import CapacityJob, retry_rules_for, step_rules
 from rushhour.scenarios.capacity.pool_status import settle
 from rushhour.scenarios.capacity.record import condition_entry, step_entry, verdict_of
 from rushhour.scenarios.capacity.search import SearchResult, StepVerdict, search
@@ -150,18 +151,27 @@ def _fresh_step(runner: StepRunner | None, rate: float, target: Target, conditio
     return runner.run(rate)
 
 
+@contextmanager
+def _ruled(runner: StepRunner, rules: StepRules) -> Iterator[StepRunner]:
+    """`runner` stepping with `rules` whatever its rate, its own rules back afterwards."""
+    sized = runner.rules_at
+    runner.rules_at = lambda _rate: rules
+    try:
+        yield runner
+    finally:
+        runner.rules_at = sized
+
+
 def _short_anchor(runner: StepRunner | None, job: CapacityJob, rate: float, target: Target,
                   condition: Condition) -> StepRecord:
     """A `STEP_ANCHOR_S` window at `rate` from a drained queue (the `steps` drift check's window
     after a step); nothing of its load is held after it."""
     assert runner is not None
-    sized = runner.rules_at
     short = step_rules(STEP_ANCHOR_S, job.scenario.load.max_lag_p99_ms, job.rules.met_error)
-    runner.rules_at = lambda _rate: short
     try:
-        return _fresh_step(runner, rate, target, condition)
+        with _ruled(runner, short):
+            return _fresh_step(runner, rate, target, condition)
     finally:
-        runner.rules_at = sized
         runner.release()
 
 
@@ -221,7 +231,12 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
     def step(rate: float) -> StepVerdict:
         assert runner is not None
         drained_s = _before_step(runner, rate, target, condition)
-        record = runner.run(rate)
+        retry = retry_rules_for(result, job.retry_rules, rate)
+        if retry is not None:  # the retry of a step that ended open: a longer window at its rate
+            with _ruled(runner, retry):
+                record = runner.run(rate)
+        else:
+            record = runner.run(rate)
         anchor.keep(record)
         entries.append(step_entry(record, rules=record.rules, slots_per_node=target.slots_per_node,
                                   cost_model=job.cost_model, settle_s=drained_s))
@@ -289,7 +304,8 @@ def _document(job: CapacityJob, target: Target | None, conditions: list[dict[str
         "settings": {"min_rps": job.settings.min_rps, "max_rps": job.settings.max_rps,
                      "precision": job.settings.precision, "step_duration_s": job.rules.measure_s,
                      "warmup_s": job.rules.warmup_s, "seed": job.seed, "start_rps": job.start_rps,
-                     "met_error": job.rules.met_error},
+                     "met_error": job.rules.met_error, "drift_check": job.drift_check,
+                     "retry_duration_s": job.retry_rules.measure_s if job.retry_rules is not None else 0.0},
         "environment": machine_facts(), "wall_s": round(wall_s, 1),
     }
 

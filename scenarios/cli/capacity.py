@@ -13,6 +13,7 @@ from rushhour.kernel.contract import CAPACITY_HTML_FILE
 from rushhour.scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE, parse_conditions
 from rushhour.scenarios.capacity.job import (
     DRIFT_CHECKS,
+    RETRY_S,
     STEP_ANCHOR_S,
     CapacityJob,
     DriftCheck,
@@ -36,13 +37,15 @@ from rushhour.scenarios.spec.plan import Overrides, apply_overrides, check_slo_s
 MIN_STEP_S = 5.0
 
 
-def _step_seconds(value: str) -> float:
+def _step_seconds(value: str, option: str = "--step-duration", *, none: bool = False) -> float:
+    """A step length of at least `MIN_STEP_S` (or, with `none`, 0 for no such step); exit 2 otherwise."""
     try:
         seconds = parse_duration(value)
     except ValueError as exc:
-        raise BadInput(f"--step-duration: {exc}") from exc
-    if seconds < MIN_STEP_S:
-        raise BadInput(f'--step-duration: "{value}" is shorter than {MIN_STEP_S:g} s, too short to judge a step.')
+        raise BadInput(f"{option}: {exc}") from exc
+    if seconds < MIN_STEP_S and not (none and seconds == 0):
+        raise BadInput(f'{option}: "{value}" is shorter than {MIN_STEP_S:g} s, too short to judge a step'
+                       + (" (0 for none)." if none else "."))
     return seconds
 
 
@@ -93,8 +96,10 @@ def _rates(floors: list[SloFloor], min_rps: float | None, max_rps: float | None)
 
 def build_job(scenario_spec: str, *, target_url: str | None, slos: tuple[str, ...], faults: str,
               min_rps: float | None, max_rps: float | None, precision: float, step_s: float,
-              require_rps: float | None, out: Path | None, allow_remote: bool, seed: int | None) -> CapacityJob:
-    """Everything checked and resolved before anything boots; ScenarioError on bad input."""
+              require_rps: float | None, out: Path | None, allow_remote: bool, seed: int | None,
+              retry_s: float = 0.0) -> CapacityJob:
+    """Everything checked and resolved before anything boots; ScenarioError on bad input. A step
+    that ends open is stepped once more for `retry_s` seconds (0: it counts as a failure at once)."""
     path = resolve_path(scenario_spec)
     source, base_dir = str(path), path.resolve().parent
     scenario = apply_overrides(load_scenario(path), Overrides.of({"target_url": target_url, "seed": seed}), source)
@@ -106,7 +111,7 @@ def build_job(scenario_spec: str, *, target_url: str | None, slos: tuple[str, ..
     low, high = _rates(floors, min_rps, max_rps)
     check_floors(floors, low, step_s, source=source)
     try:
-        settings = SearchSettings(min_rps=low, max_rps=high, precision=precision)
+        settings = SearchSettings(min_rps=low, max_rps=high, precision=precision, retry_open=retry_s > 0)
     except ValueError as exc:
         raise ScenarioError(f"--min-rps/--max-rps/--precision: {exc}") from exc
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -116,6 +121,7 @@ def build_job(scenario_spec: str, *, target_url: str | None, slos: tuple[str, ..
         rules=step_rules(step_s, scenario.load.max_lag_p99_ms),
         out_dir=out or Path("results") / f"{scenario.name}-capacity-{stamp}", target_url=target_url,
         require_rps=require_rps, seed=scenario.traffic.seed, floors=floors,
+        retry_rules=step_rules(retry_s, scenario.load.max_lag_p99_ms) if retry_s > 0 else None,
     )
 
 
@@ -128,6 +134,9 @@ def describe_job(job: CapacityJob) -> str:
              f"rates      {s.min_rps:g} to {s.max_rps:g} req/s, x{s.growth:g} up, then bisect to {100 * s.precision:g}%",
              (f"steps      {job.rules.warmup_s:g} s warm-up + up to {job.rules.measure_s:g} s measured, "
               "stopped early once clear"),
+             ("retry      " + (f"a step that ends open once more, {job.retry_rules.warmup_s:g} s warm-up + up to "
+                                f"{job.retry_rules.measure_s:g} s measured" if job.retry_rules is not None
+                                else "none: a step that ends open is a failure")),
              f"drift      {job.drift_check}: the first pass stepped again at the end"
              + (f", and a {STEP_ANCHOR_S:g} s window at its rate after every step" if job.drift_check == "steps" else ""),
              "slos"]
@@ -168,9 +177,14 @@ def _calibrate(scenario_spec: str, *, dry_run: bool, target_url: str | None = No
               show_default=True, callback=finite, help="Stop when (first fail - last pass) / last pass is at most this.")
 @click.option("--step-duration", "step_duration", default="30s", show_default=True,
               help="Measured length of a step after its warm-up (clear steps stop early).")
-@click.option("--drift-check", "drift_check", type=click.Choice(DRIFT_CHECKS), default="ends", show_default=True,
+@click.option("--retry-duration", "retry_duration", default=f"{RETRY_S:g}s", show_default=True,
+              help="Step once more, for this long, at a rate whose step ended open (neither shown met nor missed) "
+                   "before counting it a failure; 0 for no retry (faster, and up to 15% or more under the capacity "
+                   "near a knee).")
+@click.option("--drift-check", "drift_check", type=click.Choice(DRIFT_CHECKS), default="steps", show_default=True,
               help="How the search watches the machine: ends steps its first pass again at its end; steps also "
-                   f"steps a {STEP_ANCHOR_S:g} s window at that rate after every step (slower; for a shared or noisy machine).")
+                   f"steps a {STEP_ANCHOR_S:g} s window at that rate after every step, so a figure found in a fast "
+                   "spell of a wandering machine is printed unconfirmed (ends is faster, for a machine known steady).")
 @click.option("--require", "require_rps", type=click.FloatRange(min=0), callback=finite,
               help="Exit 1 when a condition's capacity is below this rate (req/s).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
@@ -184,12 +198,14 @@ def _calibrate(scenario_spec: str, *, dry_run: bool, target_url: str | None = No
 def capacity(scenario: str, target_url: str | None, slos: tuple[str, ...], faults: str, min_rps: float | None,
              max_rps: float | None, precision: float, step_duration: str, require_rps: float | None,
              out: Path | None, seed: int | None, allow_remote: bool, dry_run: bool, calibrate: bool,
-             drift_check: DriftCheck) -> None:
+             drift_check: DriftCheck, retry_duration: str) -> None:
     """Find the highest arrival rate of SCENARIO's request mix at which every SLO holds.
 
     Constant open-loop Poisson steps: bracket upward from --min-rps until a step fails, then
-    bisect to --precision. With --faults none,n-1 the search runs twice, healthy and with one
-    quality node held down. Writes capacity.json and capacity.html.
+    bisect to --precision; a step that ends open is stepped once more for --retry-duration, and a
+    short window after every step checks that the machine held (--drift-check). With --faults
+    none,n-1 the search runs twice, healthy and with one quality node held down. Writes
+    capacity.json and capacity.html.
 
     Exit codes: 0 every capacity meets --require, 1 one is below it (or even --min-rps failed),
     2 invalid input, 3 generator-bound, interrupted or the target failed.
@@ -200,7 +216,8 @@ def capacity(scenario: str, target_url: str | None, slos: tuple[str, ...], fault
     try:
         job = build_job(scenario, target_url=target_url, slos=slos, faults=faults, min_rps=min_rps, max_rps=max_rps,
                         precision=precision, step_s=_step_seconds(step_duration), require_rps=require_rps, out=out,
-                        allow_remote=allow_remote, seed=seed)
+                        allow_remote=allow_remote, seed=seed,
+                        retry_s=_step_seconds(retry_duration, "--retry-duration", none=True))
     except ScenarioError as exc:
         raise BadInput(str(exc)) from exc
     job = dataclasses.replace(job, drift_check=drift_check)

@@ -149,7 +149,7 @@ def test_the_search_steps_its_first_pass_again_at_the_end_and_judges_the_machine
     monkeypatch.setattr(runner, "settle", lambda _url: 0.0)
     monkeypatch.setattr(_SlowingService, "slowing", slowing)
     job = SimpleNamespace(known_fail=None, probe=False, mix=None, slos=[], rules=RULES, out_dir=tmp_path, seed=0,
-                          protocol=None, measure_at=None, start_rps=None, require_rps=None, drift_check="ends",
+                          protocol=None, measure_at=None, start_rps=None, require_rps=None, drift_check="ends", retry_rules=None,
                           settings=SearchSettings(min_rps=20.0, max_rps=100.0, precision=0.1),
                           scenario=SimpleNamespace(load=SimpleNamespace(max_lag_p99_ms=250.0)), cost_model=None)
     said: list[str] = []

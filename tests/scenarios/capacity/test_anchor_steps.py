@@ -55,7 +55,7 @@ def _search(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, slow_from: int | No
     monkeypatch.setattr(runner, "settle", lambda _url: 0.0)
     monkeypatch.setattr(_ShiftingService, "slow_from", slow_from)
     job = SimpleNamespace(known_fail=None, probe=False, mix=None, slos=[], rules=RULES, out_dir=tmp_path, seed=0,
-                          protocol=None, measure_at=None, start_rps=None, require_rps=None, drift_check="steps",
+                          protocol=None, measure_at=None, start_rps=None, require_rps=None, drift_check="steps", retry_rules=None,
                           settings=SearchSettings(min_rps=20.0, max_rps=100.0, precision=0.1),
                           scenario=SimpleNamespace(load=SimpleNamespace(max_lag_p99_ms=250.0)), cost_model=None)
     said: list[str] = []

@@ -175,8 +175,9 @@ def _scenario(tmp_path: Path, url: str, **fields: object) -> Path:
 
 
 def _bracket_args(queue: Queue, step_s: float) -> list[str]:
+    """The simulated design's search: no retry of an open step, the machine checked at the ends only."""
     return ["--min-rps", f"{queue.min_rps:g}", "--max-rps", f"{queue.max_rps:g}", "--precision", f"{PRECISION:g}",
-            "--step-duration", f"{step_s:g}s"]
+            "--step-duration", f"{step_s:g}s", "--retry-duration", "0", "--drift-check", "ends"]
 
 
 @pytest.mark.timeout(420)

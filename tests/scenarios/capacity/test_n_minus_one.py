@@ -76,7 +76,8 @@ def test_n_minus_one_capacity_is_below_full_capacity(tmp_path: Path, slowed_serv
     out = tmp_path / "out"
     result = CliRunner().invoke(capacity, [
         str(_scenario(tmp_path, slowed_server.url)), "--faults", "none,n-1", "--min-rps", "6", "--max-rps", "24",
-        "--precision", "0.5", "--step-duration", "10s", "--out", str(out)])
+        "--precision", "0.5", "--step-duration", "10s", "--retry-duration", "0", "--drift-check", "ends",
+        "--out", str(out)])
     assert result.exit_code == 0, result.output
     document = json.loads((out / "capacity.json").read_text())
     full, n_minus_one = document["conditions"]
