@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,68 +13,39 @@ import pandas as pd
 import pytest
 
 from rushhour.kernel.processes import free_port, stop_process
-from rushhour.scenarios.load.clusterauth import SECRET_ENV
-from rushhour.scenarios.load.locust import proxy_free_env
-from tests.support.waiting import wait_for_http
+from tests.scenarios.distributed.cluster_drill import SCENARIO, cluster_env, generator_target, rushhour, start
 
 pytestmark = pytest.mark.slow
-SECRET = "rightful-secret-0123456789"
-SCENARIO = """\
-name: cluster-auth
-traffic: {{model: "constant:10", duration: 2s, seed: 3}}
-target: {{url: "{url}"}}
-slos:
-  - {{name: availability, kind: availability, objective: 0.5}}
-"""
 
 
-def rushhour(*args: str) -> list[str]:
-    return [sys.executable, "-m", "rushhour.scenarios.cli.main", *args]
+def _scenario(url: str) -> str:
+    return SCENARIO.format(name="cluster-auth", duration="2s", seed=3, url=url)
 
 
 @pytest.fixture
 def target() -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.generator_target", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        assert wait_for_http(url + "/", proc=proc), "the test target did not start"
+    with generator_target() as url:
         yield url
-    finally:
-        stop_process(proc, grace_s=5)
-
-
-def _env(secret: str | None) -> dict[str, str]:
-    env = {k: v for k, v in proxy_free_env().items() if k != SECRET_ENV}
-    if secret:
-        env[SECRET_ENV] = secret
-    return env
-
-
-def _start(argv: list[str], secret: str | None, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(argv, env=_env(secret), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
 def test_a_stranger_with_a_wrong_secret_is_refused_and_the_drill_waits_for_the_rightful_worker(
     tmp_path: Path, target: str,
 ) -> None:
-    (tmp_path / "scenario.yaml").write_text(SCENARIO.format(url=target), encoding="utf-8")
+    (tmp_path / "scenario.yaml").write_text(_scenario(target), encoding="utf-8")
     bind = f"127.0.0.1:{free_port()}"
-    master = _start(rushhour("run", str(tmp_path / "scenario.yaml"), "--workers", "1", "--master-bind", bind,
-                             "--no-probe", "--out", str(tmp_path / "out")), SECRET, tmp_path / "master.log")
+    master = start(rushhour("run", str(tmp_path / "scenario.yaml"), "--workers", "1", "--master-bind", bind,
+                            "--no-probe", "--out", str(tmp_path / "out")), tmp_path / "master.log")
     procs = [master]
     try:
         stranger = subprocess.run(rushhour("worker", "--master", bind, "--name", "stranger", "--work-dir",
                                            str(tmp_path / "s"), "--connect-timeout", "60"),
-                                  env=_env("a-wrong-secret-of-some-length"), capture_output=True, text=True,
+                                  env=cluster_env("a-wrong-secret-of-some-length"), capture_output=True, text=True,
                                   timeout=90, check=False)
         assert stranger.returncode != 0
         assert "the cluster secret did not match" in stranger.stderr
         assert "rushhour " not in stranger.stderr.replace("`rushhour worker", ""), "the master's version leaked"
-        rightful = _start(rushhour("worker", "--master", bind, "--name", "rightful", "--work-dir",
-                                   str(tmp_path / "r")), SECRET, tmp_path / "rightful.log")
+        rightful = start(rushhour("worker", "--master", bind, "--name", "rightful", "--work-dir",
+                                  str(tmp_path / "r")), tmp_path / "rightful.log")
         procs.append(rightful)
         assert master.wait(timeout=150) == 0, (tmp_path / "master.log").read_text()
     finally:
@@ -93,14 +63,14 @@ def test_a_stranger_with_a_wrong_secret_is_refused_and_the_drill_waits_for_the_r
 
 
 def test_a_worker_refuses_a_remote_target_the_master_names_and_the_drill_stops_with_why(tmp_path: Path) -> None:
-    (tmp_path / "scenario.yaml").write_text(SCENARIO.format(url="http://[fd77::1]:18080"), encoding="utf-8")
+    (tmp_path / "scenario.yaml").write_text(_scenario("http://[fd77::1]:18080"), encoding="utf-8")
     bind = f"127.0.0.1:{free_port()}"
-    master = _start(rushhour("run", str(tmp_path / "scenario.yaml"), "--workers", "1", "--master-bind", bind,
-                             "--no-probe", "--allow-remote", "--out", str(tmp_path / "out")), None,
-                    tmp_path / "master.log")
+    master = start(rushhour("run", str(tmp_path / "scenario.yaml"), "--workers", "1", "--master-bind", bind,
+                            "--no-probe", "--allow-remote", "--out", str(tmp_path / "out")), tmp_path / "master.log",
+                   secret=None)
     try:
         worker = subprocess.run(rushhour("worker", "--master", bind, "--work-dir", str(tmp_path / "w")),
-                                env=_env(None), capture_output=True, text=True, timeout=90, check=False)
+                                env=cluster_env(None), capture_output=True, text=True, timeout=90, check=False)
         assert master.wait(timeout=90) == 3
     finally:
         stop_process(master, grace_s=5)
@@ -112,7 +82,7 @@ def test_a_worker_refuses_a_remote_target_the_master_names_and_the_drill_stops_w
 
 def test_a_worker_without_a_master_says_so_and_gives_up_after_its_connect_timeout(tmp_path: Path) -> None:
     done = subprocess.run(rushhour("worker", "--master", f"127.0.0.1:{free_port()}", "--connect-timeout", "2",
-                                   "--work-dir", str(tmp_path)), env=_env(None), capture_output=True, text=True,
+                                   "--work-dir", str(tmp_path)), env=cluster_env(None), capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 3
     assert "no master welcomed this worker: waited 2 s" in done.stderr

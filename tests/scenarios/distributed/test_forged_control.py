@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,44 +23,17 @@ import pandas as pd
 import pytest
 
 from rushhour.kernel.processes import free_port, stop_process
-from rushhour.scenarios.load.clusterauth import SECRET_ENV
-from rushhour.scenarios.load.locust import proxy_free_env
+from tests.scenarios.distributed.cluster_drill import SCENARIO, generator_target, rushhour, start
 from tests.scenarios.distributed.zmtp_injector import frame, injector
-from tests.support.waiting import wait_for_http
 
 pytestmark = pytest.mark.slow
-SECRET = "rightful-secret-0123456789"
-SCENARIO = """\
-name: forged-control
-traffic: {{model: "constant:10", duration: 8s, seed: 5}}
-target: {{url: "{url}"}}
-slos:
-  - {{name: availability, kind: availability, objective: 0.5}}
-"""
 START_WAIT_S = 120.0
-
-
-def rushhour(*args: str) -> list[str]:
-    return [sys.executable, "-m", "rushhour.scenarios.cli.main", *args]
 
 
 @pytest.fixture
 def target() -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.generator_target", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        assert wait_for_http(url + "/", proc=proc), "the test target did not start"
+    with generator_target() as url:
         yield url
-    finally:
-        stop_process(proc, grace_s=5)
-
-
-def _start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
-    env = {**proxy_free_env(), SECRET_ENV: SECRET}
-    with log.open("wb") as out:
-        return subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
 def _forged(msg_type: str, data: object) -> bytes:
@@ -79,15 +51,15 @@ def _wait_for_start(work: Path, proc: subprocess.Popen[bytes]) -> None:
 
 
 def test_forged_stop_spawn_and_quit_leave_the_workers_load_whole(tmp_path: Path, target: str) -> None:
-    (tmp_path / "scenario.yaml").write_text(SCENARIO.format(url=target), encoding="utf-8")
+    (tmp_path / "scenario.yaml").write_text(SCENARIO.format(name="forged-control", duration="8s", seed=5, url=target), encoding="utf-8")
     port = free_port()
-    master = _start(rushhour("run", str(tmp_path / "scenario.yaml"), "--workers", "1", "--master-bind",
-                             f"127.0.0.1:{port}", "--no-probe", "--out", str(tmp_path / "out")), tmp_path / "master.log")
+    master = start(rushhour("run", str(tmp_path / "scenario.yaml"), "--workers", "1", "--master-bind",
+                            f"127.0.0.1:{port}", "--no-probe", "--out", str(tmp_path / "out")), tmp_path / "master.log")
     procs = [master]
     try:
         with injector(("127.0.0.1", port)) as path:
-            worker = _start(rushhour("worker", "--master", f"127.0.0.1:{path.port}", "--name", "rightful",
-                                     "--work-dir", str(tmp_path / "w")), tmp_path / "worker.log")
+            worker = start(rushhour("worker", "--master", f"127.0.0.1:{path.port}", "--name", "rightful",
+                                    "--work-dir", str(tmp_path / "w")), tmp_path / "worker.log")
             procs.append(worker)
             _wait_for_start(tmp_path / "w", worker)
             time.sleep(1.0)  # the share is firing
