@@ -12,10 +12,11 @@ audit runs. An object with rushhour's mark but no readable lease end counts as e
 touches an object without rushhour's mark or label: a node an operator cordoned, a Job of the
 user's, are not ours.
 
-The keeper uses the experiment's Kubernetes credentials (the `KUBERNETES_*` entries of its
-`secrets` and the `KUBECONFIG` of its environment, handed to the keeper's environment by
-`spawn_keeper`, never its command line, where chaostoolkit-kubernetes reads them), retries through API errors with a doubling wait for up
-to `RETRY_FOR_S`, and says what it did on its standard error, which `spawn_keeper` sends to a log
+The keeper uses the credentials the fault was made with (`keeper_secrets`: the `KUBERNETES_*`
+entries of the experiment's `secrets` and the `KUBECONFIG` of its environment, each file made
+absolute, handed to the keeper's environment by `spawn_keeper`, never its command line, where
+chaostoolkit-kubernetes reads them), retries through API errors with a doubling wait for up to
+`RETRY_FOR_S`, and says what it did on its standard error, which `spawn_keeper` sends to a log
 file in the drill's results folder.
 """
 
@@ -49,6 +50,8 @@ __all__ = ["Leftover", "audit_namespace", "job_lease_end", "keep_swept", "keeper
 CHECK_EVERY_S = 2.0
 MAX_BACKOFF_S = 30.0
 RETRY_FOR_S = 3600.0  # an API out for longer is left to the in-cluster sweeper
+FILE_KEYS = ("KUBERNETES_CA_CERT_FILE", "KUBERNETES_CERT_FILE", "KUBERNETES_KEY_FILE")
+"""The entries chaostoolkit-kubernetes reads as file paths (relative to the folder it runs in)."""
 
 
 @dataclass(frozen=True)
@@ -276,19 +279,29 @@ def keep_swept(ns: str = DEFAULT_NAMESPACE, after_s: float = 0.0, *,
 
 
 def keeper_secrets(secrets: Secrets) -> dict[str, str]:
-    """What a keeper needs of an experiment's secrets to reach its cluster: the entries that
-    chaostoolkit-kubernetes reads (`KUBERNETES_*`, `CHAOSTOOLKIT_IN_POD`), as strings for the
-    keeper's environment, where `create_k8s_api_client` finds them when it is given no secrets;
-    and the `KUBECONFIG` the experiment's client read (the chaos entry's `env:` puts it in the
-    experiment's environment), each of its files made absolute, since the experiment runs in its
-    own folder and the keeper does not."""
-    given = {str(k): str(v) for k, v in (secrets or {}).items()
-             if str(k).startswith("KUBERNETES_") or k == "CHAOSTOOLKIT_IN_POD"}
+    """What a keeper needs to reach its experiment's cluster with the credentials the fault was
+    made with, as strings for its environment. chaostoolkit-kubernetes reads the kubeconfig from
+    `KUBECONFIG` (else `~/.kube/config`), and `KUBERNETES_CONTEXT` and the other `KUBERNETES_*`
+    entries from the experiment's `secrets`, else the environment; it reads no credentials from
+    the experiment's `configuration`. The keeper inherits the environment, so it is handed the
+    `secrets`' `KUBERNETES_*` entries (its client then finds them when given none) and, since the
+    experiment runs in its own folder and the keeper does not, every file those name made
+    absolute: `KUBECONFIG`'s files and the certificate and key files (`FILE_KEYS`), from the
+    secrets or the environment."""
+    given = {str(k): str(v) for k, v in (secrets or {}).items() if str(k).startswith("KUBERNETES_")}
+    for key in FILE_KEYS:
+        named = given.get(key) or os.environ.get(key, "")
+        if named.strip():
+            given[key] = _absolute(named)
     kubeconfig = os.environ.get("KUBECONFIG", "")
-    files = [str(Path(part).expanduser().absolute()) for part in kubeconfig.split(os.pathsep) if part.strip()]
+    files = [_absolute(part) for part in kubeconfig.split(os.pathsep) if part.strip()]
     if files:
         given["KUBECONFIG"] = os.pathsep.join(files)
     return given
+
+
+def _absolute(path: str) -> str:
+    return str(Path(path).expanduser().absolute())
 
 
 def _log(message: str) -> None:
