@@ -26,7 +26,12 @@ searches that landed above the truth, the share above the truth and not flagged 
 product would print as confirmed) and the anchor's extra minutes (its end window; the start
 window stands for the search's first step, at that same rate).
 
+With `--defaults` each search is the one `rushhour capacity` runs by default (`default_searches`):
+30 s steps, a step that ended open stepped once more for `RETRY_S`, the anchor at the start and
+end and a `STEP_ANCHOR_S` window after every step.
+
     python -m benchmarks.mdc_whole [--steps 30] [--searches 200] [--wander 0,0.05,0.1] [--rule share] [--anchor] [--out F]
+    python -m benchmarks.mdc_whole --defaults [--searches 200] [--out F]
 """
 
 from __future__ import annotations
@@ -45,11 +50,11 @@ from scipy.stats import beta
 from benchmarks.mdc_search import MAX_LAG_P99_MS, ChainedSteps, Queue, _Run
 from rushhour.reports.estimate.anchor import FLAG_CONFIDENCE, machine_drift
 from rushhour.reports.estimate.sequential import ALPHA, paired_error
-from rushhour.scenarios.capacity.job import retry_rules_for, step_rules
+from rushhour.scenarios.capacity.job import RETRY_S, STEP_ANCHOR_S, retry_rules_for, step_rules
 from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict, search
-from rushhour.scenarios.capacity.steps import StepRules
+from rushhour.scenarios.capacity.steps import DEFAULT_MEASURE_S, StepRules
 
-__all__ = ["KNEE1", "KNEE4", "QUEUES", "clopper_pearson", "whole_searches"]
+__all__ = ["KNEE1", "KNEE4", "QUEUES", "clopper_pearson", "default_searches", "whole_searches"]
 
 WANDER_S = 30.0
 ANCHOR_WARMUP_S = 2.0
@@ -118,6 +123,12 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
             "search_minutes_median": float(np.median(minutes)), "seconds": round(time.perf_counter() - began, 1)
             } | (_anchor_figures(ratio, flagged, extra) | {"anchor_s": step_s, "anchor_every_s": anchor_every_s}
                  if anchor else {})
+
+
+def default_searches(queue: Queue, *, searches: int, seed: int) -> dict[str, object]:
+    """`whole_searches` as `rushhour capacity` searches by default (module doc)."""
+    return whole_searches(queue, step_s=DEFAULT_MEASURE_S, searches=searches, seed=seed, knee_step_s=RETRY_S,
+                          retry_open=True, anchor=True, anchor_every_s=STEP_ANCHOR_S)
 
 
 def _anchor_window(queue: Queue, steps: ChainedSteps, span_s: float) -> np.ndarray:
@@ -203,12 +214,16 @@ def _anchor_row(r: dict[str, Any]) -> str:
 @click.option("--anchor", is_flag=True, help="Measure an anchor window at the lowest rate before and after each search.")
 @click.option("--anchor-every", "anchor_every", type=click.FloatRange(min=2.0), default=None,
               help="With --anchor, an anchor window of this many seconds after every step too.")
+@click.option("--defaults", is_flag=True, help="Search as `rushhour capacity` does by default (module doc); "
+              "overrides --steps, --knee-steps, --retry-open, --anchor and --anchor-every.")
 @click.option("--seed", default=2, show_default=True, type=click.IntRange(min=0))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the rows as JSON here.")
 def main(steps: str, searches: int, queues: str, wander: str, knee_step: float | None, retry_open: bool,
          precision: float, calibration: bool, rule: str, confirm_after: float, anchor: bool,
-         anchor_every: float | None, seed: int, out: Path | None) -> None:
+         anchor_every: float | None, defaults: bool, seed: int, out: Path | None) -> None:
     """Print whole-search figures for each queue, machine and step length."""
+    if defaults:
+        steps, knee_step, retry_open, anchor, anchor_every = f"{DEFAULT_MEASURE_S:g}", RETRY_S, True, True, STEP_ANCHOR_S
     try:
         lengths = [float(v) for v in steps.split(",")]
         spreads = [float(v) for v in wander.split(",")]
@@ -241,7 +256,7 @@ def main(steps: str, searches: int, queues: str, wander: str, knee_step: float |
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({"searches": searches, "seed": seed, "precision": precision, "wander_s": WANDER_S,
-                                   "anchor": anchor, "rows": rows}, indent=2) + "\n")
+                                   "anchor": anchor, "defaults": defaults, "rows": rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.mdc import simulated_p99_ms
 from benchmarks.mdc_search import ChainedSteps, Machine, Queue, _starts, simulate_step
-from benchmarks.mdc_whole import KNEE1, KNEE4, WANDER_S, clopper_pearson, whole_searches
+from benchmarks.mdc_whole import KNEE1, KNEE4, WANDER_S, clopper_pearson, default_searches, whole_searches
 from rushhour.scenarios.capacity.job import step_rules
 
 FAST_SEARCHES = 60
@@ -120,3 +120,32 @@ def test_anchors_between_steps_flag_the_searches_a_wandering_machine_lifts_above
     unflagged = between["above_truth_unflagged_ci95"]
     assert isinstance(unflagged, list) and unflagged[0] <= 0.05, between
     assert isinstance(ends["flagged_among_above"], float) and ends["flagged_among_above"] < between["flagged_among_above"]
+
+
+DEFAULT_SEARCHES = 100
+
+
+@pytest.mark.parametrize("queue", [KNEE4, KNEE1], ids=["md4", "md1"])
+def test_the_default_search_lands_within_10pct_of_a_steady_queues_capacity(queue: Queue) -> None:
+    """`rushhour capacity` as it searches by default (an open step retried for 120 s, a short anchor
+    window after every step) on a steady machine: the median figure at least 0.9 of the truth, 15%
+    or more under it no more often than 5% beyond Monte Carlo error, and never above it more often."""
+    row = default_searches(queue, searches=DEFAULT_SEARCHES, seed=7)
+    ratio = row["found_over_true"]
+    assert isinstance(ratio, dict) and ratio["median"] >= 0.9, row
+    under = row["under_15pct"]
+    assert isinstance(under, float) and clopper_pearson(round(under * DEFAULT_SEARCHES), DEFAULT_SEARCHES)[0] <= 0.05, row
+    above = row["above_truth_ci95"]
+    assert isinstance(above, list) and above[0] <= 0.05, row
+
+
+@pytest.mark.parametrize("queue, spread", [(KNEE4, 0.05), (KNEE4, 0.1), (KNEE1, 0.05), (KNEE1, 0.1)],
+                         ids=["md4-5pct", "md4-10pct", "md1-5pct", "md1-10pct"])
+def test_the_default_search_on_a_wandering_machine_flags_what_lands_above_the_truth(queue: Queue, spread: float) -> None:
+    """On a machine whose speed wanders, the default search's figures above the truth are flagged by
+    its anchor windows: those printed as confirmed stay above the truth no more often than the
+    stated 5% beyond Monte Carlo error."""
+    row = default_searches(dataclasses.replace(queue, wander=spread, wander_s=WANDER_S), searches=DEFAULT_SEARCHES,
+                           seed=7)
+    unflagged = row["above_truth_unflagged_ci95"]
+    assert isinstance(unflagged, list) and unflagged[0] <= 0.05, row
