@@ -4,43 +4,18 @@ and shown on capacity.html; a steady one is not flagged."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from rushhour.reports.capacity.document_model import ConditionResult
 from rushhour.reports.capacity.page import render_capacity_html
-from rushhour.scenarios.capacity import runner
 from rushhour.scenarios.capacity.anchor import Anchor, window_latencies
-from rushhour.scenarios.capacity.conditions import HEALTHY
 from rushhour.scenarios.capacity.record import condition_entry
-from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict
+from rushhour.scenarios.capacity.search import SearchResult, StepVerdict
 from rushhour.scenarios.capacity.stepper import StepRecord
-from rushhour.scenarios.capacity.steps import Assessment, Decision, StepRules
-from rushhour.scenarios.capacity.target import Target
-
-RULES = StepRules(measure_s=30.0, warmup_s=5.0)
-
-
-def _record(index: int, rate: float, speed: float, rng: np.random.Generator, decision: Decision = "pass"
-            ) -> StepRecord:
-    """A step at a light `rate` on a machine whose service times are 20 ms x `speed`, with an
-    AR(1) wander of the log (sd 4%, lag-1 0.9) inside the window, and one request that failed."""
-    intended = np.sort(rng.uniform(0.0, RULES.schedule_s, round(rate * RULES.schedule_s)))
-    level, logs = 0.0, np.empty(intended.size)
-    for k in range(intended.size):
-        level = 0.9 * level + rng.standard_normal() * 0.04 * np.sqrt(1 - 0.81)
-        logs[k] = level
-    latency = 20.0 * speed * np.exp(logs)
-    ok = np.ones(intended.size, dtype=bool)
-    ok[intended.size // 2] = False
-    latency[intended.size // 2] = 5.0  # a fast failure: left out of the comparison
-    frame = pd.DataFrame({"intended_s": intended, "latency_ms": latency, "ok": ok}).sample(frac=1.0, random_state=1)
-    return StepRecord(index, rate, Assessment(decision, None, "met", now_s=RULES.schedule_s), frame, pd.DataFrame(),
-                      wall_s=RULES.schedule_s, early=False, work_dir=Path(f"step-{index:02d}"), rules=RULES)
+from tests.scenarios.capacity.search_standins import KneeAt60, search_condition, step_record
 
 
 def _searched() -> SearchResult:
@@ -52,20 +27,20 @@ def _searched() -> SearchResult:
 def _checked(speed: float, seed: int) -> tuple[dict[str, Any] | None, list[float]]:
     rng = np.random.default_rng(seed)
     anchor, asked = Anchor(), []
-    anchor.keep(_record(1, 20.0, 1.0, rng, decision="fail"))  # not a pass: never the anchor
-    anchor.keep(_record(2, 40.0, 1.0, rng))
-    anchor.keep(_record(3, 80.0, 1.0, rng))  # a later pass: the first one stays the anchor
+    anchor.keep(step_record(1, 20.0, 1.0, rng, decision="fail"))  # not a pass: never the anchor
+    anchor.keep(step_record(2, 40.0, 1.0, rng))
+    anchor.keep(step_record(3, 80.0, 1.0, rng))  # a later pass: the first one stays the anchor
     assert anchor.wanted(_searched())
 
     def again(rate: float) -> StepRecord:
         asked.append(rate)
-        return _record(9, rate, speed, rng)
+        return step_record(9, rate, speed, rng)
 
     return anchor.check(again, say=lambda _text: None), asked
 
 
 def test_window_latencies_are_the_answered_requests_of_the_window_in_time_order() -> None:
-    record = _record(1, 40.0, 1.0, np.random.default_rng(1))
+    record = step_record(1, 40.0, 1.0, np.random.default_rng(1))
     frame = record.requests.sort_values("intended_s")
     inside = frame[(frame["intended_s"] >= 5.0) & (frame["intended_s"] < 35.0) & frame["ok"]]
     assert np.array_equal(window_latencies(record), inside["latency_ms"].to_numpy())
@@ -110,51 +85,27 @@ def test_a_steady_machine_keeps_its_confirmed_figure() -> None:
 def test_no_anchor_without_a_pass_or_without_a_figure() -> None:
     anchor = Anchor()
     assert not anchor.wanted(_searched())
-    anchor.keep(_record(1, 40.0, 1.0, np.random.default_rng(2)))
+    anchor.keep(step_record(1, 40.0, 1.0, np.random.default_rng(2)))
     assert not anchor.wanted(SearchResult(steps=[StepVerdict(40.0, "invalid")], generator_bound=True, last_pass=40.0))
     assert not anchor.wanted(SearchResult())
     assert condition_entry("none", _searched(), [], require_rps=None, wall_s=1.0)["machine_drift"] is None
 
 
-class _SlowingService:
-    """Stands in for `StepRunner`: steps pass up to 60 req/s and fail above; each step's machine is
-    `slowing` slower than the one before (0: steady)."""
+class _SlowingService(KneeAt60):
+    """Each step's machine is `slowing` slower than the one before (0: steady)."""
 
+    seed = 4
     slowing = 0.0
-    last: _SlowingService
 
-    def __init__(self, **_kwargs: object) -> None:
-        self.index = 0
-        self.rates: list[float] = []
-        self.rng = np.random.default_rng(4)
-
-    def continues(self, _rate: float) -> bool:
-        return False
-
-    def release(self) -> None:
-        return None
-
-    def run(self, rate: float) -> StepRecord:
-        self.index += 1
-        self.rates.append(rate)
-        _SlowingService.last = self
-        return _record(self.index, rate, 1.0 + self.slowing * self.index, self.rng,
-                       decision="pass" if rate <= 60.0 else "fail")
+    def speed(self) -> float:
+        return 1.0 + self.slowing * self.index
 
 
 @pytest.mark.parametrize("slowing, changed", [(0.01, True), (0.0, False)])
 def test_the_search_steps_its_first_pass_again_at_the_end_and_judges_the_machine(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, slowing: float, changed: bool) -> None:
-    monkeypatch.setattr(runner, "StepRunner", _SlowingService)
-    monkeypatch.setattr(runner, "settle", lambda _url: 0.0)
     monkeypatch.setattr(_SlowingService, "slowing", slowing)
-    job = SimpleNamespace(known_fail=None, probe=False, mix=None, slos=[], rules=RULES, out_dir=tmp_path, seed=0,
-                          protocol=None, measure_at=None, start_rps=None, require_rps=None, drift_check="ends", retry_rules=None,
-                          settings=SearchSettings(min_rps=20.0, max_rps=100.0, precision=0.1),
-                          scenario=SimpleNamespace(load=SimpleNamespace(max_lag_p99_ms=250.0)), cost_model=None)
-    said: list[str] = []
-    entry = runner._search_condition(job, Target("http://127.0.0.1:9", None, "stand-in"), HEALTHY,  # type: ignore[arg-type]
-                                     said.append, start_rps=None, serves_jobs=False)
+    entry, said = search_condition(monkeypatch, _SlowingService, tmp_path, "ends")
     service = _SlowingService.last
     assert service.rates[0] == 20.0 and service.rates[-1] == 20.0  # the anchor: the first pass, again at the end
     assert len(entry["steps"]) == len(service.rates) - 1  # the anchor's end step is not a search step

@@ -4,64 +4,30 @@ after which it changed, a steady one is not, and `--drift-check` refuses an unkn
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from rushhour.reports.capacity.document_model import ConditionResult
 from rushhour.reports.capacity.page import render_capacity_html
-from rushhour.scenarios.capacity import runner
-from rushhour.scenarios.capacity.conditions import HEALTHY
-from rushhour.scenarios.capacity.search import SearchSettings
-from rushhour.scenarios.capacity.stepper import StepRecord
-from rushhour.scenarios.capacity.target import Target
 from rushhour.scenarios.cli.capacity import capacity
-from tests.scenarios.capacity.test_anchor import RULES, _record
+from tests.scenarios.capacity.search_standins import KneeAt60, search_condition
 
 
-class _ShiftingService:
-    """Stands in for `StepRunner`: steps pass up to 60 req/s and fail above; from its `slow_from`-th
-    step on (None: never) the machine's service times are 20% longer."""
+class _ShiftingService(KneeAt60):
+    """From its `slow_from`-th step on (None: never) the machine's service times are 20% longer."""
 
+    seed = 7
     slow_from: int | None = None
-    last: _ShiftingService
 
-    def __init__(self, **_kwargs: object) -> None:
-        self.index = 0
-        self.rates: list[float] = []
-        self.rules_at: object = None
-        self.rng = np.random.default_rng(7)
-
-    def continues(self, _rate: float) -> bool:
-        return False
-
-    def release(self) -> None:
-        return None
-
-    def run(self, rate: float) -> StepRecord:
-        self.index += 1
-        self.rates.append(rate)
-        _ShiftingService.last = self
-        slow = self.slow_from is not None and self.index >= self.slow_from
-        return _record(self.index, rate, 1.2 if slow else 1.0, self.rng,
-                       decision="pass" if rate <= 60.0 else "fail")
+    def speed(self) -> float:
+        return 1.2 if self.slow_from is not None and self.index >= self.slow_from else 1.0
 
 
 def _search(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, slow_from: int | None) -> tuple[dict[str, Any], list[str]]:
-    monkeypatch.setattr(runner, "StepRunner", _ShiftingService)
-    monkeypatch.setattr(runner, "settle", lambda _url: 0.0)
     monkeypatch.setattr(_ShiftingService, "slow_from", slow_from)
-    job = SimpleNamespace(known_fail=None, probe=False, mix=None, slos=[], rules=RULES, out_dir=tmp_path, seed=0,
-                          protocol=None, measure_at=None, start_rps=None, require_rps=None, drift_check="steps", retry_rules=None,
-                          settings=SearchSettings(min_rps=20.0, max_rps=100.0, precision=0.1),
-                          scenario=SimpleNamespace(load=SimpleNamespace(max_lag_p99_ms=250.0)), cost_model=None)
-    said: list[str] = []
-    entry = runner._search_condition(job, Target("http://127.0.0.1:9", None, "stand-in"), HEALTHY,  # type: ignore[arg-type]
-                                     said.append, start_rps=None, serves_jobs=False)
-    return entry, said
+    return search_condition(monkeypatch, _ShiftingService, tmp_path, "steps")
 
 
 def test_a_machine_that_slows_mid_search_is_flagged_at_the_step_after_which_it_changed(
