@@ -98,3 +98,20 @@ def test_what_chaostoolkit_kubernetes_reads_only_from_the_environment_is_not_tak
     fault = create_k8s_api_client(secrets).configuration
     assert kleases.keeper_secrets(secrets) == {"KUBERNETES_HOST": SERVER}
     assert _keepers_configuration(secrets, keeper, monkeypatch).host == fault.host == SERVER
+
+
+def test_the_context_the_experiment_chose_in_its_kubeconfig_is_the_keepers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kubeconfig with two clusters: the experiment's `KUBERNETES_CONTEXT` (its secrets), not the
+    file's current context, is the one the keeper asks, as for the fault."""
+    import yaml
+
+    _, keeper = _folders(tmp_path, monkeypatch)
+    clusters = [{"name": name, "cluster": {"server": f"https://{name}.k8s.invalid:6443"}} for name in ("staging", "prod")]
+    contexts = [{"name": name, "context": {"cluster": name, "user": "u"}} for name in ("staging", "prod")]
+    Path("team.kubeconfig").write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "clusters": clusters, "contexts": contexts,
+        "users": [{"name": "u", "user": {"token": "t"}}], "current-context": "staging"}))
+    monkeypatch.setenv("KUBECONFIG", "team.kubeconfig")  # the chaos entry's env:
+    kept = _keepers_configuration({"KUBERNETES_CONTEXT": "prod"}, keeper, monkeypatch)
+    assert kept.host == "https://prod.k8s.invalid:6443"
