@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from rushhour.kernel.pinning import Policy, late_policy, pin, pinned, resolve_host, set_policy
 
-__all__ = ["METADATA_NAMES", "connect_addresses", "host_address", "is_loopback_url", "is_named_host",
+__all__ = ["METADATA_NAMES", "connect_addresses", "host_address", "is_loopback_host", "is_loopback_url", "is_named_host",
            "refused_address", "special_address"]
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -67,7 +67,13 @@ def special_address(address: Address) -> str | None:
 
 def is_loopback_url(url: str) -> bool:
     """True when `url` points at this machine only (127.0.0.0/8, ::1 or localhost)."""
-    host = _host(url)
+    return is_loopback_host(_host(url))
+
+
+def is_loopback_host(host: str) -> bool:
+    """True when `host` (a name or an address, without brackets) is this machine only (127.0.0.0/8,
+    ::1 or localhost), in any form `host_address` reads."""
+    host = host.lower().rstrip(".")
     if host == "localhost":
         return True
     address = host_address(host) if host else None

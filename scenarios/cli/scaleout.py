@@ -11,6 +11,7 @@ import ipaddress
 import re
 from pathlib import Path
 
+from rushhour.kernel.loopback import is_loopback_host
 from rushhour.scenarios.cli.errors import BadInput
 from rushhour.scenarios.load.clusterauth import SECRET_ENV, SecretError, read_secret
 
@@ -65,15 +66,6 @@ def cluster_secret(secret_file: Path | None) -> str | None:
         return read_secret(secret_file)
     except SecretError as exc:
         raise BadInput(str(exc)) from exc
-
-
-def is_loopback_host(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def master_settings(master_bind: str, secret_file: Path | None) -> dict[str, object]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rushhour.kernel.loopback import is_loopback_url, refused_address
+from rushhour.kernel.loopback import is_loopback_host, is_loopback_url, refused_address
 
 NEVER = ["http://169.254.169.254/latest/meta-data/", "http://2852039166/", "http://0xa9fea9fe/",
          "http://169.254.43518/", "http://[::ffff:169.254.169.254]/", "http://[fe80::1]:80/",
@@ -35,3 +35,12 @@ def test_guard_opens_ordinary_remote_hosts_only_under_allow_remote(url: str) -> 
 
 def test_guard_lets_a_named_test_host_through_without_allow_remote() -> None:
     assert refused_address("http://[fd77::1]:18080", allow_remote=False, allowed=("fd77::1",)) is None
+
+
+@pytest.mark.parametrize("host, here", [("127.0.0.1", True), ("::1", True), ("LOCALHOST", True), ("127.1", True),
+                                        ("::ffff:127.0.0.1", True), ("0.0.0.0", False), ("::", False),
+                                        ("10.0.0.5", False), ("example.com", False), ("", False)])
+def test_loopback_host_is_the_url_rule_for_a_bare_host(host: str, here: bool) -> None:
+    assert is_loopback_host(host) is here
+    if host:
+        assert is_loopback_url(f"http://{f'[{host}]' if ':' in host else host}:1/") is here
