@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 import yaml
 
+from rushhour.kernel.atomic import write_json_atomic
 from rushhour.reference_server.config import ServerConfig
 from rushhour.reference_server.launch import ServerProcess
 from rushhour.reference_server.model import TIERS, load_model
@@ -250,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     result = run_check(settings)
     print(render(result))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json_atomic(result, args.out)
     print(f"wrote {args.out}")
     return 0 if result["ok"] else 1
 
