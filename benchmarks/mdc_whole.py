@@ -48,7 +48,7 @@ import numpy as np
 from scipy.stats import beta
 
 from benchmarks.mdc_search import MAX_LAG_P99_MS, ChainedSteps, Queue, _Run
-from rushhour.reports.estimate.anchor import FLAG_CONFIDENCE, machine_drift
+from rushhour.reports.estimate.anchor import family_confidence, machine_drift
 from rushhour.reports.estimate.sequential import ALPHA, paired_error
 from rushhour.scenarios.capacity.job import RETRY_S, STEP_ANCHOR_S, retry_rules_for, step_rules
 from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict, search
@@ -104,7 +104,7 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
         minutes[k] = steps.seconds / 60.0
         if start is not None:
             ends = [*(between.windows if between else []), _anchor_window(queue, steps, step_s)]
-            level = 1.0 - (1.0 - FLAG_CONFIDENCE) / len(ends)
+            level = family_confidence(len(ends))
             drifts = [machine_drift(queue.min_rps, start, end, confidence=level) for end in ends]
             flagged[k] = any(d is not None and d.changed for d in drifts)
             extra[k] = (step_s + ANCHOR_WARMUP_S + len(ends[:-1]) * ((anchor_every_s or 0.0) + ANCHOR_WARMUP_S)) / 60.0

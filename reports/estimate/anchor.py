@@ -7,7 +7,9 @@ steady one. The two windows are compared by the ratio of their geometric-mean la
 start): the difference of the mean log latencies, each mean's variance from its window's
 effective sample size by batch means (`rushhour.reports.estimate.blocks.dependence`), so the
 interval stays honest when one window's requests share a slow or fast spell. The machine counts
-as changed when the whole interval lies outside 1 +/- `tolerance`.
+as changed when the whole interval lies outside 1 +/- `tolerance`. A search that compares its
+anchor with several later windows takes each at `family_confidence`, so that all of them together
+flag a steady machine no more often than one comparison would.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from scipy import special
 
 from rushhour.reports.estimate.blocks import dependence
 
-__all__ = ["FLAG_CONFIDENCE", "METHOD", "MachineDrift", "machine_drift"]
+__all__ = ["FLAG_CONFIDENCE", "METHOD", "MachineDrift", "family_confidence", "machine_drift"]
 
 METHOD = "ratio of geometric-mean latencies, batch means"
 """The method named beside the ratio's interval."""
@@ -68,6 +70,12 @@ class MachineDrift:
                 "interval": [round(self.low, 4), round(self.high, 4)], "confidence": self.confidence,
                 "effective": [round(e, 1) for e in self.effective], "tolerance": self.tolerance,
                 "method": self.method, "changed": self.changed, "sentence": self.sentence(later, earlier)}
+
+
+def family_confidence(comparisons: int) -> float:
+    """The level of each of `comparisons` comparisons with one anchor window, so that a steady
+    machine is flagged by any of them at most 1 - FLAG_CONFIDENCE of the time (Bonferroni)."""
+    return 1.0 - (1.0 - FLAG_CONFIDENCE) / max(comparisons, 1)
 
 
 def machine_drift(rate_rps: float, start_ms: np.ndarray, end_ms: np.ndarray, *, confidence: float = FLAG_CONFIDENCE,

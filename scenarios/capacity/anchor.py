@@ -12,9 +12,11 @@ unconfirmed.
 With the `steps` drift check (`rushhour capacity --drift-check steps`) the search also steps a
 short window (`STEP_ANCHOR_S`) at the anchor's rate after every later step, each from a drained
 queue, and compares each with the anchor; the anchor's full step at the end runs as with `ends`.
-The first short window that shows the machine changed names the step after which it changed. It
-costs a short step per step; it catches a machine that wanders during the search and back by its
-end, which the `ends` check cannot see.
+Every comparison with the anchor is taken at `family_confidence` of their number, once the search
+has ended, so all of them together flag a steady machine no more often than one comparison would
+(the whole-search bench judges them the same way); the first short window that shows the machine
+changed names the step after which it changed. It costs a short step per step; it catches a
+machine that wanders during the search and back by its end, which the `ends` check cannot see.
 """
 
 from __future__ import annotations
@@ -25,13 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from rushhour.reports.estimate.anchor import machine_drift
+from rushhour.reports.estimate.anchor import MachineDrift, family_confidence, machine_drift
 from rushhour.scenarios.capacity.job import STEP_ANCHOR_S, DriftCheck
 from rushhour.scenarios.capacity.search import SearchResult
 from rushhour.scenarios.capacity.stepper import StepRecord
 
 __all__ = ["STEP_ANCHOR_S", "Anchor", "window_latencies"]
-
 
 
 def window_latencies(record: StepRecord) -> np.ndarray:
@@ -55,9 +56,9 @@ class Anchor:
     first: StepRecord | None = None
     check_kind: DriftCheck = "ends"
     windows: list[dict[str, Any]] = field(default_factory=list)
-    """With `steps`: every short window's comparison with the anchor, in order."""
-    _changed: dict[str, Any] | None = field(default=None, repr=False)
-    _latest: dict[str, Any] = field(default_factory=dict, repr=False)
+    """With `steps`: every short window's comparison with the anchor, in order (filled by `summary`)."""
+    _shorts: list[tuple[int, int, np.ndarray]] = field(default_factory=list, repr=False)
+    """With `steps`: each short window's latencies, the step it followed and its own step."""
 
     def keep(self, record: StepRecord) -> None:
         """Keep `record` when it is the search's first pass."""
@@ -68,36 +69,50 @@ class Anchor:
         """True when the search has a figure to vouch for and an anchor to measure it by."""
         return self.first is not None and result.last_pass is not None and not result.generator_bound
 
+    def _compare(self, latencies: np.ndarray, confidence: float) -> MachineDrift | None:
+        assert self.first is not None
+        return machine_drift(self.first.rate_rps, window_latencies(self.first), latencies, confidence=confidence)
+
+    @property
+    def _level(self) -> float:
+        """Each comparison's level: the short windows and the end's, together (module doc)."""
+        return family_confidence(len(self._shorts) + 1)
+
     def after_step(self, record: StepRecord, step_short: Callable[[float], StepRecord],
                    say: Callable[[str], None]) -> None:
         """With the `steps` check: after `record` (not the anchor itself), a short window at the
-        anchor's rate (`step_short` starts it from a drained queue), compared with the anchor."""
+        anchor's rate (`step_short` starts it from a drained queue), kept to be compared with the
+        anchor once the search has ended (`summary`)."""
         if self.check_kind != "steps" or self.first is None or record is self.first:
             return
         short = step_short(self.first.rate_rps)
-        drift = machine_drift(self.first.rate_rps, window_latencies(self.first), window_latencies(short))
+        latencies = window_latencies(short)
+        drift = self._compare(latencies, family_confidence(1))
         if drift is None:
             say(f"anchor after step {record.index}: too few answered requests to compare the machine")
             return
-        later, earlier = f"after step {record.index}", f"at step {self.first.index}"
-        say(f"anchor after step {record.index}: end/start {drift.ratio:.3f}"
-            + (f", changed: {drift.sentence(later, earlier)}" if drift.changed else ""))
-        self.windows.append({"after_step": record.index, "step": short.index, "ratio": round(drift.ratio, 4),
-                             "interval": [round(drift.low, 4), round(drift.high, 4)], "changed": drift.changed})
-        if drift.changed and self._changed is None:
-            self._changed = drift.as_dict(later, earlier) | {"steps": [self.first.index, short.index],
-                                                              "changed_after_step": record.index}
-        elif self._changed is None:
-            self._latest = drift.as_dict(later, earlier) | {"steps": [self.first.index, short.index],
-                                                             "changed_after_step": None}
+        self._shorts.append((record.index, short.index, latencies))
+        say(f"anchor after step {record.index}: end/start {drift.ratio:.3f} (judged with every window at the end)")
 
     def summary(self, end: dict[str, Any] | None) -> dict[str, Any] | None:
         """With `steps`: capacity.json's `machine_drift` from every short window and the end's
-        comparison (`check`): the first short window that saw the machine change, else the end's,
-        else the last short window; None when nothing compared."""
-        if not self.windows:
+        comparison (`check`), each at the family's level: the first short window that saw the
+        machine change, else the end's, else the last short window; None when nothing compared."""
+        if not self._shorts:
             return end
-        chosen = self._changed or end or self._latest
+        assert self.first is not None
+        changed: dict[str, Any] | None = None
+        latest: dict[str, Any] = {}
+        for after, index, latencies in self._shorts:
+            drift = self._compare(latencies, self._level)
+            assert drift is not None  # `after_step` kept only windows it could compare
+            self.windows.append({"after_step": after, "step": index, "ratio": round(drift.ratio, 4),
+                                 "interval": [round(drift.low, 4), round(drift.high, 4)], "changed": drift.changed})
+            later, earlier = f"after step {after}", f"at step {self.first.index}"
+            latest = drift.as_dict(later, earlier) | {"steps": [self.first.index, index],
+                                                      "changed_after_step": after if drift.changed else None}
+            changed = changed or (latest if drift.changed else None)
+        chosen = changed or end or latest
         return chosen | {"check": "steps", "windows": self.windows}
 
     def check(self, step_again: Callable[[float], StepRecord], say: Callable[[str], None]) -> dict[str, Any] | None:
@@ -108,7 +123,7 @@ class Anchor:
         rate = self.first.rate_rps
         say(f"anchor: {rate:.1f} req/s again, to compare with step {self.first.index} ...")
         end = step_again(rate)
-        drift = machine_drift(rate, window_latencies(self.first), window_latencies(end))
+        drift = self._compare(window_latencies(end), self._level)
         if drift is None:
             say("anchor: too few answered requests in one of its windows to compare the machine")
             return None

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from rushhour.reports.capacity.document_model import ConditionResult
 from rushhour.reports.capacity.page import render_capacity_html
+from rushhour.reports.estimate.anchor import family_confidence
 from rushhour.scenarios.cli.capacity import capacity
 from tests.scenarios.capacity.search_standins import KneeAt60, search_condition
 
@@ -50,7 +51,9 @@ def test_a_machine_that_slows_mid_search_is_flagged_at_the_step_after_which_it_c
     assert entry["confirmed"] is False
     assert "20% slower after step 6 than at step 1" in entry["summary"]
     assert len(entry["steps"]) == len(windows) + 1  # the short windows are not search steps
-    assert any("anchor after step 6: end/start" in line and "changed" in line for line in said)
+    assert any("anchor after step 6: end/start 1." in line for line in said)
+    # every comparison at the family's level, the short windows and the end's together
+    assert drift["confidence"] == pytest.approx(family_confidence(len(windows) + 1))
     parsed = ConditionResult.model_validate(entry | {"interrupted": False})
     assert parsed.machine_drift is not None and parsed.machine_drift.changed_after_step == 6
     html = render_capacity_html({"scenario": "s", "target": "t", "aborted": None, "slos": [], "wall_s": 1.0,
