@@ -11,16 +11,29 @@ Exit codes: 0 record written, 2 bad input, 3 no night gave a verdict (every one 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
-from rushhour.scenarios.cli.ab import TARGET_HELP, _run, night_seed, prepare_night
+from rushhour.scenarios.cli.ab import TARGET_HELP, _run, ab, night_seed, prepare_night
 from rushhour.scenarios.cli.errors import BadInput
 from rushhour.scenarios.cli.override_flags import override_options
 from rushhour.scenarios.cli.run import results_folder
 
 __all__ = ["calibrate"]
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def as_in_ab(name: str, help_text: str) -> Callable[[Command], Command]:
+    """`rushhour ab`'s option `name` (flag, type, bounds, default) with this command's help: the
+    option is declared once, on `ab`, and a night here reads it as `ab` does."""
+    of_ab = next(p for p in ab.params if isinstance(p, click.Option) and p.name == name)
+    return click.option(*of_ab.opts, name, type=None if of_ab.is_flag else of_ab.type, is_flag=of_ab.is_flag,
+                        default=of_ab.default, show_default=of_ab.show_default, metavar=of_ab.metavar,
+                        help=help_text)
 
 
 @click.command("calibrate", context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,16 +47,13 @@ __all__ = ["calibrate"]
               show_default=True, help="Where the record is written; rushhour ab reads it from here by default.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Folder of the nights' results, new "
               "or empty (default: a fresh results/<scenario>-calibrate-<UTC timestamp>-<id>).")
-@click.option("--trials", type=click.IntRange(4, 100_000), help="Trials per night, as rushhour ab --trials.")
+@as_in_ab("trials", "Trials per night, as rushhour ab --trials.")
 @override_options("protocol", "duration", notes={"protocol": "The baseline and the candidate both speak it.",
                   "duration": "Each night runs this long."})
-@click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
-@click.option("--threshold", type=click.FloatRange(1.0, 100.0, min_open=True), default=1.10, show_default=True,
-              help="The ratio that counts as a regression, as in the gate the record is for.")
-@click.option("--error-margin", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.005, show_default=True,
-              help="As rushhour ab --error-margin.")
-@click.option("--interleave", type=click.Choice(["requests", "trials"]), default="requests", show_default=True,
-              help="As rushhour ab --interleave.")
+@as_in_ab("allow_remote", "Allow a target that is not on this machine.")
+@as_in_ab("threshold", "The ratio that counts as a regression, as in the gate the record is for.")
+@as_in_ab("error_margin", "As rushhour ab --error-margin.")
+@as_in_ab("interleave", "As rushhour ab --interleave.")
 def calibrate(scenario: str, baseline: str, candidate: str | None, nights: int, record: Path, out: Path | None,
               trials: int | None, protocol: str | None, allow_remote: bool, duration: str | None, threshold: float,
               error_margin: float, interleave: str) -> None:

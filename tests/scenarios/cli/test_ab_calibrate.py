@@ -1,5 +1,6 @@
 """`rushhour ab calibrate` takes its scenario settings (--protocol, --duration) from their one
-declaration, as `rushhour ab` does: the same type, metavar, check and help."""
+declaration, as `rushhour ab` does, and its A/B options (--threshold, --error-margin, ...) from
+`rushhour ab`'s own: the same type, bounds, default and check."""
 
 from __future__ import annotations
 
@@ -22,6 +23,15 @@ def test_ab_calibrate_declares_protocol_and_duration_as_the_settings_table_does(
         assert mine.type.to_info_dict() == ab_s.type.to_info_dict()
         assert (mine.help or "").startswith(BY_NAME[name].help)
         assert f"Default: {BY_NAME[name].default}." in (mine.help or "")
+
+
+def test_ab_calibrate_reads_the_ab_options_as_ab_declares_them() -> None:
+    for name in ("trials", "allow_remote", "threshold", "error_margin", "interleave"):
+        mine, ab_s = _option(calibrate, name), _option(ab, name)
+        assert (mine.opts, mine.default, mine.is_flag) == (ab_s.opts, ab_s.default, ab_s.is_flag), name
+        assert mine.type.to_info_dict() == ab_s.type.to_info_dict(), name
+    result = CliRunner().invoke(ab, ["calibrate", "s.yaml", "--baseline", "embedded", "--threshold", "1.0"])
+    assert result.exit_code == 2 and "1.0<x<=100.0" in result.output
 
 
 def test_ab_calibrate_refuses_a_zero_duration_with_exit_2_before_opening_the_scenario() -> None:
