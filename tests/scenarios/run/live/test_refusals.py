@@ -103,3 +103,11 @@ def test_a_torn_rejections_file_keeps_the_last_counts(state: LiveState, tmp_path
     counts = _scrape(state)
     assert counts[("rushhour_drill_cluster_dropped_messages_total", "")] == 5.0
     assert counts[("rushhour_drill_cluster_refused_nodes_total", "")] == 2.0
+
+
+def test_the_final_cluster_rejections_event_is_counted_as_written(state: LiveState, tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "events.jsonl", origin=time.time())
+    log.emit("cluster_rejections", source="harness", dropped={"quit": 2, "exception": 1}, refused=["wrong secret"])
+    counts = _scrape(state)
+    assert counts[("rushhour_drill_cluster_dropped_messages_total", "")] == 3.0
+    assert counts[("rushhour_drill_cluster_refused_nodes_total", "")] == 1.0
