@@ -69,29 +69,22 @@ class TokenPrice(_Part):
     effective_answers: float | None = None
 
 
-class PoolTokenPrice(_Part):
-    """A pool's price per million tokens."""
-
+class _PoolName(_Part):
     pool: str
-    tokens: int
-    usd: float
-    usd_per_1m: float | None
-    ci: list[float | None]
-    method: str | None = None
-    effective_answers: float | None = None
 
 
-class ClassTokenPrice(_Part):
-    """A priority's or phase's price per million tokens (written under the key `class`); its
-    interval is its pools' (`method` says so), so it has no effective number of answers of its own."""
-
+class _ClassName(_Part):
     label: str = Field(alias="class")
-    tokens: int
-    usd: float
-    usd_per_1m: float | None
-    ci: list[float | None]
-    method: str | None = None
-    effective_answers: float | None = None
+
+
+class PoolTokenPrice(TokenPrice, _PoolName):
+    """A pool's price per million tokens. (Its name is written first: pydantic orders the fields of
+    the last base first.)"""
+
+
+class ClassTokenPrice(TokenPrice, _ClassName):
+    """A priority's or phase's price per million tokens (written under the key `class`, first); its
+    interval is its pools' (`method` says so), so it has no effective number of answers of its own."""
 
 
 class TokenDirection(_Part):
