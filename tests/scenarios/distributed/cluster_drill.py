@@ -1,13 +1,17 @@
 """A drill across Locust processes on loopback, for the cluster tests: the command line, a stand-in
-target, and a master or worker started with the cluster secret, another one, or none."""
+target, a master or worker started with the cluster secret, another one, or none, and the wait
+for a worker to receive the drill's start."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from rushhour.kernel.processes import free_port, stop_process
 from rushhour.scenarios.load.clusterauth import SECRET_ENV
@@ -15,6 +19,8 @@ from rushhour.scenarios.load.locust import proxy_free_env
 from tests.support.waiting import wait_for_http
 
 SECRET = "rightful-secret-0123456789"
+START_WAIT_S = 120.0
+"""How long a worker may take to receive the drill's start time on a loaded machine."""
 SCENARIO = """\
 name: {name}
 traffic: {{model: "constant:10", duration: {duration}, seed: {seed}}}
@@ -57,3 +63,14 @@ def start(argv: list[str], log: Path, secret: str | None = SECRET) -> subprocess
     with log.open("wb") as out:
         return subprocess.Popen(argv, env=cluster_env(secret), stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL)
+
+
+def wait_for_start(work: Path, proc: subprocess.Popen[bytes], wait_s: float = START_WAIT_S) -> None:
+    """Return once the worker working in `work` has the drill's start time; fail the test if it
+    exits or `wait_s` passes first."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        if any(work.glob("run-*/control/start")):
+            return
+        time.sleep(0.1)
+    pytest.fail("the worker never received the drill's start time")

@@ -13,7 +13,6 @@ request sent once and answered, as with no attacker.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,11 +22,10 @@ import pandas as pd
 import pytest
 
 from rushhour.kernel.processes import free_port, stop_process
-from tests.scenarios.distributed.cluster_drill import SCENARIO, generator_target, rushhour, start
+from tests.scenarios.distributed.cluster_drill import SCENARIO, generator_target, rushhour, start, wait_for_start
 from tests.scenarios.distributed.zmtp_injector import frame, injector
 
 pytestmark = pytest.mark.slow
-START_WAIT_S = 120.0
 
 
 @pytest.fixture
@@ -41,15 +39,6 @@ def _forged(msg_type: str, data: object) -> bytes:
     return frame(msgpack.packb([msg_type, data, "rogue"]))
 
 
-def _wait_for_start(work: Path, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + START_WAIT_S
-    while time.monotonic() < deadline and proc.poll() is None:
-        if any(work.glob("run-*/control/start")):
-            return
-        time.sleep(0.1)
-    pytest.fail("the worker never received the drill's start time")
-
-
 def test_forged_stop_spawn_and_quit_leave_the_workers_load_whole(tmp_path: Path, target: str) -> None:
     (tmp_path / "scenario.yaml").write_text(SCENARIO.format(name="forged-control", duration="8s", seed=5, url=target), encoding="utf-8")
     port = free_port()
@@ -61,7 +50,7 @@ def test_forged_stop_spawn_and_quit_leave_the_workers_load_whole(tmp_path: Path,
             worker = start(rushhour("worker", "--master", f"127.0.0.1:{path.port}", "--name", "rightful",
                                     "--work-dir", str(tmp_path / "w")), tmp_path / "worker.log")
             procs.append(worker)
-            _wait_for_start(tmp_path / "w", worker)
+            wait_for_start(tmp_path / "w", worker)
             time.sleep(1.0)  # the share is firing
             path.inject(_forged("stop", None), _forged("spawn", {"timestamp": time.time() + 60, "host": target,
                                                                  "stop_timeout": 0, "parsed_options": {},

@@ -10,8 +10,6 @@ scheduled request sent once and answered, and `cluster_rejections` says what was
 from __future__ import annotations
 
 import json
-import subprocess
-import time
 from pathlib import Path
 
 import msgpack  # type: ignore[import-untyped]
@@ -21,10 +19,9 @@ import zmq
 
 from rushhour.kernel.processes import free_port, stop_process
 from rushhour.scenarios.load.master_relay import MALFORMED
-from tests.scenarios.distributed.cluster_drill import SCENARIO, generator_target, rushhour, start
+from tests.scenarios.distributed.cluster_drill import SCENARIO, generator_target, rushhour, start, wait_for_start
 
 pytestmark = pytest.mark.slow
-START_WAIT_S = 120.0
 HOSTILE_FRAMES = (msgpack.packb(["exception", None, "stranger"]), b"\xc1 not msgpack", msgpack.packb(7))
 
 
@@ -41,15 +38,6 @@ def _send_as_stranger(port: int) -> None:
     context.term()
 
 
-def _wait_for_start(work: Path, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + START_WAIT_S
-    while time.monotonic() < deadline and proc.poll() is None:
-        if any(work.glob("run-*/control/start")):
-            return
-        time.sleep(0.1)
-    pytest.fail("the worker never received the drill's start time")
-
-
 def test_an_exception_message_and_junk_frames_from_a_stranger_leave_the_drill_whole(tmp_path: Path) -> None:
     port = free_port()
     with generator_target() as target:
@@ -60,7 +48,7 @@ def test_an_exception_message_and_junk_frames_from_a_stranger_leave_the_drill_wh
         worker = start(rushhour("worker", "--master", f"127.0.0.1:{port}", "--name", "rightful", "--work-dir",
                                 str(tmp_path / "w")), tmp_path / "worker.log")
         try:
-            _wait_for_start(tmp_path / "w", worker)
+            wait_for_start(tmp_path / "w", worker)
             _send_as_stranger(port)
             code = master.wait(timeout=150)
         finally:
