@@ -80,17 +80,22 @@ def clopper_pearson(hits: int, trials: int, level: float = 0.95) -> tuple[float,
 
 def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, precision: float = 0.05,
                    knee_step_s: float | None = None, met_error: float = ALPHA, retry_open: bool = False,
-                   anchor: bool = False, anchor_every_s: float | None = None) -> dict[str, object]:
+                   anchor: bool = False, anchor_every_s: float | None = None,
+                   warmup_s: float | None = None) -> dict[str, object]:
     """`searches` simulated searches of `queue` with steps of `step_s` (of `knee_step_s` once a
     step has failed, when given: the bisection's steps, near the knee), each window's "met" spending
     `met_error` (a calibration's sqrt(5%)); with `retry_open`, `knee_step_s` is instead the window
     of one retry of a step that ended open (`SearchSettings.retry_open`); with `anchor`, the
     search's anchor windows of `step_s` at its lowest rate, compared (with `anchor_every_s`, one
-    anchor window of that length after every step too, each against the first): the figures above."""
+    anchor window of that length after every step too, each against the first); `warmup_s`, when
+    given, replaces each fresh step's warm-up (the product's: a sixth of the step, at most 5 s): the
+    figures above."""
     began = time.perf_counter()
     truth = queue.truth()
     rules = step_rules(step_s, MAX_LAG_P99_MS, met_error)
     knee_rules = step_rules(knee_step_s, MAX_LAG_P99_MS, met_error) if knee_step_s else rules
+    if warmup_s is not None:
+        rules, knee_rules = (dataclasses.replace(r, warmup_s=warmup_s) for r in (rules, knee_rules))
     settings = SearchSettings(min_rps=queue.min_rps, max_rps=queue.max_rps, precision=precision, retry_open=retry_open)
     found, minutes, flagged = np.zeros(searches), np.zeros(searches), np.zeros(searches, dtype=bool)
     extra = np.zeros(searches)
@@ -113,7 +118,7 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
     low, high = clopper_pearson(above, searches)
     quantiles = np.percentile(ratio, [2.5, 50, 97.5])
     return {"queue": queue.name, "rule": queue.rule, "confirm_after_s": queue.confirm_after_s,
-            "wander": queue.wander, "wander_s": queue.wander_s, "step_s": step_s,
+            "wander": queue.wander, "wander_s": queue.wander_s, "step_s": step_s, "warmup_s": rules.warmup_s,
             "knee_step_s": knee_step_s or step_s, "retry_open": retry_open, "precision": precision, "met_error_per_window": met_error,
             "searches": searches, "truth_rps": round(truth, 1), "above_truth": above / searches,
             "above_truth_ci95": [low, high], "stated_error": ALPHA, "within_stated": low <= ALPHA,
@@ -125,10 +130,10 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
                  if anchor else {})
 
 
-def default_searches(queue: Queue, *, searches: int, seed: int) -> dict[str, object]:
+def default_searches(queue: Queue, *, searches: int, seed: int, warmup_s: float | None = None) -> dict[str, object]:
     """`whole_searches` as `rushhour capacity` searches by default (module doc)."""
     return whole_searches(queue, step_s=DEFAULT_MEASURE_S, searches=searches, seed=seed, knee_step_s=RETRY_S,
-                          retry_open=True, anchor=True, anchor_every_s=STEP_ANCHOR_S)
+                          retry_open=True, anchor=True, anchor_every_s=STEP_ANCHOR_S, warmup_s=warmup_s)
 
 
 def _anchor_window(queue: Queue, steps: ChainedSteps, span_s: float) -> np.ndarray:
@@ -216,11 +221,13 @@ def _anchor_row(r: dict[str, Any]) -> str:
               help="With --anchor, an anchor window of this many seconds after every step too.")
 @click.option("--defaults", is_flag=True, help="Search as `rushhour capacity` does by default (module doc); "
               "overrides --steps, --knee-steps, --retry-open, --anchor and --anchor-every.")
+@click.option("--warmup", "warmup", type=click.FloatRange(min=0.0, max=600.0), default=None,
+              help="Each fresh step's warm-up in seconds (default: the product's, a sixth of the step, at most 5 s).")
 @click.option("--seed", default=2, show_default=True, type=click.IntRange(min=0))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the rows as JSON here.")
 def main(steps: str, searches: int, queues: str, wander: str, knee_step: float | None, retry_open: bool,
          precision: float, calibration: bool, rule: str, confirm_after: float, anchor: bool,
-         anchor_every: float | None, defaults: bool, seed: int, out: Path | None) -> None:
+         anchor_every: float | None, defaults: bool, warmup: float | None, seed: int, out: Path | None) -> None:
     """Print whole-search figures for each queue, machine and step length."""
     if defaults:
         steps, knee_step, retry_open, anchor, anchor_every = f"{DEFAULT_MEASURE_S:g}", RETRY_S, True, True, STEP_ANCHOR_S
@@ -245,7 +252,8 @@ def main(steps: str, searches: int, queues: str, wander: str, knee_step: float |
             for length in lengths:
                 rows.append(whole_searches(queue, step_s=length, searches=searches, seed=seed, knee_step_s=knee_step,
                                            precision=precision, met_error=paired_error() if calibration else ALPHA,
-                                           retry_open=retry_open, anchor=anchor, anchor_every_s=anchor_every))
+                                           retry_open=retry_open, anchor=anchor, anchor_every_s=anchor_every,
+                                           warmup_s=warmup))
                 click.echo(_row(rows[-1]))
     if anchor:
         click.echo("\n| queue | machine wander | above truth | flagged [95% CI] | flagged among above | "
