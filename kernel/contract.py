@@ -135,6 +135,27 @@ REQUIRED_REQUEST_COLUMNS: Final = ("intended_s", "sent_s", "done_s", "latency_ms
 AB_COLUMNS: Final[dict[str, str]] = {"arm": "object", "trial": "int64"}
 """What an A/B run (`rushhour ab`) adds to `requests.parquet`: the arm and the trial of each row."""
 
+# --- server_metrics.parquet: the reference server's /v1/status, one row per pool a second -----
+SERVER_METRICS_COLUMNS: Final[dict[str, str]] = {
+    "t_s": "float64",
+    "pool": "object",
+    "nodes_alive": "int64",
+    "nodes_ready": "int64",
+    "breakers_open": "int64",
+    "queue_depth": "int64",
+    "inflight": "int64",
+    "batch_size_mean": "float64",
+    "provider": "object",
+    "cache_hits_total": "int64",
+    "cache_misses_total": "int64",
+    "shed_total": "int64",
+    "requests_total": "int64",
+    "batching": "object",
+}
+"""One row per pool per scrape: when (seconds on the run's clock), the pool, its nodes alive and
+ready, breakers open, queue depth, requests in flight, mean batch size, execution provider, the
+cache and shed counters, requests served, and the batching its nodes use."""
+
 # --- target_metrics.parquet: the target's own Prometheus samples -----------------------------
 TARGET_METRICS_COLUMNS: Final[dict[str, str]] = {
     "t_s": "float64",

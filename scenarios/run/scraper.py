@@ -16,14 +16,11 @@ import httpx
 import pandas as pd
 
 from rushhour.kernel.atomic import write_parquet_atomic
+from rushhour.kernel.contract import SERVER_METRICS_COLUMNS
 from rushhour.scenarios.run.poller import SCRAPE_INTERVAL_S, Poller
 from rushhour.scenarios.run.target_events import MalformedTargetEvent, TargetEvent, read_target_event
 
-METRIC_COLUMNS = (
-    "t_s", "pool", "nodes_alive", "nodes_ready", "breakers_open", "queue_depth", "inflight",
-    "batch_size_mean", "provider", "cache_hits_total", "cache_misses_total", "shed_total",
-    "requests_total", "batching",
-)
+METRIC_COLUMNS = tuple(SERVER_METRICS_COLUMNS)
 STATUS_PATH = "/v1/status"
 EVENTS_PATH = "/v1/events"
 MALFORMED_EVENTS = "/v1/events (malformed)"
@@ -81,11 +78,7 @@ def status_rows(status: dict, previous: dict | None, t_s: float) -> list[dict[st
 def metrics_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
     """Rows as a frame with exactly the contract's columns (typed even when empty)."""
     frame = pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
-    ints = [c for c in METRIC_COLUMNS if c not in ("t_s", "pool", "provider", "batch_size_mean", "batching")]
-    frame[ints] = frame[ints].astype("int64")
-    frame[["t_s", "batch_size_mean"]] = frame[["t_s", "batch_size_mean"]].astype(float)
-    frame[["pool", "provider", "batching"]] = frame[["pool", "provider", "batching"]].astype(str)
-    return frame
+    return frame.astype({name: str if dtype == "object" else dtype for name, dtype in SERVER_METRICS_COLUMNS.items()})
 
 
 class StatusScraper(Poller):
