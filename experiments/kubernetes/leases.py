@@ -6,7 +6,8 @@ it makes (the `rushhour.io/chaos` label on policies, `rushhour.io/cordoned-by` o
 which the experiment holding the fault renews (`renewer`); a partition's lease Job carries its
 lease as its deadline (`partition_renewer`). `sweep` lists every marked object and lease Job and
 undoes the expired ones (a lease Job deleted takes its policy with it); it is what a lease keeper
-runs until nothing of rushhour's is left (`keep_swept`), what the in-cluster sweeper CronJob runs
+runs until nothing of rushhour's is left (`keep_swept`, which counts each lease down on the boot
+clock once seen, `rushhour.experiments.kubernetes.leaseclock`), what the in-cluster sweeper CronJob runs
 (`rushhour.experiments.kubernetes.sweeper`), what the rollbacks run, and what the drill's leak
 audit runs. An object with rushhour's mark but no readable lease end counts as expired. It never
 touches an object without rushhour's mark or label: a node an operator cordoned, a Job of the
@@ -32,6 +33,7 @@ from typing import Any
 
 from chaoslib.types import Configuration, Secrets
 
+from rushhour.experiments.kubernetes.leaseclock import Judge, SteadyLeases, judged_at
 from rushhour.experiments.kubernetes.objects import (
     CHAOS_LABEL,
     CORDONED_BY,
@@ -43,6 +45,7 @@ from rushhour.experiments.kubernetes.objects import (
     uncordon_patch,
 )
 from rushhour.experiments.kubernetes.selection import LEASE_JOB_LABEL, deadline_patch
+from rushhour.experiments.leasefiles import lease_clock
 
 __all__ = ["Leftover", "audit_namespace", "job_lease_end", "keep_swept", "keeper_secrets", "lease_jobs", "partition_renewer",
            "renewer", "restore_count", "sweep"]
@@ -87,13 +90,9 @@ def _present_kubeconfig() -> str | None:
     return named if any(part.is_file() for part in parts) else None
 
 
-def _expired(expires_at: float | None, now: float) -> bool:
-    return expires_at is not None and expires_at <= now
-
-
 def sweep(ns: str = DEFAULT_NAMESPACE, now: float | None = None, networking: Any = None, core: Any = None,
           apps: Any = None, batch: Any = None, configuration: Configuration = None,
-          secrets: Secrets = None) -> list[dict[str, Any]]:
+          secrets: Secrets = None, expired: Judge | None = None) -> list[dict[str, Any]]:
     """Remove rushhour's expired NetworkPolicies in `ns`, delete its lease Jobs whose deadline has
     passed (the garbage collector then deletes the policy each owns), uncordon its expired cordons
     and scale back its expired scale-downs; return every object of ours found, removed or not
@@ -101,29 +100,29 @@ def sweep(ns: str = DEFAULT_NAMESPACE, now: float | None = None, networking: Any
 
     ns: the namespace rushhour runs in.
     now: the time to judge leases by (epoch seconds; default now).
+    expired: judges each lease instead (a keeper's `SteadyLeases`); `now` is then not used.
     """
-    when = time.time() if now is None else float(now)
+    judge = expired or judged_at(time.time() if now is None else float(now))
     if networking is None or core is None:
         networking, core, apps = _apis(secrets)
         batch = _batch_beside(networking)
-    found: list[Leftover] = [] if apps is None else _sweep_deployments(apps, ns, when)
+    found: list[Leftover] = [] if apps is None else _sweep_deployments(apps, ns, judge)
     for policy in networking.list_namespaced_network_policy(ns, label_selector=CHAOS_LABEL).items:
         expires_at = lease_expiry(policy.metadata.annotations)
-        expired = _expired(expires_at, when) or expires_at is None
-        if expired:
+        name = f"{ns}/{policy.metadata.name}"
+        if removed := judge("NetworkPolicy", name, expires_at):
             networking.delete_namespaced_network_policy(policy.metadata.name, ns)
-        found.append(Leftover("NetworkPolicy", f"{ns}/{policy.metadata.name}", expires_at, expired))
+        found.append(Leftover("NetworkPolicy", name, expires_at, removed))
     if batch is not None:
-        found.extend(_sweep_lease_jobs(batch, ns, when))
+        found.extend(_sweep_lease_jobs(batch, ns, judge))
     for node in core.list_node().items:
         annotations = node.metadata.annotations or {}
         if CORDONED_BY not in annotations:
             continue
         expires_at = lease_expiry(annotations)
-        expired = _expired(expires_at, when) or expires_at is None
-        if expired:
+        if removed := judge("Node", node.metadata.name, expires_at):
             core.patch_node(node.metadata.name, uncordon_patch())
-        found.append(Leftover("Node", node.metadata.name, expires_at, expired))
+        found.append(Leftover("Node", node.metadata.name, expires_at, removed))
     return [asdict(item) for item in found]
 
 
@@ -156,7 +155,7 @@ def audit_namespace(ns: str, secrets: Secrets = None, now: float | None = None
             lease_jobs(ns, networking=networking, batch=batch))
 
 
-def _sweep_lease_jobs(batch: Any, ns: str, when: float) -> list[Leftover]:
+def _sweep_lease_jobs(batch: Any, ns: str, judge: Judge) -> list[Leftover]:
     """Delete rushhour's lease Jobs in `ns` whose deadline has passed: a Job the cluster has not
     ended and deleted by itself (no TTL controller, or one that lags) and that still owns its
     partition policy. Background propagation has the garbage collector delete the policy too."""
@@ -164,10 +163,9 @@ def _sweep_lease_jobs(batch: Any, ns: str, when: float) -> list[Leftover]:
     for job in batch.list_namespaced_job(ns, label_selector=LEASE_JOB_LABEL).items:
         name = str(job.metadata.name)
         ends_at = job_lease_end(job)
-        expired = ends_at is None or ends_at <= when
-        if expired:
+        if removed := judge("Job", f"{ns}/{name}", ends_at):
             _delete_job(batch, name, ns)
-        found.append(Leftover("Job", f"{ns}/{name}", ends_at, expired))
+        found.append(Leftover("Job", f"{ns}/{name}", ends_at, removed))
     return found
 
 
@@ -215,17 +213,17 @@ def _policy_present(networking: Any, name: str, ns: str) -> bool:
     return True
 
 
-def _sweep_deployments(apps: Any, ns: str, when: float) -> list[Leftover]:
+def _sweep_deployments(apps: Any, ns: str, judge: Judge) -> list[Leftover]:
     found = []
     for deployment in apps.list_namespaced_deployment(ns).items:
         annotations = deployment.metadata.annotations or {}
         if SCALED_FROM not in annotations:
             continue
         expires_at = lease_expiry(annotations)
-        expired = _expired(expires_at, when) or expires_at is None
-        if expired:
+        name = f"{ns}/{deployment.metadata.name}"
+        if removed := judge("Deployment", name, expires_at):
             apps.patch_namespaced_deployment(deployment.metadata.name, ns, restore_patch(restore_count(annotations)))
-        found.append(Leftover("Deployment", f"{ns}/{deployment.metadata.name}", expires_at, expired))
+        found.append(Leftover("Deployment", name, expires_at, removed))
     return found
 
 
@@ -237,27 +235,32 @@ def restore_count(annotations: dict[str, str]) -> int:
         return 1  # a mangled mark: at least one replica back rather than none
 
 
-def keep_swept(ns: str = DEFAULT_NAMESPACE, after_s: float = 0.0, *,
-               clock: Any = time.time, sleep: Any = time.sleep, sweeper: Any = None, log: Any = None) -> str:
+def keep_swept(ns: str = DEFAULT_NAMESPACE, after_s: float = 0.0, *, clock: Any = time.time, sleep: Any = time.sleep,
+               sweeper: Any = None, log: Any = None, steady: Any = lease_clock) -> str:
     """The lease keeper of the Kubernetes faults: sweep every few seconds until nothing of
     rushhour's is left in `ns` once something was (renewed leases are honoured by the sweep);
     if nothing ever appears within `after_s` (the injection failed), stop. "healed" when it
     undid something itself, "undone" when the rollback did, "gave up" when the API failed for
     `RETRY_FOR_S` on end.
 
-    The cluster's credentials come from the environment (see `keeper_secrets`).
-    An API error is logged and the sweep tried again after 2, 4, 8... s (at most `MAX_BACKOFF_S`).
+    Each lease is counted down on `steady` (the boot clock) from the first time the keeper sees
+    it, against `clock` (the wall clock the leases are written on) only then
+    (`rushhour.experiments.kubernetes.leaseclock`), and so are the keeper's own waits: a wall clock
+    stepped back does not extend a fault. The cluster's credentials come from the environment (see
+    `keeper_secrets`). An API error is logged and the sweep tried again after 2, 4, 8... s (at most
+    `MAX_BACKOFF_S`).
     """
     say = log or _log
-    sweeper = sweeper or (lambda: sweep(ns))
-    give_up, seen, healed = clock() + after_s, False, False
+    leases = SteadyLeases(wall=clock, steady=steady)
+    sweeper = sweeper or (lambda: sweep(ns, expired=leases.expired))
+    give_up, seen, healed = steady() + after_s, False, False
     failing_since: float | None = None
     backoff = CHECK_EVERY_S
     while True:
         try:
             found = sweeper()
         except Exception as exc:  # noqa: BLE001 - an API error is retried; the keeper must outlive it
-            now = clock()
+            now = steady()
             failing_since = now if failing_since is None else failing_since
             if now - failing_since >= RETRY_FOR_S:
                 say(f"the Kubernetes API failed for {now - failing_since:.0f} s; giving up ({exc})")
@@ -273,7 +276,7 @@ def keep_swept(ns: str = DEFAULT_NAMESPACE, after_s: float = 0.0, *,
         healed = healed or any(item["removed"] for item in found)
         if any(not item["removed"] for item in found):
             seen = True
-        elif seen or found or clock() >= give_up:
+        elif seen or found or steady() >= give_up:
             return "healed" if healed else "undone"
         sleep(CHECK_EVERY_S)
 

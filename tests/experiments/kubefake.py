@@ -276,8 +276,10 @@ def sweeper_of(kube: FakeKube) -> Any:
 
 
 def keeper_on(kube: FakeKube, messages: list[str] | None = None) -> str:
-    """The harness-side keeper, on the fake cluster's clock (each of its waits advances it)."""
+    """The harness-side keeper, on the fake cluster's clock (each of its waits advances it), its wall clock
+    and its steady clock alike."""
     from rushhour.experiments.kubernetes import leases as kleases
 
     return kleases.keep_swept(NS, after_s=60, clock=lambda: kube.now, sleep=kube.advance, sweeper=sweeper_of(kube),
-                              log=(messages.append if messages is not None else lambda m: None))
+                              log=(messages.append if messages is not None else lambda m: None),
+                              steady=lambda: kube.now)
