@@ -8,9 +8,13 @@ an object, it takes the time left (that end less the wall clock, at least 0 and 
 (`rushhour.experiments.leasefiles.lease_clock`: setting the date does not move it). A renewal is
 another end, taken afresh the same way; an object whose lease cannot be read is over. So a wall
 clock stepped back once the keeper has seen a lease does not extend it, and one stepped forward
-does not end it later (nor sooner). What is not caught: a step in the moment between the harness
-writing an end and the keeper's next look (every 2 s); the harness's next renewal, written on the
-stepped clock, corrects it, and without one the in-cluster sweeper, on the cluster's clock, ends it.
+does not end it later (nor sooner).
+
+A step back since the keeper started, between two of its sweeps (every 2 s; one that failed does
+not count), shows as the wall clock having moved less than the steady clock; an end first seen at
+the sweep after it may have been written before the step, so the step is taken off its time left:
+it is not extended either. A renewal written on the stepped clock and first seen at that same
+sweep ends early by the step (the safe side).
 """
 
 from __future__ import annotations
@@ -56,13 +60,29 @@ class SteadyLeases:
                  longest_s: float = MAX_LEASE_S) -> None:
         self._wall, self._steady, self._longest_s = wall, steady, longest_s
         self._seen: dict[tuple[str, str], _Seen] = {}
+        self._settled: float | None = None  # the wall clock less the steady one, at the last sweep that went through
+        self._now, self._offset, self._stepped_back_s = 0.0, 0.0, 0.0
+        self.look()
+        self.settled()  # a step from here on is a step
+
+    def look(self) -> Judge:
+        """Read both clocks for one sweep, noting how far the wall clock was stepped back since the last
+        sweep that went through; the judge of that sweep's leases."""
+        self._now = self._steady()
+        self._offset = self._wall() - self._now
+        self._stepped_back_s = 0.0 if self._settled is None else max(0.0, self._settled - self._offset)
+        return self.expired
+
+    def settled(self) -> None:
+        """The sweep of the last `look` went through: its clocks are what the next look is compared with."""
+        self._settled = self._offset
 
     def expired(self, kind: str, name: str, expires_at: float | None) -> bool:
-        """A `Judge`: the lease of `kind` `name` is over (its end first seen at `expires_at`)."""
+        """A `Judge`, at the last `look`: the lease of `kind` `name` is over (its end is `expires_at`)."""
         if expires_at is None:
             return True
-        now, seen = self._steady(), self._seen.get((kind, name))
+        seen = self._seen.get((kind, name))
         if seen is None or seen.expires_at != expires_at:
-            left = min(max(0.0, expires_at - self._wall()), self._longest_s)
-            seen = self._seen[(kind, name)] = _Seen(expires_at, now + left)
-        return seen.ends <= now
+            left = expires_at - (self._now + self._offset) - self._stepped_back_s
+            seen = self._seen[(kind, name)] = _Seen(expires_at, self._now + min(max(0.0, left), self._longest_s))
+        return seen.ends <= self._now

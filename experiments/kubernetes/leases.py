@@ -252,7 +252,13 @@ def keep_swept(ns: str = DEFAULT_NAMESPACE, after_s: float = 0.0, *, clock: Any 
     """
     say = log or _log
     leases = SteadyLeases(wall=clock, steady=steady)
-    sweeper = sweeper or (lambda: sweep(ns, expired=leases.expired))
+
+    def steady_sweep() -> list[dict[str, Any]]:
+        found = sweep(ns, expired=leases.look())
+        leases.settled()
+        return found
+
+    sweeper = sweeper or steady_sweep
     give_up, seen, healed = steady() + after_s, False, False
     failing_since: float | None = None
     backoff = CHECK_EVERY_S
