@@ -9,6 +9,7 @@ process may read it.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from enum import IntEnum
 from typing import Final
 
@@ -166,3 +167,13 @@ TARGET_METRICS_COLUMNS: Final[dict[str, str]] = {
 """One row per sample scraped from `target.metrics_url`: when (seconds on the run's clock), the
 sample's name (`vllm:num_requests_running`, a counter's `_total`), its labels as sorted JSON
 (`{"model_name": "m"}`), and its value."""
+
+
+def columns_of(table: Collection[str], *names: str) -> tuple[str, ...]:
+    """`names`, in the order given, each checked against a declared table's columns: a subset kept
+    elsewhere (the columns one job reads) fails where it is defined once the table renames or drops
+    one of them, instead of reading a column that is no longer written."""
+    missing = [name for name in names if name not in table]
+    if missing:
+        raise LookupError(f"No column {', '.join(map(repr, missing))} is declared among {', '.join(map(repr, table))}.")
+    return names

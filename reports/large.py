@@ -52,11 +52,16 @@ from rushhour.reports.summary.model import Summary
 
 LARGE_ROWS = 2_000_000
 """Above this many requests the report takes the narrow path (about 150 MB of columns at the limit)."""
-NARROW_COLUMNS = ("intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "pool_wait_ms", "fired",
-                  "status", "ok", "degraded", "cached", "chars", "priority", "phase", "kind", "mode", "model")
-LABELS = ("priority", "phase", "kind", "mode", "model")
+NARROW_COLUMNS = contract.columns_of(
+    contract.REQUEST_COLUMNS, "intended_s", "sent_s", "done_s", "latency_ms", "service_ms", "pool_wait_ms", "fired",
+    "status", "ok", "degraded", "cached", "chars", "priority", "phase", "kind", "mode", "model")
+"""The requests columns the verdict's figures need: all the narrow path reads."""
+LABELS = contract.columns_of(NARROW_COLUMNS, "priority", "phase", "kind", "mode", "model")
+"""Of those, the label columns, read as categoricals."""
 BATCH_ROWS = 65_536
-COST_COLUMNS = ["ok", "chars", "cached", "model", "priority", "mode", "intended_s", "done_s"]
+COST_COLUMNS = list(contract.columns_of(NARROW_COLUMNS, "ok", "chars", "cached", "model", "priority", "mode",
+                                        "intended_s", "done_s"))
+"""Of those, the columns the cost section reads."""
 LEFT_OUT = ("faults", "cost per token", "documents", "streaming", "goodput", "findings", "charts")
 
 

@@ -18,12 +18,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rushhour.kernel.contract import REQUESTS_FILE, SCHEDULE_FILE
+from rushhour.kernel.contract import REQUEST_COLUMNS, REQUESTS_FILE, SCHEDULE_COLUMNS, SCHEDULE_FILE, columns_of
 from rushhour.reports.rundata.results import ResultsError, RunData, load_run
 
 __all__ = ["ScheduleMismatch", "baseline_dirs", "load_baselines", "schedule_difference"]
 
-SCHEDULE_COLUMNS = ("intended_s", "kind", "chars", "priority", "mode", "tenant", "phase")
+SCHEDULED_REQUEST_COLUMNS = columns_of(
+    REQUEST_COLUMNS, "intended_s", *columns_of(SCHEDULE_COLUMNS, "kind", "chars", "priority", "mode", "tenant", "phase"))
+"""The requests columns the schedule decided (its offset, as `intended_s`, and what it drew): two
+runs replayed the same schedule when these agree row by row."""
 
 
 class ScheduleMismatch(ResultsError):
@@ -70,7 +73,7 @@ def schedule_difference(first: RunData, second: RunData) -> str | None:
 
 
 def _schedule_frame(run: RunData) -> pd.DataFrame:
-    frame = run.requests.loc[:, list(SCHEDULE_COLUMNS)].reset_index(drop=True)
+    frame = run.requests.loc[:, list(SCHEDULED_REQUEST_COLUMNS)].reset_index(drop=True)
     schedule = run.root / SCHEDULE_FILE
     if schedule.exists():
         try:

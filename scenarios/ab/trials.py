@@ -31,7 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rushhour.kernel.contract import AB_COLUMNS
+from rushhour.kernel.contract import AB_COLUMNS, SCHEDULE_COLUMNS, columns_of
+from rushhour.traffic_models.sessions import SESSION_COLUMNS
 
 ARMS = ("baseline", "candidate")
 INTERLEAVES = ("requests", "trials")
@@ -41,8 +42,10 @@ WARMUP_SHARE = 0.1
 """Of the pairs, the share at the start that warms both arms and is not judged."""
 TEXT_ID_BITS = 50
 """Text salts stay below 2**50, so a salted id keeps clear of the answer and block id ranges."""
-OWN_COLUMNS = ("offset_s", "phase", "session", "trial", "arm", "base_url")
-"""The columns a warm-up row keeps for itself; every other column is the request, copied."""
+OWN_COLUMNS = (*columns_of(SCHEDULE_COLUMNS, "offset_s", "phase"), *columns_of(SESSION_COLUMNS, "session"),
+               *columns_of(AB_COLUMNS, "trial", "arm"), "base_url")
+"""The columns a warm-up row keeps for itself (when, the phase, the conversation, its trial and arm,
+and the arm's URL this module adds); every other column is the request, copied."""
 TARGET_TRIAL_S = 2.5
 """The default trial length: short enough for many pairs in a minute, long enough that the
 stragglers of one trial (answers still in flight when the next begins) are a small share."""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar, Final, Generic, TextIO, TypeVar
 
-from rushhour.kernel.contract import SCENARIO_FILE
+from rushhour.kernel.contract import REQUEST_COLUMNS, SCENARIO_FILE, columns_of
 from rushhour.reference_server.launch import LaunchError
 from rushhour.scenarios.load.locust import LoadError
 from rushhour.scenarios.run.resultsdir import ResultsDirError
@@ -29,7 +29,7 @@ __all__ = ["ABORTING", "GENERATOR_COLUMNS", "SCHEDULE_GROUP_ROWS", "RunLifecycle
 SCHEDULE_GROUP_ROWS: Final = 50_000
 """Rows per row group of `schedule.parquet`: the schedule is drawn and written this many at a time,
 and whoever reads it back (workers, the live fold, the merge) holds a few such groups at most."""
-GENERATOR_COLUMNS: Final = ["intended_s", "sent_s", "pool_wait_ms", "fired"]
+GENERATOR_COLUMNS: Final = list(columns_of(REQUEST_COLUMNS, "intended_s", "sent_s", "pool_wait_ms", "fired"))
 """The requests columns the generator's figures are computed from (not the whole table)."""
 ABORTING: Final = (LaunchError, LoadError)
 """Errors that end a run's load early but still leave its results: recorded as the abort reason."""

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
+import pytest
 
 from rushhour.kernel import contract
 from rushhour.scenarios.load.partwriter import PART_COLUMNS, PART_SCHEMA, part_batch, write_part
@@ -26,4 +27,13 @@ def test_part_files_are_written_with_the_contract_columns_and_types(tmp_path: Pa
 
 def test_schedule_columns_come_from_the_contract() -> None:
     assert COLUMNS == list(contract.SCHEDULE_COLUMNS)
+
+
+def test_columns_of_keeps_a_subset_in_the_order_given() -> None:
+    assert contract.columns_of(contract.REQUEST_COLUMNS, "sent_s", "intended_s") == ("sent_s", "intended_s")
+
+
+def test_columns_of_names_a_column_the_table_does_not_declare() -> None:
+    with pytest.raises(LookupError, match="'offset_s'"):
+        contract.columns_of(contract.REQUEST_COLUMNS, "intended_s", "offset_s")
 
