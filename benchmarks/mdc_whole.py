@@ -47,7 +47,7 @@ import click
 import numpy as np
 from scipy.stats import beta
 
-from benchmarks.mdc_search import MAX_LAG_P99_MS, ChainedSteps, Queue, _Run
+from benchmarks.mdc_search import MAX_LAG_P99_MS, MDC, ChainedSteps, Queue, _Run
 from rushhour.reports.estimate.anchor import family_confidence, machine_drift
 from rushhour.reports.estimate.sequential import ALPHA, paired_error
 from rushhour.scenarios.capacity.job import RETRY_S, STEP_ANCHOR_S, retry_rules_for, step_rules
@@ -66,7 +66,8 @@ shown met): four workers, knee at 87% load."""
 KNEE1 = Queue(name="M/D/1, 10 ms, P99 <= 228 ms", workers=1, service_ms=10.0, threshold_ms=228.4,
               percentile=99.0, min_rps=20.0, max_rps=100.0)
 """One worker whose P99 reaches the threshold at 90% load: its late requests come in long bursts."""
-QUEUES = {"md4": KNEE4, "md1": KNEE1}
+QUEUES = {"md4": KNEE4, "md1": KNEE1, "mdc": MDC}
+"""`mdc`: four workers of 100 ms, P99 <= 500 ms: a slower service, whose queue takes longer to settle."""
 UNDER = 0.15
 
 
