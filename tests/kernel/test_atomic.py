@@ -16,57 +16,49 @@ from rushhour.kernel.atomic import (
     write_parquet_atomic,
     write_text_atomic,
 )
-
-PRECIOUS = "the user's own file\n"
-
-
-def _victim(tmp_path: Path) -> Path:
-    victim = tmp_path / "elsewhere" / "precious.txt"
-    victim.parent.mkdir()
-    victim.write_text(PRECIOUS)
-    return victim
+from tests.support.planted import VICTIM_TEXT, plant, victim_file
 
 
 def test_atomic_write_refuses_a_link_and_leaves_its_target_alone(tmp_path: Path) -> None:
-    victim = _victim(tmp_path)
-    (tmp_path / "report.md").symlink_to(victim)
+    victim = victim_file(tmp_path)
+    plant(tmp_path / "report.md", victim)
     with pytest.raises(LinkedOutputError, match=r'report\.md.*symbolic link'):
         write_text_atomic("# planted\n", tmp_path / "report.md")
     with pytest.raises(LinkedOutputError):
         write_json_atomic({"verdict": "pass"}, tmp_path / "report.md")
     with pytest.raises(LinkedOutputError):
         write_parquet_atomic(pd.DataFrame({"a": [1]}), tmp_path / "report.md")
-    assert victim.read_text() == PRECIOUS and (tmp_path / "report.md").is_symlink()
+    assert victim.read_text() == VICTIM_TEXT and (tmp_path / "report.md").is_symlink()
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
 def test_atomic_write_refuses_a_dangling_link_without_creating_its_target(tmp_path: Path) -> None:
-    (tmp_path / "junit.xml").symlink_to(tmp_path / "would-be-created")
+    plant(tmp_path / "junit.xml", tmp_path / "would-be-created")
     with pytest.raises(LinkedOutputError, match="junit.xml"):
         write_text_atomic("<x/>", tmp_path / "junit.xml")
     assert not (tmp_path / "would-be-created").exists()
 
 
 def test_atomic_write_never_opens_a_planted_temporary_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    victim = _victim(tmp_path)
+    victim = victim_file(tmp_path)
     monkeypatch.setattr(atomic.secrets, "token_hex", lambda n: "guessed")
-    (tmp_path / ".summary.json.guessed.tmp").symlink_to(victim)
+    plant(tmp_path / ".summary.json.guessed.tmp", victim)
     with pytest.raises(FileExistsError):
         write_json_atomic({"verdict": "pass"}, tmp_path / "summary.json")
-    assert victim.read_text() == PRECIOUS and not (tmp_path / "summary.json").exists()
+    assert victim.read_text() == VICTIM_TEXT and not (tmp_path / "summary.json").exists()
 
 
 def test_atomic_write_refuses_a_link_planted_while_it_writes(tmp_path: Path) -> None:
-    victim = _victim(tmp_path)
+    victim = victim_file(tmp_path)
     target = tmp_path / "report.html"
 
-    def plant(handle: IO[bytes]) -> None:
+    def write_then_plant(handle: IO[bytes]) -> None:
         handle.write(b"<html/>")
-        target.symlink_to(victim)
+        plant(target, victim)
 
     with pytest.raises(LinkedOutputError):
-        atomic._write(target, plant)
-    assert victim.read_text() == PRECIOUS
+        atomic._write(target, write_then_plant)
+    assert victim.read_text() == VICTIM_TEXT
 
 
 def test_atomic_write_replaces_a_plain_file_whole(tmp_path: Path) -> None:

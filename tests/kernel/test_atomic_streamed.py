@@ -10,21 +10,14 @@ from pathlib import Path
 import pytest
 
 from rushhour.kernel.atomic import LinkedOutputError, open_streamed, write_text_atomic
-
-VICTIM_TEXT = "the user's own file\n"
-
-
-def _victim(tmp_path: Path) -> Path:
-    victim = tmp_path / "victim.txt"
-    victim.write_text(VICTIM_TEXT, encoding="utf-8")
-    return victim
+from tests.support.planted import VICTIM_TEXT, plant, victim_file
 
 
 @pytest.mark.parametrize("append", [False, True])
 def test_open_streamed_refuses_a_link_at_the_logs_name_and_leaves_its_target(tmp_path: Path, append: bool) -> None:
     """Before: a chaos, Locust or server log was opened with Path.open, writing into a planted link's target."""
-    victim = _victim(tmp_path)
-    (tmp_path / "chaos.log").symlink_to(victim)
+    victim = victim_file(tmp_path)
+    plant(tmp_path / "chaos.log", victim)
     with pytest.raises(LinkedOutputError, match=r'chaos.log": it is a symbolic link'):
         open_streamed(tmp_path / "chaos.log", append=append)
     assert victim.read_text(encoding="utf-8") == VICTIM_TEXT
@@ -33,7 +26,7 @@ def test_open_streamed_refuses_a_link_at_the_logs_name_and_leaves_its_target(tmp
 def test_open_streamed_refuses_a_dangling_link_without_creating_its_target(tmp_path: Path) -> None:
     absent = tmp_path / "chosen" / "by-someone-else"
     absent.parent.mkdir()
-    (tmp_path / "server.log").symlink_to(absent)
+    plant(tmp_path / "server.log", absent)
     with pytest.raises(LinkedOutputError):
         open_streamed(tmp_path / "server.log", append=True)
     assert not absent.exists()

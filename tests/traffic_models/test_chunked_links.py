@@ -12,8 +12,7 @@ import pytest
 from rushhour.kernel.atomic import LinkedOutputError
 from rushhour.traffic_models import load_traffic_model
 from rushhour.traffic_models.chunked import iter_schedule, write_schedule
-
-VICTIM_TEXT = "the user's own file\n"
+from tests.support.planted import VICTIM_TEXT, plant, victim_file
 
 
 def _chunks() -> Iterator[pd.DataFrame]:
@@ -22,9 +21,8 @@ def _chunks() -> Iterator[pd.DataFrame]:
 
 def test_a_schedule_planted_as_a_link_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
     """Before: pyarrow's ParquetWriter opened `schedule.parquet` following a link planted there."""
-    victim = tmp_path / "victim.txt"
-    victim.write_text(VICTIM_TEXT, encoding="utf-8")
-    (tmp_path / "schedule.parquet").symlink_to(victim)
+    victim = victim_file(tmp_path)
+    plant(tmp_path / "schedule.parquet", victim)
     with pytest.raises(LinkedOutputError, match=r'schedule.parquet": it is a symbolic link'):
         write_schedule(tmp_path / "schedule.parquet", _chunks())
     assert victim.read_text(encoding="utf-8") == VICTIM_TEXT

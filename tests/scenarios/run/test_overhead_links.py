@@ -17,17 +17,14 @@ import pytest
 
 from rushhour.kernel.atomic import LinkedOutputError
 from rushhour.scenarios.run import overhead
-
-VICTIM_TEXT = "the user's own file\n"
+from tests.support.planted import VICTIM_TEXT, plant, victim_file
 
 
 def test_a_link_planted_at_the_overhead_schedule_is_refused_and_its_target_untouched(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    victim = tmp_path / "victim.txt"
-    victim.write_text(VICTIM_TEXT, encoding="utf-8")
+    victim = victim_file(tmp_path)
     work = tmp_path / "work"
-    work.mkdir()
-    (work / "schedule.parquet").symlink_to(victim)
+    plant(work / "schedule.parquet", victim)
 
     @contextmanager
     def planted(prefix: str = "") -> Iterator[str]:
