@@ -5,11 +5,8 @@ chosen time to exit after SIGTERM, as a node finishing its last batch does."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -17,69 +14,25 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from rushhour.reference_server.config import PoolConfig, ServerConfig
 from rushhour.reference_server.gateway.cluster import Cluster
-from rushhour.reference_server.gateway.metrics import Metrics
-from rushhour.reference_server.gateway.nodes import NodeHandle
-
-SLOW_EXIT = (
-    "import signal, sys, time\n"
-    "signal.signal(signal.SIGTERM, lambda *a: (time.sleep(float(sys.argv[1])), sys.exit(0)))\n"
-    "while True: time.sleep(1)\n"
-)
-
-
-class FakeSpawner:
-    """Starts a sleeping Python process per node; remembers every one it started."""
-
-    def __init__(self, exit_delay_s: float = 0.0) -> None:
-        self.exit_delay_s = exit_delay_s
-        self.started: list[subprocess.Popen[bytes]] = []
-
-    def __call__(
-        self, node: NodeHandle, pool: PoolConfig, *, warm: bool, model_cache_dir: Path | None
-    ) -> tuple[subprocess.Popen[bytes], int]:
-        proc = subprocess.Popen([sys.executable, "-c", SLOW_EXIT, str(self.exit_delay_s)], stdin=subprocess.DEVNULL)
-        self.started.append(proc)
-        return proc, 1  # nothing listens: the supervisor is not started in these tests
-
-    def alive(self) -> set[int]:
-        return {p.pid for p in self.started if p.poll() is None}
-
-    def stop_all(self) -> None:
-        for proc in self.started:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
+from tests.support.spawners import REFUSES, SLOW_EXIT, ScriptSpawner, close_cluster, quality_cluster
 
 
 @pytest.fixture
-def spawner() -> Iterator[FakeSpawner]:
-    fake = FakeSpawner()
+def spawner() -> Iterator[ScriptSpawner]:
+    fake = ScriptSpawner(SLOW_EXIT, "0.0")
     yield fake
     fake.stop_all()
-
-
-def _cluster(spawner: FakeSpawner) -> Cluster:
-    config = ServerConfig(pools={"quality": PoolConfig(model="quality", nodes=0)})
-    return Cluster(config, Metrics(), spawn=spawner)
 
 
 def _tracked(cluster: Cluster) -> set[int]:
     return {n.pid for n in cluster.nodes.values() if n.pid is not None}
 
 
-async def _close(cluster: Cluster) -> None:
-    for node in cluster.nodes.values():
-        if node.client is not None:
-            await node.client.aclose()
-    await cluster.stop()
-
-
 @pytest.mark.slow
-def test_cluster_scale_concurrent_calls_are_serialised_and_track_every_process(spawner: FakeSpawner) -> None:
+def test_cluster_scale_concurrent_calls_are_serialised_and_track_every_process(spawner: ScriptSpawner) -> None:
     async def scenario() -> tuple[list[object] | tuple[object, ...], int, set[int], set[int]]:
-        cluster = _cluster(spawner)
+        cluster = quality_cluster(spawner)
         await cluster.scale("quality", 3)
         for node in cluster.nodes.values():
             node.inflight = 1  # each drain waits until its in-flight request is answered
@@ -98,7 +51,7 @@ def test_cluster_scale_concurrent_calls_are_serialised_and_track_every_process(s
         results = await asyncio.gather(first, second, third, return_exceptions=True)
         await answering
         outcome = (results, len(cluster.pool_nodes("quality")), _tracked(cluster), spawner.alive())
-        await _close(cluster)
+        await close_cluster(cluster)
         return outcome
 
     results, size, tracked, alive = asyncio.run(scenario())
@@ -107,9 +60,9 @@ def test_cluster_scale_concurrent_calls_are_serialised_and_track_every_process(s
     assert len(tracked) == 2 and alive == tracked  # no process left untracked
 
 
-def test_cluster_restart_of_a_draining_node_starts_no_process(spawner: FakeSpawner) -> None:
+def test_cluster_restart_of_a_draining_node_starts_no_process(spawner: ScriptSpawner) -> None:
     async def scenario() -> tuple[int, set[int], set[int]]:
-        cluster = _cluster(spawner)
+        cluster = quality_cluster(spawner)
         await cluster.scale("quality", 2)
         cluster.node("quality-1").inflight = 1
         draining = asyncio.create_task(cluster.scale("quality", 1))
@@ -120,7 +73,7 @@ def test_cluster_restart_of_a_draining_node_starts_no_process(spawner: FakeSpawn
         cluster.node("quality-1").inflight = 0
         await draining
         outcome = (started, _tracked(cluster), spawner.alive())
-        await _close(cluster)
+        await close_cluster(cluster)
         return outcome
 
     started, tracked, alive = asyncio.run(scenario())
@@ -130,11 +83,11 @@ def test_cluster_restart_of_a_draining_node_starts_no_process(spawner: FakeSpawn
 
 @pytest.mark.slow
 def test_cluster_scale_down_keeps_serving_while_a_node_takes_its_time_to_exit() -> None:
-    spawner = FakeSpawner(exit_delay_s=1.0)
+    spawner = ScriptSpawner(SLOW_EXIT, "1.0")
     app = Starlette(routes=[Route("/ping", lambda request: PlainTextResponse("pong"))])
 
     async def scenario() -> tuple[float, float, float]:
-        cluster = _cluster(spawner)
+        cluster = quality_cluster(spawner)
         await cluster.scale("quality", 2)
         await asyncio.sleep(0.5)  # the stand-ins have installed their SIGTERM handler
         started = time.monotonic()
@@ -152,7 +105,7 @@ def test_cluster_scale_down_keeps_serving_while_a_node_takes_its_time_to_exit() 
                     served_at = now - started
         await scaling
         took = time.monotonic() - started
-        await _close(cluster)
+        await close_cluster(cluster)
         return max(gaps), served_at, took
 
     try:
@@ -164,22 +117,11 @@ def test_cluster_scale_down_keeps_serving_while_a_node_takes_its_time_to_exit() 
     assert worst_gap < 0.3, f"the event loop froze for {worst_gap:.2f} s"
 
 
-class RefusingSpawner(FakeSpawner):
-    """Every node exits at once with the refusal code, as one whose config asks for missing CUDA."""
-
-    def __call__(
-        self, node: NodeHandle, pool: PoolConfig, *, warm: bool, model_cache_dir: Path | None
-    ) -> tuple[subprocess.Popen[bytes], int]:
-        proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(2)"], stdin=subprocess.DEVNULL)
-        self.started.append(proc)
-        return proc, 1
-
-
 def test_cluster_does_not_restart_a_node_that_refused_its_configuration() -> None:
-    spawner = RefusingSpawner()
+    spawner = ScriptSpawner(REFUSES)
 
     async def scenario() -> tuple[str, object, int]:
-        cluster = _cluster(spawner)
+        cluster = quality_cluster(spawner)
         await cluster.scale("quality", 1)
         node = next(iter(cluster.nodes.values()))
         assert node.proc is not None
@@ -189,7 +131,7 @@ def test_cluster_does_not_restart_a_node_that_refused_its_configuration() -> Non
             node.restart_at = None if node.restart_at is None else 0.0
             await asyncio.sleep(0.05)
         state, restart_at, started = node.state, node.restart_at, len(spawner.started)
-        await _close(cluster)
+        await close_cluster(cluster)
         return state, restart_at, started
 
     try:

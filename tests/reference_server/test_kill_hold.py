@@ -4,40 +4,16 @@ restart brings it back; a plain kill is still restarted by the supervisor after 
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
-from rushhour.reference_server.config import PoolConfig, ServerConfig
 from rushhour.reference_server.gateway.admin import KillBody
 from rushhour.reference_server.gateway.cluster import Cluster
-from rushhour.reference_server.gateway.metrics import Metrics
-from rushhour.reference_server.gateway.nodes import NodeHandle
-
-SLEEPER = "import time\nwhile True: time.sleep(1)\n"
-
-
-class Spawner:
-    """Starts a sleeping Python process per node (nothing listens: health checks just fail)."""
-
-    def __init__(self) -> None:
-        self.started: list[subprocess.Popen[bytes]] = []
-
-    def __call__(self, node: NodeHandle, pool: PoolConfig, *, warm: bool,
-                 model_cache_dir: Path | None) -> tuple[subprocess.Popen[bytes], int]:
-        proc = subprocess.Popen([sys.executable, "-c", SLEEPER], stdin=subprocess.DEVNULL)
-        self.started.append(proc)
-        return proc, 1
-
-    def stop_all(self) -> None:
-        for proc in self.started:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
+from tests.support.spawners import ScriptSpawner as Spawner
+from tests.support.spawners import close_cluster as _close
+from tests.support.spawners import quality_cluster
 
 
 @pytest.fixture
@@ -48,8 +24,7 @@ def spawner() -> Iterator[Spawner]:
 
 
 def _cluster(spawner: Spawner) -> Cluster:
-    config = ServerConfig(pools={"quality": PoolConfig(model="quality", nodes=0)}, restart_backoff_s=0.05)
-    return Cluster(config, Metrics(), spawn=spawner)
+    return quality_cluster(spawner, restart_backoff_s=0.05)
 
 
 async def _supervise_for(cluster: Cluster, seconds: float) -> None:
@@ -58,13 +33,6 @@ async def _supervise_for(cluster: Cluster, seconds: float) -> None:
         for node in list(cluster.nodes.values()):
             await cluster._check(node)
         await asyncio.sleep(0.05)
-
-
-async def _close(cluster: Cluster) -> None:
-    for node in cluster.nodes.values():
-        if node.client is not None:
-            await node.client.aclose()
-    await cluster.stop()
 
 
 @pytest.mark.slow
