@@ -22,12 +22,16 @@ __all__ = ["condition_entry", "pool_usage", "step_entry", "verdict_of"]
 
 
 def verdict_of(record: StepRecord) -> StepVerdict:
-    """What the search needs to know of a step: a failure on an SLO that none of its calls showed
-    missed is open (too little evidence either way), which the search may step once more."""
+    """What the search needs to know of a step. A failure on an SLO that none of its calls showed
+    missed is open (too little evidence either way), which the search may step once more; a step
+    cut short because the bad requests it already holds rule out a pass (`steps.curtailed`) is
+    not, since its final look would most likely have shown the SLO missed."""
     assessment = record.assessment
     verdict = assessment.decision if assessment.decision in ("pass", "fail", "invalid") else "fail"
-    unclear = (verdict == "fail" and assessment.limiting not in (THROUGHPUT, GENERATOR) and bool(assessment.calls)
-               and not any(call.decision == "missed" for call in assessment.calls))
+    limiting = next((call for call in assessment.calls if call.name == assessment.limiting), None)
+    unclear = (verdict == "fail" and assessment.limiting not in (THROUGHPUT, GENERATOR) and limiting is not None
+               and not any(call.decision == "missed" for call in assessment.calls)
+               and not (record.early and limiting.bad > 0))
     return StepVerdict(record.rate_rps, verdict, assessment.limiting, assessment.reason, open=unclear)
 
 

@@ -27,27 +27,31 @@ RULES = StepRules(measure_s=30.0, warmup_s=5.0)
 RETRY = StepRules(measure_s=120.0, warmup_s=5.0)
 
 
-def _call(decision: str) -> SloCall:
-    return SloCall("p99", "latency", "P99 <= 100 ms", decision, 900, 0, 0, 60.0, 40.0, 90.0, 314)  # type: ignore[arg-type]
+def _call(decision: str, name: str = "p99", bad: int = 0) -> SloCall:
+    return SloCall(name, "latency", "P99 <= 100 ms", decision, 900, bad, 0, 60.0, 40.0, 90.0, 314)  # type: ignore[arg-type]
 
 
 def _record(index: int, rate: float, decision: Decision, calls: list[str], rules: StepRules = RULES,
-            limiting: str | None = "p99") -> StepRecord:
+            limiting: str | None = "p99", *, early: bool = False, bad: int = 0) -> StepRecord:
+    named = [_call(c, name, bad if name == limiting else 0) for c, name in zip(calls, ["p99", "p50"], strict=False)]
     assessment = Assessment(decision, None if decision == "pass" else limiting, "", now_s=rules.schedule_s,
-                            calls=[_call(c) for c in calls])
-    return StepRecord(index, rate, assessment, pd.DataFrame(), pd.DataFrame(), wall_s=rules.schedule_s, early=False,
+                            calls=named)
+    return StepRecord(index, rate, assessment, pd.DataFrame(), pd.DataFrame(), wall_s=rules.schedule_s, early=early,
                       work_dir=Path(f"step-{index:02d}"), rules=rules)
 
 
-@pytest.mark.parametrize("decision, calls, limiting, unclear", [
-    ("fail", ["met", "open"], "p99", True),
-    ("fail", ["open", "missed"], "p99", False),
-    ("fail", ["met"], THROUGHPUT, False),
-    ("pass", ["met"], None, False),
+@pytest.mark.parametrize("decision, calls, limiting, early, bad, unclear", [
+    ("fail", ["open", "met"], "p99", False, 3, True),  # its final look: neither shown met nor missed
+    ("fail", ["open"], "p99", True, 0, True),  # cut short: too few requests even if every one is good
+    ("fail", ["open"], "p99", True, 2, False),  # cut short by the bad requests it already holds
+    ("fail", ["open", "missed"], "p99", False, 0, False),
+    ("fail", ["met"], THROUGHPUT, False, 0, False),
+    ("pass", ["met"], None, False, 0, False),
 ])
 def test_a_failure_no_call_showed_missed_is_open(decision: Decision, calls: list[str], limiting: str | None,
-                                                 unclear: bool) -> None:
-    assert verdict_of(_record(1, 50.0, decision, calls, limiting=limiting)).open is unclear
+                                                 early: bool, bad: int, unclear: bool) -> None:
+    record = _record(1, 50.0, decision, calls, limiting=limiting, early=early, bad=bad)
+    assert verdict_of(record).open is unclear
 
 
 def test_the_retry_rules_apply_only_to_the_step_after_an_open_one_at_its_rate() -> None:
