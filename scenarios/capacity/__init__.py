@@ -7,6 +7,8 @@
     stepper.py     one step for real: a Locust session, judged at its planned looks, stopped at the first call
     probe.py       the target's /v1/status during a step (utilisation) and calm between steps
     conditions.py  healthy, N-1 (a quality node held down) or any experiment held for the search
+    job.py         one job resolved: SLO floors, step rules, the longer rules of an open step's retry
+    anchor.py      the search's anchor: did the machine answer one load alike at the start, between steps, at the end
     record.py      steps and searches as the plain data of capacity.json
     runner.py      one capacity job: boot, hold each condition, search, write, render
     calibrate.py   per-machine cache of measured capacities; `peak_rps: 0.7x capacity` resolved here

@@ -20,6 +20,11 @@ check step just missed): that rate is its first failure from the start, so the s
 steps there again; it climbs by its growth while the next rate stays below that failure, and
 bisects once it would not (or once a rate of its own failed).
 
+A step that ended open (neither shown met nor missed: too little evidence either way) is, with
+`retry_open`, stepped once more at its rate before it counts as a failure; the step function
+sees the open step last in the result and gives the retry a longer window (`rushhour capacity`:
+120 s), so a rate just under the knee is judged on enough independent requests.
+
 A step the load generator could not drive (invalid) ends the search by default: the answer is
 then "at least the last pass". A calibration, whose drill runs on the same generator, asks for
 `generator_limits` instead: such a rate is the highest this machine can offer, so it counts as a
