@@ -315,6 +315,11 @@ class SearchSettings(_Growing):
     """The rate of the first step, when given."""
     met_error: float
     """The error a "met" spends over a step's looks."""
+    drift_check: Literal["ends", "steps"] = "ends"
+    """How the search watched the machine: "ends" (its anchor again at the end) or "steps" (a short
+    anchor window after every step too)."""
+    retry_duration_s: float = 0.0
+    """Seconds measured in the one retry of a step that ended open (0: an open step was a failure at once)."""
 
 
 class CapacityDocument(_Growing):
