@@ -4,6 +4,7 @@ retry its rules, and `rushhour capacity` retries for 120 s unless told otherwise
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -12,6 +13,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from rushhour.reports.capacity.document_model import CapacityDocument
 from rushhour.reports.capacity.stepstats import SloCall
 from rushhour.scenarios.capacity import runner
 from rushhour.scenarios.capacity.conditions import HEALTHY
@@ -21,7 +23,7 @@ from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, Ste
 from rushhour.scenarios.capacity.stepper import StepRecord
 from rushhour.scenarios.capacity.steps import THROUGHPUT, Assessment, Decision, StepRules
 from rushhour.scenarios.capacity.target import Target
-from rushhour.scenarios.cli.capacity import capacity
+from rushhour.scenarios.cli.capacity import build_job, capacity
 
 RULES = StepRules(measure_s=30.0, warmup_s=5.0)
 RETRY = StepRules(measure_s=120.0, warmup_s=5.0)
@@ -127,3 +129,17 @@ def test_capacity_retries_open_steps_for_120_s_and_checks_the_machine_after_ever
     assert "retry      none" in fast.output and "after every step" not in fast.output
     short = CliRunner().invoke(capacity, ["scenarios/smoke.yaml", "--dry-run", "--retry-duration", "3s"])
     assert short.exit_code == 2 and '--retry-duration: "3s" is shorter than 5 s' in short.output
+
+
+def test_capacity_json_says_how_long_the_retry_was_and_how_the_machine_was_checked(tmp_path: Path) -> None:
+    job = build_job("scenarios/smoke.yaml", target_url=None, slos=(), faults="none", min_rps=None, max_rps=None,
+                    precision=0.05, step_s=30.0, require_rps=None, out=tmp_path, allow_remote=False, seed=None,
+                    retry_s=RETRY_S)
+    assert job.settings.retry_open and job.retry_rules is not None and job.retry_rules.measure_s == RETRY_S
+    document = runner._document(dataclasses.replace(job, drift_check="steps"), None, [], None, 1.0)
+    settings = CapacityDocument.model_validate(runner.plain(document)).settings
+    assert (settings.retry_duration_s, settings.drift_check) == (RETRY_S, "steps")
+    plain = build_job("scenarios/smoke.yaml", target_url=None, slos=(), faults="none", min_rps=None, max_rps=None,
+                      precision=0.05, step_s=30.0, require_rps=None, out=tmp_path, allow_remote=False, seed=None)
+    assert not plain.settings.retry_open and plain.retry_rules is None
+    assert runner._document(plain, None, [], None, 1.0)["settings"]["retry_duration_s"] == 0.0
