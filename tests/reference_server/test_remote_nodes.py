@@ -7,52 +7,31 @@ restart and scale answer 409, since the nodes are not the gateway's."""
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from rushhour.kernel.processes import die_with_parent, stop_process
+from rushhour.kernel.processes import stop_process
+from rushhour.reference_server.launch import ServerProcess
 from tests.support.manifests import loopback_node_argv
-from tests.support.server import RunningServer, free_port, module_server, reset_after_each
+from tests.support.server import RunningServer, module_server, reset_after_each
 
 POOL = "fast"
 
 
-class NodeProcess:
-    """One `rushhour node` we started, on a loopback port."""
+class NodeProcess(ServerProcess):
+    """One `rushhour node` we started on a loopback port, started and awaited (`/readyz`) as the
+    reference server is."""
 
     def __init__(self, workdir: Path, name: str) -> None:
-        self.port = free_port()
-        self.argv = loopback_node_argv(POOL, self.port)
-        self.log_path = workdir / f"{name}.log"
-        self.proc: subprocess.Popen[bytes] | None = None
+        super().__init__(log_path=workdir / f"{name}.log")
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout_s: float = 90.0) -> None:
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True, preexec_fn=die_with_parent)
-        deadline = time.monotonic() + timeout_s
-        with httpx.Client(timeout=2.0, trust_env=False) as client:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    raise AssertionError(f"node exited with {self.proc.returncode}: {self.log_path.read_text()[-2000:]}")
-                try:
-                    if client.get(f"{self.url}/readyz").status_code == 200:
-                        return
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.2)
-        raise AssertionError(f"node {self.url} not ready within {timeout_s} s")
+    def argv(self) -> list[str]:
+        return loopback_node_argv(POOL, self.port)
 
     def kill(self) -> None:
         stop_process(self.proc, grace_s=0, sig=signal.SIGKILL)
@@ -64,11 +43,11 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[NodeProcess
     started = [NodeProcess(workdir, f"node-{i}") for i in range(2)]
     try:
         for node in started:
-            node.start()
+            node.start(ready_wait_s=90.0)
         yield started
     finally:
         for node in started:
-            stop_process(node.proc, grace_s=5)
+            node.stop(grace_s=5)
 
 
 def _gateway_config(request: pytest.FixtureRequest) -> dict[str, Any]:
@@ -113,7 +92,7 @@ def test_remote_node_killed_by_pid_is_routed_around_and_rejoins(server: RunningS
     assert _served_by(server, 20, "killed") == Counter({"fast-1": 20})
     status = server.wait_for(lambda s: _node(s, "fast-0")["state"] == "down", timeout_s=10)
     assert status["ready"] and _node(status, "fast-1")["state"] == "ready"
-    nodes[0].start()  # the same command line again, as a Deployment replaces its pod
+    nodes[0].start(ready_wait_s=90.0)  # the same command line again, as a Deployment replaces its pod
     status = server.wait_for(lambda s: _node(s, "fast-0")["state"] == "ready", timeout_s=30)
     assert _node(status, "fast-0")["restarts"] == 1
 
