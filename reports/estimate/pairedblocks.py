@@ -128,10 +128,15 @@ def _replicates(sample: PairedSample, weights: np.ndarray, percentile: float, ed
     keep = sample.within(pairs)
     index = np.clip(np.searchsorted(edges, np.maximum(sample.values[keep], edges[0]), side="right") - 1, 0, bins - 1)
     hist = np.bincount(sample.pair[keep] * bins + index, minlength=pairs * bins).reshape(pairs, bins)
-    cumulative = np.cumsum(weights @ hist, axis=1)
+    # Only the bins some observation fell in: the weighted share grows only there, so the first bin
+    # that reaches the percentile is one of them, and the sums run over far fewer columns.
+    occupied = np.flatnonzero(hist.any(axis=0))
+    if not occupied.size:
+        return np.full(weights.shape[0], np.nan)
+    cumulative = np.cumsum(weights @ hist[:, occupied], axis=1)
     total = cumulative[:, -1]
     reached = cumulative >= np.round(percentile / 100.0 * total, 9)[:, None]
-    found = np.argmax(reached, axis=1)
+    found = occupied[np.argmax(reached, axis=1)]
     return np.where(total > 0, edges[found + 1], np.nan)
 
 
