@@ -139,7 +139,9 @@ def test_service_proxy_latency_adds_its_delay_to_what_the_same_path_took_unfault
     unfaulted = _fastest_s(faults.via)
     add_proxy_fault("latency", latency_ms=300, proxy=NAME)
     faulted = _fastest_s(faults.via)
-    assert faulted >= unfaulted + 0.25, (unfaulted, faulted)  # every faulted answer waited 300 ms more
+    # Every faulted answer waited the 300 ms on top of its own path: even the fastest is past the
+    # delay. (Against the unfaulted fastest, a busy machine's slow spell alone can eat the margin.)
+    assert faulted >= 0.29 and faulted > unfaulted, (unfaulted, faulted)
     remove_proxy_fault(NAME)
     assert _fastest_s(faults.via) < faulted - 0.2
 
