@@ -1,8 +1,20 @@
 """The bundled stand-in translation model: an ONNX encoder + decoder-step pair, two tiers.
 
-Deterministic gibberish at the cost of a real small MT model; see `interface` for how to serve
-a real seq2seq model through the same node interface. `providers` decides where each tier runs
-(CUDA in fp16 or the CPU), `binding` is the decode loop that keeps tensors on the GPU.
+Deterministic gibberish at the cost of a real small MT model.
+
+- `interface`: what a node needs from a model (texts in, one translation each out); a real seq2seq
+  model is served through it
+- `spec`: the two tiers' specifications, and the hash that names their build
+- `graphs`: the encoder and decoder-step graphs from seeded numpy weights; `graph_builder`: a thin
+  helper over `onnx.helper` they are written with
+- `build`: a tier's ONNX files built once into a cache directory
+- `providers`: where each tier runs (CUDA in fp16 or the CPU), and the check that refuses a GPU tier elsewhere
+- `runtime`: the model run with ONNX Runtime: encode once, then one decoder step per output token
+- `binding`: that decode loop with tensors kept on the GPU
+- `rows`: decoding row by row, for continuous batching; `prefill`: a joining row's encoder run in chunks
+- `tokenizer`: the stand-in tokenizer; `samples`: sample texts of an exact length
+- `compare`: what `rushhour.reference_server.gpucheck` measures of loaded models (agreement,
+  batch independence, batching's gain)
 """
 
 from __future__ import annotations
