@@ -7,7 +7,7 @@
   verdict of each.
 - `confounds`: arms answering from their caches in different shares (the night invalid).
 - `calibration`: the runner's record from `rushhour ab calibrate`, quoted by every verdict.
-- `document`: the ab.json document and the run's verdict; `render`: ab.md, ab.html (the per-slice
-  chart) and junit.xml.
+- `document`: the ab.json document and the run's verdict; `document_model`: ab.json as one typed
+  model; `render`: ab.md, ab.html (the per-slice chart) and junit.xml.
 - `build`: the one call that reads the folder and writes every file (`rushhour report` too).
 """

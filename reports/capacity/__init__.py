@@ -1,2 +1,3 @@
-"""Capacity search results: one step judged at a planned look (`stepstats`) and capacity.html with
-its knee curve (`page`)."""
+"""Capacity search results: one step judged at a planned look (`stepstats`), capacity.json as one
+typed model (`document_model`) and capacity.html with its knee curve (`page`).
+"""

@@ -22,4 +22,8 @@ effective sample size.
 - `pairedblocks`: two samples measured over the same slices, resampled by moving blocks of slice
   pairs: `percentile_ratio` (a ratio of nearest-rank percentiles, each bound at its own tail) and
   `share_difference` (a difference of shares, beside Newcombe's score interval); the A/B gate's.
+- `quantilebound`: is a percentile within its threshold? A one-sided bound on the percentile,
+  its standard error from the density there and the dependence of the requests around it.
+- `anchor`: did a machine answer one load alike at two moments (two windows at one rate side by
+  side); a capacity search's start and end.
 """

@@ -173,11 +173,13 @@ def paired_draws(reference: np.ndarray, current: np.ndarray, percentile: float, 
     rank = nearest_rank(percentile, n) - 1
     per_chunk = max(1, CHUNK_CELLS // (n * reference.shape[0]))
     length = block_length(n)
+    orders = [np.argsort(row, kind="stable") for row in (current, *reference)]
     logs = []
     for start in range(0, draws, per_chunk):  # chunks of draws, each fully vectorised
-        ids = block_ids(rng, min(per_chunk, draws - start), n, length)
-        top_cur = np.partition(current[ids], rank, axis=1)[:, rank]
-        tops = np.log(np.maximum([np.partition(row[ids], rank, axis=1)[:, rank] for row in reference], 1e-9))
+        starts = block_starts(rng, min(per_chunk, draws - start), n, length)
+        top_cur = resampled_rank(current, orders[0], starts, length, rank)
+        tops = np.log(np.maximum([resampled_rank(row, order, starts, length, rank)
+                                  for row, order in zip(reference, orders[1:], strict=True)], 1e-9))
         logs.append(log_ratio(top_cur, np.exp(tops.mean(axis=0))))
     return np.concatenate(logs)
 
@@ -187,10 +189,43 @@ def block_length(n: int) -> int:
     return max(1, min(n, round(BLOCK_SCALE * n ** (1.0 / 3.0))))
 
 
-def block_ids(rng: np.random.Generator, draws: int, n: int, length: int) -> np.ndarray:
-    """Resampled request ids (draws x n): runs of `length` consecutive ids from random starts."""
-    starts = rng.integers(0, n - length + 1, (draws, -(-n // length)))
-    return (starts[:, :, None] + np.arange(length)).reshape(draws, -1)[:, :n]
+def block_starts(rng: np.random.Generator, draws: int, n: int, length: int) -> np.ndarray:
+    """The first request id of each block (draws x blocks): a resample is its blocks' runs of
+    `length` consecutive ids, joined and cut to n ids (the last block may be cut short)."""
+    return rng.integers(0, n - length + 1, (draws, -(-n // length)))
+
+
+def resampled_rank(values: np.ndarray, order: np.ndarray, starts: np.ndarray, length: int, rank: int) -> np.ndarray:
+    """The value at 0-based `rank` of each draw's resample of `values` (`order` their argsort).
+
+    The same value as np.partition over the resampled values, without building them: walking
+    down from the largest value, a draw's answer is the one at which the copies the blocks hold
+    reach n - rank. Most draws get there within a few times n - rank of the top; the rest walk on.
+    """
+    n = values.size
+    need, count = n - rank, min(n, 4 * (n - rank) + 64)
+    result = np.empty(len(starts), dtype=values.dtype)
+    todo = np.arange(len(starts))
+    while todo.size:
+        top = order[::-1][:count]
+        held = np.cumsum(_copies(starts[todo], n, length, top), axis=1) >= need
+        found = held.any(axis=1)
+        result[todo[found]] = values[top[held[found].argmax(axis=1)]]
+        todo, count = todo[~found], min(n, 4 * count)
+    return result
+
+
+def _copies(starts: np.ndarray, n: int, length: int, ids: np.ndarray) -> np.ndarray:
+    """How often each of `ids` appears in each draw's resample (draws x ids)."""
+    draws, blocks = starts.shape
+    last = starts[:, -1:]  # the last block holds the ids left to reach n
+    copies = (last <= ids) & (ids < last + n - (blocks - 1) * length)
+    full = np.sort(starts[:, :-1], axis=1)
+    offset = (np.arange(draws) * (n + 2 * length))[:, None]  # one sorted array, each draw in its own range
+    flat = (full + length + offset).ravel()
+    queries = ids + length + offset
+    inside = np.searchsorted(flat, queries, side="right") - np.searchsorted(flat, queries - length, side="right")
+    return inside + copies
 
 
 def unpaired_draws(reference: np.ndarray, current: np.ndarray, percentile: float, rng: np.random.Generator,
