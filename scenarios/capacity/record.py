@@ -70,7 +70,8 @@ def step_entry(record: StepRecord, *, rules: StepRules, slots_per_node: dict[str
     """One entry of `steps` in capacity.json. Where the step's time went: `warmup_s` and
     `measured_s` of its own clock, `wall_s` from its schedule to its end (the load generator's start
     and stop included), and `settle_s` waited before it for the target to drain. A step that went
-    on with a passing step's load (`continues`, that step's index) spent no time on warm-up."""
+    on with a passing step's load (`continues`, that step's index) spent no time on warm-up;
+    `planned_s` is the window it was planned to measure (the retry of an open step's is longer)."""
     a = record.assessment
     figures = a.figures
     start, end = rules.window
@@ -88,6 +89,7 @@ def step_entry(record: StepRecord, *, rules: StepRules, slots_per_node: dict[str
         "continues": record.continues,
         "warmup_s": 0.0 if record.continues else round(min(start, a.now_s), 2),
         "measured_s": round(window[1] - window[0], 2),
+        "planned_s": rules.measure_s,
         "wall_s": round(record.wall_s, 2), "settle_s": round(settle_s, 2),
         "slos": [call.as_dict() for call in a.calls],
         "generator": {key: figures.get(key) for key in ("lag_p99_ms", "pool_wait_p99_ms", "duplicates", "cpu_max")}

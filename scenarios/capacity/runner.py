@@ -165,9 +165,12 @@ def _ruled(runner: StepRunner, rules: StepRules) -> Iterator[StepRunner]:
 def _short_anchor(runner: StepRunner | None, job: CapacityJob, rate: float, target: Target,
                   condition: Condition) -> StepRecord:
     """A `STEP_ANCHOR_S` window at `rate` from a drained queue (the `steps` drift check's window
-    after a step); nothing of its load is held after it."""
+    after a step); nothing of its load is held after it. The window is measured whole, one look at
+    its end and no curtailing: at a rate where a short window cannot show the objective met it
+    would otherwise end at its first check, with too few answers to compare."""
     assert runner is not None
-    short = step_rules(STEP_ANCHOR_S, job.scenario.load.max_lag_p99_ms, job.rules.met_error)
+    short = dataclasses.replace(step_rules(STEP_ANCHOR_S, job.scenario.load.max_lag_p99_ms, job.rules.met_error),
+                                looks=1, curtail=False)
     try:
         with _ruled(runner, short):
             return _fresh_step(runner, rate, target, condition)

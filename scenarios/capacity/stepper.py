@@ -244,7 +244,7 @@ class StepRunner:
                                   "see its locust.log", now)
             final = now >= rules.schedule_s
             at_look = final or (look < rules.looks and now >= rules.look_end(look) + rules.record_lag_s)
-            curtail = now > rules.window[0] and now >= curtail_at
+            curtail = rules.curtail and now > rules.window[0] and now >= curtail_at
             if not (at_look or curtail):
                 continue
             frame = live_frame(schedule, pd.concat(parts, ignore_index=True), now,

@@ -56,6 +56,9 @@ class StepRules:
     min_achieved_share: float = ACHIEVED_SHARE
     max_lag_p99_ms: float = 50.0
     met_error: float = ALPHA
+    curtail: bool = True
+    """False for a window kept to be measured, not judged (the drift check's short windows): it runs
+    its whole length even when its final look can no longer pass."""
 
     @property
     def confidence(self) -> str:

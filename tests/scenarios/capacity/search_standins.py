@@ -51,7 +51,9 @@ class KneeAt60:
     def __init__(self, **_kwargs: object) -> None:
         self.index = 0
         self.rates: list[float] = []
-        self.rules_at: object = None
+        self.rules: list[StepRules | None] = []
+        """Each step's rules as the search set them (None: the runner's own)."""
+        self.rules_at: Any = None
         self.rng = np.random.default_rng(self.seed)
 
     def continues(self, _rate: float) -> bool:
@@ -66,6 +68,7 @@ class KneeAt60:
     def run(self, rate: float) -> StepRecord:
         self.index += 1
         self.rates.append(rate)
+        self.rules.append(self.rules_at(rate) if self.rules_at is not None else None)
         type(self).last = self
         return step_record(self.index, rate, self.speed(), self.rng, decision="pass" if rate <= 60.0 else "fail")
 

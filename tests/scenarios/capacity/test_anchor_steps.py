@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from rushhour.reports.capacity.document_model import ConditionResult
 from rushhour.reports.capacity.page import render_capacity_html
 from rushhour.reports.estimate.anchor import family_confidence
+from rushhour.scenarios.capacity.job import STEP_ANCHOR_S
 from rushhour.scenarios.cli.capacity import capacity
 from tests.scenarios.capacity.search_standins import KneeAt60, search_condition
 
@@ -72,6 +73,12 @@ def test_a_steady_machine_is_not_flagged_by_the_step_windows(monkeypatch: pytest
     assert drift["changed_after_step"] is None
     assert entry["confirmed"] is True and "not confirmed" not in entry["summary"]
     assert drift["steps"] == [1, _ShiftingService.last.index]  # the end's full step, the last compared
+    # each short window is measured whole (one look at its end, never curtailed): at a rate where
+    # 10 s cannot show a P99 met, a judged window would end at its first check with too few answers
+    shorts = [rules for rules, step in zip(_ShiftingService.last.rules, range(1, 99)) if step in
+              {w["step"] for w in drift["windows"]}]
+    assert shorts and all(r is not None and (r.measure_s, r.looks, r.curtail) == (STEP_ANCHOR_S, 1, False)
+                          for r in shorts)
 
 
 def test_an_unknown_drift_check_is_refused_with_exit_2() -> None:

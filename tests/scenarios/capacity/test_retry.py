@@ -112,6 +112,8 @@ def test_an_open_step_is_stepped_again_with_the_retrys_window_and_its_pass_count
     assert retried, steps
     assert all(steps[k - 1] == (steps[k][0], RULES.measure_s) and 60.0 < steps[k][0] <= 80.0 for k in retried)
     assert 72.0 <= entry["capacity_rps"] <= 80.0, steps  # within the 5% precision of the long windows' truth
+    planned = {step["index"]: step["planned_s"] for step in entry["steps"]}  # capacity.json tells a retry apart
+    assert [index for index, length in sorted(planned.items()) if length == RETRY.measure_s] == [k + 1 for k in retried]
 
 
 def test_without_a_retry_an_open_step_is_a_failure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ one that stopped early; and, against a real queue, a step that goes on with a pa
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -125,6 +126,17 @@ def test_stepper_a_step_that_can_no_longer_pass_ends_at_the_next_check() -> None
     verdict = _watch_open(rules, P99, offsets, failed=early)
     assert verdict.decision == "fail" and verdict.limiting == "p99" and "no longer" in verdict.reason, verdict
     assert verdict.now_s < rules.look_end(1), verdict.now_s
+
+
+@pytest.mark.slow
+def test_stepper_a_window_kept_to_be_measured_runs_its_whole_length_though_it_cannot_pass() -> None:
+    """About 140 answers in the window can never show a P99 met: a judged step ends early;
+    a window kept to be measured (the drift check's short windows) runs to its end."""
+    judged = StepRules(measure_s=4.0, warmup_s=0.5, tail_s=2.0, record_lag_s=0.0)
+    measured = dataclasses.replace(judged, looks=1, curtail=False)
+    offsets = np.linspace(0.0, 4.49, 160)
+    assert _watch_open(judged, P99, offsets).now_s < judged.window[1]
+    assert _watch_open(measured, P99, offsets).now_s >= measured.schedule_s
 
 
 def _mdc_runner(url: str, tmp_path: Path) -> StepRunner:
