@@ -1,4 +1,5 @@
-"""The capacity benchmark's searches are ones `rushhour capacity` accepts (checked without booting anything)."""
+"""The capacity benchmark's searches are ones `rushhour capacity` accepts, its plans alternate, its records
+read capacity.json (checked without booting anything)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.capacity import MDC_RANGE, REFERENCE_SLOS, STEP_S, mdc_scenario
-from rushhour.scenarios.capacity.job import CapacityJob
+from benchmarks.capacity import MDC_RANGE, REFERENCE_SLOS, STEP_S, mdc_scenario, search_plans, search_record
+from benchmarks.mdc_whole import QUEUES
+from rushhour.scenarios.capacity.job import RETRY_S, CapacityJob
 from rushhour.scenarios.cli.capacity import build_job
 from rushhour.scenarios.spec.model import ScenarioError
 
@@ -37,3 +39,31 @@ def test_capacity_benchmark_mdc_range_is_the_lowest_the_p99_allows(tmp_path: Pat
 def test_capacity_benchmark_reference_search_builds(tmp_path: Path) -> None:
     job = _job("promo-day", tmp_path, slos=REFERENCE_SLOS)
     assert [slo.name for slo in job.slos] == list(REFERENCE_SLOS)
+
+
+@pytest.mark.parametrize("name", sorted(QUEUES))
+def test_capacity_benchmark_simulated_queue_searches_pass_the_floor_check(tmp_path: Path, name: str) -> None:
+    queue = QUEUES[name]
+    path = tmp_path / "mdc.yaml"
+    path.write_text(yaml.safe_dump(mdc_scenario("http://127.0.0.1:9", queue=queue)))
+    job = _job(str(path), tmp_path, low=queue.min_rps, high=queue.max_rps)
+    assert job.slos[0].percentile == queue.percentile and job.slos[0].threshold_ms == queue.threshold_ms
+
+
+def test_capacity_benchmark_plans_alternate_the_defaults_with_the_old_search() -> None:
+    order = search_plans("defaults,old", "0", "ends", 2)
+    assert [(name, retry, check) for name, retry, check in order] == [
+        ("defaults", RETRY_S, "steps"), ("old", 0.0, "ends"), ("defaults", RETRY_S, "steps"), ("old", 0.0, "ends")]
+    assert search_plans(None, "45s", "ends", 1) == [("given", 45.0, "ends")]
+
+
+def test_capacity_benchmark_record_counts_retries_and_reads_the_drift_check() -> None:
+    step = {"planned_s": 30.0, "generator": {"lag_p99_ms": 12.0, "valid": True}}
+    document = {"settings": {"step_duration_s": 30.0}, "aborted": None, "conditions": [{
+        "capacity_rps": 45.0, "wall_s": 600.0, "confirmed": False, "generator_bound": False,
+        "machine_drift": {"changed": True, "sentence": "slower"},
+        "steps": [step, step | {"planned_s": 120.0}, step | {"generator": {"lag_p99_ms": 300.0, "valid": False}}]}]}
+    record = search_record(document, truth=50.0)
+    assert record["found_over_true"] == 0.9 and record["minutes"] == 10.0 and record["steps"] == 3
+    assert record["retries"] == 1 and record["drift_flagged"] is True and record["invalid_steps"] == 1
+    assert record["lag_p99_ms_max"] == 300.0
