@@ -6,6 +6,36 @@ It sits beside `reports`, `experiments` and `reference_server`, above the shared
     model = load_traffic_model("promo-day")          # or a path, or "constant:20"
     frame = generate_schedule(model, seed=1, time_scale=60, rate_scale=2)
     run_phases = phases(model, time_scale=60)
+
+A model file:
+
+    loader.py        a model from a YAML file, a bundled name, or a "constant:RPS" string
+    model.py         the typed model: what a model file says about a day of traffic
+    fields.py        shared pydantic field types of model files (clock values, positive numbers)
+    mixspec.py       the request mix section: kinds, sizes, priorities, modes, repetition
+    errors.py        the errors raised here
+
+The rate over the day:
+
+    curves.py        base curves: an ordinary day's shape, as multipliers of the base rate
+    events.py        promotions, flash crowds and steps laid on the base curve
+    window.py        the stretch of the model clock a run covers, in compressed seconds
+    phases.py        named phases of a run (warm-up, base, ramp, peak, recovery)
+
+The schedule:
+
+    schedule.py      every request of a run, drawn as a non-homogeneous Poisson process
+    chunked.py       the same schedule a chunk of rows at a time, in bounded memory
+    limits.py        how much a schedule may hold, checked before an arrival is drawn
+    mix.py           the mix drawn for a batch of arrivals: kind, text, size, priority, tenant, mode
+    catalog.py       the text catalog: ids drawn Zipf-style, each with a fixed length
+    text.py          deterministic stand-in texts: the same id, the same words
+    sessions.py      multi-turn conversations: sessions started at the model's rate, chains of turns
+    replay.py        real access logs as arrivals, scaled in time and rate per run
+    traceformats.py  readers of published LLM production traces, into the replay's columns
+    facts.py         what a run needs to know about its whole schedule, gathered a chunk at a time
+    summary.py       totals, rates and mix of a schedule (the `rushhour traffic` output)
+    plot.py          a PNG of the rate curve with phases shaded and events marked
 """
 
 from __future__ import annotations
