@@ -74,9 +74,16 @@ def _bound(node: ast.stmt) -> set[str]:
     return {name.id for target in targets for name in ast.walk(target) if isinstance(name, ast.Name)}
 
 
+def _names(text: str, name: str) -> bool:
+    """Whether `text` names the module `name` as a module: `name` (or `name.attribute`), name.py or name/."""
+    stem = re.escape(name)
+    return re.search(rf"`{stem}[`.]|(?<![\w.-]){stem}\.py\b|(?<![\w.-]){stem}/", text) is not None
+
+
 def unnamed(package: str, text: str) -> list[str]:
-    """The modules and sub-packages of `package` its docstring `text` does not name as a word."""
-    return sorted(file for name, file in _parts(package).items() if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text))
+    """The modules and sub-packages of `package` its docstring `text` does not name; a word in
+    passing ("the process") does not count."""
+    return sorted(file for name, file in _parts(package).items() if not _names(text, name))
 
 
 def _module_exists(dotted: str) -> bool:
@@ -122,6 +129,6 @@ def test_init_names_only_modules_that_exist(package: str) -> None:
 
 def test_a_stale_docstring_is_caught() -> None:
     package = "scenarios/run/chaos"
-    stale = "The chaos timeline (`timeline`), each run in `chaosproc.py` and `runner`, `bridge`.\n\n    gone/  nothing"
+    stale = "The chaos timeline (`timeline`), each process in `chaosproc.py` and `runner`, `bridge`.\n\n    gone/  nothing"
     assert unnamed(package, stale) == ["main.py", "process.py"]
     assert phantoms(package, stale) == ["chaosproc.py", "gone/", "runner"]
