@@ -199,33 +199,42 @@ def resampled_rank(values: np.ndarray, order: np.ndarray, starts: np.ndarray, le
     """The value at 0-based `rank` of each draw's resample of `values` (`order` their argsort).
 
     The same value as np.partition over the resampled values, without building them: walking
-    down from the largest value, a draw's answer is the one at which the copies the blocks hold
-    reach n - rank. Most draws get there within a few times n - rank of the top; the rest walk on.
+    in from the nearer end of `order`, a draw's answer is the value at which the copies its
+    blocks hold reach the rank. Most draws get there within a few times that many values of the
+    end; the rest walk on.
     """
     n = values.size
-    need, count = n - rank, min(n, 4 * (n - rank) + 64)
+    from_top = rank >= n // 2
+    need = n - rank if from_top else rank + 1
+    walk = order[::-1] if from_top else order
     result = np.empty(len(starts), dtype=values.dtype)
-    todo = np.arange(len(starts))
+    todo, count = np.arange(len(starts)), min(n, 4 * need + 64)
     while todo.size:
-        top = order[::-1][:count]
-        held = np.cumsum(_copies(starts[todo], n, length, top), axis=1) >= need
+        ids = walk[:count]
+        held = np.cumsum(_copies(starts[todo], n, length, ids), axis=1) >= need
         found = held.any(axis=1)
-        result[todo[found]] = values[top[held[found].argmax(axis=1)]]
+        result[todo[found]] = values[ids[held[found].argmax(axis=1)]]
         todo, count = todo[~found], min(n, 4 * count)
     return result
 
 
 def _copies(starts: np.ndarray, n: int, length: int, ids: np.ndarray) -> np.ndarray:
-    """How often each of `ids` appears in each draw's resample (draws x ids)."""
+    """How often each of `ids` appears in each draw's resample (draws x ids).
+
+    A block covers the `ids` of a range of their sorted order; one +1 where that range begins
+    and one -1 where it ends, summed along the sorted order, count the blocks over each id."""
     draws, blocks = starts.shape
-    last = starts[:, -1:]  # the last block holds the ids left to reach n
-    copies = (last <= ids) & (ids < last + n - (blocks - 1) * length)
-    full = np.sort(starts[:, :-1], axis=1)
-    offset = (np.arange(draws) * (n + 2 * length))[:, None]  # one sorted array, each draw in its own range
-    flat = (full + length + offset).ravel()
-    queries = ids + length + offset
-    inside = np.searchsorted(flat, queries, side="right") - np.searchsorted(flat, queries - length, side="right")
-    return inside + copies
+    place = np.argsort(ids)
+    ends = starts + length
+    ends[:, -1] = starts[:, -1] + n - (blocks - 1) * length  # the last block holds the ids left to reach n
+    row = (np.arange(draws) * (ids.size + 1))[:, None]
+    first = (np.searchsorted(ids[place], starts) + row).ravel()
+    end = (np.searchsorted(ids[place], ends) + row).ravel()
+    size = draws * (ids.size + 1)
+    edges = np.bincount(first, minlength=size) - np.bincount(end, minlength=size)
+    copies = np.empty((draws, ids.size), dtype=np.int64)
+    copies[:, place] = np.cumsum(edges.reshape(draws, -1), axis=1)[:, :-1]
+    return copies
 
 
 def unpaired_draws(reference: np.ndarray, current: np.ndarray, percentile: float, rng: np.random.Generator,
