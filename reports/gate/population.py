@@ -224,17 +224,16 @@ def _copies(starts: np.ndarray, n: int, length: int, ids: np.ndarray) -> np.ndar
     A block covers the `ids` of a range of their sorted order; one +1 where that range begins
     and one -1 where it ends, summed along the sorted order, count the blocks over each id."""
     draws, blocks = starts.shape
-    place = np.argsort(ids)
+    below = np.zeros(n + 1, dtype=np.int64)  # below[i]: how many of `ids` are less than i
+    below[ids + 1] = 1
+    below = np.cumsum(below)
     ends = starts + length
     ends[:, -1] = starts[:, -1] + n - (blocks - 1) * length  # the last block holds the ids left to reach n
     row = (np.arange(draws) * (ids.size + 1))[:, None]
-    first = (np.searchsorted(ids[place], starts) + row).ravel()
-    end = (np.searchsorted(ids[place], ends) + row).ravel()
     size = draws * (ids.size + 1)
-    edges = np.bincount(first, minlength=size) - np.bincount(end, minlength=size)
-    copies = np.empty((draws, ids.size), dtype=np.int64)
-    copies[:, place] = np.cumsum(edges.reshape(draws, -1), axis=1)[:, :-1]
-    return copies
+    edges = (np.bincount((below[starts] + row).ravel(), minlength=size)
+             - np.bincount((below[ends] + row).ravel(), minlength=size))
+    return np.cumsum(edges.reshape(draws, -1), axis=1)[:, below[ids]]
 
 
 def unpaired_draws(reference: np.ndarray, current: np.ndarray, percentile: float, rng: np.random.Generator,
