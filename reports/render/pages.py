@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -16,7 +17,7 @@ from rushhour.kernel.safetext import markdown_text
 from rushhour.reports.charts.plotting import Chart
 from rushhour.reports.estimate.strata import METHOD as STRATIFIED
 from rushhour.reports.measures.harness import leak_audit_failure
-from rushhour.reports.render.format import DASH, budget, format_sig, num, pct, secs, usd
+from rushhour.reports.render.format import DASH, budget, format_sig, ms, num, pct, secs, usd
 from rushhour.reports.schema import LATENCY_KINDS
 
 _num, _pct, _usd = num, pct, usd
@@ -95,14 +96,16 @@ def _shortfall(slo: dict[str, Any]) -> str:
     return str(basis.get("note") or "too few samples")
 
 
+@functools.cache
 def template_environment(*, markdown: bool = False) -> Environment:
     """Jinja environment over reports/templates with the report's number filters; for Markdown
-    templates every printed value goes through `markdown_text` (HTML ones are autoescaped)."""
+    templates every printed value goes through `markdown_text` (HTML ones are autoescaped).
+    One of each per process, so a template is compiled once however many reports it renders."""
     env = Environment(loader=PackageLoader("rushhour.reports", "templates"),
                       autoescape=select_autoescape(["html", "html.j2"]), finalize=markdown_text if markdown else None,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(sig=format_sig, num=_num, pct=_pct, usd=_usd, measured=_measured, ci=_ci,
-                       good=_good, ok_only=_ok_only, secs=secs, budget=budget, basis=_basis,
+                       good=_good, ok_only=_ok_only, secs=secs, ms=ms, budget=budget, basis=_basis,
                        shortfall=_shortfall)
     return env
 
