@@ -16,6 +16,7 @@ from rushhour.reference_server.model.rows import IDLE_PREFILL_FACTOR, HostRowDec
 from rushhour.reference_server.model.runtime import OnnxSeq2SeqModel
 from rushhour.reference_server.model.samples import sample_text
 from rushhour.reference_server.node.model_worker import ModelWorker, NodeSettings
+from tests.support.models import shared_models
 
 BUDGET = 16
 DOC = ModelInput(sample_text(4000, salt=11), "en", "de")
@@ -24,7 +25,7 @@ SHORT = ModelInput(sample_text(160, salt=12), "en", "fr")
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> OnnxSeq2SeqModel:
-    return load_model("quality", cache_dir=tmp_path_factory.mktemp("models"))
+    return load_model("quality", cache_dir=shared_models(tmp_path_factory))
 
 
 class Recorder:

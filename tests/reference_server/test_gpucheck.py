@@ -17,6 +17,7 @@ from rushhour.reference_server.model.compare import FP16_TOLERANCE, agreement, b
 from rushhour.reference_server.model.providers import CPU, SessionPlan
 from rushhour.reference_server.model.runtime import OnnxSeq2SeqModel, load_model
 from rushhour.reference_server.model.spec import get_spec
+from tests.support.models import shared_models
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,7 +27,8 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Comp
     work = tmp_path_factory.mktemp("gpucheck")
     out = work / "gpucheck.json"
     done = subprocess.run([sys.executable, "-m", "rushhour.reference_server.gpucheck", "--quick", "--out", str(out),
-                           "--model-cache-dir", str(work / "models")], cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+                           "--model-cache-dir", str(shared_models(tmp_path_factory))],
+                          cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return done, json.loads(out.read_text())
 
@@ -58,7 +60,7 @@ def test_gpucheck_measures_batching_served_and_cold_start(quick_run: tuple[subpr
 
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("models")
+    return shared_models(tmp_path_factory)
 
 
 @pytest.mark.slow

@@ -13,13 +13,14 @@ from rushhour.reference_server.model.rows import IDLE_PREFILL_FACTOR, HostRowDec
 from rushhour.reference_server.model.runtime import OnnxSeq2SeqModel
 from rushhour.reference_server.model.samples import sample_text
 from rushhour.reference_server.model.tokenizer import encode_batch
+from tests.support.models import shared_models
 
 DOC = ModelInput(sample_text(4000, salt=7), "en", "de")
 
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> OnnxSeq2SeqModel:
-    return load_model("quality", cache_dir=tmp_path_factory.mktemp("models"))
+    return load_model("quality", cache_dir=shared_models(tmp_path_factory))
 
 
 def _tokens(item: ModelInput) -> int:

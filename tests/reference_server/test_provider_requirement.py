@@ -14,13 +14,14 @@ from rushhour.reference_server.model import ProviderRequirementError, load_model
 from rushhour.reference_server.model import providers as providers_module
 from rushhour.reference_server.model.providers import CPU, CUDA, REQUIRE_ENV, parse_requirement, preflight
 from rushhour.reference_server.node.model_worker import EXIT_REFUSED, ModelWorker, NodeSettings
+from tests.support.models import shared_models
 
 BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("models")
+    return shared_models(tmp_path_factory)
 
 
 def test_requiring_cuda_on_cpu_build_fails_with_reason(cache_dir: Path) -> None:

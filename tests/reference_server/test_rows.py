@@ -3,21 +3,20 @@ with their encoder run at once or a chunk per step (chunked prefill)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from rushhour.reference_server.model import TIERS, ModelInput, load_model
 from rushhour.reference_server.model.rows import HostRowDecoder, row_steps
 from rushhour.reference_server.model.runtime import OnnxSeq2SeqModel
 from rushhour.reference_server.model.samples import sample_text
+from tests.support.models import shared_models
 
 LENGTHS = (1, 9, 63, 200, 517, 0, 40, 3000)
 
 
 @pytest.fixture(scope="module", params=TIERS)
 def model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> OnnxSeq2SeqModel:
-    return load_model(request.param, cache_dir=tmp_path_factory.mktemp("models"))
+    return load_model(request.param, cache_dir=shared_models(tmp_path_factory))
 
 
 def _inputs() -> list[ModelInput]:
@@ -84,8 +83,8 @@ def test_rows_retire_names_a_missing_row(model: OnnxSeq2SeqModel) -> None:
 
 
 @pytest.mark.slow
-def test_rows_decoder_path_does_not_touch_a_fresh_batch(tmp_path: Path) -> None:
-    model = load_model("fast", cache_dir=tmp_path)
+def test_rows_decoder_path_does_not_touch_a_fresh_batch(tmp_path_factory: pytest.TempPathFactory) -> None:
+    model = load_model("fast", cache_dir=shared_models(tmp_path_factory))
     decoder = model.row_decoder()
     assert decoder.size == 0 and decoder.step() == []
 
