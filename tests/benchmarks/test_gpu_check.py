@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from benchmarks import gpu_check
+from tests.support.models import shared_models
 
 REPO = Path(__file__).resolve().parents[2]
 PARTS = ("gpucheck", "batches", "head_of_line", "smoke")
@@ -23,7 +24,7 @@ PARTS = ("gpucheck", "batches", "head_of_line", "smoke")
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("out")
-    models = tmp_path_factory.mktemp("models")
+    models = shared_models(tmp_path_factory)
     done = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check", "--quick", "--model-cache-dir", str(models)],
                           cwd=REPO, capture_output=True, text=True, timeout=600, check=False, env={**os.environ, "OUT": str(out)})
     assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-3000:]
