@@ -20,6 +20,7 @@ from rushhour.reference_server.model.providers import (
 from rushhour.reference_server.model.runtime import OnnxSeq2SeqModel, load_model
 from rushhour.reference_server.model.samples import sample_text
 from rushhour.reference_server.model.spec import get_spec
+from tests.support.models import shared_models
 
 GPU_BUILD = ["TensorrtExecutionProvider", CUDA, CPU]
 CPU_BUILD = ["AzureExecutionProvider", CPU]
@@ -79,8 +80,8 @@ def test_warmup_text_lengths_are_all_on_cuda_and_the_shortest_on_the_cpu(lengths
 
 
 @pytest.mark.slow
-def test_io_bound_decode_on_cpu_matches_host_loop(cache_dir: Path) -> None:
-    spec = get_spec("quality")
+def test_io_bound_decode_on_cpu_matches_host_loop(tmp_path_factory: pytest.TempPathFactory) -> None:
+    spec, cache_dir = get_spec("quality"), shared_models(tmp_path_factory)
     host = load_model("quality", cache_dir=cache_dir)
     bound = OnnxSeq2SeqModel(spec, ensure_built(spec, cache_dir), BOUND_ON_CPU, 1)
     inputs = _inputs()
@@ -120,6 +121,6 @@ def test_int8_tier_has_no_fp16_build(cache_dir: Path) -> None:
 
 
 @pytest.mark.slow
-def test_model_reports_what_really_runs(cache_dir: Path) -> None:
-    model = load_model("quality", cache_dir=cache_dir)
+def test_model_reports_what_really_runs(tmp_path_factory: pytest.TempPathFactory) -> None:
+    model = load_model("quality", cache_dir=shared_models(tmp_path_factory))
     assert (model.provider, model.device, model.precision) == (CPU, "cpu", "fp32")
