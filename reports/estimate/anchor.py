@@ -57,11 +57,11 @@ class MachineDrift:
         `later` and `earlier` name the two windows' moments."""
         if not self.changed:
             return (f"the machine answered the same load ({self.rate_rps:.1f} req/s) alike {earlier} and {later} "
-                    f"(end/start {self.ratio:.3f}, {100 * self.confidence:.0f}% interval {self.low:.3f}-{self.high:.3f})")
+                    f"(end/start {self.ratio:.3f}, {100 * self.confidence:.3g}% interval {self.low:.3f}-{self.high:.3f})")
         change = abs(self.ratio - 1.0) * 100.0
         way = "slower" if self.ratio > 1.0 else "faster"
         return (f"the machine answered the same load ({self.rate_rps:.1f} req/s) {change:.0f}% {way} {later} than "
-                f"{earlier} ({100 * self.confidence:.0f}% interval {self.low:.3f}-{self.high:.3f}): the figure "
+                f"{earlier} ({100 * self.confidence:.3g}% interval {self.low:.3f}-{self.high:.3f}): the figure "
                 "holds for the machine as it ran, not a steady one")
 
     def as_dict(self, later: str = "at the end", earlier: str = "at the start") -> dict[str, object]:

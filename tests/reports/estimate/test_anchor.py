@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rushhour.reports.estimate.anchor import machine_drift
+from rushhour.reports.estimate.anchor import MachineDrift, family_confidence, machine_drift
 
 
 def _window(rng: np.random.Generator, speed: float, n: int = 600, rho: float = 0.9) -> np.ndarray:
@@ -56,3 +56,10 @@ def test_identical_answers_hold_and_thin_windows_are_not_compared() -> None:
     assert machine_drift(40.0, np.full(300, 20.0), np.full(300, 22.0)).changed  # type: ignore[union-attr]
     with pytest.raises(ValueError, match="tolerance -0.1"):
         machine_drift(40.0, np.full(300, 20.0), np.full(300, 20.0), tolerance=-0.1)
+
+
+def test_a_family_level_is_printed_as_it_is_not_rounded_up_to_100_percent() -> None:
+    level = family_confidence(12)  # a search's short windows and its end, together
+    held = MachineDrift(20.0, 1.004, 0.951, 1.059, level, (90.0, 90.0), 0.0)
+    assert "99.9% interval 0.951-1.059" in held.sentence()
+    assert "99% interval" in MachineDrift(20.0, 1.2, 1.12, 1.24, 0.99, (90.0, 90.0), 0.0).sentence()
