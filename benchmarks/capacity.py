@@ -15,7 +15,7 @@ checked at the ends), --repeats times, each search with its found/true, minutes,
 the drift check's verdict and the generator's health.
 
 Usage: python -m benchmarks.capacity [--targets mdc,mdc-stream,reference] [--faults none] [--slos all] [--figure F] [--out F]
-       python -m benchmarks.capacity --targets mdc --queue md1 --plans defaults,old --repeats 3 [--out F]
+       python -m benchmarks.capacity --targets mdc --queue md1 --plans defaults,old --repeats 3 [--seed N] [--out F]
 """
 
 from __future__ import annotations
@@ -98,9 +98,9 @@ def _fresh(folder: Path) -> Path:
 
 def _search(scenario: str, out: Path, *, slos: tuple[str, ...], faults: str, min_rps: float | None,
             max_rps: float | None, step_s: float, precision: float, retry_s: float = 0.0,
-            drift_check: DriftCheck = "ends") -> dict[str, Any]:
+            drift_check: DriftCheck = "ends", seed: int | None = None) -> dict[str, Any]:
     job = build_job(scenario, target_url=None, slos=slos, faults=faults, min_rps=min_rps, max_rps=max_rps,
-                    precision=precision, step_s=step_s, require_rps=None, out=out, allow_remote=False, seed=None,
+                    precision=precision, step_s=step_s, require_rps=None, out=out, allow_remote=False, seed=seed,
                     retry_s=retry_s)
     job = dataclasses.replace(job, drift_check=drift_check)
     began = time.monotonic()
@@ -137,8 +137,9 @@ def search_record(document: dict[str, Any], truth: float) -> dict[str, Any]:
 
 
 def _mdc_runs(name: str, work: Path, out: Path, *, queue: Queue | None, plans: list[tuple[str, float, DriftCheck]],
-              step_s: float, precision: float) -> dict[str, Any]:
-    """Each plan's search of the M/D/c target `name` in turn, a fresh server and folder for each."""
+              step_s: float, precision: float, seed: int | None = None) -> dict[str, Any]:
+    """Each plan's search of the M/D/c target `name` in turn, a fresh server and folder for each; with
+    `seed`, the k-th search's arrivals drawn from `seed` + k (else every search draws the scenario's)."""
     streaming = name == "mdc-stream"
     truth = (true_ttft_capacity(TTFT_MS, workers=STREAM_WORKERS, stream=STREAM, percentile=TTFT_PERCENTILE)
              if streaming else true_capacity(THRESHOLD_MS, workers=WORKERS, service_ms=SERVICE_MS)
@@ -151,11 +152,12 @@ def _mdc_runs(name: str, work: Path, out: Path, *, queue: Queue | None, plans: l
         try:
             run = _search(str(scenario), _fresh(out.parent / f"bench-capacity-{key}"), slos=(), faults="none",
                           min_rps=low, max_rps=high, step_s=step_s, precision=precision, retry_s=retry_s,
-                          drift_check=drift_check)
+                          drift_check=drift_check, seed=None if seed is None else seed + k)
         finally:
             stop_process(proc, grace_s=2.0)
         found = run["conditions"][0]["capacity_rps"]
-        run |= {"plan": plan, "queue": None if queue is None else queue.name, "truth_rps": round(truth, 1),
+        run |= {"plan": plan, "seed": run["document"]["settings"]["seed"],
+                "queue": None if queue is None else queue.name, "truth_rps": round(truth, 1),
                 "error": None if found is None else round((found - truth) / truth, 4),
                 "record": search_record(run["document"], truth)}
         click.echo(f"{key}: {json.dumps(run['record'])}", err=True)
@@ -208,12 +210,14 @@ def _figure(document: dict[str, Any], path: Path) -> None:
 @click.option("--plans", default=None, help=f"Named option sets run in turn instead ({', '.join(PLANS)}).")
 @click.option("--repeats", default=1, show_default=True, type=click.IntRange(min=1, max=20),
               help="How many times the M/D/c searches (each plan in turn) run.")
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="The k-th M/D/c search draws its arrivals from this plus k (default: each the scenario's seed).")
 @click.option("--slos", default=",".join(REFERENCE_SLOS), show_default=True,
               help='The reference server\'s SLOs (of promo-day), comma-separated, or "all".')
 @click.option("--figure", type=click.Path(path_type=Path), help="Save the reference server's knee curve here.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("results/bench-capacity.json"))
 def main(targets: str, queue: str | None, faults: str, step_s: float, precision: float, retry: str,
-         drift_check: DriftCheck, plans: str | None, repeats: int, slos: str, figure: Path | None, out: Path) -> None:
+         drift_check: DriftCheck, plans: str | None, repeats: int, seed: int | None, slos: str, figure: Path | None, out: Path) -> None:
     """A 10x bracket to 5% precision against a known M/D/c service and the reference server."""
     order = search_plans(plans, retry, drift_check, repeats)
     result: dict[str, Any] = {}
@@ -223,7 +227,7 @@ def main(targets: str, queue: str | None, faults: str, step_s: float, precision:
         for name in ("mdc", "mdc-stream"):
             if name in names:
                 result |= _mdc_runs(name, work, out, queue=QUEUES[queue] if queue and name == "mdc" else None,
-                                    plans=order, step_s=step_s, precision=precision)
+                                    plans=order, step_s=step_s, precision=precision, seed=seed)
         if "reference" in names:
             chosen = () if slos == "all" else tuple(name for name in slos.split(",") if name)
             result["reference"] = _search("promo-day", _fresh(out.parent / "bench-capacity-reference"), slos=chosen,
