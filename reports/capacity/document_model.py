@@ -139,6 +139,8 @@ class StepEntry(_Growing):
     """Seconds of warm-up."""
     measured_s: float
     """Seconds measured."""
+    planned_s: float | None = None
+    """Seconds the window was planned to measure (an open step's retry plans a longer one)."""
     wall_s: float
     """Seconds from the schedule's start to the step's end."""
     settle_s: float
