@@ -9,7 +9,8 @@ With --figure the reference server's knee curve (healthy and N-1) is saved as a 
 With --queue md4|md1|mdc the M/D/c target is instead one of the whole-search simulation's
 queues (benchmarks/mdc_whole.py: its workers, service time, percentile, threshold and bracket), so
 a real search's found/true sits beside the simulated distribution for the same settings. Each
-search passes --retry-duration and --drift-check to `rushhour capacity` as given; --plans runs
+search passes --retry-duration and --drift-check to `rushhour capacity` as given (by default
+0 and ends: the searches of the figures published before the command's defaults); --plans runs
 named option sets in turn (`defaults`: the command's own defaults; `old`: no retry, the machine
 checked at the ends), --repeats times, each search with its found/true, minutes, steps, retries,
 the drift check's verdict and the generator's health.
@@ -203,10 +204,11 @@ def _figure(document: dict[str, Any], path: Path) -> None:
 @click.option("--faults", default="none", show_default=True, help="Conditions for the reference server.")
 @click.option("--step-duration", "step_s", default=STEP_S, show_default=True, help="Measured seconds per step.")
 @click.option("--precision", default=0.05, show_default=True, help="Relative precision of the bisection.")
-@click.option("--retry-duration", "retry", default=f"{RETRY_S:g}s", show_default=True,
-              help="Passed to each search (0: an open step counts as a failure at once).")
-@click.option("--drift-check", "drift_check", type=click.Choice(DRIFT_CHECKS), default="steps", show_default=True,
-              help="Passed to each search.")
+@click.option("--retry-duration", "retry", default="0", show_default=True,
+              help="Passed to each search (0: an open step counts as a failure at once; the command's default is "
+                   f"{RETRY_S:g}s, --plans defaults).")
+@click.option("--drift-check", "drift_check", type=click.Choice(DRIFT_CHECKS), default="ends", show_default=True,
+              help="Passed to each search (the command's default is steps, --plans defaults).")
 @click.option("--plans", default=None, help=f"Named option sets run in turn instead ({', '.join(PLANS)}).")
 @click.option("--repeats", default=1, show_default=True, type=click.IntRange(min=1, max=20),
               help="How many times the M/D/c searches (each plan in turn) run.")
