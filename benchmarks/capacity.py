@@ -10,7 +10,7 @@ With --queue md4|md1|mdc the M/D/c target is instead one of the whole-search sim
 queues (benchmarks/mdc_whole.py: its workers, service time, percentile, threshold and bracket), so
 a real search's found/true sits beside the simulated distribution for the same settings. Each
 search passes --retry-duration and --drift-check to `rushhour capacity` as given (by default
-0 and ends: the searches of the figures published before the command's defaults); --plans runs
+0 and ends, the searches of the benchmarks page's reference-server table); --plans runs
 named option sets in turn (`defaults`: the command's own defaults; `old`: no retry, the machine
 checked at the ends), --repeats times, each search with its found/true, minutes, steps, retries,
 the drift check's verdict and the generator's health.
