@@ -11,12 +11,12 @@ queues (benchmarks/mdc_whole.py: its workers, service time, percentile, threshol
 a real search's found/true sits beside the simulated distribution for the same settings. Each
 search passes --retry-duration and --drift-check to `rushhour capacity` as given (by default
 0 and ends, the searches of the benchmarks page's reference-server table); --plans runs
-named option sets in turn (`defaults`: the command's own defaults; `old`: no retry, the machine
+named option sets in turn (`defaults`: the command's own defaults; `no-retry`: no retry, the machine
 checked at the ends), --repeats times, each search with its found/true, minutes, steps, retries,
 the drift check's verdict and the generator's health.
 
 Usage: python -m benchmarks.capacity [--targets mdc,mdc-stream,reference] [--faults none] [--slos all] [--figure F] [--out F]
-       python -m benchmarks.capacity --targets mdc --queue md1 --plans defaults,old --repeats 3 [--seed N] [--out F]
+       python -m benchmarks.capacity --targets mdc --queue md1 --plans defaults,no-retry --repeats 3 [--seed N] [--out F]
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ WORKERS, SERVICE_MS, THRESHOLD_MS = 4, 100.0, 500.0
 REFERENCE_SLOS = ("p99-free", "availability")
 STREAM_WORKERS, STREAM, TTFT_MS, TTFT_PERCENTILE = 8, (100.0, 10.0, 10), 300.0, 95.0
 STEP_S = 30.0
-PLANS: dict[str, tuple[float, DriftCheck]] = {"defaults": (RETRY_S, "steps"), "old": (0.0, "ends")}
-"""Named (retry seconds, drift check) sets: `rushhour capacity`'s defaults and the search before them."""
+PLANS: dict[str, tuple[float, DriftCheck]] = {"defaults": (RETRY_S, "steps"), "no-retry": (0.0, "ends")}
+"""Named (retry seconds, drift check) sets: `rushhour capacity`'s defaults, and no retry with the ends check."""
 MDC_RANGE = (11.0, 110.0)
 """The M/D/c searches' 10x bracket. Its lowest rate is the lowest at which a default 30 s step holds
 the 314 requests a P99 needs to be shown met (10.5 req/s); `rushhour capacity` refuses a lower one."""

@@ -50,10 +50,10 @@ def test_capacity_benchmark_simulated_queue_searches_pass_the_floor_check(tmp_pa
     assert job.slos[0].percentile == queue.percentile and job.slos[0].threshold_ms == queue.threshold_ms
 
 
-def test_capacity_benchmark_plans_alternate_the_defaults_with_the_old_search() -> None:
-    order = search_plans("defaults,old", "0", "ends", 2)
+def test_capacity_benchmark_plans_alternate_the_defaults_with_the_search_without_retry() -> None:
+    order = search_plans("defaults,no-retry", "0", "ends", 2)
     assert [(name, retry, check) for name, retry, check in order] == [
-        ("defaults", RETRY_S, "steps"), ("old", 0.0, "ends"), ("defaults", RETRY_S, "steps"), ("old", 0.0, "ends")]
+        ("defaults", RETRY_S, "steps"), ("no-retry", 0.0, "ends"), ("defaults", RETRY_S, "steps"), ("no-retry", 0.0, "ends")]
     assert search_plans(None, "45s", "ends", 1) == [("given", 45.0, "ends")]
 
 
