@@ -134,7 +134,10 @@ def search_record(document: dict[str, Any], truth: float) -> dict[str, Any]:
             "drift_flagged": bool(drift.get("changed")), "drift": drift.get("sentence"),
             "confirmed": condition["confirmed"], "generator_bound": condition["generator_bound"],
             "invalid_steps": sum(1 for s in steps if not s["generator"]["valid"]),
-            "lag_p99_ms_max": max(lags) if lags else None, "aborted": document.get("aborted")}
+            "lag_p99_ms_max": max(lags) if lags else None, "aborted": document.get("aborted"),
+            "step_list": [{key: s.get(key) for key in ("index", "offered_rps", "verdict", "planned_s", "measured_s", "reason")}
+                          | {"p99_ms": (s.get("latency_ms") or {}).get("p99", {}).get("value"),
+                             "lag_p99_ms": s["generator"].get("lag_p99_ms")} for s in steps]}
 
 
 def _mdc_runs(name: str, work: Path, out: Path, *, queue: Queue | None, plans: list[tuple[str, float, DriftCheck]],

@@ -67,3 +67,4 @@ def test_capacity_benchmark_record_counts_retries_and_reads_the_drift_check() ->
     assert record["found_over_true"] == 0.9 and record["minutes"] == 10.0 and record["steps"] == 3
     assert record["retries"] == 1 and record["drift_flagged"] is True and record["invalid_steps"] == 1
     assert record["lag_p99_ms_max"] == 300.0
+    assert [s["planned_s"] for s in record["step_list"]] == [30.0, 120.0, 30.0]
