@@ -128,8 +128,9 @@ debian-packages:
 	@$(REDIS_SERVER)
 	@$(PROMETHEUS)
 
-# The suite runs in parallel (pytest-xdist): six workers on two cores, since many tests wait
-# (servers booting, drills running in real time; with four, both cores were busy only 1.4 of 2). Tests of one xdist_group run on one worker: a
+# The suite runs in parallel (pytest-xdist): four workers on two cores, since many tests wait
+# (servers booting, drills running in real time). Six end sooner but starve drills outside the
+# lanes (docs/benchmarks.md, "Six workers, not yet"). Tests of one xdist_group run on one worker: a
 # module's shared server boots once, and the drills, capacity searches and timing-sensitive server
 # tests run in three lanes ("cpu-a", "cpu-b", "cpu-c"), so no more than three of them share the
 # machine at once. tests/conftest.py hands the lanes out first (hence --no-loadscope-reorder).
@@ -137,7 +138,7 @@ debian-packages:
 # loaded machine; a failed test still gets up to TEST_RERUNS more tries as a safety net, and every
 # rerun is listed in the summary (R) so that a flaky test stays visible.
 # PYTEST_ARGS passes more flags, e.g. PYTEST_ARGS="-x --durations=20".
-TEST_WORKERS ?= 6
+TEST_WORKERS ?= 4
 TEST_RERUNS  ?= 2
 PYTEST_ARGS  ?=
 

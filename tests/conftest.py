@@ -22,7 +22,7 @@ LANES = ("cpu-a", "cpu-b", "cpu-c")  # make test's CPU lanes, each one worker's 
 # Outside the lanes, the tests that take half a minute or more (measured with --durations) start
 # first, so that none of them starts near the end and finishes alone; order only, never a result.
 # The checkers (mypy starts cold in a fresh clone: about half a minute of one core) go at once, on the
-# workers the lanes leave free, while the lanes' first servers boot.
+# worker the lanes leave free, while the lanes' first servers boot.
 LONG_FIRST = ("tests/test_architecture.py", "tests/scenarios/run/", "tests/scenarios/cli/test_ab.py",
               "tests/scenarios/spec/test_variants.py", "tests/experiments/test_local_live.py",
               "tests/reference_server/test_gpu_packaging.py", "tests/docs/test_site.py",
