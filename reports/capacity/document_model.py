@@ -1,6 +1,6 @@
 """capacity.json as one typed model: the search's answer per condition, every step, and the settings.
 
-`rushhour.scenarios.capacity.runner` assembles the document (steps from
+`rushhour.scenarios.capacity.document` assembles the document (steps from
 `rushhour.scenarios.capacity.record.step_entry`, conditions from `condition_entry`) and validates it
 here before writing it; `read_capacity` parses a written file back. What readers act on is typed
 (verdicts, rates, intervals, each SLO call's method and effective sample size); the step, SLO-call,

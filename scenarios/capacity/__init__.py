@@ -12,7 +12,8 @@
     record.py       steps and searches as the plain data of capacity.json
     target.py       the service a job loads: the embedded reference server (booted here) or a URL
     targetprobe.py  the job's look at its target before the first step
-    runner.py       one capacity job: boot, hold each condition, search, write, render
+    runner.py       one capacity job in one run's lifecycle: boot, hold each condition, search, write, render
+    document.py     capacity.json assembled, checked against its model, written with capacity.html
     interrupt.py    Ctrl-C, SIGTERM and SIGHUP: stop the search, restore, write, exit 3
     calibrate.py    per-machine cache of measured capacities; `peak_rps: 0.7x capacity` resolved here
     freshness.py    the check step of a cached capacity, and a search widened above its ceiling

@@ -1,7 +1,9 @@
 """One capacity job end to end: boot the target, hold each condition, search, write, render.
 
-Teardown lives in `finally` blocks in a fixed order (the condition is released while the server
-is still up, then the server stops), so an interrupted search still leaves its steps on disk.
+The job keeps one run's order (`rushhour.scenarios.run.lifecycle.RunLifecycle`): each condition is
+released in its search's `finally`, while the server is still up; the teardown then stops the
+server and writes capacity.json and capacity.html whatever happened, so an aborted or interrupted
+search still leaves its steps on disk (`rushhour.scenarios.capacity.document` assembles them).
 Before the first step one probe request goes through the scenario's protocol, as a drill's does.
 The exit code follows the public contract: 0 every condition's capacity meets --require, 1 one
 does not (or even the lowest rate failed), 2 the target does not speak the scenario's protocol,
@@ -12,21 +14,16 @@ the target failed.
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
-import numpy as np
 
-from rushhour.kernel.atomic import write_text_atomic
-from rushhour.kernel.contract import CAPACITY_HTML_FILE, CAPACITY_JSON_FILE, ExitCode
-from rushhour.reference_server.launch import LaunchError
+from rushhour.kernel.contract import ExitCode
 from rushhour.scenarios.capacity.anchor import STEP_ANCHOR_S, Anchor
 from rushhour.scenarios.capacity.bracket import plan_from_throughput
 from rushhour.scenarios.capacity.conditions import (
@@ -38,6 +35,7 @@ from rushhour.scenarios.capacity.conditions import (
     Healthy,
     NMinusOne,
 )
+from rushhour.scenarios.capacity.document import document_of, write_document
 from rushhour.scenarios.capacity.interrupt import interruptible
 from rushhour.scenarios.capacity.job import CapacityJob, retry_rules_for, step_rules
 from rushhour.scenarios.capacity.pool_status import settle
@@ -48,14 +46,12 @@ from rushhour.scenarios.capacity.steps import StepRules
 from rushhour.scenarios.capacity.target import Target, open_target
 from rushhour.scenarios.capacity.targetprobe import probe_capacity_target
 from rushhour.scenarios.capacity.throughput import measure_throughput
-from rushhour.scenarios.load.locust import LoadError
 from rushhour.scenarios.protocols.admission import admitted_client
 from rushhour.scenarios.protocols.probe import ProbeError
-from rushhour.scenarios.run.envinfo import machine_facts
+from rushhour.scenarios.run.lifecycle import ABORTING, RunLifecycle
 
-__all__ = ["CapacityOutcome", "run_capacity"]
+__all__ = ["CapacityOutcome", "CapacityRun", "run_capacity"]
 
-SCHEMA_VERSION = 1
 EXIT_OK, EXIT_BELOW, EXIT_BAD_INPUT, EXIT_INVALID = ExitCode.OK, ExitCode.FAILED, ExitCode.BAD_INPUT, ExitCode.INVALID
 
 
@@ -292,89 +288,88 @@ def _exit_code(conditions: list[dict[str, Any]], aborted: str | None, require: f
     return EXIT_OK
 
 
-def _document(job: CapacityJob, target: Target | None, conditions: list[dict[str, Any]],
-              aborted: str | None, wall_s: float) -> dict[str, Any]:
-    headline = conditions[0] if conditions else {}
-    return {
-        "schema_version": SCHEMA_VERSION, "scenario": job.scenario.name, "source": job.source,
-        "target": target.describe if target else job.target_url,
-        **{key: headline.get(key) for key in ("capacity_rps", "bracket", "limiting_slo", "generator_bound")},
-        "steps": headline.get("steps", []),
-        "conditions": conditions, "require_rps": job.require_rps, "aborted": aborted,
-        "slos": [{"name": s.name, "objective": s.objective_text, "kind": s.kind, "threshold_ms": s.threshold_ms,
-                  "percentile": s.percentile} for s in job.slos],
-        "floors": [f.__dict__ for f in job.floors],
-        "settings": {"min_rps": job.settings.min_rps, "max_rps": job.settings.max_rps,
-                     "precision": job.settings.precision, "step_duration_s": job.rules.measure_s,
-                     "warmup_s": job.rules.warmup_s, "seed": job.seed, "start_rps": job.start_rps,
-                     "met_error": job.rules.met_error, "drift_check": job.drift_check,
-                     "retry_duration_s": job.retry_rules.measure_s if job.retry_rules is not None else 0.0},
-        "environment": machine_facts(), "wall_s": round(wall_s, 1),
-    }
+@dataclass
+class CapacityRun(RunLifecycle[CapacityOutcome]):
+    """One capacity job in the order of `rushhour.scenarios.run.lifecycle.RunLifecycle`: the folder
+    made (a folder that holds files is written into), the signals of `interruptible` held, the
+    target booted and probed, each condition searched; then the server stopped and the document
+    written whatever happened. A target that does not speak the scenario's protocol is recorded as
+    the misfit (exit 2)."""
 
+    aborting: ClassVar[tuple[type[Exception], ...]] = (*ABORTING, ConditionError, ProbeError)
+    job: CapacityJob
+    say: Callable[[str], None]
+    target: Target | None = None
+    conditions: list[dict[str, Any]] = field(default_factory=list)
+    abort_reason: str | None = None
+    interrupted: bool = False
+    misfit: bool = False
+    document: dict[str, Any] | None = None
+    _began: float = field(default_factory=time.monotonic)
+    _signals: ExitStack = field(default_factory=ExitStack)
+    _received: list[str] = field(default_factory=list)
+    _unwritten: Exception | None = None
 
-def plain(value: Any) -> Any:
-    """JSON-ready: NaN and infinities become null (JSON has neither), tuples lists."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    def _claim(self) -> None:
+        self.job.out_dir.mkdir(parents=True, exist_ok=True)
+
+    def _open(self) -> None:
+        self._received = self._signals.enter_context(interruptible(self.say))
+
+    def _close(self) -> None:
+        self._signals.close()
+
+    def _boot_and_load(self) -> None:
+        job = self.job
+        self.target = open_target(job, say=self.say)
+        serves_jobs = probe_capacity_target(job, self.target.url, say=self.say)
+        for name in job.conditions:
+            # a later condition starts where the first one ended: a fault rarely adds capacity, and
+            # walking down from there takes fewer steps than bracketing up from the minimum again
+            start = job.start_rps if not self.conditions else self.conditions[0]["capacity_rps"] or job.start_rps
+            self.conditions.append(_search_condition(job, self.target, name, self.say, start_rps=start,
+                                                     serves_jobs=serves_jobs))
+            if self.conditions[-1]["interrupted"]:
+                self._interrupted()
+                return
+
+    def _aborted(self, error: Exception) -> None:
+        self.misfit = isinstance(error, ProbeError)
+        self.abort_reason = f"the target does not fit its protocol: {error}" if self.misfit else str(error)
+
+    def _interrupted(self) -> None:
+        self.interrupted = True
+        self.abort_reason = "interrupted by the operator (Ctrl-C)"
+
+    def _stop_steps(self) -> tuple[Callable[[], object], ...]:
+        return (self._stop_server,)  # each condition was released in its search, while the server was up
+
+    def _stop_server(self) -> None:
+        if self.target is not None:
+            self.target.close()
+
+    def _write_results(self) -> None:
+        if self._received and self.abort_reason and self._received[0] != "SIGINT":
+            self.abort_reason = f"interrupted by {self._received[0]}"
+        try:
+            self.document = document_of(self.job, self.target, self.conditions, self.abort_reason,
+                                        time.monotonic() - self._began)
+            write_document(self.job, self.document)
+        except Exception as exc:
+            self._unwritten = exc  # raised by the report, once the teardown has said it
+            raise
+
+    def _report(self) -> CapacityOutcome:
+        if self._unwritten is not None:
+            raise self._unwritten
+        assert self.document is not None  # written, else the write's error was raised above
+        code = EXIT_BAD_INPUT if self.misfit else _exit_code(self.conditions, self.abort_reason, self.job.require_rps)
+        return CapacityOutcome(self.document, code, self.job.out_dir)
+
+    def _say(self, text: str) -> None:
+        self.say(text)
 
 
 def run_capacity(job: CapacityJob, *, say: Callable[[str], None]) -> CapacityOutcome:
     """Run every condition's search and write capacity.json and capacity.html into job.out_dir."""
-    began = time.monotonic()
-    job.out_dir.mkdir(parents=True, exist_ok=True)
-    with interruptible(say) as received:
-        target, conditions, aborted, misfit = _run_conditions(job, say)
-        if received and aborted:
-            aborted = f"interrupted by {received[0]}" if received[0] != "SIGINT" else aborted
-        document = _document(job, target, conditions, aborted, time.monotonic() - began)
-        _write(job, document)
-    code = EXIT_BAD_INPUT if misfit else _exit_code(conditions, aborted, job.require_rps)
-    return CapacityOutcome(document, code, job.out_dir)
-
-
-def _run_conditions(job: CapacityJob, say: Callable[[str], None]
-                    ) -> tuple[Target | None, list[dict[str, Any]], str | None, bool]:
-    """Every condition's search in turn; (target, conditions measured, why aborted, misfit)."""
-    conditions: list[dict[str, Any]] = []
-    aborted: str | None = None
-    target: Target | None = None
-    misfit = False
-    try:
-        target = open_target(job, say=say)
-        serves_jobs = probe_capacity_target(job, target.url, say=say)
-        for name in job.conditions:
-            # a later condition starts where the first one ended: a fault rarely adds capacity, and
-            # walking down from there takes fewer steps than bracketing up from the minimum again
-            start = job.start_rps if not conditions else conditions[0]["capacity_rps"] or job.start_rps
-            conditions.append(_search_condition(job, target, name, say, start_rps=start, serves_jobs=serves_jobs))
-            if conditions[-1]["interrupted"]:
-                aborted = "interrupted by the operator (Ctrl-C)"
-                break
-    except KeyboardInterrupt:
-        aborted = "interrupted by the operator (Ctrl-C)"
-    except ProbeError as exc:
-        aborted, misfit = f"the target does not fit its protocol: {exc}", True
-    except (LaunchError, LoadError, ConditionError) as exc:
-        aborted = str(exc)
-    finally:
-        if target is not None:
-            target.close()
-    return target, conditions, aborted, misfit
-
-
-def _write(job: CapacityJob, document: dict[str, Any]) -> None:
-    from rushhour.reports.capacity.document_model import CapacityDocument
-
-    CapacityDocument.model_validate(plain(document))  # a malformed field is refused by name before writing
-    write_text_atomic(json.dumps(plain(document), indent=2, allow_nan=False), job.out_dir / CAPACITY_JSON_FILE)
-    from rushhour.reports.capacity.page import write_capacity_html
-
-    write_capacity_html(document, job.out_dir / CAPACITY_HTML_FILE)
+    return CapacityRun(job, say).run()

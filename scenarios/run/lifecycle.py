@@ -1,6 +1,6 @@
 """One run's lifecycle, written once: claim the folder, boot, probe, load and watch, tear down with
-every step run, write the results, report; a drill, an A/B run and the overhead ladder plug their
-steps into it.
+every step run, write the results, report; a drill, an A/B run, the overhead ladder and a capacity
+job (`rushhour.scenarios.capacity.runner.CapacityRun`) plug their steps into it.
 
 `RunLifecycle.run` holds the order. A boot or load that fails the way a run may fail (the server
 did not start, the load could not be fired) is recorded as the run's abort reason and the run goes
@@ -71,7 +71,7 @@ class RunLifecycle(ABC, Generic[Report]):
         try:
             self._boot_and_load()
         except self.aborting as exc:
-            self._aborted(str(exc))
+            self._aborted(exc)
         except KeyboardInterrupt:
             self._interrupted()
         finally:
@@ -107,8 +107,9 @@ class RunLifecycle(ABC, Generic[Report]):
     def _close(self) -> None:
         """Release what `_open` started; runs after the report, or when anything raised."""
 
-    def _aborted(self, reason: str) -> None:
-        self.abort_reason = reason
+    def _aborted(self, error: Exception) -> None:
+        """Record one of `aborting` as the abort reason (its message)."""
+        self.abort_reason = str(error)
 
     def _interrupted(self) -> None:
         self.interrupted = True

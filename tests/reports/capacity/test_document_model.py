@@ -18,8 +18,8 @@ from pydantic import ValidationError
 from rushhour.reports.capacity.document_model import CapacityDocument, read_capacity
 from rushhour.reports.capacity.stepstats import judge_slos, step_figures
 from rushhour.reports.schema import SloSpec
+from rushhour.scenarios.capacity.document import plain
 from rushhour.scenarios.capacity.record import condition_entry, step_entry
-from rushhour.scenarios.capacity.runner import plain
 from rushhour.scenarios.capacity.search import SearchResult
 from rushhour.scenarios.capacity.stepper import StepRecord
 from rushhour.scenarios.capacity.steps import Assessment, StepRules

@@ -17,6 +17,8 @@ from rushhour.reports.capacity.document_model import CapacityDocument
 from rushhour.reports.capacity.stepstats import SloCall
 from rushhour.scenarios.capacity import runner
 from rushhour.scenarios.capacity.conditions import HEALTHY
+from rushhour.scenarios.capacity.document import document_of
+from rushhour.scenarios.capacity.document import plain as json_ready
 from rushhour.scenarios.capacity.job import RETRY_S, retry_rules_for
 from rushhour.scenarios.capacity.record import verdict_of
 from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict
@@ -138,10 +140,10 @@ def test_capacity_json_says_how_long_the_retry_was_and_how_the_machine_was_check
                     precision=0.05, step_s=30.0, require_rps=None, out=tmp_path, allow_remote=False, seed=None,
                     retry_s=RETRY_S)
     assert job.settings.retry_open and job.retry_rules is not None and job.retry_rules.measure_s == RETRY_S
-    document = runner._document(dataclasses.replace(job, drift_check="steps"), None, [], None, 1.0)
-    settings = CapacityDocument.model_validate(runner.plain(document)).settings
+    document = document_of(dataclasses.replace(job, drift_check="steps"), None, [], None, 1.0)
+    settings = CapacityDocument.model_validate(json_ready(document)).settings
     assert (settings.retry_duration_s, settings.drift_check) == (RETRY_S, "steps")
     plain = build_job("scenarios/smoke.yaml", target_url=None, slos=(), faults="none", min_rps=None, max_rps=None,
                       precision=0.05, step_s=30.0, require_rps=None, out=tmp_path, allow_remote=False, seed=None)
     assert not plain.settings.retry_open and plain.retry_rules is None
-    assert runner._document(plain, None, [], None, 1.0)["settings"]["retry_duration_s"] == 0.0
+    assert document_of(plain, None, [], None, 1.0)["settings"]["retry_duration_s"] == 0.0
