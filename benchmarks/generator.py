@@ -33,10 +33,10 @@ import psutil
 from benchmarks.generator_nginx import nginx_binary, nginx_target
 from rushhour.kernel.processes import free_port, stop_process
 from rushhour.kernel.quantiles import percentile_value
+from rushhour.scenarios.generator.settings import LoadSettings
 from rushhour.scenarios.load.health import generator_figures
 from rushhour.scenarios.load.locust import LocustCommand
 from rushhour.scenarios.load.session import LoadSession
-from rushhour.scenarios.load.settings import LoadSettings
 
 LAG_LIMIT_MS = 5.0
 POOL_WAIT_LIMIT_MS = 1.0

@@ -24,14 +24,14 @@ import psutil
 
 from benchmarks.generator import bench_schedule
 from benchmarks.generator_nginx import nginx_target
+from rushhour.scenarios.generator.settings import LoadSettings
 from rushhour.scenarios.load.session import LoadSession
-from rushhour.scenarios.load.settings import LoadSettings
 
 BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("socket calls (gevent wrapper + kernel)", ("gevent/_socket", "/socket.py", "/ssl.py", "gevent/_ssl")),
     ("JSON encode and decode", ("/json/",)),
     ("result rows and part writes (pandas, pyarrow)", ("pandas/", "pyarrow/", "scenarios/load/parts.py")),
-    ("connection stamping (handoff)", ("scenarios/load/handoff.py", "gevent/local")),
+    ("connection stamping (handoff)", ("scenarios/generator/handoff.py", "gevent/local")),
     ("HTTP client (geventhttpclient)", ("geventhttpclient/",)),
     ("Locust session, request event and stats", ("locust/",)),
     ("protocol: request body and answer", ("scenarios/protocols/",)),

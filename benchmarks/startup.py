@@ -23,7 +23,7 @@ from typing import Any
 KINDS = {
     "node": "import rushhour.reference_server.node.__main__",
     "gateway": "import rushhour.reference_server.__main__, rushhour.reference_server.gateway.app",
-    "locust": "import locust.main, rushhour.scenarios.load.locustfile",
+    "locust": "import locust.main, rushhour.scenarios.generator.locustfile",
     "cli run": "import rushhour.scenarios.cli.main, rushhour.scenarios.cli.run",
 }
 PROBE = """

@@ -5,7 +5,7 @@ step, and a fault restarts nodes; every import they do not need is paid again at
 (benchmarks/startup.py measures it). A node serves four routes with plain Starlette and reads
 none of the configuration's models; the command line judges and reports with `scipy.special`, not
 `scipy.stats` (half a second to import); the Locust process is checked in
-tests/scenarios/load/test_locustfile.py.
+tests/scenarios/generator/test_locustfile.py.
 """
 
 from __future__ import annotations

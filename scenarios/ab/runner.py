@@ -27,10 +27,10 @@ import pandas as pd
 from rushhour.kernel.contract import AB_COLUMNS, EVENTS_FILE, REQUESTS_FILE, SCHEDULE_FILE
 from rushhour.scenarios.ab.targets import ArmServers, ArmTarget, probe_arm
 from rushhour.scenarios.ab.trials import TrialDesign, assigned_chunks
+from rushhour.scenarios.generator.settings import LoadSettings
 from rushhour.scenarios.load.health import generator_figures
 from rushhour.scenarios.load.merge import merge_chunks_to_file, merge_to_file
 from rushhour.scenarios.load.session import LoadSession
-from rushhour.scenarios.load.settings import LoadSettings
 from rushhour.scenarios.run.envinfo import machine_facts
 from rushhour.scenarios.run.events import EventLog
 from rushhour.scenarios.run.lifecycle import GENERATOR_COLUMNS, SCHEDULE_GROUP_ROWS, RunLifecycle, claim_folder

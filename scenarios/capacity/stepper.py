@@ -41,9 +41,9 @@ from rushhour.scenarios.capacity.steps import (
     look_times,
     step_schedule,
 )
+from rushhour.scenarios.generator.settings import LoadSettings
 from rushhour.scenarios.load.locust import LoadError
 from rushhour.scenarios.load.session import LoadSession
-from rushhour.scenarios.load.settings import LoadSettings
 from rushhour.scenarios.spec.model import LoadSpec
 from rushhour.scenarios.spec.target import TargetProtocol
 from rushhour.traffic_models.model import TrafficModel

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rushhour.kernel.loopback import is_loopback_host
 from rushhour.scenarios.cli.errors import BadInput
-from rushhour.scenarios.load.clusterauth import SECRET_ENV, SecretError, read_secret
+from rushhour.scenarios.generator.clusterauth import SECRET_ENV, SecretError, read_secret
 
 __all__ = ["cluster_secret", "master_settings", "parse_host_port"]
 

@@ -48,7 +48,7 @@ def _local_settings(allow_remote: bool, allowed_hosts: tuple[str, ...], auth_env
                     auth_file: Path | None, auth_scheme: str, auth_header: str | None, ca_bundle: Path | None,
                     pinned: tuple[str, ...] = ()) -> str:
     """This worker's guard and credentials as `WorkerLocal` JSON (exit 2 on a bad value or combination)."""
-    from rushhour.scenarios.load.worker_local import WorkerLocal
+    from rushhour.scenarios.generator.worker_local import WorkerLocal
 
     _check_allowed_hosts(allowed_hosts)
     auth = _auth(auth_env, auth_file, auth_scheme, auth_header)
@@ -185,10 +185,10 @@ def worker(master: str, name: str | None, work_dir: Path | None, secret_file: Pa
     version, no worker index free, or a target this worker's guard refuses), 3 no master
     welcomed it within --connect-timeout.
     """
-    from rushhour.scenarios.load.clusterauth import SECRET_ENV
+    from rushhour.scenarios.generator.clusterauth import SECRET_ENV
+    from rushhour.scenarios.generator.worker_local import ENV_WORKER_LOCAL
+    from rushhour.scenarios.generator.worker_relay import ENV_REMOTE_WORK, ENV_WORKER_NAME, JOINED_FILE, STATUS_FILE
     from rushhour.scenarios.load.locust import proxy_free_env
-    from rushhour.scenarios.load.worker_local import ENV_WORKER_LOCAL
-    from rushhour.scenarios.load.worker_relay import ENV_REMOTE_WORK, ENV_WORKER_NAME, JOINED_FILE, STATUS_FILE
 
     host, port = parse_host_port(master, "--master")
     secret = cluster_secret(secret_file)
@@ -230,7 +230,7 @@ def _address(host: str, port: int) -> str:
 
 def _wait(proc: subprocess.Popen[bytes], work: Path, connect_timeout: float) -> int | None:
     """The Locust worker's exit code; None when no master welcomed it within `connect_timeout`."""
-    from rushhour.scenarios.load.worker_relay import JOINED_FILE, STATUS_FILE
+    from rushhour.scenarios.generator.worker_relay import JOINED_FILE, STATUS_FILE
 
     give_up = time.monotonic() + connect_timeout
     while proc.poll() is None:
@@ -241,7 +241,7 @@ def _wait(proc: subprocess.Popen[bytes], work: Path, connect_timeout: float) -> 
 
 
 def _finish(work: Path, code: int | None, master: str, connect_timeout: float) -> None:
-    from rushhour.scenarios.load.worker_relay import JOINED_FILE, STATUS_FILE
+    from rushhour.scenarios.generator.worker_relay import JOINED_FILE, STATUS_FILE
 
     refused = work / STATUS_FILE
     if refused.exists():

@@ -1,37 +1,12 @@
-"""Load generation: Locust in a subprocess firing the schedule open-loop (or closed), results in parts.
+"""Load generation, the runner's side: Locust in a subprocess, its results merged and judged.
 
-    settings.py           every setting of a load run, from the scenario to the firer, in one model
-
-The runner's side:
+What runs inside the Locust process (the locustfiles, the firers, the part writer, the relays
+across hosts) and the settings both sides read are in `rushhour.scenarios.generator`, below this
+package; nothing there imports this one.
 
     session.py            one load run: start Locust, sync the start, watch, stop
     locust.py             Locust as a subprocess: command line, start handshake, CPU watch, clean stop
     parts.py              result parts read back and merged into requests.parquet
     merge.py              the parts merged onto the schedule a chunk at a time
     health.py             the generator's own health from the merged requests: did it keep its schedule?
-
-Inside a Locust process (never pandas: `keep_pandas_out` refuses it):
-
-    locustfile.py         the entry point of an open-loop drill
-    locustfile_closed.py  the entry point of a closed-loop drill (`load.mode: closed`)
-    closed.py             the closed-loop personas behind it
-    share_run.py          a worker process's share: read it, wait for the common start, fire, report
-    sharestream.py        that share read a batch of rows at a time, the next made ready on a thread
-    openloop.py           open-loop firing: every request leaves at its intended time
-    handoff.py            when a request really left: the moment it was handed a connection
-    wire.py               one row sent through the target's protocol with Locust's FastHttpSession
-    direct.py             one row sent straight through geventhttpclient, beneath Locust's session
-    jobs.py               long documents through the jobs API: submit once, poll in the same greenlet
-    turns.py              the prompts of trace rows and conversation turns, built just before sending
-    pinned_pools.py       connection pools that connect a host name only where the loopback guard looked
-    partwriter.py         each finished request's fields written to parquet part files
-
-Across hosts (`rushhour run --workers N`):
-
-    master_relay.py       the master's side: the control files relayed over Locust's channel
-    worker_relay.py       a remote worker's side (`rushhour worker --master HOST:PORT`)
-    worker_local.py       what a remote worker decides for itself, whatever its master says
-    clocksync.py          the start placed on each worker's clock; the version both sides share
-    clusterauth.py        the shared secret: who may join, and which messages are theirs
-    control_auth.py       Locust's master-to-worker control messages, signed and checked
 """

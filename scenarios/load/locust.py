@@ -20,12 +20,12 @@ import psutil
 from rushhour.kernel.atomic import open_streamed
 from rushhour.kernel.pinning import ENV_PINNED, pins_env
 from rushhour.kernel.processes import child_env, die_with_parent
-from rushhour.scenarios.load.settings import ENV_SETTINGS, LoadSettings
-from rushhour.scenarios.load.share_run import count_markers, publish_start
+from rushhour.scenarios.generator.settings import ENV_SETTINGS, LoadSettings
+from rushhour.scenarios.generator.share_run import count_markers, publish_start
 
-HERE = Path(__file__).resolve().parent
-OPEN_LOCUSTFILE = HERE / "locustfile.py"
-CLOSED_LOCUSTFILE = HERE / "locustfile_closed.py"
+GENERATOR = Path(__file__).resolve().parents[1] / "generator"
+OPEN_LOCUSTFILE = GENERATOR / "locustfile.py"
+CLOSED_LOCUSTFILE = GENERATOR / "locustfile_closed.py"
 READY_WAIT_S = 90.0
 START_LEAD_S = 0.5
 USERS_PER_REMOTE_WORKER = 8

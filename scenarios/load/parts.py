@@ -1,6 +1,6 @@
 """Result parts read back and merged into `requests.parquet`.
 
-The workers write each finished request into part files (`rushhour.scenarios.load.partwriter`). The runner
+The workers write each finished request into part files (`rushhour.scenarios.generator.partwriter`). The runner
 joins the parts back onto the schedule, so every scheduled request gets exactly one row, answered
 or not: `fired` says how many times the generator started it (0 = never sent). A row started twice
 is a generator fault; the first firing is kept and the count stays visible (`duplicate_count`),
@@ -15,7 +15,14 @@ import numpy as np
 import pandas as pd
 
 from rushhour.kernel import contract
-from rushhour.scenarios.load.partwriter import CHUNK_ROWS, PART_COLUMNS, PART_SCHEMA, PartWriter, list_parts, part_dtype
+from rushhour.scenarios.generator.partwriter import (
+    CHUNK_ROWS,
+    PART_COLUMNS,
+    PART_SCHEMA,
+    PartWriter,
+    list_parts,
+    part_dtype,
+)
 
 __all__ = ["CHUNK_ROWS", "PART_COLUMNS", "PART_SCHEMA", "REQUEST_COLUMNS", "STREAM_COLUMNS", "PartWriter",
            "duplicate_count", "list_parts", "merge_requests", "read_parts"]

@@ -15,7 +15,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from rushhour.scenarios.load.clusterauth import SECRET_ENV
+from rushhour.scenarios.generator.clusterauth import SECRET_ENV
+from rushhour.scenarios.generator.master_relay import REJECTIONS_FILE
+from rushhour.scenarios.generator.openloop import monotonic_anchor
+from rushhour.scenarios.generator.settings import LoadSettings
+from rushhour.scenarios.generator.share_run import count_markers
+from rushhour.scenarios.generator.worker_relay import ENV_DISTRIBUTED
 from rushhour.scenarios.load.locust import (
     CLOSED_LOCUSTFILE,
     OPEN_LOCUSTFILE,
@@ -26,14 +31,9 @@ from rushhour.scenarios.load.locust import (
     wait_ready,
     worker_env,
 )
-from rushhour.scenarios.load.master_relay import REJECTIONS_FILE
 from rushhour.scenarios.load.merge import DEFAULT_CHUNK_ROWS as MERGE_CHUNK_ROWS
 from rushhour.scenarios.load.merge import merge_to_file
-from rushhour.scenarios.load.openloop import monotonic_anchor
 from rushhour.scenarios.load.parts import list_parts, merge_requests, read_parts
-from rushhour.scenarios.load.settings import LoadSettings
-from rushhour.scenarios.load.share_run import count_markers
-from rushhour.scenarios.load.worker_relay import ENV_DISTRIBUTED
 
 DRAIN_SLACK_S = 5.0
 WORKERS_JOIN_S = 600.0

@@ -1,6 +1,6 @@
 """The interface every target protocol implements, and the one place a protocol is chosen.
 
-A protocol turns the fields of one schedule row (`rushhour.scenarios.load.openloop.Share.payload`)
+A protocol turns the fields of one schedule row (`rushhour.scenarios.generator.openloop.Share.payload`)
 into one HTTP request, and the answer into an `Outcome` (status, error, model, tokens). What it
 can carry is declared, not discovered: `sends` names the row fields that reach the target (a
 field it cannot say, like priority on openai-chat, is reported once at planning time by

@@ -31,11 +31,11 @@ from rushhour.kernel.contract import (
     SERVER_METRICS_FILE,
     ExitCode,
 )
+from rushhour.scenarios.generator.settings import DEFAULT_MASTER_BIND, LoadSettings
 from rushhour.scenarios.load.health import generator_figures
 from rushhour.scenarios.load.locust import LoadError
 from rushhour.scenarios.load.merge import merge_to_file
 from rushhour.scenarios.load.session import LoadSession
-from rushhour.scenarios.load.settings import DEFAULT_MASTER_BIND, LoadSettings
 from rushhour.scenarios.run.audit.leakaudit import AUDIT_FILE, LeakAudit
 from rushhour.scenarios.run.audit.ledger import LEDGER_FILE, ProcessLedger
 from rushhour.scenarios.run.audit.steps import audit_leftovers, audit_target

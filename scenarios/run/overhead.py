@@ -40,9 +40,9 @@ from rushhour.kernel.atomic import write_json_atomic, write_parquet_atomic
 from rushhour.kernel.generator import generator_problems, schedule_lag_ms
 from rushhour.kernel.processes import free_port, stop_process
 from rushhour.kernel.quantiles import percentile_value
+from rushhour.scenarios.generator.settings import LoadSettings
 from rushhour.scenarios.load.health import generator_figures
 from rushhour.scenarios.load.session import LoadSession
-from rushhour.scenarios.load.settings import LoadSettings
 from rushhour.scenarios.run.envinfo import machine_facts
 from rushhour.scenarios.run.lifecycle import RunLifecycle
 
@@ -74,7 +74,7 @@ def overhead_key(protocol: str, streaming: bool) -> tuple[str, dict[str, Any]]:
     facts = machine_facts()
     packages = facts.get("packages") if isinstance(facts.get("packages"), dict) else {}
     digest = hashlib.sha256()
-    for path in sorted(LOAD_DIR.glob("*.py")):
+    for path in sorted([*LOAD_DIR.glob("*.py"), *(LOAD_DIR.parent / "generator").glob("*.py")]):
         digest.update(path.name.encode() + path.read_bytes())
     parts = {"machine": {k: facts.get(k) for k in ("cpu_model", "cpu_cores", "memory_gb", "gpu")},
              "rushhour": packages.get("rushhour") if isinstance(packages, dict) else None,

@@ -20,8 +20,8 @@ import pytest
 
 from rushhour.kernel.atomic import LinkedOutputError, write_text_atomic
 from rushhour.scenarios.capacity import calibrate
-from rushhour.scenarios.load import master_relay
-from rushhour.scenarios.load.share_run import START_FILE, publish_start
+from rushhour.scenarios.generator import master_relay
+from rushhour.scenarios.generator.share_run import START_FILE, publish_start
 from rushhour.scenarios.run import overhead
 from tests.support.planted import VICTIM_TEXT, plant, victim_file
 

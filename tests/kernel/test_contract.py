@@ -9,7 +9,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
 from rushhour.kernel import contract
-from rushhour.scenarios.load.partwriter import PART_COLUMNS, PART_SCHEMA, part_batch, write_part
+from rushhour.scenarios.generator.partwriter import PART_COLUMNS, PART_SCHEMA, part_batch, write_part
 from rushhour.traffic_models.schedule import COLUMNS
 
 _ARROW_NAMES = {"int64": "int64", "float64": "double", "bool": "bool", "object": "string"}

@@ -7,7 +7,7 @@ import pytest
 
 from rushhour.scenarios.cli.errors import BadInput
 from rushhour.scenarios.cli.scaleout import master_settings
-from rushhour.scenarios.load.clusterauth import SECRET_ENV
+from rushhour.scenarios.generator.clusterauth import SECRET_ENV
 from tests.support.manifests import container, manifest
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rushhour.kernel.events import Counts, Event, TargetEventRecord
-from rushhour.scenarios.load.master_relay import REJECTIONS_FILE
+from rushhour.scenarios.generator.master_relay import REJECTIONS_FILE
 from rushhour.scenarios.run.scraper import MALFORMED_EVENTS
 from rushhour.scenarios.run.target_events import OTHER_KIND, TARGET_KINDS
 

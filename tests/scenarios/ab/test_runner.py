@@ -31,9 +31,9 @@ from rushhour.scenarios.ab.targets import ArmTarget
 from rushhour.scenarios.ab.trials import TrialDesign, assign_rows
 from rushhour.scenarios.cli.ab import ab, each_arm_at_full_rate
 from rushhour.scenarios.cli.run import prepare
+from rushhour.scenarios.generator.sharestream import share_tables
 from rushhour.scenarios.load.parts import PART_COLUMNS, list_parts, merge_requests, read_parts
 from rushhour.scenarios.load.session import LoadSession
-from rushhour.scenarios.load.sharestream import share_tables
 from rushhour.scenarios.spec.plan import DrillPlan, Overrides, ScheduleDraw
 from tests.support.waiting import wait_for_http
 

@@ -12,7 +12,7 @@ from rushhour.scenarios.cli.errors import BadInput
 from rushhour.scenarios.cli.run import run
 from rushhour.scenarios.cli.scaleout import master_settings
 from rushhour.scenarios.cli.worker import worker
-from rushhour.scenarios.load.clusterauth import SECRET_ENV
+from rushhour.scenarios.generator.clusterauth import SECRET_ENV
 
 SCENARIO = """\
 name: scaleout

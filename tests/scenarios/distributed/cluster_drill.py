@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rushhour.kernel.processes import free_port, stop_process
-from rushhour.scenarios.load.clusterauth import SECRET_ENV
+from rushhour.scenarios.generator.clusterauth import SECRET_ENV
 from rushhour.scenarios.load.locust import proxy_free_env
 from tests.support.waiting import wait_for_http
 

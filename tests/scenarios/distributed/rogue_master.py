@@ -14,8 +14,8 @@ import gevent
 from locust import User, constant, task
 from locust.env import Environment
 
-from rushhour.scenarios.load import clusterauth
-from rushhour.scenarios.load.master_relay import (
+from rushhour.scenarios.generator import clusterauth
+from rushhour.scenarios.generator.master_relay import (
     MSG_CHALLENGE,
     MSG_CONFIG,
     MSG_HELLO,
@@ -24,8 +24,8 @@ from rushhour.scenarios.load.master_relay import (
     MSG_PROVE,
     MSG_START,
 )
-from rushhour.scenarios.load.settings import LoadSettings
-from tests.scenarios.load.truth import row_schedule
+from rushhour.scenarios.generator.settings import LoadSettings
+from tests.scenarios.generator.truth import row_schedule
 
 RUN_S = 12.0
 

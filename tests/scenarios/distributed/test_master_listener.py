@@ -18,7 +18,7 @@ import pytest
 import zmq
 
 from rushhour.kernel.processes import free_port, stop_process
-from rushhour.scenarios.load.master_relay import MALFORMED
+from rushhour.scenarios.generator.master_relay import MALFORMED
 from tests.scenarios.distributed.cluster_drill import SCENARIO, generator_target, rushhour, start, wait_for_start
 
 pytestmark = pytest.mark.slow

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from rushhour.scenarios.load.clusterauth import SECRET_ENV
+from rushhour.scenarios.generator.clusterauth import SECRET_ENV
 from rushhour.scenarios.load.locust import proxy_free_env
 from tests.scenarios.distributed.netns import (
     MASTER_ADDRESS,

@@ -11,8 +11,8 @@ import pytest
 
 from rushhour.kernel.processes import free_port, stop_process
 from rushhour.scenarios.cli.worker import worker_argv
+from rushhour.scenarios.generator.worker_relay import ENV_REMOTE_WORK, STATUS_FILE
 from rushhour.scenarios.load.locust import proxy_free_env
-from rushhour.scenarios.load.worker_relay import ENV_REMOTE_WORK, STATUS_FILE
 
 HERE = Path(__file__).resolve().parent
 SCENARIO = """\

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rushhour.kernel.processes import stop_process
-from rushhour.scenarios.load.clusterauth import SECRET_ENV
+from rushhour.scenarios.generator.clusterauth import SECRET_ENV
 from rushhour.scenarios.load.locust import proxy_free_env
 
 pytestmark = pytest.mark.slow

@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 
 from rushhour.kernel.quantiles import percentile_value
+from rushhour.scenarios.generator.settings import LoadSettings
 from rushhour.scenarios.load.session import LoadSession
-from rushhour.scenarios.load.settings import LoadSettings
 from tests.support.targets import StreamPlan, serve_target
 
 TOLERANCE = 0.10

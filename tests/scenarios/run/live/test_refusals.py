@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from rushhour.scenarios.cli.run import prepare
-from rushhour.scenarios.load.master_relay import REJECTIONS_FILE
+from rushhour.scenarios.generator.master_relay import REJECTIONS_FILE
 from rushhour.scenarios.run.events import EventLog
 from rushhour.scenarios.run.live.metrics import DrillCollector
 from rushhour.scenarios.run.live.state import LiveState
