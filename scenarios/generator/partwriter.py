@@ -158,7 +158,9 @@ def keep_pandas_out() -> None:
     the import is refused; the refusal is lifted at once, so code that imports pandas (pyarrow's
     own `to_pandas` included, which asks again) still gets it. That this process's own modules
     import no pandas is checked by construction (an import-linter contract in pyproject.toml); this
-    hook is for pyarrow's import, made at run time where no static check can see it.
+    hook is for pyarrow's import, made at run time where no static check can see it. It is a finder
+    rather than `sys.modules["pandas"] = None`, because pyarrow's compiled import takes whatever
+    `sys.modules` holds, None included, and then fails on it instead of settling that pandas is absent.
     """
     if "pandas" in sys.modules:
         return  # loaded already (the runner's process): nothing to save

@@ -32,7 +32,7 @@ TEXT_CACHE_SIZE = 4096
 @lru_cache(maxsize=TEXT_CACHE_SIZE)
 def _text_for(text_id: int, chars: int) -> str:
     """The row's text; popular texts repeat (the mix's catalog), and making one costs ~40 us."""
-    from rushhour.traffic_models import text_for
+    from rushhour.traffic_models.text import text_for
 
     return text_for(text_id, chars)
 
