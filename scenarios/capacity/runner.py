@@ -291,8 +291,8 @@ def _exit_code(conditions: list[dict[str, Any]], aborted: str | None, require: f
 @dataclass
 class CapacityRun(RunLifecycle[CapacityOutcome]):
     """One capacity job in the order of `rushhour.scenarios.run.lifecycle.RunLifecycle`: the folder
-    made (a folder that holds files is written into), the signals of `interruptible` held, the
-    target booted and probed, each condition searched; then the server stopped and the document
+    made (a folder that holds files is written into), Ctrl-C, SIGTERM and SIGHUP handled by
+    `interruptible`, the target booted and probed, each condition searched; then the server stopped and the document
     written whatever happened. A target that does not speak the scenario's protocol is recorded as
     the misfit (exit 2)."""
 

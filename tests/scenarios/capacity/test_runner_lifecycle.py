@@ -1,7 +1,8 @@
 """A capacity job keeps one run's lifecycle, with stand-ins for the server and the steps: a boot
 that fails, a target that does not fit its protocol, Ctrl-C and SIGTERM are recorded as the abort,
 the server is stopped and capacity.json written whatever happened (a stop step that raises is
-said, not fatal), and the exit code says which it was."""
+said, not fatal; an error no run expects, or a document that cannot be written, is raised after
+the teardown), and the exit code says which it was."""
 
 from __future__ import annotations
 
@@ -152,3 +153,16 @@ def test_an_error_no_run_expects_is_raised_after_the_server_stopped_and_what_was
         runner.run_capacity(job, say=lambda _text: None)
     assert target.closed == 1
     assert json.loads((job.out_dir / "capacity.json").read_text(encoding="utf-8"))["conditions"] == []
+
+
+def test_a_document_that_cannot_be_written_is_said_and_raised_once_the_server_stopped(
+        job: CapacityJob, target: type[StandInTarget], monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(_job: CapacityJob, _document: dict[str, Any]) -> None:
+        raise ValueError('capacity.json\'s field "wall_s" is not a number.')
+
+    monkeypatch.setattr(runner, "probe_capacity_target", lambda _job, _url, *, say: False)
+    monkeypatch.setattr(runner, "write_document", refuse)
+    said: list[str] = []
+    with pytest.raises(ValueError, match='field "wall_s" is not a number'):
+        runner.run_capacity(job, say=said.append)
+    assert target.closed == 1 and any(line.startswith("warning: write_results failed") for line in said)
