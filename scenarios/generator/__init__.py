@@ -12,6 +12,7 @@ The entry points and what they fire:
     locustfile.py         the entry point of an open-loop drill
     locustfile_closed.py  the entry point of a closed-loop drill (`load.mode: closed`)
     closed.py             the closed-loop personas behind it
+    user.py               the Locust user both entry points' users derive from: protocol, TLS, no redirect
     share_run.py          a worker process's share: read it, wait for the common start, fire, report
     sharestream.py        that share read a batch of rows at a time, the next made ready on a thread
     openloop.py           open-loop firing: every request leaves at its intended time

@@ -1,13 +1,13 @@
 """Locust entry point of an open-loop drill (`rushhour run` starts it; not meant by hand).
 
-Thin on purpose: the firing logic lives in `rushhour.scenarios.generator.openloop` and `rushhour.scenarios.generator.share_run`,
-the request and answer formats in `rushhour.scenarios.protocols`, the sending in `rushhour.scenarios.generator.direct`
-(straight through the user's geventhttpclient pool, beneath Locust's session and statistics).
+Thin on purpose: the firing logic lives in `rushhour.scenarios.generator.openloop` and
+`rushhour.scenarios.generator.share_run`, the request and answer formats in
+`rushhour.scenarios.protocols`, the sending in `rushhour.scenarios.generator.direct` (straight
+through the user's geventhttpclient pool, beneath Locust's session and statistics), and what both
+drills' users share (no redirect followed, TLS verified, a stamping pool, so `sent_s` is when a
+connection was free) in `rushhour.scenarios.generator.user`.
 Each Locust user is one worker of the drill; with `--processes N` there is one per process.
-Redirects are never followed (a 3xx is recorded as the answer: the loopback guard allowed only
-the target's host), and geventhttpclient reads no proxy variables, so traffic goes straight to
-the target. Connections come from a stamping pool, so `sent_s` is when a connection was free.
-An https target is verified (against its `ca_bundle` when the scenario gives one).
+geventhttpclient reads no proxy variables, so traffic goes straight to the target.
 """
 
 from __future__ import annotations
@@ -18,33 +18,27 @@ from typing import Any
 
 import gevent
 from gevent import GreenletExit
-from locust import FastHttpUser, events, task
+from locust import events, task
 from locust.runners import STATE_CLEANUP, STATE_STOPPED
 
 from rushhour.scenarios.generator.direct import DirectSender
-from rushhour.scenarios.generator.handoff import stamp_connections
 from rushhour.scenarios.generator.jobs import JOB_POLL_NAME, JOBS_PATH, JobFollower, Reply
-from rushhour.scenarios.generator.partwriter import keep_pandas_out
-from rushhour.scenarios.generator.pinned_pools import install_pinned_resolver
 from rushhour.scenarios.generator.settings import ENV_SETTINGS, LoadSettings
 from rushhour.scenarios.generator.share_run import run_worker
+from rushhour.scenarios.generator.user import TargetUser
 from rushhour.scenarios.generator.wire import no_response
 from rushhour.scenarios.generator.worker_relay import WorkerRelay, install_relay
-from rushhour.scenarios.protocols.base import make_protocol
 from rushhour.scenarios.protocols.outcome import Outcome
 from rushhour.scenarios.protocols.rushhour import translate_body
-from rushhour.scenarios.protocols.tls import ssl_context_factory
 
 CONCURRENCY = int(os.environ.get("RUSHHOUR_CONCURRENCY", "2000"))
 log = logging.getLogger(__name__)
-install_pinned_resolver()  # connect only where the runner's loopback guard looked
 RELAY: list[object] = []
 """This process's relay in a drill across hosts (`rushhour.scenarios.generator.worker_relay`), if any."""
 
 
 @events.init.add_listener
 def _install_relay(environment: Any, **_kwargs: Any) -> None:
-    keep_pandas_out()  # a Locust process: see the function
     relay = install_relay(environment.runner)
     if relay is not None:
         RELAY.append(relay)
@@ -60,24 +54,14 @@ def _settings() -> tuple[int | None, LoadSettings | None, str | None]:
     return None, LoadSettings.from_env() if os.environ.get(ENV_SETTINGS) else None, None
 
 
-class OpenLoopUser(FastHttpUser):
+class OpenLoopUser(TargetUser):
     """Fires its share of the schedule at the intended times, never waiting on replies."""
 
     concurrency = CONCURRENCY
-    network_timeout = 600.0
-    connection_timeout = 10.0
-    max_redirects = 0
-    max_retries = 0
-    insecure = False
 
     def __init__(self, environment: Any) -> None:
         self._index, self._load, host = _settings()
-        if host is not None:
-            self.host = host
-        self.protocol = make_protocol((self._load.target if self._load else None) or {})
-        self.ssl_context_factory = ssl_context_factory(self.protocol.spec.ca_bundle)
-        super().__init__(environment)
-        stamp_connections(self.client.client)
+        super().__init__(environment, self._load.target if self._load else None, host)
         self._send = DirectSender(self.client, self.protocol)
 
     @task

@@ -10,18 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import gevent
-from locust import FastHttpUser, LoadTestShape, constant_pacing, events, task
+from locust import LoadTestShape, constant_pacing, events, task
 
 from rushhour.scenarios.generator.closed import PACING_S, ClosedDrill, shape_users
-from rushhour.scenarios.generator.handoff import stamp_connections
-from rushhour.scenarios.generator.partwriter import keep_pandas_out
-from rushhour.scenarios.generator.pinned_pools import install_pinned_resolver
 from rushhour.scenarios.generator.settings import LoadSettings
+from rushhour.scenarios.generator.user import TargetUser
 from rushhour.scenarios.generator.wire import WireSender
-from rushhour.scenarios.protocols.base import make_protocol
-from rushhour.scenarios.protocols.tls import ssl_context_factory
 
-install_pinned_resolver()  # connect only where the runner's loopback guard looked
 SHAPE_SLACK_S = 5  # the shape's clock starts before the common start time; run on a little
 _drill: ClosedDrill | None = None
 
@@ -33,32 +28,19 @@ def _shared(environment: Any) -> ClosedDrill:
     return _drill
 
 
-@events.init.add_listener
-def _lean(**_kwargs: Any) -> None:
-    keep_pandas_out()  # a Locust process: see the function
-
-
 @events.test_stop.add_listener
 def _flush(**_kwargs: Any) -> None:
     if _drill is not None:
         _drill.flush()
 
 
-class PersonaUser(FastHttpUser):
+class PersonaUser(TargetUser):
     """A customer: one translation, then wait out the pacing, then the next."""
 
     wait_time = constant_pacing(PACING_S)
-    network_timeout = 600.0
-    connection_timeout = 10.0
-    max_redirects = 0
-    max_retries = 0
-    insecure = False
 
     def __init__(self, environment: Any) -> None:
-        self.protocol = make_protocol(LoadSettings.from_env().target or {})
-        self.ssl_context_factory = ssl_context_factory(self.protocol.spec.ca_bundle)
-        super().__init__(environment)
-        stamp_connections(self.client.client)
+        super().__init__(environment, LoadSettings.from_env().target)
         self._send = WireSender(self.client, self.protocol)
 
     @task
