@@ -30,12 +30,12 @@ from rushhour.scenarios.load.session import LoadSession
 BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("socket calls (gevent wrapper + kernel)", ("gevent/_socket", "/socket.py", "/ssl.py", "gevent/_ssl")),
     ("JSON encode and decode", ("/json/",)),
-    ("result rows and part writes (pandas, pyarrow)", ("pandas/", "pyarrow/", "scenarios/load/parts.py")),
+    ("result rows and part writes (pandas, pyarrow)", ("pandas/", "pyarrow/", "scenarios/generator/partwriter.py")),
     ("connection stamping (handoff)", ("scenarios/generator/handoff.py", "gevent/local")),
     ("HTTP client (geventhttpclient)", ("geventhttpclient/",)),
     ("Locust session, request event and stats", ("locust/",)),
     ("protocol: request body and answer", ("scenarios/protocols/",)),
-    ("firer: payload, timers, row record", ("scenarios/load/", "traffic_models/")),
+    ("firer: payload, timers, row record", ("scenarios/generator/", "traffic_models/")),
     ("gevent scheduling (hub, greenlets, timers)", ("gevent/",)),
 )
 
