@@ -15,7 +15,7 @@ import click
 
 from rushhour.kernel.contract import AB_HTML_FILE
 from rushhour.scenarios.cli.errors import BadInput
-from rushhour.scenarios.cli.override_flags import override_options
+from rushhour.scenarios.cli.override_flags import allow_remote_option, override_options
 from rushhour.scenarios.cli.run import prepare, results_folder
 from rushhour.scenarios.spec.model import ScenarioError, load_scenario, resolve_path
 from rushhour.scenarios.spec.plan import DrillPlan, Overrides, build_plan, describe
@@ -69,7 +69,7 @@ def night_seed(seed: int | None) -> tuple[int, bool]:
                   "seed": "It also seeds the texts and the arm order."},
                   defaults={"seed": "a fresh seed drawn per night and recorded in ab.json, so a long-lived "
                             "baseline has not seen the texts"})
-@click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
+@allow_remote_option()
 @click.option("--threshold", type=click.FloatRange(1.0, 100.0, min_open=True), default=1.10, show_default=True,
               help="The candidate/baseline percentile ratio that counts as a regression.")
 @click.option("--error-margin", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.005, show_default=True,

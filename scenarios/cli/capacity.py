@@ -27,7 +27,7 @@ from rushhour.scenarios.capacity.job import (
 )
 from rushhour.scenarios.capacity.search import SearchSettings
 from rushhour.scenarios.cli.errors import BadInput, finite
-from rushhour.scenarios.cli.override_flags import override_options
+from rushhour.scenarios.cli.override_flags import allow_remote_option, override_options
 from rushhour.scenarios.protocols.admission import Context, Needs, Refused, admit
 from rushhour.scenarios.run.resultsdir import ResultsDirError, claim_results_dir, new_results_dir
 from rushhour.scenarios.spec.chaos import check_experiment
@@ -190,7 +190,7 @@ def _calibrate(scenario_spec: str, *, dry_run: bool, target_url: str | None = No
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Results folder, new or empty (default results/<scenario>-capacity-<UTC timestamp>-<id>).")
 @override_options("seed", notes={"seed": "The first step is drawn with it, each further step with it plus the step's number."})
-@click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
+@allow_remote_option()
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan; boot nothing, send nothing.")
 @click.option("--calibrate", is_flag=True, help="Measure (or show the cached) capacity that the scenario's "
               '`peak_rps: 0.7x capacity` resolves to on this machine and target, and cache it; other options but --target, '

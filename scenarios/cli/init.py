@@ -22,6 +22,7 @@ from rushhour.kernel.loopback import is_loopback_url
 from rushhour.scenarios.cli.errors import BadInput
 from rushhour.scenarios.cli.identify import Identity, Unreachable, identify, probe_http
 from rushhour.scenarios.cli.init_template import HTTP_TEMPLATE, Draft, render
+from rushhour.scenarios.cli.override_flags import allow_remote_option
 from rushhour.scenarios.cli.schema import SCHEMA_FILE
 from rushhour.scenarios.protocols.admission import Context, Needs, Refused, admit
 from rushhour.scenarios.protocols.probe import ProbeError
@@ -42,7 +43,7 @@ Echo = Callable[[str], None]
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_OUT, show_default=True,
               help="The scenario file to write; an existing file is never overwritten.")
 @click.option("--name", default=None, help="The scenario's name (default: the file name without .yaml).")
-@click.option("--allow-remote", is_flag=True, help="Probe a service that is not on this machine.")
+@allow_remote_option("Probe a service that is not on this machine.")
 @click.option("--pid-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="The file the service's PID is in: the scenario then pauses and kills that process in the middle "
                    "of the load (without it, that chaos section is written commented out).")

@@ -5,6 +5,10 @@
 help; a command adds a note of its own or says what its default is instead (`ab` draws a seed per
 night). Each option's value reaches the command under the setting's name (`target_url` for
 `--target`), so `Overrides.of(locals())` collects them.
+
+`allow_remote_option` is the one declaration of `--allow-remote`, the flag that lets a command
+contact a host that is not this machine: not a scenario setting (a scenario file can never open the
+guard), so it has no `Overrides` field; each command that contacts a target takes it from here.
 """
 
 from __future__ import annotations
@@ -73,3 +77,12 @@ def override_options(*names: str, notes: Mapping[str, str] | None = None,
         return command
 
     return decorate
+
+
+ALLOW_REMOTE_FLAG = "--allow-remote"
+ALLOW_REMOTE_HELP = "Allow a target that is not on this machine."
+
+
+def allow_remote_option(help_text: str = ALLOW_REMOTE_HELP) -> Callable[[Command], Command]:
+    """`--allow-remote` (value `allow_remote`, off by default); `help_text` words it for the command."""
+    return click.option(ALLOW_REMOTE_FLAG, "allow_remote", is_flag=True, default=False, help=help_text)

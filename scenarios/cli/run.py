@@ -14,7 +14,7 @@ import click
 from rushhour.kernel.contract import REPORT_HTML_FILE
 from rushhour.scenarios.cli.calibration import calibrate_scenario
 from rushhour.scenarios.cli.errors import EXIT_ABORTED, BadInput
-from rushhour.scenarios.cli.override_flags import override_options
+from rushhour.scenarios.cli.override_flags import allow_remote_option, override_options
 from rushhour.scenarios.cli.run_target import check_target, describe_target
 from rushhour.scenarios.protocols.admission import Context, Needs, Refused, admit
 from rushhour.scenarios.run.overhead import SKIP_ENV
@@ -137,7 +137,7 @@ def run_variants(plan: DrillPlan, runs: list[VariantRun], top: Path, metrics: Me
                    "the cluster secret.")
 @click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path),
               help="With --workers: the cluster secret the workers must prove (default: RUSHHOUR_CLUSTER_SECRET).")
-@click.option("--allow-remote", is_flag=True, help="Allow a target that is not on this machine.")
+@allow_remote_option()
 @click.option("--no-probe", is_flag=True, help="Skip the capability probe (one request to the target before the load).")
 @click.option("--no-recalibrate", is_flag=True, help="When the cached capacity behind a relative peak fails its check "
               "step, stop as invalid (exit 3) instead of measuring it again.")

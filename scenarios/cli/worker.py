@@ -27,6 +27,7 @@ import click
 
 from rushhour.kernel.processes import die_with_parent, stop_process
 from rushhour.scenarios.cli.errors import BadInput, finite
+from rushhour.scenarios.cli.override_flags import allow_remote_option
 from rushhour.scenarios.cli.scaleout import cluster_secret, parse_host_port
 
 __all__ = ["parse_host_port", "worker", "worker_argv"]
@@ -162,7 +163,7 @@ def _check_ca_bundle(path: Path) -> None:
 @click.option("--connect-timeout", type=click.FloatRange(min=1.0), default=DEFAULT_CONNECT_TIMEOUT_S,
               callback=finite,
               show_default=True, help="Seconds to wait for the master to welcome this worker before giving up (exit 3).")
-@click.option("--allow-remote", is_flag=True, help="Load a target that is not on this machine, if the master names one.")
+@allow_remote_option("Load a target that is not on this machine, if the master names one.")
 @click.option("--allowed-host", "allowed_hosts", multiple=True,
               help="A private test address this worker may load without --allow-remote (repeatable).")
 @click.option("--allow-target", "pinned", multiple=True,

@@ -56,3 +56,26 @@ def test_override_flags_help_has_notes_and_defaults_of_the_command() -> None:
 def test_override_flags_help_text_joins_help_note_and_default() -> None:
     assert help_text(BY_NAME["no_chaos"]) == "Skip the scenario's chaos experiments."
     assert help_text(BY_NAME["seed"], "N.", "none") == "Seed of the arrival schedule. N. Default: none."
+
+
+def test_allow_remote_is_the_one_declared_flag_on_every_command_that_contacts_a_target() -> None:
+    from rushhour.scenarios.cli.main import cli
+    from rushhour.scenarios.cli.override_flags import ALLOW_REMOTE_FLAG
+
+    def flag_of(command: click.Command) -> click.Option | None:
+        found = [p for p in command.params if isinstance(p, click.Option) and ALLOW_REMOTE_FLAG in p.opts]
+        return found[0] if found else None
+
+    context = click.Context(cli)
+
+    def command(name: str) -> click.Command:
+        found = cli.get_command(context, name)
+        assert found is not None, name
+        return found
+
+    for name in ("run", "capacity", "ab", "init", "worker"):
+        option = flag_of(command(name))
+        assert option is not None, name
+        assert (option.name, option.is_flag, option.default, option.opts) == ("allow_remote", True, False,
+                                                                            [ALLOW_REMOTE_FLAG]), name
+    assert flag_of(command("serve")) is None  # serving contacts nobody
