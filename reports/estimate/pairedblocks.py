@@ -25,6 +25,8 @@ from rushhour.kernel.quantiles import percentile_value
 GRID_STEP = 1.002
 """Relative width of the bins a replicate's percentile is read from (0.2%)."""
 MAX_BINS = 6000
+CHUNK = 64
+"""Occupied bins searched together in the first pass of a replicate's percentile."""
 
 __all__ = ["PairedSample", "RatioInterval", "ShareDifference", "block_length", "block_weights", "newcombe",
            "percentile_ratio", "share_difference", "small_sample_factor", "wilson"]
@@ -133,11 +135,34 @@ def _replicates(sample: PairedSample, weights: np.ndarray, percentile: float, ed
     occupied = np.flatnonzero(hist.any(axis=0))
     if not occupied.size:
         return np.full(weights.shape[0], np.nan)
-    cumulative = np.cumsum(weights @ hist[:, occupied], axis=1)
-    total = cumulative[:, -1]
-    reached = cumulative >= np.round(percentile / 100.0 * total, 9)[:, None]
-    found = occupied[np.argmax(reached, axis=1)]
-    return np.where(total > 0, edges[found + 1], np.nan)
+    found, total = _first_reaching(weights, hist[:, occupied], percentile)
+    return np.where(total > 0, edges[occupied[found] + 1], np.nan)
+
+
+def _first_reaching(weights: np.ndarray, hist: np.ndarray, percentile: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per replicate, the first column of `hist` (pairs x columns) where the weighted running count
+    reaches `percentile` of the replicate's total, and that total.
+
+    Searched in two passes, so no replicate's running count is summed over every column: first over
+    chunks of `CHUNK` columns, then within the one chunk where the count is reached. Counts and
+    weights are whole numbers, so every sum is exact and the answer is the one a running sum over
+    every column gives."""
+    columns = hist.shape[1]
+    chunks = -(-columns // CHUNK)
+    padded = np.zeros((hist.shape[0], chunks * CHUNK))
+    padded[:, :columns] = hist
+    by_chunk = padded.reshape(hist.shape[0], chunks, CHUNK)
+    counted = np.cumsum(weights @ by_chunk.sum(axis=2), axis=1)  # reps x chunks: counted up to each chunk's end
+    total = counted[:, -1]
+    need = np.round(percentile / 100.0 * total, 9)
+    chunk = np.minimum(np.argmax(counted >= need[:, None], axis=1), chunks - 1)
+    column = np.empty(weights.shape[0], dtype=int)
+    for where in np.unique(chunk):  # few: replicates' percentiles lie close together
+        rows = np.flatnonzero(chunk == where)
+        before = counted[rows, where - 1] if where > 0 else np.zeros(rows.size)
+        running = before[:, None] + np.cumsum(weights[rows] @ by_chunk[:, where, :], axis=1)
+        column[rows] = where * CHUNK + np.argmax(running >= need[rows, None], axis=1)
+    return np.minimum(column, columns - 1), total
 
 
 def share_difference(first: PairedSample, second: PairedSample, weights: np.ndarray, *, low_tail: float,
