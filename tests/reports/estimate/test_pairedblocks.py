@@ -7,6 +7,8 @@ import pytest
 
 from rushhour.reports.estimate.pairedblocks import (
     PairedSample,
+    _grid,
+    _replicates,
     block_weights,
     newcombe,
     percentile_ratio,
@@ -72,3 +74,29 @@ def test_share_difference_finds_a_worse_share_and_clears_an_equal_one() -> None:
                             low_tail=0.025, high_tail=0.025)
     assert worse.low > 0 and worse.difference == pytest.approx(0.02, abs=0.005)
     assert same.low < 0 < same.high
+
+
+def _running_sum_percentiles(sample: PairedSample, weights: np.ndarray, percentile: float,
+                             edges: np.ndarray) -> np.ndarray:
+    """The plain way: each replicate's weighted running count over every bin, read where it reaches."""
+    pairs, bins = weights.shape[1], edges.size - 1
+    keep = sample.within(pairs)
+    index = np.clip(np.searchsorted(edges, np.maximum(sample.values[keep], edges[0]), side="right") - 1, 0, bins - 1)
+    hist = np.bincount(sample.pair[keep] * bins + index, minlength=pairs * bins).reshape(pairs, bins)
+    running = np.cumsum(weights @ hist, axis=1)
+    need = np.round(percentile / 100.0 * running[:, -1], 9)
+    return np.where(running[:, -1] > 0, edges[np.argmax(running >= need[:, None], axis=1) + 1], np.nan)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_replicate_percentiles_are_those_of_a_running_sum_over_every_bin(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    pairs, n = int(rng.integers(2, 90)), int(rng.integers(50, 4000))
+    values = rng.lognormal(3.0, rng.uniform(0.2, 2.0), n)
+    values = np.round(values) if seed % 3 == 0 else values  # ties
+    sample = PairedSample(values, rng.integers(-1, pairs + 1, n))  # some outside the pairs compared
+    weights = block_weights(pairs, 300, seed)
+    edges = _grid(values)
+    for percentile in (50.0, 99.0, 99.9, 100.0):
+        expected = _running_sum_percentiles(sample, weights, percentile, edges)
+        assert np.array_equal(_replicates(sample, weights, percentile, edges), expected, equal_nan=True)
