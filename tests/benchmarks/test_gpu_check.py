@@ -19,6 +19,9 @@ from tests.support.models import shared_models
 
 REPO = Path(__file__).resolve().parents[2]
 PARTS = ("gpucheck", "batches", "head_of_line", "smoke")
+# Its smoke part is a drill judged on the generator keeping its schedule: in a CPU lane, so no more
+# than three drills share the machine while it runs (six workers outside the lanes starve it).
+pytestmark = pytest.mark.xdist_group("cpu-c")
 
 
 @pytest.fixture(scope="module")
