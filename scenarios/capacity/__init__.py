@@ -3,6 +3,7 @@
     search.py       bracket upward, then bisect to the precision (pure: a step is a function)
     throughput.py   the saturated throughput in seconds (a closed loop of doubling size)
     bracket.py      a search's rates and step lengths planned around that throughput (pure)
+    relaxation.py   a fresh step's warm-up scaled to its queue's relaxation time at the step's load (pure)
     steps.py        one step as data: constant-rate schedule, what is known mid-step, the verdict
     stepper.py      one step for real: a Locust session, judged at its planned looks, stopped at the first call
     pool_status.py  the target's pools during a step (utilisation) and calm between steps

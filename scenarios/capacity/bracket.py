@@ -20,8 +20,12 @@ over 28% of the mix needs 314 requests of that share per step, which takes 60 s 
 longer; the lowest rate is where the longest step holds just what each SLO needs, and the search
 goes no lower.
 
+A fresh step warms up for 2.5 relaxation times of its queue at the load rate / X, with the
+service estimated from X (`rushhour.scenarios.capacity.relaxation`), at least the fixed warm-up and
+at most its window: a queue started empty near its knee takes long to fill (`warmup_at`).
+
 Nothing here changes how a step is judged: each step keeps its planned looks, error spending,
-effective sample size and the confirmation. The plan only chooses rates and step lengths;
+effective sample size and the confirmation. The plan only chooses rates, warm-ups and step lengths;
 when the knee is not where the estimate put it, the search walks on (and a calibration falls
 back to the scenario's whole range with longer steps).
 """
@@ -34,6 +38,7 @@ from dataclasses import dataclass
 
 from rushhour.reports.schema import SloSpec
 from rushhour.scenarios.capacity.job import SloFloor
+from rushhour.scenarios.capacity.relaxation import RELAXATIONS, warmup_s
 from rushhour.scenarios.capacity.search import SearchSettings
 
 __all__ = ["ProbePlan", "knee_share", "plan_from_throughput", "step_length", "window_s"]
@@ -100,10 +105,16 @@ class ProbePlan:
         """Seconds of window for a step at `rate_rps`."""
         return window_s(list(self.floors), rate_rps, self.longest_s)
 
+    def warmup_at(self, rate_rps: float) -> float:
+        """Seconds of warm-up for a fresh step at `rate_rps`: scaled to its queue's relaxation time
+        at the load rate / throughput (`rushhour.scenarios.capacity.relaxation`), at most its window."""
+        return warmup_s(rate_rps, self.throughput_rps, self.measure_at(rate_rps))
+
     def as_dict(self) -> dict[str, float]:
         return {"throughput_rps": round(self.throughput_rps, 2), "start_rps": round(self.start_rps, 2),
                 "min_rps": round(self.settings.min_rps, 2), "max_rps": round(self.settings.max_rps, 2),
-                "growth": round(self.settings.growth, 4), "step_duration_s": round(self.measure_s, 1)}
+                "growth": round(self.settings.growth, 4), "step_duration_s": round(self.measure_s, 1),
+                "warmup_relaxations": RELAXATIONS}
 
 
 def step_length(floors: list[SloFloor], rate_rps: float) -> float:

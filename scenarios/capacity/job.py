@@ -21,6 +21,7 @@ from rushhour.reports.capacity.stepstats import samples_to_pass
 from rushhour.reports.estimate.sequential import ALPHA
 from rushhour.reports.rundata.selection import slo_scope
 from rushhour.reports.schema import CostModel, SloSpec
+from rushhour.scenarios.capacity.relaxation import fixed_warmup_s
 from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict
 from rushhour.scenarios.capacity.steps import StepRules, step_schedule
 from rushhour.scenarios.spec.model import Scenario, ScenarioError
@@ -29,7 +30,7 @@ from rushhour.traffic_models import TrafficModelError, load_traffic_model
 from rushhour.traffic_models.model import TrafficModel
 
 __all__ = ["RETRY_S", "CapacityJob", "SloFloor", "default_range", "load_mix", "retry_rules_for", "select_slos",
-           "slo_floors"]
+           "slo_floors", "step_rules"]
 
 SHARE_SAMPLE_RPS = 2000.0
 SHARE_SAMPLE_S = 10.0
@@ -80,6 +81,9 @@ class CapacityJob:
     """Measure the saturated throughput first and search around it (`rushhour.scenarios.capacity.bracket`)."""
     measure_at: Callable[[float], float] | None = None
     """A step's window at a given rate, when steps are sized to their rate; None: `rules.measure_s` for every step."""
+    warmup_at: Callable[[float], float] | None = None
+    """A fresh step's warm-up at a given rate, when the probe measured the throughput
+    (`rushhour.scenarios.capacity.relaxation`); None: the fixed warm-up of `step_rules`."""
     known_fail: StepVerdict | None = None
     """A failure seen just before this job (a cached capacity's check step): the search starts from
     it as its first failure and never steps at or above that rate (`SearchResult.after`)."""
@@ -89,6 +93,10 @@ class CapacityJob:
     retry_rules: StepRules | None = None
     """The rules of the one retry of a step that ended open (`SearchSettings.retry_open`); None:
     an open step counts as a failure at once."""
+
+    def warmup_s_at(self, rate_rps: float) -> float | None:
+        """A fresh step's warm-up at `rate_rps` from `warmup_at`; None without one."""
+        return None if self.warmup_at is None else self.warmup_at(rate_rps)
 
     @property
     def cost_model(self) -> CostModel | None:
@@ -176,9 +184,11 @@ def default_range(floors: list[SloFloor], min_rps: float | None, max_rps: float 
     return float(low), float(high)
 
 
-def step_rules(measure_s: float, max_lag_p99_ms: float, met_error: float = ALPHA) -> StepRules:
-    """Warm-up a sixth of the step (at most 5 s), its looks, "met" spending `met_error`."""
-    return StepRules(measure_s=measure_s, warmup_s=min(5.0, max(1.0, measure_s / 6.0)),
+def step_rules(measure_s: float, max_lag_p99_ms: float, met_error: float = ALPHA, *,
+               warmup_s: float | None = None) -> StepRules:
+    """A step of `measure_s` with `warmup_s` of warm-up (None: `fixed_warmup_s`), its looks, "met"
+    spending `met_error`."""
+    return StepRules(measure_s=measure_s, warmup_s=fixed_warmup_s(measure_s) if warmup_s is None else warmup_s,
                      max_lag_p99_ms=max_lag_p99_ms, met_error=met_error)
 
 

@@ -204,6 +204,7 @@ def _planned(job: CapacityJob, target: Target, label: str, say: Callable[[str], 
         f"{start:.1f} ({start / plan.throughput_rps:.2f} of the throughput), each step as long "
         f"as its rate needs ({plan.measure_at(start):g} s at the first)")
     planned = dataclasses.replace(job, settings=settings, start_rps=start, measure_at=plan.measure_at,
+                                  warmup_at=plan.warmup_at,
                                   rules=step_rules(plan.measure_at(start), job.scenario.load.max_lag_p99_ms,
                                                    job.rules.met_error))
     applied = {"start_rps": round(start, 2), "max_rps": round(settings.max_rps, 2),
@@ -214,7 +215,8 @@ def _planned(job: CapacityJob, target: Target, label: str, say: Callable[[str], 
 def _rules_at(job: CapacityJob) -> Callable[[float], StepRules] | None:
     """Each step's rules from its rate, for a job whose steps are sized to their rate."""
     measure_at, max_lag, met_error = job.measure_at, job.scenario.load.max_lag_p99_ms, job.rules.met_error
-    return None if measure_at is None else (lambda rate: step_rules(measure_at(rate), max_lag, met_error))
+    return None if measure_at is None else (
+        lambda rate: step_rules(measure_at(rate), max_lag, met_error, warmup_s=job.warmup_s_at(rate)))
 
 
 def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable[[str], None], *,
