@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ import httpx
 import numpy as np
 from scipy.special import betaincinv
 
+from benchmarks.gate_nights_machine import MachineSample, wait_for_quiet
+from benchmarks.gate_nights_work import measure_work_on, quality_cpu_reader
 from benchmarks.gate_trials import FOLDERS, PURELIB, load1, make_setup, start_server
 from benchmarks.noisy_neighbour import NoisyNeighbour, busy_cores
 from rushhour.kernel.processes import die_with_parent, free_port, stop_process
@@ -50,11 +53,14 @@ REPO = Path(__file__).resolve().parents[1]
 TIMED_TARGET = REPO / "tests" / "support" / "timed_target.py"
 NIGHT_TIMEOUT_S = 1200.0
 QUALITY_DEC_FFN = 2048
-DECODE_WIDTH_PER_WORK = 6300
-"""Decoder feed-forward width that adds the decoding work of one whole step of the quality model:
-a step projects onto the 8,192-word vocabulary (4.2 M multiply-adds at d_model 512) and through
-its feed-forward (2 x 512 x 2,048); widening the feed-forward by f x 6,300 adds about f x one step.
-The install's real factor is measured anyway (`measure_work`)."""
+DECODE_WIDTH_PER_WORK = 4400
+"""Decoder feed-forward width that adds about the quality model's whole work per request of the
+nightly's length, so `factor` x the work is a feed-forward `(factor - 1) x 4,400` wider. A step's
+multiply-adds: the query (512 x 512), the feed-forward in (1,024 x 2,048) and out (2,048 x 512),
+the vocabulary (512 x 8,192): 7.6 M, and each unit of width adds 1,536; measured, a feed-forward
+1,890 wider made the quality nodes spend x1.43 the CPU per 90-character request (32.3 against
+46.2 ms, 2026-12-05), so 0.43 of the work per 1,890, about 4,400 for the whole. The install's
+real factor is measured anyway (`measure_work`) and recorded in the file's header."""
 KINDS = ("same", "cpu", "cpu-small", "fail-same", "fail-slow")
 GOAL_POWER, GOAL_FALSE, GOAL_UNDECIDED = 0.9, 0.1, 0.2
 
@@ -64,25 +70,46 @@ def clopper_pearson_lower(hits: int, n: int, confidence: float = 0.95) -> float:
     return 0.0 if hits <= 0 or n <= 0 else float(betaincinv(hits, n - hits + 1, 1.0 - confidence))
 
 
-def statistics_commit() -> str:
-    """The commit whose statistics judge the nights, with "+dirty" when the tree has changes."""
-    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "reports", "scenarios"],
-                           capture_output=True, text=True).stdout.strip()
-    return head + ("+dirty" if dirty else "")
+def _git(*argv: str) -> str:
+    return subprocess.run(["git", "-C", str(REPO), *argv], capture_output=True, text=True).stdout.strip()
 
 
-def wider_install(base_command: str, workdir: Path, factor: float) -> str:
+def install_commit(args: argparse.Namespace) -> str:
+    """The commit both arms run and whose statistics judge the nights: `--ref`'s, or with
+    `--snapshot`/`--working-tree` this checkout's HEAD, "+dirty" when its packages have changes."""
+    if not (args.working_tree or args.snapshot):
+        commit = _git("rev-parse", "--verify", "--quiet", f"{args.ref}^{{commit}}")
+        if not commit:
+            raise SystemExit(f'--ref "{args.ref}" is not a commit of {REPO}.')
+        return commit
+    return _git("rev-parse", "HEAD") + ("+dirty" if _git("status", "--porcelain", "--", *FOLDERS) else "")
+
+
+@dataclass(frozen=True)
+class Bench:
+    """What every night of one invocation shares: the installs, the work folder, the neighbour's log."""
+
+    setup: Any
+    candidates: dict[str, str]
+    workdir: Path
+    neighbour_log: Path | None
+    commit: str
+
+
+def wider_install(base_command: str, workdir: Path, factor: float, commit: str) -> str:
     """A copy of the baseline's source whose quality decoder does about `factor` times the work,
     with its own environment sharing the installed dependencies; returns its `rushhour` command."""
     source = Path(base_command).parents[1] / "src" if Path(base_command).parents[1].joinpath("src").is_dir() else REPO
-    root = workdir / f"cpu-x{factor:g}"
+    root = workdir / f"cpu-x{factor:g}-{commit[:12]}"
     if not (root / "bin" / "rushhour").exists():
         shutil.copytree(source, root / "src", ignore=shutil.ignore_patterns(
             ".git", ".venv", "results", "build", ".rushhour", "__pycache__", "*.egg-info"))
         spec = root / "src" / "reference_server" / "model" / "spec.py"
         width = int(round(QUALITY_DEC_FFN + (factor - 1.0) * DECODE_WIDTH_PER_WORK))
         text = spec.read_text(encoding="utf-8")
+        if f"dec_ffn={QUALITY_DEC_FFN}," not in text:
+            raise SystemExit(f"{spec} has no quality decoder of feed-forward width {QUALITY_DEC_FFN} to widen; "
+                             "update QUALITY_DEC_FFN in benchmarks/gate_nights.py.")
         spec.write_text(text.replace(f"dec_ffn={QUALITY_DEC_FFN},", f"dec_ffn={width},", 1), encoding="utf-8")
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True)
         site = subprocess.run([str(root / "venv" / "bin" / "python"), "-c", PURELIB], capture_output=True, text=True,
@@ -102,9 +129,9 @@ def wider_install(base_command: str, workdir: Path, factor: float) -> str:
     return str(root / "bin" / "rushhour")
 
 
-def measure_work(setup: Any, command: str, workdir: Path, requests: int = 60) -> float:
-    """Median quality-tier compute time of `command`'s server over the baseline's, both up at once and
-    asked in turn, one request at a time (the machine's moments fall on both alike)."""
+def measure_work(setup: Any, command: str, workdir: Path, requests: int = 60) -> dict[str, object]:
+    """The CPU time `command`'s quality nodes spend per request over the baseline's, both servers up at
+    once and asked the same texts in turn (benchmarks.gate_nights_work says why CPU, not wall time)."""
     procs, urls = [], []
     try:
         for name, rushhour in (("work-baseline", setup.rushhour), ("work-candidate", command)):
@@ -112,17 +139,12 @@ def measure_work(setup: Any, command: str, workdir: Path, requests: int = 60) ->
                                      name, "work")
             procs.append(proc)
             urls.append(url)
-        text = "the same sentence of about forty words, " * 6
-        times: list[list[float]] = [[], []]
-        for i in range(requests):
-            for arm, url in enumerate(urls):
-                body = {"text": f"{i} {text}", "source_lang": "en", "target_lang": "de", "mode": "quality",
-                        "priority": "paid", "deadline_ms": 60000}
-                times[arm].append(float(httpx.post(f"{url}/v1/translate", json=body, timeout=60).json()["timing"]["infer_ms"]))
+        with httpx.Client() as client:
+            readers = tuple(quality_cpu_reader(url, client) for url in urls)
+            return measure_work_on((urls[0], urls[1]), client, readers, requests=requests).as_record()
     finally:
         for proc in procs:
             stop_process(proc)
-    return float(np.median(times[1]) / np.median(times[0]))
 
 
 def plan(args: argparse.Namespace) -> list[str]:
@@ -143,81 +165,119 @@ def _targets(args: argparse.Namespace, kind: str) -> tuple[list[subprocess.Popen
     return procs, urls
 
 
-def run_night(index: int, kind: str, args: argparse.Namespace, setup: Any, candidates: dict[str, str],
-              workdir: Path, neighbour_log: Path | None) -> dict[str, Any]:
-    night_dir = workdir / "nights" / f"{index:03d}-{kind}"
-    night_dir.mkdir(parents=True, exist_ok=True)
-    out = night_dir / "results"
+def _command(index: int, kind: str, args: argparse.Namespace, bench: Bench, out: Path) -> tuple[list[str], dict[str, str]]:
+    setup = bench.setup
     env = dict(os.environ, NIGHTLY_PYTHON=sys.executable, NIGHTLY_SCENARIO=str(setup.scenario),
                NIGHTLY_SERVE_ARGS=" ".join(setup.serve_args), NIGHTLY_OUT=str(out),
-               NIGHTLY_ARTIFACTS=str(night_dir / "artifacts"), NIGHTLY_BASELINE_RUSHHOUR=setup.rushhour,
-               RUSHHOUR=candidates.get(kind, setup.rushhour))
+               NIGHTLY_ARTIFACTS=str(out.parent / "artifacts"), NIGHTLY_BASELINE_RUSHHOUR=setup.rushhour,
+               RUSHHOUR=bench.candidates.get(kind, setup.rushhour))
     if args.duration:
         env["NIGHTLY_DURATION"] = args.duration
-    before, wall0, started = load1(), time.time(), time.monotonic()
+    if not kind.startswith("fail"):
+        return ["bash", str(setup.nightly)], env
+    return [setup.rushhour, "ab", str(args.fail_scenario), "--out", str(out),
+            *(["--duration", args.duration] if args.duration else [])], env
+
+
+def run_night(index: int, kind: str, args: argparse.Namespace, bench: Bench) -> dict[str, Any]:
+    """One night, after a bounded wait for a quiet machine; what else the machine did is recorded."""
+    night_dir = bench.workdir / "nights" / f"{index:03d}-{kind}"
+    night_dir.mkdir(parents=True, exist_ok=True)
+    out = night_dir / "results"
+    command, env = _command(index, kind, args, bench, out)
+    quiet = wait_for_quiet(args.quiet_cores, args.quiet_wait_s)
+    before, wall0, started, sample = load1(), time.time(), time.monotonic(), MachineSample.now()
     procs: list[subprocess.Popen[bytes]] = []
     try:
         if kind.startswith("fail"):
             procs, urls = _targets(args, kind)
-            command = [setup.rushhour, "ab", str(args.fail_scenario), "--baseline", urls[0], "--candidate", urls[1],
-                       "--out", str(out), *(["--duration", args.duration] if args.duration else [])]
-        else:
-            command = ["bash", str(setup.nightly)]
+            command += ["--baseline", urls[0], "--candidate", urls[1]]
         done = subprocess.run(command, env=env, text=True, capture_output=True, check=False,
                               timeout=NIGHT_TIMEOUT_S, preexec_fn=die_with_parent)
     finally:
         for proc in procs:
             stop_process(proc)
+    machine = MachineSample.now().cores_since(sample)
     (night_dir / "night.log").write_text(done.stdout + done.stderr, encoding="utf-8")
     doc = json.loads((out / "ab.json").read_text()) if (out / "ab.json").exists() else {}
+    log = bench.neighbour_log
     return {"index": index, "kind": kind, "factor": _factor(args, kind), "exit_code": done.returncode,
             "verdict": doc.get("verdict"), "sentence": doc.get("sentence"),
             "seed": (doc.get("design") or {}).get("seed"), "wall_s": round(time.monotonic() - started, 1),
-            "load1_before": before,
-            "neighbour_cores": round(busy_cores(neighbour_log, wall0, time.time()), 2) if neighbour_log else 0.0,
+            "load1_before": before, "load1_after": load1(), "nice": os.nice(0),
+            "quiet_wait": {"waited_s": quiet.waited_s, "other_cores": quiet.other_cores, "quiet": quiet.quiet},
+            "machine": machine, "beside_other_work": machine["other_cores"] > args.quiet_cores,
+            "neighbour_cores": round(busy_cores(log, wall0, time.time()), 2) if log else 0.0,
+            "lag_p99_ms": (doc.get("generator") or {}).get("schedule_lag_p99_ms"),
             "error_share": {a: (doc.get("arms") or {}).get(a, {}).get("error_share") for a in ("baseline", "candidate")},
             "cache": {k: (doc.get("cache") or {}).get(k) for k in ("baseline", "candidate", "confounded")},
             "groups": [{k: g.get(k) for k in ("name", "ratio_text", "mde", "verdict", "compared")}
                        for g in doc.get("groups", [])],
-            "commit": statistics_commit(), "date": time.strftime("%Y-%m-%d", time.gmtime()), "results": str(night_dir)}
+            "commit": bench.commit, "date": time.strftime("%Y-%m-%d", time.gmtime()), "results": str(night_dir)}
 
 
 def _factor(args: argparse.Namespace, kind: str) -> float:
     return {"cpu": args.factor, "cpu-small": args.small_factor, "fail-slow": args.factor}.get(kind, 1.0)
 
 
+def _outcome(night: dict[str, Any]) -> str:
+    code = night["exit_code"]
+    return {0: "passed", 1: "flagged"}.get(code, "invalid" if night.get("verdict") in (None, "invalid") else "inconclusive")
+
+
 def summarise(nights: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per kind: nights, flagged, passed, undecided, and the one-sided 95% bound that matters."""
+    """Per kind: nights, flagged, passed, inconclusive, invalid, how many ran beside other work, and
+    the one-sided 95% bound that matters."""
     out: dict[str, Any] = {}
     for kind in KINDS:
         chosen = [n for n in nights if n["kind"] == kind]
         n = len(chosen)
-        flagged = sum(c["exit_code"] == 1 for c in chosen)
-        row = {"nights": n, "flagged": flagged, "passed": sum(c["exit_code"] == 0 for c in chosen),
-               "undecided": sum(c["exit_code"] not in (0, 1) for c in chosen)}
+        outcomes = [_outcome(c) for c in chosen]
+        row: dict[str, Any] = {"nights": n, **{key: outcomes.count(key) for key in
+                                              ("flagged", "passed", "inconclusive", "invalid")},
+                               "beside_other_work": sum(bool(c.get("beside_other_work")) for c in chosen)}
         if kind in ("same", "fail-same"):
-            row["false_alarm_bound"] = clopper_pearson_upper(flagged, n) if n else None
+            row["false_alarm_bound"] = clopper_pearson_upper(row["flagged"], n) if n else None
         else:
-            row["power_bound"] = clopper_pearson_lower(flagged, n) if n else None
+            row["power_bound"] = clopper_pearson_lower(row["flagged"], n) if n else None
         out[kind] = row
     return out
 
 
+def _bound(r: dict[str, Any]) -> str:
+    if r.get("false_alarm_bound") is not None:
+        return f"false alarms <= {100 * r['false_alarm_bound']:.1f}%"
+    return f"power >= {100 * r['power_bound']:.1f}%" if r.get("power_bound") is not None else "-"
+
+
+def _kinds_table(nights: list[dict[str, Any]]) -> list[str]:
+    lines = ["| kind | nights | flagged (exit 1) | no regression (exit 0) | inconclusive | invalid | beside other work "
+             "| one-sided 95% bound |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for kind, r in summarise(nights).items():
+        lines.append(f"| {kind} | {r['nights']} | {r['flagged']} | {r['passed']} | {r['inconclusive']} | "
+                     f"{r['invalid']} | {r['beside_other_work']} | {_bound(r)} |")
+    return lines
+
+
+def _night_row(n: dict[str, Any]) -> str:
+    groups = "; ".join(f"{g['name']} {g['ratio_text']} {g['verdict']}" for g in n["groups"] if g.get("compared"))
+    errors = "/".join("-" if v is None else f"{100 * v:.2f}%" for v in (n.get("error_share") or {}).values())
+    lag, other = n.get("lag_p99_ms"), (n.get("machine") or {}).get("other_cores")
+    return (f"| {n['index']} | {n['date']} | {n['kind']} x{n['factor']:g} | {n['exit_code']} {_outcome(n)} | "
+            f"{errors or '-'} | {'-' if lag is None else f'{lag:.0f}'} | {n['neighbour_cores']} | "
+            f"{'-' if other is None else other} | {groups or (n['sentence'] or '-')} |")
+
+
 def markdown(nights: list[dict[str, Any]], meta: dict[str, Any]) -> str:
-    s = summarise(nights)
-    lines = [f"Statistics at commit(s) {', '.join(sorted({n['commit'] for n in nights})) or '-'}; measured work "
-             f"factor of the CPU-bound candidates: {meta.get('work_factor', {})}.", "",
-             "| kind | nights | flagged (exit 1) | passed (exit 0) | inconclusive or invalid | one-sided 95% bound |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    for kind, r in s.items():
-        bound = (f"false alarms <= {100 * r['false_alarm_bound']:.1f}%" if "false_alarm_bound" in r and r["nights"]
-                 else f"power >= {100 * r['power_bound']:.1f}%" if r.get("power_bound") is not None else "-")
-        lines.append(f"| {kind} | {r['nights']} | {r['flagged']} | {r['passed']} | {r['undecided']} | {bound} |")
-    lines += ["", "| night | date | kind | exit | neighbour cores | seed | groups |", "| --- | --- | --- | --- | --- | --- | --- |"]
-    for n in nights:
-        groups = "; ".join(f"{g['name']} {g['ratio_text']} {g['verdict']}" for g in n["groups"]) or (n["sentence"] or "-")
-        lines.append(f"| {n['index']} | {n['date']} | {n['kind']} x{n['factor']:g} | {n['exit_code']} | "
-                     f"{n['neighbour_cores']} | {n['seed']} | {groups} |")
+    """The page's tables: every night by kind, the nights without other work by kind, each night."""
+    quiet = [n for n in nights if not n.get("beside_other_work")]
+    lines = [f"Commit(s) {', '.join(sorted({n['commit'] for n in nights})) or '-'}; measured work factor of the "
+             f"CPU-bound candidates (quality-node CPU per request): {meta.get('work_factor', {})}.", "",
+             "Every night:", "", *_kinds_table(nights), "", "Nights without other work beside them:", "",
+             *_kinds_table(quiet), "",
+             "| night | date | kind | exit | errors baseline/candidate | lag P99 ms | neighbour cores | other cores "
+             "| compared groups |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [_night_row(n) for n in nights]
     return "\n".join(lines) + "\n"
 
 
@@ -246,10 +306,41 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--neighbour-cores", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-nights", type=int, default=None, help="stop after this many nights in this invocation")
+    parser.add_argument("--quiet-cores", type=float, default=0.5,
+                        help="before a night, wait until other work takes at most this many cores")
+    parser.add_argument("--quiet-wait-s", type=float, default=300.0, help="the longest wait for a quiet machine")
     parser.add_argument("--summarise", action="store_true", help="print the tables of --out and stop")
     parser.add_argument("--workdir", type=Path, default=Path("results/gate-nights"))
     parser.add_argument("--out", type=Path, default=Path("results/gate-nights.jsonl"))
     return parser.parse_args(argv)
+
+
+def check_work(kind: str, measured: float, factor: float) -> None:
+    """Refuse to start a trial whose candidate install does not do about `factor` times the work."""
+    low, high = 1.0 + 0.5 * (factor - 1.0), 1.0 + 1.5 * (factor - 1.0)
+    if not low <= measured <= high:
+        raise SystemExit(f"The {kind} candidate's quality nodes spend x{measured:.3f} the baseline's CPU per request, "
+                         f"outside x{low:.3f}-x{high:.3f} around its x{factor:g}; its install does not serve the "
+                         "widened model it should, and no night is run.")
+
+
+def file_header(args: argparse.Namespace, argv: list[str] | None, bench: Bench, header: dict[str, Any]) -> dict[str, Any]:
+    """The file's first line, written before its first night: the commit, the command, each install's work."""
+    if header:
+        if header.get("commit") != bench.commit:
+            raise SystemExit(f"{args.out} records nights of commit {header.get('commit')}, and this invocation "
+                             f"runs {bench.commit}; every night of one trial runs one commit (give --ref "
+                             f"{header.get('commit')}, or another --out).")
+        return header
+    work = {kind: measure_work(bench.setup, command, bench.workdir) for kind, command in bench.candidates.items()}
+    for kind, measured in work.items():
+        check_work(kind, float(measured["cpu_factor"]), _factor(args, kind))
+    header = {"header": True, "command": "python -m benchmarks.gate_nights " + " ".join(argv or sys.argv[1:]),
+              "commit": bench.commit, "work_factor": {kind: w["cpu_factor"] for kind, w in work.items()},
+              "work": work, "cpu_count": os.cpu_count(), "seed": args.seed}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(header) + "\n", encoding="utf-8")
+    return header
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -260,26 +351,23 @@ def main(argv: list[str] | None = None) -> None:
         return
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
+    commit = install_commit(args)
     setup = make_setup(args, workdir)
-    candidates = {kind: wider_install(setup.rushhour, workdir, factor)
+    candidates = {kind: wider_install(setup.rushhour, workdir, factor, commit)
                   for kind, factor, count in (("cpu", args.factor, args.cpu), ("cpu-small", args.small_factor,
                                                                                 args.cpu_small)) if count}
-    if not header:
-        work = {kind: round(measure_work(setup, command, workdir), 3) for kind, command in candidates.items()}
-        header = {"header": True, "command": "python -m benchmarks.gate_nights " + " ".join(argv or sys.argv[1:]),
-                  "work_factor": work, "cpu_count": os.cpu_count(), "seed": args.seed}
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(header) + "\n", encoding="utf-8")
+    log = workdir / "neighbour.jsonl" if args.neighbour_cores else None
+    bench = Bench(setup, candidates, workdir, log, commit)
+    header = file_header(args, argv, bench, header)
     todo = plan(args)[len(nights):]
     if args.max_nights is not None:
         todo = todo[:args.max_nights]
-    log = workdir / "neighbour.jsonl" if args.neighbour_cores else None
-    with NoisyNeighbour(cores=args.neighbour_cores, duration_s=len(todo) * NIGHT_TIMEOUT_S, seed=args.seed + len(nights),
-                        log=log):
+    with NoisyNeighbour(cores=args.neighbour_cores, duration_s=len(todo) * (NIGHT_TIMEOUT_S + args.quiet_wait_s),
+                        seed=args.seed + len(nights), log=log):
         for offset, kind in enumerate(todo):
             index = len(nights) + 1
             print(f"gate-nights: night {index} ({offset + 1}/{len(todo)} in this invocation): {kind}", flush=True)
-            night = run_night(index, kind, args, setup, candidates, workdir, log)
+            night = run_night(index, kind, args, bench)
             nights.append(night)
             with args.out.open("a", encoding="utf-8") as handle:  # kept the moment it ends
                 handle.write(json.dumps(night) + "\n")

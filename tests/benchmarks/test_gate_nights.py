@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from benchmarks.gate_nights import clopper_pearson_lower, markdown, parse, plan, read_nights, summarise
+from benchmarks.gate_nights import (
+    REPO,
+    Bench,
+    check_work,
+    clopper_pearson_lower,
+    file_header,
+    install_commit,
+    markdown,
+    parse,
+    plan,
+    read_nights,
+    summarise,
+)
 
 
 def test_plan_holds_every_night_asked_for_in_an_order_fixed_by_the_seed() -> None:
@@ -25,17 +38,50 @@ def test_clopper_pearson_lower_bound_of_thirty_of_thirty_is_ninety_point_five() 
 
 def test_summary_and_table_keep_every_night(tmp_path: Path) -> None:
     path = tmp_path / "nights.jsonl"
-    rows = [{"header": True, "work_factor": {"cpu": 1.29}}]
-    for index, (kind, code) in enumerate([("same", 0), ("same", 3), ("cpu", 1), ("cpu", 0)], start=1):
+    rows: list[dict[str, object]] = [{"header": True, "work_factor": {"cpu": 1.29}}]
+    cases = [("same", 0, "no_regression", False), ("same", 3, "inconclusive", True), ("same", 3, "invalid", False),
+             ("cpu", 1, "regression", False), ("cpu", 0, "no_regression", True)]
+    for index, (kind, code, verdict, beside) in enumerate(cases, start=1):
         rows.append({"index": index, "kind": kind, "factor": 1.3 if kind == "cpu" else 1.0, "exit_code": code,
-                     "sentence": "s", "seed": index, "neighbour_cores": 1.0, "groups": [], "commit": "abc",
-                     "date": "2026-12-04"})
+                     "verdict": verdict, "sentence": "s", "seed": index, "neighbour_cores": 1.0, "groups": [],
+                     "commit": "abc", "date": "2026-12-04", "beside_other_work": beside,
+                     "machine": {"other_cores": 1.2 if beside else 0.1}, "error_share": {"baseline": 0.001,
+                                                                                        "candidate": 0.002}})
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     header, nights = read_nights(path)
-    assert header["work_factor"] == {"cpu": 1.29} and len(nights) == 4
+    assert header["work_factor"] == {"cpu": 1.29} and len(nights) == 5
     summary = summarise(nights)
-    assert summary["same"] == {"nights": 2, "flagged": 0, "passed": 1, "undecided": 1,
-                               "false_alarm_bound": pytest.approx(1 - 0.05 ** 0.5)}
+    assert summary["same"] == {"nights": 3, "flagged": 0, "passed": 1, "inconclusive": 1, "invalid": 1,
+                               "beside_other_work": 1, "false_alarm_bound": pytest.approx(1 - 0.05 ** (1 / 3))}
     assert summary["cpu"]["flagged"] == 1 and summary["cpu"]["power_bound"] == pytest.approx(1 - 0.95 ** 0.5)
     table = markdown(nights, header)
-    assert "Statistics at commit(s) abc" in table and table.count("| 2026-12-04 |") == 4
+    assert "Commit(s) abc" in table and table.count("| 2026-12-04 |") == 5
+    quiet_part = table.split("Nights without other work beside them:")[1].split("| night |")[0]
+    assert "| same | 2 | 0 | 1 | 0 | 1 | 0 |" in quiet_part and "| cpu | 1 | 1 | 0 | 0 | 0 | 0 |" in quiet_part
+    assert "0.10%/0.20%" in table
+
+
+def test_a_file_of_one_commit_refuses_nights_of_another(tmp_path: Path) -> None:
+    out = tmp_path / "nights.jsonl"
+    args = parse(["--out", str(out)])
+    bench = Bench(setup=None, candidates={}, workdir=tmp_path, neighbour_log=None, commit="b" * 40)
+    with pytest.raises(SystemExit, match="records nights of commit a{40}, and this invocation runs b{40}"):
+        file_header(args, [], bench, {"header": True, "commit": "a" * 40})
+    header = file_header(args, ["--out", str(out)], bench, {})
+    assert read_nights(out) == (header, []) and header["commit"] == "b" * 40
+
+
+def test_install_commit_is_the_ref_s_commit_and_refuses_a_name_that_is_none() -> None:
+    assert install_commit(parse(["--ref", "HEAD"])) == subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    with pytest.raises(SystemExit, match='--ref "no-such-ref-anywhere" is not a commit'):
+        install_commit(parse(["--ref", "no-such-ref-anywhere"]))
+
+
+def test_check_work_refuses_a_candidate_doing_less_than_half_the_asked_extra_work() -> None:
+    check_work("cpu", 1.29, 1.3)
+    with pytest.raises(SystemExit, match=r"x0\.438 the baseline's CPU per request, outside x1\.150-x1\.450"):
+        check_work("cpu", 0.438, 1.3)
+    check_work("cpu-small", 1.2, 1.15)
+    with pytest.raises(SystemExit, match=r"x1\.250 the baseline's CPU per request, outside x1\.075-x1\.225"):
+        check_work("cpu-small", 1.25, 1.15)
