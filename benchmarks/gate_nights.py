@@ -42,8 +42,8 @@ import httpx
 import numpy as np
 from scipy.special import betaincinv
 
-from benchmarks.gate_nights_machine import MachineSample, wait_for_quiet
-from benchmarks.gate_nights_work import measure_work_on, quality_cpu_reader
+from benchmarks.gate_nights_machine import NightMachine, wait_for_quiet
+from benchmarks.gate_nights_work import WorkMeasure, measure_work_on, quality_cpu_reader
 from benchmarks.gate_trials import FOLDERS, PURELIB, load1, make_setup, start_server
 from benchmarks.noisy_neighbour import NoisyNeighbour, busy_cores
 from rushhour.kernel.processes import die_with_parent, free_port, stop_process
@@ -129,7 +129,7 @@ def wider_install(base_command: str, workdir: Path, factor: float, commit: str) 
     return str(root / "bin" / "rushhour")
 
 
-def measure_work(setup: Any, command: str, workdir: Path, requests: int = 60) -> dict[str, object]:
+def measure_work(setup: Any, command: str, workdir: Path, requests: int = 60) -> WorkMeasure:
     """The CPU time `command`'s quality nodes spend per request over the baseline's, both servers up at
     once and asked the same texts in turn (benchmarks.gate_nights_work says why CPU, not wall time)."""
     procs, urls = [], []
@@ -141,7 +141,7 @@ def measure_work(setup: Any, command: str, workdir: Path, requests: int = 60) ->
             urls.append(url)
         with httpx.Client() as client:
             readers = tuple(quality_cpu_reader(url, client) for url in urls)
-            return measure_work_on((urls[0], urls[1]), client, readers, requests=requests).as_record()
+            return measure_work_on((urls[0], urls[1]), client, readers, requests=requests)
     finally:
         for proc in procs:
             stop_process(proc)
@@ -186,7 +186,7 @@ def run_night(index: int, kind: str, args: argparse.Namespace, bench: Bench) -> 
     out = night_dir / "results"
     command, env = _command(index, kind, args, bench, out)
     quiet = wait_for_quiet(args.quiet_cores, args.quiet_wait_s)
-    before, wall0, started, sample = load1(), time.time(), time.monotonic(), MachineSample.now()
+    before, wall0, started, watch = load1(), time.time(), time.monotonic(), NightMachine().start()
     procs: list[subprocess.Popen[bytes]] = []
     try:
         if kind.startswith("fail"):
@@ -197,7 +197,7 @@ def run_night(index: int, kind: str, args: argparse.Namespace, bench: Bench) -> 
     finally:
         for proc in procs:
             stop_process(proc)
-    machine = MachineSample.now().cores_since(sample)
+    machine = watch.stop()
     (night_dir / "night.log").write_text(done.stdout + done.stderr, encoding="utf-8")
     doc = json.loads((out / "ab.json").read_text()) if (out / "ab.json").exists() else {}
     log = bench.neighbour_log
@@ -334,10 +334,10 @@ def file_header(args: argparse.Namespace, argv: list[str] | None, bench: Bench, 
         return header
     work = {kind: measure_work(bench.setup, command, bench.workdir) for kind, command in bench.candidates.items()}
     for kind, measured in work.items():
-        check_work(kind, float(measured["cpu_factor"]), _factor(args, kind))
+        check_work(kind, measured.cpu_factor, _factor(args, kind))
     header = {"header": True, "command": "python -m benchmarks.gate_nights " + " ".join(argv or sys.argv[1:]),
-              "commit": bench.commit, "work_factor": {kind: w["cpu_factor"] for kind, w in work.items()},
-              "work": work, "cpu_count": os.cpu_count(), "seed": args.seed}
+              "commit": bench.commit, "work_factor": {kind: round(w.cpu_factor, 3) for kind, w in work.items()},
+              "work": {kind: w.as_record() for kind, w in work.items()}, "cpu_count": os.cpu_count(), "seed": args.seed}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(header) + "\n", encoding="utf-8")
     return header

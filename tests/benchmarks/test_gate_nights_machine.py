@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.gate_nights_machine import MachineSample, machine_busy_s, tree_cpu_s, wait_for_quiet
+from benchmarks.gate_nights_machine import TreeWatch, machine_busy_s, split_cores, tree_cpu, wait_for_quiet
 
 SPIN = "import time\nend = time.process_time() + {s}\nwhile time.process_time() < end: pass\n"
 
@@ -22,24 +22,30 @@ def test_machine_busy_s_adds_every_busy_field_and_leaves_idle_out(tmp_path: Path
     assert machine_busy_s(stat) == pytest.approx(5.0)
 
 
-def test_tree_cpu_s_counts_a_running_child_and_keeps_it_once_reaped() -> None:
-    before = tree_cpu_s()
-    child = subprocess.Popen([sys.executable, "-c", SPIN.format(s=0.4) + "time.sleep(30)"])
+def test_tree_watch_counts_a_grandchild_that_ends_unwaited() -> None:
+    # the grandchild spins 0.4 s of CPU, then its parent exits without waiting for it and it is killed
+    code = ("import subprocess, sys, time\n"
+            f"child = subprocess.Popen([sys.executable, '-c', {SPIN.format(s=0.4)!r} + 'time.sleep(30)'])\n"
+            "print(child.pid, flush=True)\ntime.sleep(30)\n")
+    watch = TreeWatch(every_s=0.2).start()
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    grandchild = int(parent.stdout.readline()) if parent.stdout else 0
     try:
         deadline = time.monotonic() + 20.0
-        while tree_cpu_s() - before < 0.4 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        running = tree_cpu_s() - before
-        assert running >= 0.4
+        while tree_cpu().get(grandchild, 0.0) < 0.4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
     finally:
-        child.kill()
-        child.wait()
-    assert running <= tree_cpu_s() - before < running + 0.2
+        os.kill(grandchild, 9)
+        parent.kill()
+        parent.wait()
+    assert grandchild not in tree_cpu()
+    assert watch.stop() >= 0.4
 
 
-def test_cores_since_splits_the_machine_s_busy_time_into_ours_and_the_rest() -> None:
-    cores = MachineSample(10.0, 100.0, 40.0).cores_since(MachineSample(8.0, 97.0, 39.0))
-    assert cores == {"busy_cores": 1.5, "our_cores": 0.5, "other_cores": 1.0}
+def test_split_cores_splits_the_machine_s_busy_time_into_ours_and_the_rest() -> None:
+    assert split_cores(2.0, 3.0, 1.0) == {"busy_cores": 1.5, "our_cores": 0.5, "other_cores": 1.0}
+    assert split_cores(2.0, 1.0, 1.5)["other_cores"] == 0.0
 
 
 def test_wait_for_quiet_returns_at_once_on_a_quiet_machine_and_gives_up_at_its_bound() -> None:
