@@ -58,7 +58,10 @@ def test_failed_and_abandoned_requests_end_when_they_really_ended(
     np.testing.assert_allclose(requests["done_s"][answered], true_end[answered], atol=0.1)
     slow = requests[kind == 1]
     assert (slow["status"] == 504).all() and (slow["latency_ms"] > 1950).all(), slow
-    assert (slow["latency_ms"] < 2200).all()  # failures count at their end time, not as missing
+    # failures count at their end time, not as missing: the server's own 2 s plus however late the row left
+    held_by_server = (truth["answered"] - truth["arrived"]).reindex(slow.index) * 1000
+    np.testing.assert_allclose(slow["latency_ms"] - (slow["sent_s"] - slow["intended_s"]) * 1000, held_by_server,
+                               atol=100)
 
     held = requests[kind == 3]  # the client gave up at its time-out: that moment is the end
     assert (held["status"] == 0).all() and (held["error"] == "timeout").all(), held["error"]
@@ -66,7 +69,7 @@ def test_failed_and_abandoned_requests_end_when_they_really_ended(
 
     moved = requests[kind == 5]  # the 3xx is the answer: nothing followed it elsewhere
     assert (moved["status"] == 302).all() and not moved["ok"].any(), moved[["status", "error"]]
-    assert (moved["latency_ms"] < 500).all()
+    assert (moved["service_ms"] < (truth["answered"] - truth["arrived"]).reindex(moved.index) * 1000 + 500).all()
     assert trapped == []  # no proxy variable diverted the load
 
 
