@@ -30,8 +30,14 @@ With `--defaults` each search is the one `rushhour capacity` runs by default (`d
 30 s steps, a step that ended open stepped once more for `RETRY_S`, the anchor at the start and
 end and a `STEP_ANCHOR_S` window after every step.
 
+With `--relaxed-warmup` each fresh step warms up as a probed search's does
+(`rushhour.scenarios.capacity.relaxation.warmup_s`: relaxation times of the queue at the step's
+load, taken against the queue's saturated throughput, workers / service time, which is what the
+closed-loop probe reads on an M/D/c), instead of the fixed sixth of its window; the retry of an
+open step keeps its fixed warm-up, as in the product.
+
     python -m benchmarks.mdc_whole [--steps 30] [--searches 200] [--wander 0,0.05,0.1] [--rule share] [--anchor] [--out F]
-    python -m benchmarks.mdc_whole --defaults [--searches 200] [--out F]
+    python -m benchmarks.mdc_whole --defaults [--relaxed-warmup] [--searches 200] [--out F]
 """
 
 from __future__ import annotations
@@ -45,16 +51,17 @@ from typing import Any
 
 import click
 import numpy as np
-from scipy.stats import beta
+from scipy.stats import beta, binom
 
 from benchmarks.mdc_search import MAX_LAG_P99_MS, MDC, ChainedSteps, Queue, _Run
 from rushhour.reports.estimate.anchor import family_confidence, machine_drift
 from rushhour.reports.estimate.sequential import ALPHA, paired_error
 from rushhour.scenarios.capacity.job import RETRY_S, STEP_ANCHOR_S, retry_rules_for, step_rules
+from rushhour.scenarios.capacity.relaxation import warmup_s as relaxed_warmup_s
 from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict, search
 from rushhour.scenarios.capacity.steps import DEFAULT_MEASURE_S, StepRules
 
-__all__ = ["KNEE1", "KNEE4", "QUEUES", "clopper_pearson", "default_searches", "whole_searches"]
+__all__ = ["KNEE1", "KNEE4", "QUEUES", "clopper_pearson", "default_searches", "median_interval", "whole_searches"]
 
 WANDER_S = 30.0
 ANCHOR_WARMUP_S = 2.0
@@ -82,14 +89,15 @@ def clopper_pearson(hits: int, trials: int, level: float = 0.95) -> tuple[float,
 def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, precision: float = 0.05,
                    knee_step_s: float | None = None, met_error: float = ALPHA, retry_open: bool = False,
                    anchor: bool = False, anchor_every_s: float | None = None,
-                   warmup_s: float | None = None) -> dict[str, object]:
+                   warmup_s: float | None = None, relaxed: bool = False) -> dict[str, object]:
     """`searches` simulated searches of `queue` with steps of `step_s` (of `knee_step_s` once a
     step has failed, when given: the bisection's steps, near the knee), each window's "met" spending
     `met_error` (a calibration's sqrt(5%)); with `retry_open`, `knee_step_s` is instead the window
     of one retry of a step that ended open (`SearchSettings.retry_open`); with `anchor`, the
     search's anchor windows of `step_s` at its lowest rate, compared (with `anchor_every_s`, one
     anchor window of that length after every step too, each against the first); `warmup_s`, when
-    given, replaces each fresh step's warm-up (the product's: a sixth of the step, at most 5 s): the
+    given, replaces each fresh step's warm-up (the product's: a sixth of the step, at most 5 s); with
+    `relaxed`, each fresh step but a retry warms up as a probed search's does (module doc): the
     figures above."""
     began = time.perf_counter()
     truth = queue.truth()
@@ -98,11 +106,12 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
     if warmup_s is not None:
         rules, knee_rules = (dataclasses.replace(r, warmup_s=warmup_s) for r in (rules, knee_rules))
     settings = SearchSettings(min_rps=queue.min_rps, max_rps=queue.max_rps, precision=precision, retry_open=retry_open)
+    throughput = queue.workers * 1000.0 / queue.service_ms if relaxed else None
     found, minutes, flagged = np.zeros(searches), np.zeros(searches), np.zeros(searches, dtype=bool)
     extra = np.zeros(searches)
     for k in range(searches):
         result = SearchResult()
-        steps = ChainedSteps(queue, functools.partial(_rules_for, result, rules, knee_rules, retry_open),
+        steps = ChainedSteps(queue, functools.partial(_rules_for, result, rules, knee_rules, retry_open, throughput),
                              np.random.default_rng([seed, k]))
         start = _anchor_window(queue, steps, step_s) if anchor else None
         between = _Interleaved(queue, steps, anchor_every_s) if anchor and anchor_every_s else None
@@ -118,23 +127,37 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
     above = int(np.sum(ratio > 1.0))
     low, high = clopper_pearson(above, searches)
     quantiles = np.percentile(ratio, [2.5, 50, 97.5])
+    under = int(np.sum(ratio <= 1.0 - UNDER))
     return {"queue": queue.name, "rule": queue.rule, "confirm_after_s": queue.confirm_after_s,
             "wander": queue.wander, "wander_s": queue.wander_s, "step_s": step_s, "warmup_s": rules.warmup_s,
+            "warmup_rule": "relaxation" if relaxed else "fixed",
             "knee_step_s": knee_step_s or step_s, "retry_open": retry_open, "precision": precision, "met_error_per_window": met_error,
             "searches": searches, "truth_rps": round(truth, 1), "above_truth": above / searches,
             "above_truth_ci95": [low, high], "stated_error": ALPHA, "within_stated": low <= ALPHA,
             "found_over_true": {"min": float(ratio.min()), "p2_5": float(quantiles[0]), "median": float(quantiles[1]),
                                 "p97_5": float(quantiles[2]), "max": float(ratio.max())},
-            "under_15pct": float(np.mean(ratio <= 1.0 - UNDER)), "within_10pct": float(np.mean(np.abs(ratio - 1.0) <= 0.1)),
+            "median_ci95": median_interval(ratio),
+            "under_15pct": under / searches, "under_15pct_ci95": list(clopper_pearson(under, searches)),
+            "within_10pct": float(np.mean(np.abs(ratio - 1.0) <= 0.1)),
             "search_minutes_median": float(np.median(minutes)), "seconds": round(time.perf_counter() - began, 1)
             } | (_anchor_figures(ratio, flagged, extra) | {"anchor_s": step_s, "anchor_every_s": anchor_every_s}
                  if anchor else {})
 
 
-def default_searches(queue: Queue, *, searches: int, seed: int, warmup_s: float | None = None) -> dict[str, object]:
+def default_searches(queue: Queue, *, searches: int, seed: int, warmup_s: float | None = None,
+                     relaxed: bool = False) -> dict[str, object]:
     """`whole_searches` as `rushhour capacity` searches by default (module doc)."""
     return whole_searches(queue, step_s=DEFAULT_MEASURE_S, searches=searches, seed=seed, knee_step_s=RETRY_S,
-                          retry_open=True, anchor=True, anchor_every_s=STEP_ANCHOR_S, warmup_s=warmup_s)
+                          retry_open=True, anchor=True, anchor_every_s=STEP_ANCHOR_S, warmup_s=warmup_s, relaxed=relaxed)
+
+
+def median_interval(values: np.ndarray, level: float = 0.95) -> list[float]:
+    """A distribution-free interval of the median: the order statistics whose ranks a
+    Binomial(n, 1/2) count brackets with `level` (the Monte Carlo error of a median)."""
+    ordered = np.sort(values)
+    tail = (1.0 - level) / 2.0
+    low, high = (int(binom.ppf(q, ordered.size, 0.5)) for q in (tail, 1.0 - tail))
+    return [float(ordered[max(low - 1, 0)]), float(ordered[min(high, ordered.size - 1)])]
 
 
 def _anchor_window(queue: Queue, steps: ChainedSteps, span_s: float) -> np.ndarray:
@@ -172,12 +195,17 @@ def _anchor_figures(ratio: np.ndarray, flagged: np.ndarray, extra: np.ndarray) -
             "above_truth_unflagged_ci95": list(clopper_pearson(missed, ratio.size))}
 
 
-def _rules_for(result: SearchResult, rules: StepRules, knee_rules: StepRules, retry: bool, rate: float) -> StepRules:
+def _rules_for(result: SearchResult, rules: StepRules, knee_rules: StepRules, retry: bool, throughput: float | None,
+               rate: float) -> StepRules:
     """A step's rules: `knee_rules` once the search has seen a failure or, with `retry`, for the
-    retry of a step that ended open."""
-    if retry:
-        return retry_rules_for(result, knee_rules, rate) or rules
-    return rules if result.first_fail is None else knee_rules
+    retry of a step that ended open; with a `throughput`, any but a retry warmed up as a probed
+    search's fresh step is (`rushhour.scenarios.capacity.relaxation.warmup_s`)."""
+    if retry and (retried := retry_rules_for(result, knee_rules, rate)) is not None:
+        return retried
+    chosen = rules if retry or result.first_fail is None else knee_rules
+    if throughput is None:
+        return chosen
+    return dataclasses.replace(chosen, warmup_s=relaxed_warmup_s(rate, throughput, chosen.measure_s))
 
 
 def _row(r: dict[str, Any]) -> str:
@@ -185,6 +213,7 @@ def _row(r: dict[str, Any]) -> str:
     low, high = r["above_truth_ci95"]
     where = "an open step's retry" if r["retry_open"] else "near the knee"
     step = f"{r['step_s']:g} s" + (f", {r['knee_step_s']:g} s {where}" if r["knee_step_s"] != r["step_s"] else "")
+    step += ", relaxation warm-up" if r["warmup_rule"] == "relaxation" else ""
     return (f"| {r['queue']} | {100 * r['wander']:.0f}% | {step} | {r['truth_rps']:.1f} | "
             f"{100 * r['above_truth']:.1f}% [{100 * low:.1f}, {100 * high:.1f}] | {f['min']:.2f} | {f['p2_5']:.2f} | "
             f"{f['median']:.2f} | {f['p97_5']:.2f} | {100 * r['under_15pct']:.0f}% | {100 * r['within_10pct']:.0f}% | "
@@ -224,12 +253,18 @@ def _anchor_row(r: dict[str, Any]) -> str:
               "overrides --steps, --knee-steps, --retry-open, --anchor and --anchor-every.")
 @click.option("--warmup", "warmup", type=click.FloatRange(min=0.0, max=600.0), default=None,
               help="Each fresh step's warm-up in seconds (default: the product's, a sixth of the step, at most 5 s).")
+@click.option("--relaxed-warmup", "relaxed", is_flag=True,
+              help="Each fresh step but a retry warms up as a probed search's does (module doc); not with --warmup.")
 @click.option("--seed", default=2, show_default=True, type=click.IntRange(min=0))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the rows as JSON here.")
 def main(steps: str, searches: int, queues: str, wander: str, knee_step: float | None, retry_open: bool,
          precision: float, calibration: bool, rule: str, confirm_after: float, anchor: bool,
-         anchor_every: float | None, defaults: bool, warmup: float | None, seed: int, out: Path | None) -> None:
+         anchor_every: float | None, defaults: bool, warmup: float | None, relaxed: bool, seed: int,
+         out: Path | None) -> None:
     """Print whole-search figures for each queue, machine and step length."""
+    if relaxed and warmup is not None:
+        raise click.BadParameter(f"--warmup {warmup:g} fixes every warm-up, so it cannot go with --relaxed-warmup; "
+                                 "give one of them.", param_hint="--warmup")
     if defaults:
         steps, knee_step, retry_open, anchor, anchor_every = f"{DEFAULT_MEASURE_S:g}", RETRY_S, True, True, STEP_ANCHOR_S
     try:
@@ -254,7 +289,7 @@ def main(steps: str, searches: int, queues: str, wander: str, knee_step: float |
                 rows.append(whole_searches(queue, step_s=length, searches=searches, seed=seed, knee_step_s=knee_step,
                                            precision=precision, met_error=paired_error() if calibration else ALPHA,
                                            retry_open=retry_open, anchor=anchor, anchor_every_s=anchor_every,
-                                           warmup_s=warmup))
+                                           warmup_s=warmup, relaxed=relaxed))
                 click.echo(_row(rows[-1]))
     if anchor:
         click.echo("\n| queue | machine wander | above truth | flagged [95% CI] | flagged among above | "
@@ -265,7 +300,8 @@ def main(steps: str, searches: int, queues: str, wander: str, knee_step: float |
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({"searches": searches, "seed": seed, "precision": precision, "wander_s": WANDER_S,
-                                   "anchor": anchor, "defaults": defaults, "rows": rows}, indent=2) + "\n")
+                                   "anchor": anchor, "defaults": defaults, "relaxed_warmup": relaxed, "rows": rows},
+                                  indent=2) + "\n")
 
 
 if __name__ == "__main__":
