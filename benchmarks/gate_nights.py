@@ -55,12 +55,14 @@ NIGHT_TIMEOUT_S = 1200.0
 QUALITY_DEC_FFN = 2048
 DECODE_WIDTH_PER_WORK = 4400
 """Decoder feed-forward width that adds about the quality model's whole work per request of the
-nightly's length, so `factor` x the work is a feed-forward `(factor - 1) x 4,400` wider. A step's
-multiply-adds: the query (512 x 512), the feed-forward in (1,024 x 2,048) and out (2,048 x 512),
-the vocabulary (512 x 8,192): 7.6 M, and each unit of width adds 1,536; measured, a feed-forward
-1,890 wider made the quality nodes spend x1.43 the CPU per 90-character request (32.3 against
-46.2 ms, 2026-12-05), so 0.43 of the work per 1,890, about 4,400 for the whole. The install's
-real factor is measured anyway (`measure_work`) and recorded in the file's header."""
+nightly's length: a step's multiply-adds are the query (512 x 512), the feed-forward in (1,024 x
+2,048) and out (2,048 x 512) and the vocabulary (512 x 8,192), 7.6 M, and each unit of width adds
+1,536 (a wider weight also falls out of the caches sooner, so the factor is not linear in it)."""
+EXTRA_WIDTH = {1.3: 1320, 1.15: 800}
+"""Widths measured to give the protocol's factors (2026-12-05, median quality-node CPU per
+90-character request, 100 requests after 20 of warm-up, `measure_work`): +1,320 gave x1.29 and
+x1.36, +660 x1.08 and x1.10; other factors get `(factor - 1) x DECODE_WIDTH_PER_WORK`. The
+install's real factor is measured again before the first night and recorded in the file's header."""
 KINDS = ("same", "cpu", "cpu-small", "fail-same", "fail-slow")
 GOAL_POWER, GOAL_FALSE, GOAL_UNDECIDED = 0.9, 0.1, 0.2
 
@@ -105,7 +107,7 @@ def wider_install(base_command: str, workdir: Path, factor: float, commit: str) 
         shutil.copytree(source, root / "src", ignore=shutil.ignore_patterns(
             ".git", ".venv", "results", "build", ".rushhour", "__pycache__", "*.egg-info"))
         spec = root / "src" / "reference_server" / "model" / "spec.py"
-        width = int(round(QUALITY_DEC_FFN + (factor - 1.0) * DECODE_WIDTH_PER_WORK))
+        width = QUALITY_DEC_FFN + EXTRA_WIDTH.get(factor, int(round((factor - 1.0) * DECODE_WIDTH_PER_WORK)))
         text = spec.read_text(encoding="utf-8")
         if f"dec_ffn={QUALITY_DEC_FFN}," not in text:
             raise SystemExit(f"{spec} has no quality decoder of feed-forward width {QUALITY_DEC_FFN} to widen; "
@@ -129,7 +131,7 @@ def wider_install(base_command: str, workdir: Path, factor: float, commit: str) 
     return str(root / "bin" / "rushhour")
 
 
-def measure_work(setup: Any, command: str, workdir: Path, requests: int = 60) -> WorkMeasure:
+def measure_work(setup: Any, command: str, workdir: Path, requests: int = 100) -> WorkMeasure:
     """The CPU time `command`'s quality nodes spend per request over the baseline's, both servers up at
     once and asked the same texts in turn (benchmarks.gate_nights_work says why CPU, not wall time)."""
     procs, urls = [], []

@@ -31,7 +31,7 @@ def _server(cost_s: dict[str, float], answer: dict[str, object]) -> httpx.Client
 
 def test_measure_work_on_finds_the_cpu_ratio_of_two_stand_ins() -> None:
     client = _server({BASE: 0.010, CAND: 0.013}, {"model": "quality", "cached": False, "degraded": False})
-    measure = measure_work_on((BASE, CAND), client, (time.thread_time, time.thread_time), requests=25)
+    measure = measure_work_on((BASE, CAND), client, (time.thread_time, time.thread_time), requests=25, warmup=3)
     assert measure.cpu_factor == pytest.approx(1.3, abs=0.06)
     assert measure.wall_factor == 1.0 and measure.as_record()["requests"] == 25
 
@@ -44,7 +44,7 @@ def test_an_answer_not_computed_by_the_quality_model_stops_the_measurement(answe
         served_by_quality(answer, BASE)
     client = _server({BASE: 0.0, CAND: 0.0}, answer)
     with pytest.raises(RuntimeError, match=BASE):
-        measure_work_on((BASE, CAND), client, (time.thread_time, time.thread_time), requests=2)
+        measure_work_on((BASE, CAND), client, (time.thread_time, time.thread_time), requests=2, warmup=0)
 
 
 def test_process_cpu_s_counts_a_child_s_busy_time_not_its_sleep() -> None:
