@@ -318,8 +318,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def check_work(kind: str, measured: float, factor: float) -> None:
-    """Refuse to start a trial whose candidate install does not do about `factor` times the work."""
-    low, high = 1.0 + 0.5 * (factor - 1.0), 1.0 + 1.5 * (factor - 1.0)
+    """Refuse to start a trial whose candidate install does not do clearly more work, about `factor`
+    times (the band is wide: on a shared machine one install's CPU per request was measured at
+    x1.29, x1.36 and x1.48 of the baseline's within minutes)."""
+    low, high = 1.0 + 0.25 * (factor - 1.0), 1.0 + 2.0 * (factor - 1.0)
     if not low <= measured <= high:
         raise SystemExit(f"The {kind} candidate's quality nodes spend x{measured:.3f} the baseline's CPU per request, "
                          f"outside x{low:.3f}-x{high:.3f} around its x{factor:g}; its install does not serve the "
