@@ -8,19 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.gate_nights import (
-    REPO,
-    Bench,
-    check_work,
-    clopper_pearson_lower,
-    file_header,
-    install_commit,
-    markdown,
-    parse,
-    plan,
-    read_nights,
-    summarise,
-)
+from benchmarks.gate_nights import REPO, Bench, check_work, file_header, install_commit, parse, plan, read_nights
+from benchmarks.gate_nights_table import clopper_pearson_lower, markdown, summarise
 
 
 def test_plan_holds_every_night_asked_for_in_an_order_fixed_by_the_seed() -> None:
