@@ -20,9 +20,10 @@ over 28% of the mix needs 314 requests of that share per step, which takes 60 s 
 longer; the lowest rate is where the longest step holds just what each SLO needs, and the search
 goes no lower.
 
-A fresh step warms up for 2.5 relaxation times of its queue at the load rate / X, with the
-service estimated from X (`rushhour.scenarios.capacity.relaxation`), at least the fixed warm-up and
-at most its window: a queue started empty near its knee takes long to fill (`warmup_at`).
+A fresh step warms up for 2.5 relaxation times of its queue at the load rate / X
+(`rushhour.scenarios.capacity.relaxation`), at least the fixed warm-up and at most its window: a
+queue started empty near its knee takes long to fill (`warmup_at`). From `PROBE_ERROR_MOVES` moves
+above X, where a pass means the probe read low and rate / X is no load, the warm-up is the fixed one.
 
 Nothing here changes how a step is judged: each step keeps its planned looks, error spending,
 effective sample size and the confirmation. The plan only chooses rates, warm-ups and step lengths;
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 
 from rushhour.reports.schema import SloSpec
 from rushhour.scenarios.capacity.job import SloFloor
-from rushhour.scenarios.capacity.relaxation import RELAXATIONS, warmup_s
+from rushhour.scenarios.capacity.relaxation import RELAXATIONS, fixed_warmup_s, warmup_s
 from rushhour.scenarios.capacity.search import SearchSettings
 
 __all__ = ["ProbePlan", "knee_share", "plan_from_throughput", "step_length", "window_s"]
@@ -107,8 +108,13 @@ class ProbePlan:
 
     def warmup_at(self, rate_rps: float) -> float:
         """Seconds of warm-up for a fresh step at `rate_rps`: scaled to its queue's relaxation time
-        at the load rate / throughput (`rushhour.scenarios.capacity.relaxation`), at most its window."""
-        return warmup_s(rate_rps, self.throughput_rps, self.measure_at(rate_rps))
+        at the load rate / throughput (`rushhour.scenarios.capacity.relaxation`), at most its window;
+        the fixed one from `PROBE_ERROR_MOVES` moves above the throughput, where a rate says nothing
+        of the load (a pass there is taken to mean that the probe read low)."""
+        window = self.measure_at(rate_rps)
+        if self.settings.accelerate_above is not None and rate_rps >= self.settings.accelerate_above:
+            return fixed_warmup_s(window)
+        return warmup_s(rate_rps, self.throughput_rps, window)
 
     def as_dict(self) -> dict[str, float]:
         return {"throughput_rps": round(self.throughput_rps, 2), "start_rps": round(self.start_rps, 2),

@@ -89,13 +89,24 @@ def test_the_plan_hands_each_rate_its_warmup_within_its_window() -> None:
     floors = [SloFloor("p99", 1.0, 314, 0.0)]
     plan = plan_from_throughput(40.0, floors, precision=0.05, longest_s=30.0)
     assert plan is not None
-    for rate in (12.0, 25.0, 34.9, 38.0, 45.0, 120.0):
+    for rate in (12.0, 25.0, 34.9, 38.0, 42.0):
         window = plan.measure_at(rate)
         assert plan.warmup_at(rate) == warmup_s(rate, 40.0, window)
         assert fixed_warmup_s(window) <= plan.warmup_at(rate) <= window
     assert plan.warmup_at(12.0) == fixed_warmup_s(plan.measure_at(12.0))
-    assert plan.warmup_at(45.0) == plan.measure_at(45.0)
+    assert plan.warmup_at(42.0) == plan.measure_at(42.0)  # past the throughput: the whole window
     assert plan.as_dict()["warmup_relaxations"] == RELAXATIONS
+
+
+def test_the_plan_warms_up_as_without_a_probe_where_a_pass_would_mean_the_probe_read_low() -> None:
+    """From two moves above the probed throughput (where the climb speeds up) rate / throughput is
+    no load, so those steps keep the fixed warm-up instead of a whole window's."""
+    plan = plan_from_throughput(40.0, [SloFloor("p99", 1.0, 314, 0.0)], precision=0.05, longest_s=30.0)
+    assert plan is not None and plan.settings.accelerate_above is not None
+    edge = plan.settings.accelerate_above
+    assert plan.warmup_at(edge * 0.999) == plan.measure_at(edge * 0.999)
+    for rate in (edge, 60.0, 120.0):
+        assert plan.warmup_at(rate) == fixed_warmup_s(plan.measure_at(rate))
 
 
 def test_fixed_warmup_is_a_sixth_of_the_window_from_1_to_5_s() -> None:
