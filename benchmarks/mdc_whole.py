@@ -30,11 +30,11 @@ With `--defaults` each search is the one `rushhour capacity` runs by default (`d
 30 s steps, a step that ended open stepped once more for `RETRY_S`, the anchor at the start and
 end and a `STEP_ANCHOR_S` window after every step.
 
-With `--relaxed-warmup` each fresh step warms up as a probed search's does
-(`rushhour.scenarios.capacity.relaxation.warmup_s`: relaxation times of the queue at the step's
-load, taken against the queue's saturated throughput, workers / service time, which is what the
-closed-loop probe reads on an M/D/c), instead of the fixed sixth of its window; the retry of an
-open step keeps its fixed warm-up, as in the product.
+With `--relaxed-warmup` each fresh step warms up as one of a search planned from the probed
+throughput does (`rushhour.scenarios.capacity.bracket.planned_warmup_s`: relaxation times of the
+queue at the step's load, against its saturated throughput, workers / service time, which is what
+the closed-loop probe reads on an M/D/c), instead of the fixed sixth of its window; the retry of
+an open step keeps its fixed warm-up, as in the product.
 
     python -m benchmarks.mdc_whole [--steps 30] [--searches 200] [--wander 0,0.05,0.1] [--rule share] [--anchor] [--out F]
     python -m benchmarks.mdc_whole --defaults [--relaxed-warmup] [--searches 200] [--out F]
@@ -56,8 +56,8 @@ from scipy.stats import beta, binom
 from benchmarks.mdc_search import MAX_LAG_P99_MS, MDC, ChainedSteps, Queue, _Run
 from rushhour.reports.estimate.anchor import family_confidence, machine_drift
 from rushhour.reports.estimate.sequential import ALPHA, paired_error
+from rushhour.scenarios.capacity.bracket import planned_warmup_s
 from rushhour.scenarios.capacity.job import RETRY_S, STEP_ANCHOR_S, retry_rules_for, step_rules
-from rushhour.scenarios.capacity.relaxation import warmup_s as relaxed_warmup_s
 from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict, search
 from rushhour.scenarios.capacity.steps import DEFAULT_MEASURE_S, StepRules
 
@@ -111,8 +111,8 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
     extra = np.zeros(searches)
     for k in range(searches):
         result = SearchResult()
-        steps = ChainedSteps(queue, functools.partial(_rules_for, result, rules, knee_rules, retry_open, throughput),
-                             np.random.default_rng([seed, k]))
+        rules_for = functools.partial(_rules_for, result, rules, knee_rules, retry_open, throughput, precision)
+        steps = ChainedSteps(queue, rules_for, np.random.default_rng([seed, k]))
         start = _anchor_window(queue, steps, step_s) if anchor else None
         between = _Interleaved(queue, steps, anchor_every_s) if anchor and anchor_every_s else None
         found[k] = search(between or steps, settings, into=result).capacity_rps or 0.0
@@ -196,16 +196,16 @@ def _anchor_figures(ratio: np.ndarray, flagged: np.ndarray, extra: np.ndarray) -
 
 
 def _rules_for(result: SearchResult, rules: StepRules, knee_rules: StepRules, retry: bool, throughput: float | None,
-               rate: float) -> StepRules:
+               precision: float, rate: float) -> StepRules:
     """A step's rules: `knee_rules` once the search has seen a failure or, with `retry`, for the
-    retry of a step that ended open; with a `throughput`, any but a retry warmed up as a probed
-    search's fresh step is (`rushhour.scenarios.capacity.relaxation.warmup_s`)."""
+    retry of a step that ended open; with a `throughput`, any but a retry warmed up as a fresh step
+    of a search planned from it is (`rushhour.scenarios.capacity.bracket.planned_warmup_s`)."""
     if retry and (retried := retry_rules_for(result, knee_rules, rate)) is not None:
         return retried
     chosen = rules if retry or result.first_fail is None else knee_rules
     if throughput is None:
         return chosen
-    return dataclasses.replace(chosen, warmup_s=relaxed_warmup_s(rate, throughput, chosen.measure_s))
+    return dataclasses.replace(chosen, warmup_s=planned_warmup_s(rate, throughput, chosen.measure_s, precision=precision))
 
 
 def _row(r: dict[str, Any]) -> str:

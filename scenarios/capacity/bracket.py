@@ -42,7 +42,7 @@ from rushhour.scenarios.capacity.job import SloFloor
 from rushhour.scenarios.capacity.relaxation import RELAXATIONS, fixed_warmup_s, warmup_s
 from rushhour.scenarios.capacity.search import SearchSettings
 
-__all__ = ["ProbePlan", "knee_share", "plan_from_throughput", "step_length", "window_s"]
+__all__ = ["ProbePlan", "knee_share", "plan_from_throughput", "planned_warmup_s", "step_length", "window_s"]
 
 HIGHEST_START = 0.95
 """The estimated knee is at most this share of the throughput: at X itself no queue is stable."""
@@ -107,20 +107,24 @@ class ProbePlan:
         return window_s(list(self.floors), rate_rps, self.longest_s)
 
     def warmup_at(self, rate_rps: float) -> float:
-        """Seconds of warm-up for a fresh step at `rate_rps`: scaled to its queue's relaxation time
-        at the load rate / throughput (`rushhour.scenarios.capacity.relaxation`), at most its window;
-        the fixed one from `PROBE_ERROR_MOVES` moves above the throughput, where a rate says nothing
-        of the load (a pass there is taken to mean that the probe read low)."""
-        window = self.measure_at(rate_rps)
-        if self.settings.accelerate_above is not None and rate_rps >= self.settings.accelerate_above:
-            return fixed_warmup_s(window)
-        return warmup_s(rate_rps, self.throughput_rps, window)
+        """Seconds of warm-up for a fresh step at `rate_rps` (`planned_warmup_s`)."""
+        return planned_warmup_s(rate_rps, self.throughput_rps, self.measure_at(rate_rps), precision=self.settings.precision)
 
     def as_dict(self) -> dict[str, float]:
         return {"throughput_rps": round(self.throughput_rps, 2), "start_rps": round(self.start_rps, 2),
                 "min_rps": round(self.settings.min_rps, 2), "max_rps": round(self.settings.max_rps, 2),
                 "growth": round(self.settings.growth, 4), "step_duration_s": round(self.measure_s, 1),
                 "warmup_relaxations": RELAXATIONS}
+
+
+def planned_warmup_s(rate_rps: float, throughput_rps: float, window_s: float, *, precision: float) -> float:
+    """A fresh step's warm-up in a search planned from `throughput_rps` at `precision`: scaled to
+    its queue's relaxation time at the load rate / throughput (`rushhour.scenarios.capacity.relaxation`),
+    at most its window; the fixed one from `PROBE_ERROR_MOVES` moves above the throughput, where a
+    rate says nothing of the load (a pass there is taken to mean that the probe read low)."""
+    if rate_rps >= throughput_rps * (1.0 + precision * GROWTH_EDGE) ** PROBE_ERROR_MOVES:
+        return fixed_warmup_s(window_s)
+    return warmup_s(rate_rps, throughput_rps, window_s)
 
 
 def step_length(floors: list[SloFloor], rate_rps: float) -> float:
