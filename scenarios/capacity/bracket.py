@@ -117,14 +117,15 @@ class ProbePlan:
                 "warmup_relaxations": RELAXATIONS}
 
 
-def planned_warmup_s(rate_rps: float, throughput_rps: float, window_s: float, *, precision: float) -> float:
-    """A fresh step's warm-up in a search planned from `throughput_rps` at `precision`: scaled to
-    its queue's relaxation time at the load rate / throughput (`rushhour.scenarios.capacity.relaxation`),
-    at most its window; the fixed one from `PROBE_ERROR_MOVES` moves above the throughput, where a
-    rate says nothing of the load (a pass there is taken to mean that the probe read low)."""
+def planned_warmup_s(rate_rps: float, throughput_rps: float, window: float, *, precision: float) -> float:
+    """A fresh step's warm-up in a search planned from `throughput_rps` at `precision`, its window
+    `window` seconds long: scaled to its queue's relaxation time at the load rate / throughput
+    (`rushhour.scenarios.capacity.relaxation`), at most the window; the fixed one from
+    `PROBE_ERROR_MOVES` moves above the throughput, where a rate says nothing of the load (a pass
+    there is taken to mean that the probe read low)."""
     if rate_rps >= throughput_rps * (1.0 + precision * GROWTH_EDGE) ** PROBE_ERROR_MOVES:
-        return fixed_warmup_s(window_s)
-    return warmup_s(rate_rps, throughput_rps, window_s)
+        return fixed_warmup_s(window)
+    return warmup_s(rate_rps, throughput_rps, window)
 
 
 def step_length(floors: list[SloFloor], rate_rps: float) -> float:
