@@ -4,13 +4,16 @@ the plan and job that hand it to each step."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from scipy.stats import norm
 
 from rushhour.scenarios.capacity.bracket import plan_from_throughput
-from rushhour.scenarios.capacity.job import SloFloor, step_rules
+from rushhour.scenarios.capacity.job import CapacityJob, SloFloor, step_rules
 from rushhour.scenarios.capacity.relaxation import (
     LONGEST_WARMUP_S,
     RELAXATIONS,
@@ -18,6 +21,11 @@ from rushhour.scenarios.capacity.relaxation import (
     relaxation_s,
     warmup_s,
 )
+from rushhour.scenarios.capacity.runner import _rules_at
+from rushhour.scenarios.capacity.search import SearchSettings
+from rushhour.scenarios.spec.model import load_scenario
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_relaxation_time_is_the_mm1_formula_at_loads_with_round_answers() -> None:
@@ -118,3 +126,18 @@ def test_step_rules_take_a_given_warmup_else_the_fixed_one() -> None:
     assert step_rules(12.0, 50.0).warmup_s == 2.0
     rules = step_rules(30.0, 50.0, warmup_s=14.5)
     assert (rules.warmup_s, rules.window) == (14.5, (14.5, 44.5))
+
+
+def test_a_planned_jobs_steps_take_the_plans_warmup_and_an_unplanned_jobs_the_fixed_one(tmp_path: Path) -> None:
+    plan = plan_from_throughput(40.0, [SloFloor("p99", 1.0, 314, 0.0)], precision=0.05, longest_s=30.0)
+    assert plan is not None
+    job = CapacityJob(scenario=load_scenario(ROOT / "scenarios" / "promo-day.yaml"), source="promo-day.yaml",
+                      base_dir=ROOT, mix=cast(Any, None), slos=[], conditions=["none"],
+                      settings=SearchSettings(min_rps=1.0, max_rps=100.0), rules=step_rules(30.0, 50.0),
+                      out_dir=tmp_path, measure_at=plan.measure_at, warmup_at=plan.warmup_at)
+    planned = _rules_at(job)
+    assert planned is not None
+    assert [planned(rate).warmup_s for rate in (12.0, 34.9, 42.0)] == [plan.warmup_at(r) for r in (12.0, 34.9, 42.0)]
+    assert planned(34.9).measure_s == plan.measure_at(34.9) and planned(34.9).warmup_s > fixed_warmup_s(30.0)
+    unplanned = _rules_at(dataclasses.replace(job, warmup_at=None))
+    assert unplanned is not None and unplanned(34.9).warmup_s == fixed_warmup_s(plan.measure_at(34.9))
