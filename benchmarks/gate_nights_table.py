@@ -65,10 +65,12 @@ def _kinds_table(nights: list[dict[str, Any]]) -> list[str]:
 
 
 def _night_row(n: dict[str, Any]) -> str:
-    groups = "; ".join(f"{g['name']} {g['ratio_text']} {g['verdict']}" for g in n["groups"] if g.get("compared"))
+    groups = "; ".join(f"{g['name'].split(': ')[-1]} {g['ratio_text']} {g['verdict'].replace('_', ' ')}"
+                       for g in n["groups"] if g.get("compared"))
     errors = "/".join("-" if v is None else f"{100 * v:.2f}%" for v in (n.get("error_share") or {}).values())
     lag, other = n.get("lag_p99_ms"), (n.get("machine") or {}).get("other_cores")
-    return (f"| {n['index']} | {n['date']} | {n['kind']} x{n['factor']:g} | {n['exit_code']} {_outcome(n)} | "
+    outcome = _outcome(n).replace("passed", "no regression")
+    return (f"| {n['index']} | {n['date']} | {n['kind']} x{n['factor']:g} | {n['exit_code']} {outcome} | "
             f"{errors or '-'} | {'-' if lag is None else f'{lag:.0f}'} | {n['neighbour_cores']} | "
             f"{'-' if other is None else other} | {groups or (n['sentence'] or '-')} |")
 
