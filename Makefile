@@ -128,17 +128,16 @@ debian-packages:
 	@$(REDIS_SERVER)
 	@$(PROMETHEUS)
 
-# The suite runs in parallel (pytest-xdist): four workers on two cores, since many tests wait
-# (servers booting, drills running in real time). Six end sooner but starve drills outside the
-# lanes (docs/benchmarks.md, "Six workers, not yet"). Tests of one xdist_group run on one worker: a
-# module's shared server boots once, and the drills, capacity searches and timing-sensitive server
-# tests run in three lanes ("cpu-a", "cpu-b", "cpu-c"), so no more than three of them share the
-# machine at once. tests/conftest.py hands the lanes out first (hence --no-loadscope-reorder).
+# The suite runs in parallel (pytest-xdist): six workers on two cores, since many tests wait
+# (servers booting, drills running in real time); four leave the cores partly idle (docs/benchmarks.md,
+# "Six workers"). Tests of one xdist_group run on one worker: a module's shared server boots once,
+# and the longest drills, capacity searches and timing-sensitive server tests run in three lanes
+# ("cpu-a", "cpu-b", "cpu-c"), so no more than three of them share the machine at once. tests/conftest.py hands the lanes out first (hence --no-loadscope-reorder).
 # Tests that judge time compare with a reference measured in the same test, so they hold on a
 # loaded machine; a failed test still gets up to TEST_RERUNS more tries as a safety net, and every
 # rerun is listed in the summary (R) so that a flaky test stays visible.
 # PYTEST_ARGS passes more flags, e.g. PYTEST_ARGS="-x --durations=20".
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 6
 TEST_RERUNS  ?= 2
 PYTEST_ARGS  ?=
 
