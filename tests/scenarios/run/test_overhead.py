@@ -43,6 +43,7 @@ def _mix() -> tuple[pd.DataFrame, dict[str, object], float]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("cpu-b")  # its ladder is judged on the generator keeping its schedule: not beside six workers
 def test_the_check_measures_positive_stable_figures_and_reuses_its_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     mix, target, limit = _mix()
     said: list[str] = []
