@@ -45,6 +45,7 @@ def drill_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("cpu-b")  # a drill judged on its generator keeping the schedule: in a CPU lane
 def test_drill_sends_documents_as_jobs_and_reports_first_segment(drill_dir: Path) -> None:
     out = drill_dir / "out"
     argv = [sys.executable, "-m", "rushhour.scenarios.cli.main", "run", str(drill_dir / "scenario.yaml"), "--out", str(out)]

@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("cpu-b")  # a drill judged on its generator keeping the schedule: in a CPU lane
 def test_drill_scrapes_target_metrics_and_survives_their_loss(tmp_path: Path, drill_process: list) -> None:
     truth = TruthServer()
     truth.running.labels(model_name="m").set(6)

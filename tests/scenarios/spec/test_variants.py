@@ -98,6 +98,7 @@ def test_variants_dry_run_lists_them(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("cpu-a")  # a drill judged on its generator keeping the schedule: in a CPU lane
 def test_variants_two_variant_drill_compares_both(tmp_path: Path, drill_process: list) -> None:
     out = tmp_path / "drill"
     # what is tested is the variants' comparison, not the generator: 18 rows per variant make the
