@@ -18,6 +18,8 @@ TEXT = "The spring promotion starts at noon and every order ships free within th
 ROUNDS = 11  # one request a measurement: beside a busy suite single ratios ran from 0.75 to 4.3, so the median needs more
 TTL_S = 2.0
 _TEXTS = itertools.count()
+# Compute times judged as ratios of wall-clock medians: in a CPU lane, not beside six workers.
+pytestmark = pytest.mark.xdist_group("cpu-b")
 
 
 def _infer_ms(server: RunningServer) -> float:
