@@ -17,23 +17,16 @@ from rushhour.scenarios.generator.settings import LoadSettings
 from rushhour.scenarios.load.parts import PartWriter, list_parts, merge_requests, read_parts
 from rushhour.scenarios.load.session import LoadSession
 from rushhour.scenarios.protocols.outcome import Outcome, outcome_from
-from tests.scenarios.generator.truth import share_of
+from tests.scenarios.generator.truth import fire, share_of
 
 
 def _run_locust(host: str, schedule: pd.DataFrame, tmp_path: Path, processes: int = 1) -> pd.DataFrame:
     path = tmp_path / "schedule.parquet"
     schedule.to_parquet(path, index=False)
     duration = float(schedule["offset_s"].max()) + 1.0
-    session = LoadSession(LoadSettings(host=host, schedule_path=path, work_dir=tmp_path / "load",
-                                       duration_s=duration, processes=processes, max_timeout_s=15.0))
-    try:
-        session.start()
-        give_up = time.monotonic() + duration + 30.0
-        while not session.finished() and time.monotonic() < give_up:
-            time.sleep(0.2)
-    finally:
-        session.stop()
-    return session.requests(schedule)
+    settings = LoadSettings(host=host, schedule_path=path, work_dir=tmp_path / "load", duration_s=duration,
+                            processes=processes, max_timeout_s=15.0)
+    return fire(settings, schedule, grace_s=30.0)[0]
 
 
 @pytest.mark.slow

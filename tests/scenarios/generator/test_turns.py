@@ -10,7 +10,6 @@ before it ended.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import cast
 
@@ -21,9 +20,8 @@ import pytest
 
 from rushhour.scenarios.generator.openloop import worker_share
 from rushhour.scenarios.generator.settings import LoadSettings
-from rushhour.scenarios.load.session import LoadSession
 from rushhour.traffic_models import generate_schedule, load_traffic_model, text_for
-from tests.scenarios.generator.truth import share_of
+from tests.scenarios.generator.truth import fire, share_of
 from tests.support.targets import StreamPlan, TargetState, serve_target
 
 MOONCAKE = """\
@@ -47,17 +45,10 @@ def _fire(url: str, schedule: pd.DataFrame, work: Path) -> pd.DataFrame:
     path = work / "schedule.parquet"
     schedule.to_parquet(path, index=False)
     duration = float(schedule["offset_s"].max()) + 3.0
-    session = LoadSession(LoadSettings(host=url, schedule_path=path, work_dir=work / "load", duration_s=duration,
-                                       request_timeout_s=10.0, max_timeout_s=11.0,
-                                       target={"protocol": "openai-chat", "model": "truth"}))
-    try:
-        session.start()
-        give_up = time.monotonic() + duration + 40.0
-        while not session.finished() and time.monotonic() < give_up:
-            time.sleep(0.2)
-    finally:
-        session.stop()
-    return session.requests(schedule)
+    settings = LoadSettings(host=url, schedule_path=path, work_dir=work / "load", duration_s=duration,
+                            request_timeout_s=10.0, max_timeout_s=11.0,
+                            target={"protocol": "openai-chat", "model": "truth"})
+    return fire(settings, schedule, grace_s=40.0)[0]
 
 
 class TurnChecker:

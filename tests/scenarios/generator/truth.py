@@ -193,11 +193,18 @@ def run_session(host: str, schedule: pd.DataFrame, work: Path, *, timeout_s: flo
     path = work / "schedule.parquet"
     schedule.to_parquet(path, index=False)
     duration = float(schedule["offset_s"].max()) + 1.0
-    session = LoadSession(LoadSettings(host=host, schedule_path=path, work_dir=work / "load", duration_s=duration,
-                                       request_timeout_s=timeout_s, max_timeout_s=timeout_s + 1.0))
+    return fire(LoadSettings(host=host, schedule_path=path, work_dir=work / "load", duration_s=duration,
+                             request_timeout_s=timeout_s, max_timeout_s=timeout_s + 1.0), schedule,
+                grace_s=timeout_s + 30.0)
+
+
+def fire(settings: LoadSettings, schedule: pd.DataFrame, *, grace_s: float) -> tuple[pd.DataFrame, float]:
+    """One Locust load session run to its end (at most `grace_s` past the run's length), always
+    stopped; the merged requests and the wall start."""
+    session = LoadSession(settings)
     try:
         t0 = session.start()
-        give_up = time.monotonic() + duration + timeout_s + 30.0
+        give_up = time.monotonic() + settings.duration_s + grace_s
         while not session.finished() and time.monotonic() < give_up:
             time.sleep(0.2)
     finally:

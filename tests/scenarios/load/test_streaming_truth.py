@@ -8,7 +8,6 @@ and then tens), so the 10% judges the harness's definitions rather than the neig
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 
 from rushhour.kernel.quantiles import percentile_value
 from rushhour.scenarios.generator.settings import LoadSettings
-from rushhour.scenarios.load.session import LoadSession
+from tests.scenarios.generator.truth import fire
 from tests.support.targets import StreamPlan, serve_target
 
 TOLERANCE = 0.10
@@ -28,16 +27,9 @@ def _fire(url: str, schedule: pd.DataFrame, work: Path, target: dict[str, object
     path = work / "schedule.parquet"
     schedule.to_parquet(path, index=False)
     duration = float(schedule["offset_s"].max()) + 1.0
-    session = LoadSession(LoadSettings(host=url, schedule_path=path, work_dir=work / "load", duration_s=duration,
-                                       request_timeout_s=10.0, max_timeout_s=11.0, target=target))
-    try:
-        session.start()
-        give_up = time.monotonic() + duration + 40.0
-        while not session.finished() and time.monotonic() < give_up:
-            time.sleep(0.2)
-    finally:
-        session.stop()
-    return session.requests(schedule)
+    settings = LoadSettings(host=url, schedule_path=path, work_dir=work / "load", duration_s=duration,
+                            request_timeout_s=10.0, max_timeout_s=11.0, target=target)
+    return fire(settings, schedule, grace_s=40.0)[0]
 
 
 @pytest.mark.timeout(120)
