@@ -33,7 +33,8 @@ LONG_FIRST = ("tests/test_architecture.py", "tests/scenarios/run/", "tests/scena
 # not be shown met (0 of 218 answers late, too few independent-equivalent ones); a drill across
 # network namespaces, three processes a host, was starved there too. Order only.
 LANE_LAST = ("tests/scenarios/capacity/test_ground_truth.py::test_ground_truth_search_on_ttft",
-             "tests/scenarios/distributed/test_namespaces.py")
+             "tests/scenarios/distributed/test_namespaces.py", "tests/benchmarks/test_gpu_check.py",
+             "tests/scenarios/load/test_streaming_truth.py")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
