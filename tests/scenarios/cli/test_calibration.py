@@ -107,7 +107,7 @@ def test_run_measures_a_relative_peak_on_the_url_it_loads_and_capacity_agrees(
     """A service of known capacity (M/D/2, 40 ms: P95 under 200 ms up to about 42 req/s) is
     calibrated itself: it receives the calibration's requests, the figure lands near its truth,
     the bundled server is never booted, and `rushhour capacity --calibrate --target` reads the same
-    cached figure back."""
+    figure back once it was confirmed and cached."""
     monkeypatch.setenv("RUSHHOUR_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv(SKIP_ENV, "1")
     monkeypatch.setattr(calibrate_module, "CALIBRATION_STEPS_S", (10.0, 20.0))  # short windows: a test, not a drill
@@ -124,4 +124,9 @@ def test_run_measures_a_relative_peak_on_the_url_it_loads_and_capacity_agrees(
     assert _served(own_service) > drill_requests + 100  # the calibration's steps reached the service too
     cached = CliRunner().invoke(capacity, [str(scenario), "--calibrate", "--dry-run", "--target", own_service])
     assert cached.exit_code == 0, cached.output
-    assert f"capacity [none]: {calibration['capacity_rps']:g} req/s (of {own_service}, measured " in cached.output
+    # Only a figure its second window confirmed is cached; on a busy machine the short confirmation
+    # window can miss, and then the next command must not pretend the figure was kept.
+    if calibration.get("confirmed") is True:
+        assert f"capacity [none]: {calibration['capacity_rps']:g} req/s (of {own_service}, measured " in cached.output
+    else:
+        assert "capacity [none]: " in cached.output and "not measured on this machine yet" in cached.output
