@@ -33,9 +33,10 @@ import click
 import numpy as np
 
 from benchmarks.mdc import true_capacity, true_ttft_capacity
+from rushhour.reports.capacity.stepstats import samples_to_show
 from rushhour.reports.estimate.quantilebound import percentile_look
 from rushhour.reports.estimate.sequential import PILOT_FLOOR, look_call
-from rushhour.scenarios.capacity.job import step_rules
+from rushhour.scenarios.capacity.job import evidence_window_s, step_rules
 from rushhour.scenarios.capacity.search import SearchSettings, StepVerdict, search
 from rushhour.scenarios.capacity.steps import SETTLE_S, StepRules
 
@@ -224,8 +225,11 @@ def _judge(queue: Queue, run: _Run, rules: StepRules) -> tuple[StepVerdict, floa
         if call.met[0]:
             return StepVerdict(run.rate, "pass"), now
         if call.missed[0] or final:
+            evidence = None if call.missed[0] else evidence_window_s(
+                int(rows.sum()), float(call.effect[0]), samples_to_show(queue.allowed, rules.looks, rules.met_error),
+                rules.measure_s)
             return StepVerdict(run.rate, "fail", "slo", "missed" if call.missed[0] else "not shown met",
-                               open=not call.missed[0]), now
+                               open=not call.missed[0], evidence_s=evidence), now
     raise AssertionError("the last look always decides")
 
 

@@ -27,14 +27,16 @@ product would print as confirmed) and the anchor's extra minutes (its end window
 window stands for the search's first step, at that same rate).
 
 With `--defaults` each search is the one `rushhour capacity` runs by default (`default_searches`):
-30 s steps, a step that ended open stepped once more for `RETRY_S`, the anchor at the start and
-end and a `STEP_ANCHOR_S` window after every step.
+30 s steps, a step that ended open stepped once more for at least `RETRY_S` and, where its
+clustering asks for more, up to `RETRY_MAX_S` (`rushhour.scenarios.capacity.job.retry_window_s`),
+the anchor at the start and end and a `STEP_ANCHOR_S` window after every step. `--retry-max`
+changes that longest retry (equal to `--knee-steps` for a retry that never grows).
 
 With `--relaxed-warmup` each fresh step warms up as one of a search planned from the probed
 throughput does (`rushhour.scenarios.capacity.bracket.planned_warmup_s`: relaxation times of the
 queue at the step's load, against its saturated throughput, workers / service time, which is what
 the closed-loop probe reads on an M/D/c), instead of the fixed sixth of its window; the retry of
-an open step keeps its fixed warm-up, as in the product.
+an open step warms up so too when that is longer than its fixed warm-up, as in the product.
 
     python -m benchmarks.mdc_whole [--steps 30] [--searches 200] [--wander 0,0.05,0.1] [--rule share] [--anchor] [--out F]
     python -m benchmarks.mdc_whole --defaults [--relaxed-warmup] [--searches 200] [--out F]
@@ -46,6 +48,7 @@ import dataclasses
 import functools
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +60,7 @@ from benchmarks.mdc_search import MAX_LAG_P99_MS, MDC, ChainedSteps, Queue, _Run
 from rushhour.reports.estimate.anchor import family_confidence, machine_drift
 from rushhour.reports.estimate.sequential import ALPHA, paired_error
 from rushhour.scenarios.capacity.bracket import planned_warmup_s
-from rushhour.scenarios.capacity.job import RETRY_S, STEP_ANCHOR_S, retry_rules_for, step_rules
+from rushhour.scenarios.capacity.job import RETRY_MAX_S, RETRY_S, STEP_ANCHOR_S, retry_rules_for, step_rules, with_retry
 from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict, search
 from rushhour.scenarios.capacity.steps import DEFAULT_MEASURE_S, StepRules
 
@@ -89,7 +92,8 @@ def clopper_pearson(hits: int, trials: int, level: float = 0.95) -> tuple[float,
 def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, precision: float = 0.05,
                    knee_step_s: float | None = None, met_error: float = ALPHA, retry_open: bool = False,
                    anchor: bool = False, anchor_every_s: float | None = None,
-                   warmup_s: float | None = None, relaxed: bool = False) -> dict[str, object]:
+                   warmup_s: float | None = None, relaxed: bool = False,
+                   retry_max_s: float | None = None) -> dict[str, object]:
     """`searches` simulated searches of `queue` with steps of `step_s` (of `knee_step_s` once a
     step has failed, when given: the bisection's steps, near the knee), each window's "met" spending
     `met_error` (a calibration's sqrt(5%)); with `retry_open`, `knee_step_s` is instead the window
@@ -97,8 +101,9 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
     search's anchor windows of `step_s` at its lowest rate, compared (with `anchor_every_s`, one
     anchor window of that length after every step too, each against the first); `warmup_s`, when
     given, replaces each fresh step's warm-up (the product's: a sixth of the step, at most 5 s); with
-    `relaxed`, each fresh step but a retry warms up as a probed search's does (module doc): the
-    figures above."""
+    `relaxed`, each fresh step warms up as a probed search's does (module doc); with `retry_max_s`
+    the retry grows from `knee_step_s` towards what its open step's clustering asks, up to that
+    (`retry_window_s`): the figures above."""
     began = time.perf_counter()
     truth = queue.truth()
     rules = step_rules(step_s, MAX_LAG_P99_MS, met_error)
@@ -115,7 +120,8 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
         steps = ChainedSteps(queue, rules_for, np.random.default_rng([seed, k]))
         start = _anchor_window(queue, steps, step_s) if anchor else None
         between = _Interleaved(queue, steps, anchor_every_s) if anchor and anchor_every_s else None
-        found[k] = search(between or steps, settings, into=result).capacity_rps or 0.0
+        retrying = _Retrying(between or steps, result, knee_rules if retry_open else None, retry_max_s, rules_for)
+        found[k] = search(retrying, settings, into=result).capacity_rps or 0.0
         minutes[k] = steps.seconds / 60.0
         if start is not None:
             ends = [*(between.windows if between else []), _anchor_window(queue, steps, step_s)]
@@ -131,7 +137,8 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
     return {"queue": queue.name, "rule": queue.rule, "confirm_after_s": queue.confirm_after_s,
             "wander": queue.wander, "wander_s": queue.wander_s, "step_s": step_s, "warmup_s": rules.warmup_s,
             "warmup_rule": "relaxation" if relaxed else "fixed",
-            "knee_step_s": knee_step_s or step_s, "retry_open": retry_open, "precision": precision, "met_error_per_window": met_error,
+            "knee_step_s": knee_step_s or step_s, "retry_open": retry_open, "retry_max_s": retry_max_s,
+            "precision": precision, "met_error_per_window": met_error,
             "searches": searches, "truth_rps": round(truth, 1), "above_truth": above / searches,
             "above_truth_ci95": [low, high], "stated_error": ALPHA, "within_stated": low <= ALPHA,
             "found_over_true": {"min": float(ratio.min()), "p2_5": float(quantiles[0]), "median": float(quantiles[1]),
@@ -148,7 +155,8 @@ def default_searches(queue: Queue, *, searches: int, seed: int, warmup_s: float 
                      relaxed: bool = False) -> dict[str, object]:
     """`whole_searches` as `rushhour capacity` searches by default (module doc)."""
     return whole_searches(queue, step_s=DEFAULT_MEASURE_S, searches=searches, seed=seed, knee_step_s=RETRY_S,
-                          retry_open=True, anchor=True, anchor_every_s=STEP_ANCHOR_S, warmup_s=warmup_s, relaxed=relaxed)
+                          retry_open=True, anchor=True, anchor_every_s=STEP_ANCHOR_S, warmup_s=warmup_s, relaxed=relaxed,
+                          retry_max_s=RETRY_MAX_S)
 
 
 def median_interval(values: np.ndarray, level: float = 0.95) -> list[float]:
@@ -182,6 +190,20 @@ class _Interleaved:
         return verdict
 
 
+class _Retrying:
+    """The search's steps, each open one offering the retry the product would step next
+    (`rushhour.scenarios.capacity.job.with_retry`)."""
+
+    def __init__(self, step: Callable[[float], StepVerdict], result: SearchResult, retry: StepRules | None,
+                 max_s: float | None, rules_for: Callable[[float], StepRules]) -> None:
+        self.step, self.result, self.retry, self.max_s, self.rules_for = step, result, retry, max_s, rules_for
+
+    def __call__(self, rate: float) -> StepVerdict:
+        was_retry = retry_rules_for(self.result, self.retry, rate) is not None
+        ran_s = self.rules_for(rate).measure_s
+        return with_retry(self.step(rate), ran_s=ran_s, was_retry=was_retry, retry=self.retry, max_s=self.max_s)
+
+
 def _anchor_figures(ratio: np.ndarray, flagged: np.ndarray, extra: np.ndarray) -> dict[str, object]:
     """What the anchor saw: flags overall, among the searches above the truth, and what stays wrong unflagged."""
     above = ratio > 1.0
@@ -198,10 +220,14 @@ def _anchor_figures(ratio: np.ndarray, flagged: np.ndarray, extra: np.ndarray) -
 def _rules_for(result: SearchResult, rules: StepRules, knee_rules: StepRules, retry: bool, throughput: float | None,
                precision: float, rate: float) -> StepRules:
     """A step's rules: `knee_rules` once the search has seen a failure or, with `retry`, for the
-    retry of a step that ended open; with a `throughput`, any but a retry warmed up as a fresh step
-    of a search planned from it is (`rushhour.scenarios.capacity.bracket.planned_warmup_s`)."""
+    retry of a step that ended open (its window the one the open step offered); with a `throughput`, each warmed up
+    as a fresh step of a search planned from it is (`rushhour.scenarios.capacity.bracket.planned_warmup_s`),
+    a retry only where that is longer than its own."""
     if retry and (retried := retry_rules_for(result, knee_rules, rate)) is not None:
-        return retried
+        if throughput is None:
+            return retried
+        planned = planned_warmup_s(rate, throughput, retried.measure_s, precision=precision)
+        return dataclasses.replace(retried, warmup_s=max(retried.warmup_s, min(planned, retried.measure_s)))
     chosen = rules if retry or result.first_fail is None else knee_rules
     if throughput is None:
         return chosen
@@ -212,6 +238,8 @@ def _row(r: dict[str, Any]) -> str:
     f = r["found_over_true"]
     low, high = r["above_truth_ci95"]
     where = "an open step's retry" if r["retry_open"] else "near the knee"
+    if r["retry_open"] and r.get("retry_max_s") and r["retry_max_s"] > r["knee_step_s"]:
+        where += f" (to {r['retry_max_s']:g} s as its clustering asks)"
     step = f"{r['step_s']:g} s" + (f", {r['knee_step_s']:g} s {where}" if r["knee_step_s"] != r["step_s"] else "")
     step += ", relaxation warm-up" if r["warmup_rule"] == "relaxation" else ""
     return (f"| {r['queue']} | {100 * r['wander']:.0f}% | {step} | {r['truth_rps']:.1f} | "
@@ -240,6 +268,9 @@ def _anchor_row(r: dict[str, Any]) -> str:
 @click.option("--knee-steps", "knee_step", type=click.FloatRange(min=2.0), default=None,
               help="Steps of this many seconds once a step has failed (the bisection near the knee).")
 @click.option("--retry-open", is_flag=True, help="Step once more, for --knee-steps seconds, at a rate whose step ended open.")
+@click.option("--retry-max", "retry_max", type=click.FloatRange(min=2.0), default=None,
+              help="With --retry-open, the retry grows towards what its open step's clustering asks, up to this many "
+                   f"seconds (--defaults: {RETRY_MAX_S:g}).")
 @click.option("--precision", default=0.05, show_default=True, type=click.FloatRange(min=0.01, max=0.5))
 @click.option("--calibration", is_flag=True, help='Each window spends sqrt(5%) on "met", as a calibration\'s do.')
 @click.option("--rule", type=click.Choice(["share", "percentile"]), default="share", show_default=True,
@@ -254,10 +285,11 @@ def _anchor_row(r: dict[str, Any]) -> str:
 @click.option("--warmup", "warmup", type=click.FloatRange(min=0.0, max=600.0), default=None,
               help="Each fresh step's warm-up in seconds (default: the product's, a sixth of the step, at most 5 s).")
 @click.option("--relaxed-warmup", "relaxed", is_flag=True,
-              help="Each fresh step but a retry warms up as a probed search's does (module doc); not with --warmup.")
+              help="Each fresh step warms up as a probed search's does, a retry where that is longer (module doc); not with --warmup.")
 @click.option("--seed", default=2, show_default=True, type=click.IntRange(min=0))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the rows as JSON here.")
 def main(steps: str, searches: int, queues: str, wander: str, knee_step: float | None, retry_open: bool,
+         retry_max: float | None,
          precision: float, calibration: bool, rule: str, confirm_after: float, anchor: bool,
          anchor_every: float | None, defaults: bool, warmup: float | None, relaxed: bool, seed: int,
          out: Path | None) -> None:
@@ -267,6 +299,7 @@ def main(steps: str, searches: int, queues: str, wander: str, knee_step: float |
                                  "give one of them.", param_hint="--warmup")
     if defaults:
         steps, knee_step, retry_open, anchor, anchor_every = f"{DEFAULT_MEASURE_S:g}", RETRY_S, True, True, STEP_ANCHOR_S
+        retry_max = RETRY_MAX_S if retry_max is None else retry_max
     try:
         lengths = [float(v) for v in steps.split(",")]
         spreads = [float(v) for v in wander.split(",")]
@@ -289,7 +322,8 @@ def main(steps: str, searches: int, queues: str, wander: str, knee_step: float |
                 rows.append(whole_searches(queue, step_s=length, searches=searches, seed=seed, knee_step_s=knee_step,
                                            precision=precision, met_error=paired_error() if calibration else ALPHA,
                                            retry_open=retry_open, anchor=anchor, anchor_every_s=anchor_every,
-                                           warmup_s=warmup, relaxed=relaxed))
+                                           warmup_s=warmup, relaxed=relaxed,
+                                           retry_max_s=retry_max if retry_open else None))
                 click.echo(_row(rows[-1]))
     if anchor:
         click.echo("\n| queue | machine wander | above truth | flagged [95% CI] | flagged among above | "

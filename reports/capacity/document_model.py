@@ -168,6 +168,18 @@ class KnownFail(_Fixed):
     """Why, in words."""
 
 
+class UndecidedFail(_Fixed):
+    """A failure that was no miss: the step, its retry too, neither showed the SLO met nor missed."""
+
+    rate_rps: float | None
+    """The rate, requests per second."""
+    evidence_s: float | None
+    """Seconds of window in which that rate brings the independent requests a pass needs with none
+    bad, at the clustering its last step measured; null when not known."""
+    sentence: str
+    """The same in words, as the summary carries it."""
+
+
 class AtCapacity(_Fixed):
     """The passing step at the capacity: its pools and cost."""
 
@@ -250,6 +262,9 @@ class ConditionResult(_Growing):
     machine change, `machine_drift`); null when the search stopped before the question arose."""
     known_fail: KnownFail | None
     """A failing rate known before the search."""
+    undecided_fail: UndecidedFail | None = None
+    """The lowest failing rate when its last step ended open (neither shown met nor missed): the
+    capacity may lie above it too; null when that failure was a miss."""
     machine_drift: MachineDrift | None = None
     """The anchor's comparison of the machine at the search's start and end; null when none ran."""
     meets_requirement: bool | None
@@ -321,7 +336,10 @@ class SearchSettings(_Growing):
     """How the search watched the machine: "ends" (its anchor again at the end) or "steps" (a short
     anchor window after every step too)."""
     retry_duration_s: float = 0.0
-    """Seconds measured in the one retry of a step that ended open (0: an open step was a failure at once)."""
+    """Shortest window of the one retry of a step that ended open (0: an open step was a failure at once)."""
+    retry_max_s: float = 0.0
+    """Longest window the retry could grow to, as the open step's clustering asked (equal to
+    `retry_duration_s`, or 0, when it could not grow)."""
 
 
 class CapacityDocument(_Growing):

@@ -50,7 +50,7 @@ from rushhour.reports.measures.goodput import per_request_good
 from rushhour.reports.rundata.selection import slo_scope
 from rushhour.reports.schema import LATENCY_KINDS, SloSpec
 
-__all__ = ["ONE_SIDED", "SloCall", "judge_slos", "reachable", "samples_to_pass", "step_figures"]
+__all__ = ["ONE_SIDED", "SloCall", "judge_slos", "reachable", "samples_to_pass", "samples_to_show", "step_figures"]
 
 ONE_SIDED = 1.0 - ALPHA
 Decision = Literal["met", "missed", "open"]
@@ -108,8 +108,14 @@ class SloCall:
 
 def samples_to_pass(spec: SloSpec, looks: int = LOOKS, met_error: float = ALPHA) -> int:
     """Fewest requests in scope with which `spec` can be shown met at the final look (none bad)."""
+    return samples_to_show(spec.allowed_bad_share, looks, met_error)
+
+
+def samples_to_show(allowed: float, looks: int = LOOKS, met_error: float = ALPHA) -> int:
+    """Fewest independent requests, none bad, that show a bad share of at most `allowed` at the
+    final look of `looks` with "met" spending `met_error`."""
     level = float(nominal_levels(looks, met_error)[-1])
-    return math.ceil(math.log(level) / math.log(1.0 - spec.allowed_bad_share) - 1e-9)
+    return math.ceil(math.log(level) / math.log(1.0 - allowed) - 1e-9)
 
 
 def reachable(call: SloCall, allowed: float, remaining: int, looks: int = LOOKS, met_error: float = ALPHA) -> bool:

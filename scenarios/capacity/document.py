@@ -37,9 +37,16 @@ def document_of(job: CapacityJob, target: Target | None, conditions: list[dict[s
                      "precision": job.settings.precision, "step_duration_s": job.rules.measure_s,
                      "warmup_s": job.rules.warmup_s, "seed": job.seed, "start_rps": job.start_rps,
                      "met_error": job.rules.met_error, "drift_check": job.drift_check,
-                     "retry_duration_s": job.retry_rules.measure_s if job.retry_rules is not None else 0.0},
+                     "retry_duration_s": job.retry_rules.measure_s if job.retry_rules is not None else 0.0,
+                     "retry_max_s": _retry_max_s(job)},
         "environment": machine_facts(), "wall_s": round(wall_s, 1),
     }
+
+
+def _retry_max_s(job: CapacityJob) -> float:
+    if job.retry_rules is None:
+        return 0.0
+    return max(job.retry_rules.measure_s, job.retry_max_s or 0.0)
 
 
 def plain(value: Any) -> Any:

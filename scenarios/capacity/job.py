@@ -9,6 +9,7 @@ the floor could only ever fail, so it is refused with the numbers.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,8 +30,9 @@ from rushhour.scenarios.spec.target import TargetProtocol
 from rushhour.traffic_models import TrafficModelError, load_traffic_model
 from rushhour.traffic_models.model import TrafficModel
 
-__all__ = ["RETRY_S", "CapacityJob", "SloFloor", "default_range", "load_mix", "retry_rules_for", "select_slos",
-           "slo_floors", "step_rules"]
+__all__ = ["RETRY_MARGIN", "RETRY_MAX_S", "RETRY_S", "CapacityJob", "SloFloor", "default_range", "evidence_window_s",
+           "load_mix", "retry_rules_for", "retry_text", "retry_window_s", "select_slos", "slo_floors", "step_rules",
+           "with_retry"]
 
 SHARE_SAMPLE_RPS = 2000.0
 SHARE_SAMPLE_S = 10.0
@@ -56,7 +58,14 @@ STEP_ANCHOR_S = 10.0
 RETRY_S = 120.0
 """Measured seconds of the one retry of a step that ended open (neither shown met nor missed): long
 enough to span a queue's excursions near its knee, where a 30 s step holds too few independent
-requests to show a P99 met (the whole-search bench, docs/benchmarks.md)."""
+requests to show a P99 met (the whole-search bench, docs/benchmarks.md); the shortest retry."""
+RETRY_MAX_S = 1200.0
+"""Longest retry window by default: a retry lengthens from `RETRY_S` towards what the open step's
+own clustering says a decision needs, up to this (`retry_window_s`). Twenty minutes is what a
+queue of 100 ms service needs near its knee (the whole-search bench, docs/benchmarks.md)."""
+RETRY_MARGIN = 2.0
+"""A retry plans this many times the window in which a pass with no late request at all could
+come: a rate just under the knee has a few late requests, and those need more."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,10 +102,20 @@ class CapacityJob:
     retry_rules: StepRules | None = None
     """The rules of the one retry of a step that ended open (`SearchSettings.retry_open`); None:
     an open step counts as a failure at once."""
+    retry_max_s: float | None = None
+    """The longest the retry may grow to (`retry_window_s`); None: the retry keeps `retry_rules`'s window."""
 
     def warmup_s_at(self, rate_rps: float) -> float | None:
         """A fresh step's warm-up at `rate_rps` from `warmup_at`; None without one."""
         return None if self.warmup_at is None else self.warmup_at(rate_rps)
+
+    def retry_warmed(self, retry: StepRules, rate_rps: float) -> StepRules:
+        """`retry` warmed up as a fresh step of a probed search is (`warmup_at`) where that is longer
+        than its fixed warm-up: a retry starts from an empty queue too."""
+        planned = self.warmup_s_at(rate_rps)
+        if planned is None or planned <= retry.warmup_s:
+            return retry
+        return dataclasses.replace(retry, warmup_s=min(planned, retry.measure_s))
 
     @property
     def cost_model(self) -> CostModel | None:
@@ -193,9 +212,56 @@ def step_rules(measure_s: float, max_lag_p99_ms: float, met_error: float = ALPHA
 
 
 def retry_rules_for(result: SearchResult, retry: StepRules | None, rate: float) -> StepRules | None:
-    """`retry` when a step at `rate` is the retry of the search's last step, which ended open at
-    that rate (`SearchSettings.retry_open` steps it once more); None for any other step."""
+    """The rules of the retry when a step at `rate` is a retry of the search's last step, which
+    ended open at that rate and offered one (`StepVerdict.retry_s`, `SearchSettings.retry_open`):
+    `retry` with that window; None for any other step."""
     last = result.steps[-1] if result.steps else None
-    if retry is None or last is None or not last.open or last.rate_rps != rate:
+    if retry is None or last is None or not last.open or last.rate_rps != rate or last.retry_s is None:
         return None
-    return retry
+    return dataclasses.replace(retry, measure_s=last.retry_s)
+
+
+def with_retry(verdict: StepVerdict, *, ran_s: float, was_retry: bool, retry: StepRules | None,
+               max_s: float | None) -> StepVerdict:
+    """`verdict` with the retry it offers (`StepVerdict.retry_s`), when it ended open: none without
+    `retry`; with a fixed retry (`max_s` None) one, of `retry`'s window, after a step that was no
+    retry; otherwise `retry_window_s` of its evidence, offered only while that grows past the
+    `ran_s` seconds it measured (a retry that ended open with the independent requests it
+    asked for has a share near the allowance, and a longer one would only repeat the question)."""
+    if not verdict.open or retry is None:
+        return verdict
+    if max_s is None:
+        return verdict if was_retry else dataclasses.replace(verdict, retry_s=retry.measure_s)
+    window = retry_window_s(verdict.evidence_s, retry.measure_s, max_s)
+    if was_retry and window <= ran_s:
+        return verdict
+    return dataclasses.replace(verdict, retry_s=window)
+
+
+def retry_text(open_step: StepVerdict, retry: StepRules, max_s: float | None) -> str:
+    """Why the retry of `open_step` is as long as it is, in words."""
+    head = f"{open_step.rate_rps:.1f} req/s ended open; stepping it again for {retry.measure_s:g} s"
+    if max_s is None or open_step.evidence_s is None:
+        return head
+    need = RETRY_MARGIN * open_step.evidence_s
+    if need > max_s and retry.measure_s >= max_s:
+        return (f"{head}, the longest --retry-max allows: its requests' clustering asks for about {need:,.0f} s to "
+                "decide it, so it may stay open and the capacity may lie above the figure")
+    return f"{head} (its requests' clustering asks for about {need:,.0f} s to decide it)"
+
+
+def retry_window_s(evidence_s: float | None, floor_s: float, max_s: float) -> float:
+    """A retry's window: `RETRY_MARGIN` times the open step's `evidence_s` (the seconds in which
+    its rate brings the independent requests a pass needs with none bad), between `floor_s` and
+    `max_s` (whichever is larger wins, so a budget under the floor keeps the floor)."""
+    if evidence_s is None:
+        return floor_s
+    return max(floor_s, min(RETRY_MARGIN * evidence_s, max_s))
+
+
+def evidence_window_s(samples: int, design_effect: float, needed: int, measured_s: float) -> float | None:
+    """Seconds of window in which a step's rate brings `needed` independent requests at
+    `design_effect` (`samples` requests came in `measured_s`); None without any request."""
+    if samples <= 0 or measured_s <= 0:
+        return None
+    return needed * max(design_effect, 1.0) * measured_s / samples

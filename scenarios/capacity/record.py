@@ -14,6 +14,7 @@ import pandas as pd
 
 from rushhour.reports.measures.cost import compute_cost
 from rushhour.reports.schema import CostModel
+from rushhour.scenarios.capacity.job import RETRY_MARGIN, evidence_window_s
 from rushhour.scenarios.capacity.search import GENERATOR, SearchResult, StepVerdict
 from rushhour.scenarios.capacity.stepper import StepRecord
 from rushhour.scenarios.capacity.steps import THROUGHPUT, StepRules
@@ -25,14 +26,22 @@ def verdict_of(record: StepRecord) -> StepVerdict:
     """What the search needs to know of a step. A failure on an SLO that none of its calls showed
     missed is open (too little evidence either way), which the search may step once more; a step
     cut short because the bad requests it already holds rule out a pass (`steps.curtailed`) is
-    not, since its final look would most likely have shown the SLO missed."""
+    not, since its final look would most likely have shown the SLO missed. An open step carries the
+    window its rate would need to show the SLO met at the clustering it measured (`evidence_s`),
+    which a retry may plan by."""
     assessment = record.assessment
     verdict = assessment.decision if assessment.decision in ("pass", "fail", "invalid") else "fail"
     limiting = next((call for call in assessment.calls if call.name == assessment.limiting), None)
     unclear = (verdict == "fail" and assessment.limiting not in (THROUGHPUT, GENERATOR) and limiting is not None
                and not any(call.decision == "missed" for call in assessment.calls)
                and not (record.early and limiting.bad > 0))
-    return StepVerdict(record.rate_rps, verdict, assessment.limiting, assessment.reason, open=unclear)
+    evidence = None
+    if unclear and limiting is not None:
+        start, end = record.rules.window
+        evidence = evidence_window_s(limiting.samples, limiting.design_effect, limiting.needed,
+                                     min(assessment.now_s, end) - start)
+    return StepVerdict(record.rate_rps, verdict, assessment.limiting, assessment.reason, open=unclear,
+                       evidence_s=evidence)
 
 
 def pool_usage(samples: pd.DataFrame, window: tuple[float, float], slots_per_node: dict[str, int]) -> dict[str, Any]:
@@ -124,6 +133,27 @@ def _text(result: SearchResult, require_rps: float | None) -> str:
     return text
 
 
+def _undecided_fail(result: SearchResult) -> dict[str, Any] | None:
+    """The search's lowest failure when its last step there ended open (neither shown met nor
+    missed, its retry too where one ran): the capacity may then lie above that rate as well, and
+    the sentence says how long a window would have decided it. None otherwise."""
+    if result.first_fail is None or result.last_pass is None or result.generator_bound:
+        return None
+    there = [s for s in result.steps if s.rate_rps == result.first_fail]
+    if not there or not there[-1].open:
+        return None
+    evidence = there[-1].evidence_s
+    need = (f"; at the clustering measured there, about {_minutes(RETRY_MARGIN * evidence)} of window would decide it"
+            if evidence is not None else "")
+    return {"rate_rps": _round(result.first_fail), "evidence_s": _round(evidence, 1),
+            "sentence": f"{result.first_fail:.1f} req/s was not shown missed, only not shown met{need}, so the "
+                        "capacity may lie above it too (--retry-max)"}
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:,.0f} s" if seconds < 120 else f"{seconds / 60:,.0f} min"
+
+
 def condition_entry(name: str, result: SearchResult, steps: list[dict[str, Any]], *,
                     require_rps: float | None, wall_s: float, machine_drift: dict[str, Any] | None = None
                     ) -> dict[str, Any]:
@@ -131,8 +161,11 @@ def condition_entry(name: str, result: SearchResult, steps: list[dict[str, Any]]
     A `machine_drift` (`rushhour.scenarios.capacity.anchor`) that saw the machine change marks the
     figure unconfirmed and says so in its summary."""
     changed = bool(machine_drift and machine_drift.get("changed"))
+    undecided = _undecided_fail(result)
     summary = _text(result, require_rps) + (f"; not confirmed: {machine_drift['sentence']}" if changed and machine_drift
                                             else "")
+    if undecided is not None:
+        summary += f"; {undecided['sentence']}"
     at = next((s for s in steps if s["passed"] and s["offered_rps"] == round(result.last_pass or -1, 3)), None)
     return {
         "condition": name, "capacity_rps": result.capacity_rps,
@@ -141,6 +174,7 @@ def condition_entry(name: str, result: SearchResult, steps: list[dict[str, Any]]
         "generator_bound": result.generator_bound, "generator_limit": result.generator_limit,
         "ceiling": result.ceiling, "below_min": result.below_min,
         "confirmed": False if changed else result.confirmed, "machine_drift": machine_drift,
+        "undecided_fail": undecided,
         "known_fail": None if result.known_fail is None else {
             "rate_rps": _round(result.known_fail.rate_rps), "limiting": result.known_fail.limiting,
             "reason": result.known_fail.reason},

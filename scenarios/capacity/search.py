@@ -21,9 +21,11 @@ steps there again; it climbs by its growth while the next rate stays below that 
 bisects once it would not (or once a rate of its own failed).
 
 A step that ended open (neither shown met nor missed: too little evidence either way) is, with
-`retry_open`, stepped once more at its rate before it counts as a failure; the step function
-sees the open step last in the result and gives the retry a longer window (`rushhour capacity`:
-120 s), so a rate just under the knee is judged on enough independent requests.
+`retry_open`, stepped again at its rate before it counts as a failure, as long as the step
+function offers a retry (`StepVerdict.retry_s`) and at most `MAX_RETRIES` times; the step
+function sees the open step last in the result and gives the retry a longer window
+(`rushhour capacity`: 120 s, longer where the open step's clustering asks for more), so a rate
+just under the knee is judged on enough independent requests.
 
 A step the load generator could not drive (invalid) ends the search by default: the answer is
 then "at least the last pass". A calibration, whose drill runs on the same generator, asks for
@@ -38,11 +40,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["SearchResult", "SearchSettings", "StepVerdict", "search"]
+__all__ = ["MAX_RETRIES", "SearchResult", "SearchSettings", "StepVerdict", "search"]
 
 Verdict = Literal["pass", "fail", "invalid"]
 MAX_STEPS = 40
 MAX_CONFIRMATIONS = 2
+MAX_RETRIES = 3
+"""Most retries of one open rate: each is a fresh chance of a wrong "met", so they are few."""
 GENERATOR = "generator"
 """The `limiting` of a step the load generator could not drive (and of the failure it counts as,
 with `generator_limits`)."""
@@ -59,6 +63,12 @@ class StepVerdict:
     reason: str = ""
     open: bool = False
     """A failure that is no miss: an SLO neither shown met nor shown missed (too little evidence)."""
+    evidence_s: float | None = None
+    """For an open step: the seconds of window in which its rate brings as many independent requests
+    as a pass needs with none bad, at the clustering the step measured (None: not known)."""
+    retry_s: float | None = None
+    """For an open step: the window of the retry the step function would step next at this rate
+    (None: no retry; the search then counts the step a failure)."""
 
 
 StepFn = Callable[[float], StepVerdict]
@@ -82,9 +92,10 @@ class SearchSettings:
     """Count a step the generator could not drive as a failure limited by the generator (and go
     on below it) instead of ending the search there."""
     retry_open: bool = False
-    """Step once more at a rate whose step ended open (`StepVerdict.open`) before counting it a
-    failure: the step function sees the open step last in the result and may give the retry a
-    longer window, so a rate near the knee is judged on enough independent requests."""
+    """Step again at a rate whose step ended open (`StepVerdict.open`) while the step function offers
+    a retry (`StepVerdict.retry_s`), before counting it a failure: the step function sees the open
+    step last in the result and gives the retry a longer window, so a rate near the knee is judged
+    on enough independent requests."""
 
     def __post_init__(self) -> None:
         if not 0 < self.min_rps < self.max_rps:
@@ -238,10 +249,12 @@ def _only_the_known_failure(result: SearchResult) -> bool:
 
 def _take(step: StepFn, rate: float, result: SearchResult, settings: SearchSettings) -> bool:
     """Run one step and fold it in; False when the search cannot go on (generator-bound). An open
-    failure is stepped again once with `retry_open`, the first kept in the steps, not folded in."""
+    failure is stepped again with `retry_open` while the step function offers a retry, each open
+    one kept in the steps, not folded in."""
     verdict = step(rate)
-    if (verdict.verdict == "fail" and verdict.open and settings.retry_open and len(result.steps) + 1 < settings.max_steps
-            and not any(s.open and s.rate_rps == rate for s in result.steps)):
+    while (verdict.verdict == "fail" and verdict.open and settings.retry_open and verdict.retry_s is not None
+           and len(result.steps) + 1 < settings.max_steps
+           and sum(1 for s in result.steps if s.open and s.rate_rps == rate) < MAX_RETRIES):
         result.steps.append(verdict)
         verdict = step(rate)
     if verdict.verdict == "invalid" and settings.generator_limits:

@@ -13,6 +13,7 @@ from rushhour.kernel.contract import CAPACITY_HTML_FILE
 from rushhour.scenarios.capacity.conditions import HEALTHY, N_MINUS_ONE, parse_conditions
 from rushhour.scenarios.capacity.job import (
     DRIFT_CHECKS,
+    RETRY_MAX_S,
     RETRY_S,
     STEP_ANCHOR_S,
     CapacityJob,
@@ -46,6 +47,15 @@ def _step_seconds(value: str, option: str = "--step-duration", *, none: bool = F
     if seconds < MIN_STEP_S and not (none and seconds == 0):
         raise BadInput(f'{option}: "{value}" is shorter than {MIN_STEP_S:g} s, too short to judge a step'
                        + (" (0 for none)." if none else "."))
+    return seconds
+
+
+def _retry_max(value: str, retry_s: float) -> float:
+    """--retry-max in seconds: at least --retry-duration (with a retry at all); exit 2 otherwise."""
+    seconds = _step_seconds(value, "--retry-max")
+    if retry_s > 0 and seconds < retry_s:
+        raise BadInput(f'--retry-max: "{value}" is shorter than --retry-duration ({retry_s:g} s); give at least '
+                       "that, or the same for a retry that never grows.")
     return seconds
 
 
@@ -97,9 +107,10 @@ def _rates(floors: list[SloFloor], min_rps: float | None, max_rps: float | None)
 def build_job(scenario_spec: str, *, target_url: str | None, slos: tuple[str, ...], faults: str,
               min_rps: float | None, max_rps: float | None, precision: float, step_s: float,
               require_rps: float | None, out: Path | None, allow_remote: bool, seed: int | None,
-              retry_s: float = 0.0) -> CapacityJob:
+              retry_s: float = 0.0, retry_max_s: float | None = None) -> CapacityJob:
     """Everything checked and resolved before anything boots; ScenarioError on bad input. A step
-    that ends open is stepped once more for `retry_s` seconds (0: it counts as a failure at once)."""
+    that ends open is stepped once more for `retry_s` seconds (0: it counts as a failure at once),
+    or, with `retry_max_s`, for as long as its clustering asks, between the two."""
     path = resolve_path(scenario_spec)
     source, base_dir = str(path), path.resolve().parent
     scenario = apply_overrides(load_scenario(path), Overrides.of({"target_url": target_url, "seed": seed}), source)
@@ -122,6 +133,7 @@ def build_job(scenario_spec: str, *, target_url: str | None, slos: tuple[str, ..
         out_dir=out or Path("results") / f"{scenario.name}-capacity-{stamp}", target_url=target_url,
         require_rps=require_rps, seed=scenario.traffic.seed, floors=floors,
         retry_rules=step_rules(retry_s, scenario.load.max_lag_p99_ms) if retry_s > 0 else None,
+        retry_max_s=retry_max_s if retry_s > 0 and retry_max_s is not None and retry_max_s > retry_s else None,
     )
 
 
@@ -134,15 +146,24 @@ def describe_job(job: CapacityJob) -> str:
              f"rates      {s.min_rps:g} to {s.max_rps:g} req/s, x{s.growth:g} up, then bisect to {100 * s.precision:g}%",
              (f"steps      {job.rules.warmup_s:g} s warm-up + up to {job.rules.measure_s:g} s measured, "
               "stopped early once clear"),
-             ("retry      " + (f"a step that ends open once more, {job.retry_rules.warmup_s:g} s warm-up + up to "
-                                f"{job.retry_rules.measure_s:g} s measured" if job.retry_rules is not None
-                                else "none: a step that ends open is a failure")),
+             "retry      " + _retry_line(job),
              f"drift      {job.drift_check}: the first pass stepped again at the end"
              + (f", and a {STEP_ANCHOR_S:g} s window at its rate after every step" if job.drift_check == "steps" else ""),
              "slos"]
     lines += [f"  {f.name:20s} {100 * f.share:5.1f}% of the mix, needs {f.needed} requests: from "
               f"{f.floor_rps:.1f} req/s" for f in job.floors]
     return "\n".join(lines)
+
+
+def _retry_line(job: CapacityJob) -> str:
+    retry = job.retry_rules
+    if retry is None:
+        return "none: a step that ends open is a failure"
+    line = f"a step that ends open once more, {retry.warmup_s:g} s warm-up + up to {retry.measure_s:g} s measured"
+    if job.retry_max_s is None:
+        return line
+    return (f"{line}, longer (up to {job.retry_max_s:g} s) where the open step's requests came in clusters "
+            "that ask for more")
 
 
 def _calibrate(scenario_spec: str, *, dry_run: bool, target_url: str | None = None, allow_remote: bool = False) -> None:
@@ -181,6 +202,10 @@ def _calibrate(scenario_spec: str, *, dry_run: bool, target_url: str | None = No
               help="Step once more, for this long, at a rate whose step ended open (neither shown met nor missed) "
                    "before counting it a failure; 0 for no retry (faster, and up to 15% or more under the capacity "
                    "near a knee).")
+@click.option("--retry-max", "retry_max", default=f"{RETRY_MAX_S:g}s", show_default=True,
+              help="Longest the retry may grow to: a step whose requests came in clusters (a slow service near its "
+                   "knee) is retried for as long as its clustering asks to decide it, up to this; equal to "
+                   "--retry-duration for a fixed retry.")
 @click.option("--drift-check", "drift_check", type=click.Choice(DRIFT_CHECKS), default="steps", show_default=True,
               help="How the search watches the machine: ends steps its first pass again at its end; steps also "
                    f"steps a {STEP_ANCHOR_S:g} s window at that rate after every step, so a figure found in a fast "
@@ -198,11 +223,12 @@ def _calibrate(scenario_spec: str, *, dry_run: bool, target_url: str | None = No
 def capacity(scenario: str, target_url: str | None, slos: tuple[str, ...], faults: str, min_rps: float | None,
              max_rps: float | None, precision: float, step_duration: str, require_rps: float | None,
              out: Path | None, seed: int | None, allow_remote: bool, dry_run: bool, calibrate: bool,
-             drift_check: DriftCheck, retry_duration: str) -> None:
+             drift_check: DriftCheck, retry_duration: str, retry_max: str) -> None:
     """Find the highest arrival rate of SCENARIO's request mix at which every SLO holds.
 
     Constant open-loop Poisson steps: bracket upward from --min-rps until a step fails, then
-    bisect to --precision; a step that ends open is stepped once more for --retry-duration, and a
+    bisect to --precision; a step that ends open is stepped once more for --retry-duration (longer,
+    up to --retry-max, where its requests' clustering asks for more to decide it), and a
     short window after every step checks that the machine held (--drift-check). With --faults
     none,n-1 the search runs twice, healthy and with one quality node held down. Writes
     capacity.json and capacity.html.
@@ -217,7 +243,8 @@ def capacity(scenario: str, target_url: str | None, slos: tuple[str, ...], fault
         job = build_job(scenario, target_url=target_url, slos=slos, faults=faults, min_rps=min_rps, max_rps=max_rps,
                         precision=precision, step_s=_step_seconds(step_duration), require_rps=require_rps, out=out,
                         allow_remote=allow_remote, seed=seed,
-                        retry_s=_step_seconds(retry_duration, "--retry-duration", none=True))
+                        retry_s=(retry_s := _step_seconds(retry_duration, "--retry-duration", none=True)),
+                        retry_max_s=_retry_max(retry_max, retry_s))
     except ScenarioError as exc:
         raise BadInput(str(exc)) from exc
     job = dataclasses.replace(job, drift_check=drift_check)

@@ -14,6 +14,7 @@ from benchmarks.mdc_search import ChainedSteps, Machine, Queue, _starts, simulat
 from benchmarks.mdc_whole import (
     KNEE1,
     KNEE4,
+    MDC,
     WANDER_S,
     clopper_pearson,
     default_searches,
@@ -140,13 +141,16 @@ def test_anchors_between_steps_flag_the_searches_a_wandering_machine_lifts_above
 
 
 DEFAULT_SEARCHES = 100
+WANDER_SEARCHES = 60
 
 
-@pytest.mark.parametrize("queue", [KNEE4, KNEE1], ids=["md4", "md1"])
+@pytest.mark.parametrize("queue", [KNEE4, KNEE1, MDC], ids=["md4", "md1", "mdc"])
 def test_the_default_search_lands_within_10pct_of_a_steady_queues_capacity(queue: Queue) -> None:
-    """`rushhour capacity` as it searches by default (an open step retried for 120 s, a short anchor
-    window after every step) on a steady machine: the median figure at least 0.9 of the truth, 15%
-    or more under it no more often than 5% beyond Monte Carlo error, and never above it more often."""
+    """`rushhour capacity` as it searches by default (an open step retried for 120 s, longer, up to
+    20 min, where its clustering asks for more; a short anchor window after every step) on a steady
+    machine, the slow queue of 100 ms service included: the median figure at least 0.9 of the
+    truth, 15% or more under it no more often than 5% beyond Monte Carlo error, and never above it
+    more often."""
     row = default_searches(queue, searches=DEFAULT_SEARCHES, seed=7)
     ratio = row["found_over_true"]
     assert isinstance(ratio, dict) and ratio["median"] >= 0.9, row
@@ -162,7 +166,7 @@ def test_the_default_search_on_a_wandering_machine_flags_what_lands_above_the_tr
     """On a machine whose speed wanders, the default search's figures above the truth are flagged by
     its anchor windows: those printed as confirmed stay above the truth no more often than the
     stated 5% beyond Monte Carlo error."""
-    row = default_searches(dataclasses.replace(queue, wander=spread, wander_s=WANDER_S), searches=DEFAULT_SEARCHES,
+    row = default_searches(dataclasses.replace(queue, wander=spread, wander_s=WANDER_S), searches=WANDER_SEARCHES,
                            seed=7)
     unflagged = row["above_truth_unflagged_ci95"]
     assert isinstance(unflagged, list) and unflagged[0] <= 0.05, row

@@ -77,7 +77,7 @@ def search_job(tmp_path: Path, drift_check: str) -> SimpleNamespace:
     """A condition's search from 20 to 100 req/s at 10% precision, its machine checked by `drift_check`."""
     return SimpleNamespace(known_fail=None, probe=False, mix=None, slos=[], rules=RULES, out_dir=tmp_path, seed=0,
                            protocol=None, measure_at=None, start_rps=None, require_rps=None, drift_check=drift_check,
-                           retry_rules=None, settings=SearchSettings(min_rps=20.0, max_rps=100.0, precision=0.1),
+                           retry_rules=None, retry_max_s=None, settings=SearchSettings(min_rps=20.0, max_rps=100.0, precision=0.1),
                            scenario=SimpleNamespace(load=SimpleNamespace(max_lag_p99_ms=250.0)), cost_model=None)
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict, search
+from rushhour.scenarios.capacity.search import MAX_RETRIES, SearchResult, SearchSettings, StepVerdict, search
 
 
 def _service(capacity: float, *, generator_limit: float = float("inf")):
@@ -223,9 +223,10 @@ def test_search_after_a_known_failure_never_steps_at_it_even_when_growing_fast()
     assert result.capacity_rps is not None and (100.0 - result.capacity_rps) / result.capacity_rps <= 0.05
 
 
-def _open_then(capacity: float, reopen: bool = False):
-    """A service whose first step at each rate up to `capacity` ends open (too little evidence);
-    the retry passes (or, `reopen`, ends open again). Above `capacity` every step is missed."""
+def _open_then(capacity: float, reopen: bool = False, offer: float | None = 120.0):
+    """A service whose first step at each rate up to `capacity` ends open (too little evidence),
+    offering a retry of `offer` seconds; the retry passes (or, `reopen`, ends open again). Above
+    `capacity` every step is missed."""
     tried: list[float] = []
 
     def step(rate: float) -> StepVerdict:
@@ -235,7 +236,7 @@ def _open_then(capacity: float, reopen: bool = False):
             return StepVerdict(rate, "fail", "p99", "missed")
         if again and not reopen:
             return StepVerdict(rate, "pass")
-        return StepVerdict(rate, "fail", "p99", "not shown met", open=True)
+        return StepVerdict(rate, "fail", "p99", "not shown met", open=True, retry_s=offer)
 
     return step, tried
 
@@ -252,7 +253,12 @@ def test_search_retry_open_steps_once_more_at_an_open_rate_before_calling_it_a_f
     assert plain.capacity_rps is None and plain.below_min
 
 
-def test_search_retry_open_retries_a_rate_only_once() -> None:
+def test_search_retries_an_open_rate_while_a_retry_is_offered_and_at_most_max_retries_times() -> None:
     step, tried = _open_then(47.0, reopen=True)
     result = search(step, SearchSettings(min_rps=10, max_rps=100, precision=0.05, retry_open=True))
-    assert tried == [10, 10] and result.below_min and result.first_fail == 10
+    assert tried == [10] * (1 + MAX_RETRIES) and result.below_min and result.first_fail == 10
+    assert [s.open for s in result.steps] == [True] * (1 + MAX_RETRIES)  # every try kept, the last folded in
+
+    unoffered, tried = _open_then(47.0, offer=None)  # the step function offers no retry: a failure at once
+    result = search(unoffered, SearchSettings(min_rps=10, max_rps=100, precision=0.05, retry_open=True))
+    assert tried == [10] and result.below_min
