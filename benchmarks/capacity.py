@@ -11,9 +11,10 @@ queues (benchmarks/mdc_whole.py: its workers, service time, percentile, threshol
 a real search's found/true sits beside the simulated distribution for the same settings. Each
 search passes --retry-duration and --drift-check to `rushhour capacity` as given (by default
 0 and ends, the searches of the benchmarks page's reference-server table); --plans runs
-named option sets in turn (`defaults`: the command's own defaults; `no-retry`: no retry, the machine
-checked at the ends), --repeats times, each search with its found/true, minutes, steps, retries,
-the drift check's verdict and the generator's health.
+named option sets in turn (`defaults`: the command's own defaults, the retry growing up to
+`RETRY_MAX_S`; `retry-120`: a fixed 120 s retry, as `--retry-max 120s` gives; `no-retry`: no
+retry, the machine checked at the ends), --repeats times, each search with its found/true,
+minutes, steps, retries, the drift check's verdict and the generator's health.
 
 Usage: python -m benchmarks.capacity [--targets mdc,mdc-stream,reference] [--faults none] [--slos all] [--figure F] [--out F]
        python -m benchmarks.capacity --targets mdc --queue md1 --plans defaults,no-retry --repeats 3 [--seed N] [--out F]
@@ -41,7 +42,7 @@ from benchmarks.mdc_search import Queue
 from benchmarks.mdc_whole import QUEUES
 from rushhour.kernel.clock import parse_duration
 from rushhour.kernel.processes import free_port, stop_process
-from rushhour.scenarios.capacity.job import DRIFT_CHECKS, RETRY_S, DriftCheck
+from rushhour.scenarios.capacity.job import DRIFT_CHECKS, RETRY_MAX_S, RETRY_S, DriftCheck
 from rushhour.scenarios.capacity.runner import run_capacity
 from rushhour.scenarios.cli.capacity import build_job
 
@@ -50,8 +51,10 @@ WORKERS, SERVICE_MS, THRESHOLD_MS = 4, 100.0, 500.0
 REFERENCE_SLOS = ("p99-free", "availability")
 STREAM_WORKERS, STREAM, TTFT_MS, TTFT_PERCENTILE = 8, (100.0, 10.0, 10), 300.0, 95.0
 STEP_S = 30.0
-PLANS: dict[str, tuple[float, DriftCheck]] = {"defaults": (RETRY_S, "steps"), "no-retry": (0.0, "ends")}
-"""Named (retry seconds, drift check) sets: `rushhour capacity`'s defaults, and no retry with the ends check."""
+PLANS: dict[str, tuple[float, float | None, DriftCheck]] = {
+    "defaults": (RETRY_S, RETRY_MAX_S, "steps"), "retry-120": (RETRY_S, None, "steps"), "no-retry": (0.0, None, "ends")}
+"""Named (shortest retry seconds, longest retry seconds or None for a fixed one, drift check) sets:
+`rushhour capacity`'s defaults, a fixed 120 s retry, and no retry with the ends check."""
 MDC_RANGE = (11.0, 110.0)
 """The M/D/c searches' 10x bracket. Its lowest rate is the lowest at which a default 30 s step holds
 the 314 requests a P99 needs to be shown met (10.5 req/s); `rushhour capacity` refuses a lower one."""
@@ -99,10 +102,11 @@ def _fresh(folder: Path) -> Path:
 
 def _search(scenario: str, out: Path, *, slos: tuple[str, ...], faults: str, min_rps: float | None,
             max_rps: float | None, step_s: float, precision: float, retry_s: float = 0.0,
-            drift_check: DriftCheck = "ends", seed: int | None = None) -> dict[str, Any]:
+            drift_check: DriftCheck = "ends", seed: int | None = None, retry_max_s: float | None = None
+            ) -> dict[str, Any]:
     job = build_job(scenario, target_url=None, slos=slos, faults=faults, min_rps=min_rps, max_rps=max_rps,
                     precision=precision, step_s=step_s, require_rps=None, out=out, allow_remote=False, seed=seed,
-                    retry_s=retry_s)
+                    retry_s=retry_s, retry_max_s=retry_max_s)
     job = dataclasses.replace(job, drift_check=drift_check)
     began = time.monotonic()
     outcome = run_capacity(job, say=lambda text: click.echo(text, err=True))
@@ -113,7 +117,7 @@ def _search(scenario: str, out: Path, *, slos: tuple[str, ...], faults: str, min
                      "bracket": condition["bracket"], "steps": len(condition["steps"]),
                      "search_s": condition["wall_s"], "summary": condition["summary"]})
     return {"min_rps": job.settings.min_rps, "max_rps": job.settings.max_rps, "wall_s": round(wall, 1),
-            "retry_s": retry_s, "drift_check": drift_check, "exit_code": outcome.exit_code,
+            "retry_s": retry_s, "retry_max_s": retry_max_s, "drift_check": drift_check, "exit_code": outcome.exit_code,
             "conditions": rows, "report": str(out / "capacity.html"), "document": outcome.document}
 
 
@@ -140,7 +144,7 @@ def search_record(document: dict[str, Any], truth: float) -> dict[str, Any]:
                              "lag_p99_ms": s["generator"].get("lag_p99_ms")} for s in steps]}
 
 
-def _mdc_runs(name: str, work: Path, out: Path, *, queue: Queue | None, plans: list[tuple[str, float, DriftCheck]],
+def _mdc_runs(name: str, work: Path, out: Path, *, queue: Queue | None, plans: list[tuple[str, float, float | None, DriftCheck]],
               step_s: float, precision: float, seed: int | None = None) -> dict[str, Any]:
     """Each plan's search of the M/D/c target `name` in turn, a fresh server and folder for each; with
     `seed`, the k-th search's arrivals drawn from `seed` + k (else every search draws the scenario's)."""
@@ -150,13 +154,13 @@ def _mdc_runs(name: str, work: Path, out: Path, *, queue: Queue | None, plans: l
              if queue is None else queue.truth())
     low, high = MDC_RANGE if queue is None else (queue.min_rps, queue.max_rps)
     result: dict[str, Any] = {}
-    for k, (plan, retry_s, drift_check) in enumerate(plans, start=1):
+    for k, (plan, retry_s, retry_max_s, drift_check) in enumerate(plans, start=1):
         key = name if len(plans) == 1 else f"{name}-{k}-{plan}"
         proc, scenario = _mdc(work, streaming=streaming, queue=queue)
         try:
             run = _search(str(scenario), _fresh(out.parent / f"bench-capacity-{key}"), slos=(), faults="none",
                           min_rps=low, max_rps=high, step_s=step_s, precision=precision, retry_s=retry_s,
-                          drift_check=drift_check, seed=None if seed is None else seed + k)
+                          drift_check=drift_check, seed=None if seed is None else seed + k, retry_max_s=retry_max_s)
         finally:
             stop_process(proc, grace_s=2.0)
         found = run["conditions"][0]["capacity_rps"]
@@ -176,11 +180,13 @@ def _write(out: Path, result: dict[str, Any]) -> None:
     out.write_text(json.dumps(slim, indent=2) + "\n")
 
 
-def search_plans(names: str | None, retry: str, drift_check: DriftCheck, repeats: int) -> list[tuple[str, float, DriftCheck]]:
-    """The searches to run, in order: the named plans alternating `repeats` times, or the options given."""
+def search_plans(names: str | None, retry: str, drift_check: DriftCheck, repeats: int
+                 ) -> list[tuple[str, float, float | None, DriftCheck]]:
+    """The searches to run, in order: the named plans alternating `repeats` times, or the options
+    given (a retry given is a fixed one)."""
     if names is None:
         try:
-            return [("given", parse_duration(retry), drift_check)] * repeats
+            return [("given", parse_duration(retry), None, drift_check)] * repeats
         except ValueError as exc:
             raise click.BadParameter(f'"{retry}" is not a duration: {exc}', param_hint="--retry-duration") from exc
     chosen = [name.strip() for name in names.split(",")]
@@ -237,7 +243,8 @@ def main(targets: str, queue: str | None, faults: str, step_s: float, precision:
             chosen = () if slos == "all" else tuple(name for name in slos.split(",") if name)
             result["reference"] = _search("promo-day", _fresh(out.parent / "bench-capacity-reference"), slos=chosen,
                                           faults=faults, min_rps=None, max_rps=None, step_s=step_s,
-                                          precision=precision, retry_s=order[0][1], drift_check=order[0][2])
+                                          precision=precision, retry_s=order[0][1], drift_check=order[0][3],
+                                          retry_max_s=order[0][2])
             if figure is not None:
                 _figure(result["reference"]["document"], figure)
     click.echo(f"{'target':>16} {'condition':>10} {'bracket':>14} {'capacity':>9} {'steps':>6} {'search s':>9} "

@@ -10,7 +10,7 @@ import yaml
 
 from benchmarks.capacity import MDC_RANGE, REFERENCE_SLOS, STEP_S, mdc_scenario, search_plans, search_record
 from benchmarks.mdc_whole import QUEUES
-from rushhour.scenarios.capacity.job import RETRY_S, CapacityJob
+from rushhour.scenarios.capacity.job import RETRY_MAX_S, RETRY_S, CapacityJob
 from rushhour.scenarios.cli.capacity import build_job
 from rushhour.scenarios.spec.model import ScenarioError
 
@@ -52,9 +52,10 @@ def test_capacity_benchmark_simulated_queue_searches_pass_the_floor_check(tmp_pa
 
 def test_capacity_benchmark_plans_alternate_the_defaults_with_the_search_without_retry() -> None:
     order = search_plans("defaults,no-retry", "0", "ends", 2)
-    assert [(name, retry, check) for name, retry, check in order] == [
-        ("defaults", RETRY_S, "steps"), ("no-retry", 0.0, "ends"), ("defaults", RETRY_S, "steps"), ("no-retry", 0.0, "ends")]
-    assert search_plans(None, "45s", "ends", 1) == [("given", 45.0, "ends")]
+    defaults, plain = ("defaults", RETRY_S, RETRY_MAX_S, "steps"), ("no-retry", 0.0, None, "ends")
+    assert order == [defaults, plain, defaults, plain]
+    assert search_plans("retry-120", "0", "ends", 1) == [("retry-120", RETRY_S, None, "steps")]  # a fixed retry
+    assert search_plans(None, "45s", "ends", 1) == [("given", 45.0, None, "ends")]
 
 
 def test_capacity_benchmark_record_counts_retries_and_reads_the_drift_check() -> None:
