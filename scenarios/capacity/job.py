@@ -253,10 +253,10 @@ def retry_text(open_step: StepVerdict, retry: StepRules, max_s: float | None) ->
 def retry_window_s(evidence_s: float | None, floor_s: float, max_s: float) -> float:
     """A retry's window: `RETRY_MARGIN` times the open step's `evidence_s` (the seconds in which
     its rate brings the independent requests a pass needs with none bad), between `floor_s` and
-    `max_s` (whichever is larger wins, so a budget under the floor keeps the floor)."""
+    `max_s` (whichever is larger wins, so a budget under the floor keeps the floor), in whole seconds."""
     if evidence_s is None:
         return floor_s
-    return max(floor_s, min(RETRY_MARGIN * evidence_s, max_s))
+    return max(floor_s, min(float(math.ceil(RETRY_MARGIN * evidence_s)), max_s))
 
 
 def evidence_window_s(samples: int, design_effect: float, needed: int, measured_s: float) -> float | None:
