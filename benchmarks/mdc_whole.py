@@ -36,7 +36,7 @@ With `--relaxed-warmup` each fresh step warms up as one of a search planned from
 throughput does (`rushhour.scenarios.capacity.bracket.planned_warmup_s`: relaxation times of the
 queue at the step's load, against its saturated throughput, workers / service time, which is what
 the closed-loop probe reads on an M/D/c), instead of the fixed sixth of its window; the retry of
-an open step warms up so too when that is longer than its fixed warm-up, as in the product.
+an open step keeps its fixed warm-up, as in the product.
 
     python -m benchmarks.mdc_whole [--steps 30] [--searches 200] [--wander 0,0.05,0.1] [--rule share] [--anchor] [--out F]
     python -m benchmarks.mdc_whole --defaults [--relaxed-warmup] [--searches 200] [--out F]
@@ -101,7 +101,7 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
     search's anchor windows of `step_s` at its lowest rate, compared (with `anchor_every_s`, one
     anchor window of that length after every step too, each against the first); `warmup_s`, when
     given, replaces each fresh step's warm-up (the product's: a sixth of the step, at most 5 s); with
-    `relaxed`, each fresh step warms up as a probed search's does (module doc); with `retry_max_s`
+    `relaxed`, each fresh step but a retry warms up as a probed search's does (module doc); with `retry_max_s`
     the retry grows from `knee_step_s` towards what its open step's clustering asks, up to that
     (`retry_window_s`): the figures above."""
     began = time.perf_counter()
@@ -220,14 +220,11 @@ def _anchor_figures(ratio: np.ndarray, flagged: np.ndarray, extra: np.ndarray) -
 def _rules_for(result: SearchResult, rules: StepRules, knee_rules: StepRules, retry: bool, throughput: float | None,
                precision: float, rate: float) -> StepRules:
     """A step's rules: `knee_rules` once the search has seen a failure or, with `retry`, for the
-    retry of a step that ended open (its window the one the open step offered); with a `throughput`, each warmed up
-    as a fresh step of a search planned from it is (`rushhour.scenarios.capacity.bracket.planned_warmup_s`),
-    a retry only where that is longer than its own."""
+    retry of a step that ended open (its window the one the open step offered); with a `throughput`,
+    any but a retry warmed up as a fresh step of a search planned from it is
+    (`rushhour.scenarios.capacity.bracket.planned_warmup_s`)."""
     if retry and (retried := retry_rules_for(result, knee_rules, rate)) is not None:
-        if throughput is None:
-            return retried
-        planned = planned_warmup_s(rate, throughput, retried.measure_s, precision=precision)
-        return dataclasses.replace(retried, warmup_s=max(retried.warmup_s, min(planned, retried.measure_s)))
+        return retried
     chosen = rules if retry or result.first_fail is None else knee_rules
     if throughput is None:
         return chosen
@@ -285,7 +282,7 @@ def _anchor_row(r: dict[str, Any]) -> str:
 @click.option("--warmup", "warmup", type=click.FloatRange(min=0.0, max=600.0), default=None,
               help="Each fresh step's warm-up in seconds (default: the product's, a sixth of the step, at most 5 s).")
 @click.option("--relaxed-warmup", "relaxed", is_flag=True,
-              help="Each fresh step warms up as a probed search's does, a retry where that is longer (module doc); not with --warmup.")
+              help="Each fresh step but a retry warms up as a probed search's does (module doc); not with --warmup.")
 @click.option("--seed", default=2, show_default=True, type=click.IntRange(min=0))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the rows as JSON here.")
 def main(steps: str, searches: int, queues: str, wander: str, knee_step: float | None, retry_open: bool,

@@ -109,14 +109,6 @@ class CapacityJob:
         """A fresh step's warm-up at `rate_rps` from `warmup_at`; None without one."""
         return None if self.warmup_at is None else self.warmup_at(rate_rps)
 
-    def retry_warmed(self, retry: StepRules, rate_rps: float) -> StepRules:
-        """`retry` warmed up as a fresh step of a probed search is (`warmup_at`) where that is longer
-        than its fixed warm-up: a retry starts from an empty queue too."""
-        planned = self.warmup_s_at(rate_rps)
-        if planned is None or planned <= retry.warmup_s:
-            return retry
-        return dataclasses.replace(retry, warmup_s=min(planned, retry.measure_s))
-
     @property
     def cost_model(self) -> CostModel | None:
         return self.scenario.cost

@@ -234,7 +234,6 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
         drained_s = _before_step(runner, rate, target, condition)
         retry = retry_rules_for(result, job.retry_rules, rate)
         if retry is not None:  # the retry of a step that ended open: a longer window at its rate
-            retry = job.retry_warmed(retry, rate)
             say(f"[{label}] {retry_text(result.steps[-1], retry, job.retry_max_s)}")
             with _ruled(runner, retry):
                 record = runner.run(rate)

@@ -6,7 +6,6 @@ its clustering asks for, the runner gives the retry its rules, and `rushhour cap
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from pathlib import Path
 from types import SimpleNamespace
@@ -139,7 +138,6 @@ def _search(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, retry: StepRules | 
     job = SimpleNamespace(known_fail=None, probe=False, mix=None, slos=[], rules=RULES, out_dir=tmp_path, seed=0,
                           protocol=None, measure_at=None, start_rps=None, require_rps=None, drift_check="ends",
                           retry_rules=retry, retry_max_s=retry_max_s, cost_model=None,
-                          retry_warmed=lambda retry, _rate: retry,
                           settings=SearchSettings(min_rps=20.0, max_rps=160.0, precision=0.05, retry_open=retry is not None),
                           scenario=SimpleNamespace(load=SimpleNamespace(max_lag_p99_ms=250.0)))
     return runner._search_condition(job, Target("http://127.0.0.1:9", None, "stand-in"), HEALTHY,  # type: ignore[arg-type]
@@ -231,16 +229,3 @@ def test_capacity_json_says_how_long_the_retry_was_and_how_the_machine_was_check
     assert {key: document_of(plain, None, [], None, 1.0)["settings"][key] for key in ("retry_duration_s", "retry_max_s")} \
         == {"retry_duration_s": 0.0, "retry_max_s": 0.0}
 
-
-def test_a_retry_warms_up_as_a_probed_search_would_where_that_is_longer(tmp_path: Path) -> None:
-    job = build_job("scenarios/smoke.yaml", target_url=None, slos=(), faults="none", min_rps=None, max_rps=None,
-                    precision=0.05, step_s=30.0, require_rps=None, out=tmp_path, allow_remote=False, seed=None,
-                    retry_s=RETRY_S, retry_max_s=RETRY_MAX_S)
-    assert job.retry_warmed(RETRY, 50.0) is RETRY  # no probe: the fixed warm-up
-    for planned, expected in [(40.0, 40.0), (2.0, RETRY.warmup_s), (500.0, RETRY.measure_s)]:
-        probed = dataclasses.replace(job, warmup_at=functools.partial(_constant, planned))
-        assert probed.retry_warmed(RETRY, 50.0).warmup_s == expected
-
-
-def _constant(value: float, _rate: float) -> float:
-    return value
