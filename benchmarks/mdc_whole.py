@@ -60,7 +60,15 @@ from benchmarks.mdc_search import MAX_LAG_P99_MS, MDC, ChainedSteps, Queue, _Run
 from rushhour.reports.estimate.anchor import family_confidence, machine_drift
 from rushhour.reports.estimate.sequential import ALPHA, paired_error
 from rushhour.scenarios.capacity.bracket import planned_warmup_s
-from rushhour.scenarios.capacity.job import RETRY_MAX_S, RETRY_S, STEP_ANCHOR_S, retry_rules_for, step_rules, with_retry
+from rushhour.scenarios.capacity.job import (
+    RETRY_MAX_S,
+    RETRY_S,
+    STEP_ANCHOR_S,
+    opened_before,
+    retry_rules_for,
+    step_rules,
+    with_retry,
+)
 from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict, search
 from rushhour.scenarios.capacity.steps import DEFAULT_MEASURE_S, StepRules
 
@@ -200,8 +208,9 @@ class _Retrying:
 
     def __call__(self, rate: float) -> StepVerdict:
         was_retry = retry_rules_for(self.result, self.retry, rate) is not None
-        ran_s = self.rules_for(rate).measure_s
-        return with_retry(self.step(rate), ran_s=ran_s, was_retry=was_retry, retry=self.retry, max_s=self.max_s)
+        revisit, ran_s = opened_before(self.result, rate), self.rules_for(rate).measure_s
+        return with_retry(self.step(rate), ran_s=ran_s, was_retry=was_retry, retry=self.retry, max_s=self.max_s,
+                          revisit=revisit)
 
 
 def _anchor_figures(ratio: np.ndarray, flagged: np.ndarray, extra: np.ndarray) -> dict[str, object]:

@@ -31,7 +31,7 @@ from rushhour.traffic_models import TrafficModelError, load_traffic_model
 from rushhour.traffic_models.model import TrafficModel
 
 __all__ = ["RETRY_MARGIN", "RETRY_MAX_S", "RETRY_S", "CapacityJob", "SloFloor", "default_range", "evidence_window_s",
-           "load_mix", "retry_rules_for", "retry_text", "retry_window_s", "select_slos", "slo_floors", "step_rules",
+           "load_mix", "opened_before", "retry_rules_for", "retry_text", "retry_window_s", "select_slos", "slo_floors", "step_rules",
            "with_retry"]
 
 SHARE_SAMPLE_RPS = 2000.0
@@ -214,13 +214,15 @@ def retry_rules_for(result: SearchResult, retry: StepRules | None, rate: float) 
 
 
 def with_retry(verdict: StepVerdict, *, ran_s: float, was_retry: bool, retry: StepRules | None,
-               max_s: float | None) -> StepVerdict:
+               max_s: float | None, revisit: bool = False) -> StepVerdict:
     """`verdict` with the retry it offers (`StepVerdict.retry_s`), when it ended open: none without
-    `retry`; with a fixed retry (`max_s` None) one, of `retry`'s window, after a step that was no
-    retry; otherwise `retry_window_s` of its evidence, offered only while that grows past the
-    `ran_s` seconds it measured (a retry that ended open with the independent requests it
+    `retry`, and none on a `revisit` (a fresh step at a rate that ended open earlier in the search:
+    each retry is a fresh chance of a wrong "met", so a rate gets its retries once). With a fixed
+    retry (`max_s` None) one, of `retry`'s window, after a step that was no retry; otherwise
+    `retry_window_s` of its evidence, offered again after a retry only while that grows past the
+    `ran_s` seconds the retry measured (a retry that ended open with the independent requests it
     asked for has a share near the allowance, and a longer one would only repeat the question)."""
-    if not verdict.open or retry is None:
+    if not verdict.open or retry is None or (revisit and not was_retry):
         return verdict
     if max_s is None:
         return verdict if was_retry else dataclasses.replace(verdict, retry_s=retry.measure_s)
@@ -228,6 +230,11 @@ def with_retry(verdict: StepVerdict, *, ran_s: float, was_retry: bool, retry: St
     if was_retry and window <= ran_s:
         return verdict
     return dataclasses.replace(verdict, retry_s=window)
+
+
+def opened_before(result: SearchResult, rate: float) -> bool:
+    """Whether a step at `rate` ended open earlier in the search (`with_retry`'s `revisit`)."""
+    return any(s.open and s.rate_rps == rate for s in result.steps)
 
 
 def retry_text(open_step: StepVerdict, retry: StepRules, max_s: float | None) -> str:

@@ -133,21 +133,28 @@ def _text(result: SearchResult, require_rps: float | None) -> str:
     return text
 
 
-def _undecided_fail(result: SearchResult) -> dict[str, Any] | None:
+def _undecided_fail(result: SearchResult, steps: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The search's lowest failure when its last step there ended open (neither shown met nor
-    missed, its retry too where one ran): the capacity may then lie above that rate as well, and
-    the sentence says how long a window would have decided it. None otherwise."""
+    missed, its retries too where they ran): the capacity may then lie above that rate as well, and
+    the sentence says whether a longer window would have decided it. None otherwise."""
     if result.first_fail is None or result.last_pass is None or result.generator_bound:
         return None
     there = [s for s in result.steps if s.rate_rps == result.first_fail]
     if not there or not there[-1].open:
         return None
     evidence = there[-1].evidence_s
-    need = (f"; at the clustering measured there, about {_minutes(RETRY_MARGIN * evidence)} of window would decide it"
-            if evidence is not None else "")
-    return {"rate_rps": _round(result.first_fail), "evidence_s": _round(evidence, 1),
-            "sentence": f"{result.first_fail:.1f} req/s was not shown missed, only not shown met{need}, so the "
-                        "capacity may lie above it too (--retry-max)"}
+    entries = [e for e in steps if e["offered_rps"] == round(result.first_fail, 3)]
+    measured = max(entries, key=lambda e: e["index"])["measured_s"] if entries else None
+    head = f"{result.first_fail:.1f} req/s was not shown missed, only not shown met"
+    if evidence is None or measured is None:
+        sentence = f"{head}, so the capacity may lie above it too"
+    elif RETRY_MARGIN * evidence > measured:
+        sentence = (f"{head}; at the clustering measured there, about {_minutes(RETRY_MARGIN * evidence)} of window "
+                    "would decide it (--retry-max), so the capacity may lie above it too")
+    else:
+        sentence = (f"{head} with the independent requests a pass needs: its share of bad requests sits near the "
+                    "allowance, so the capacity lies close to it")
+    return {"rate_rps": _round(result.first_fail), "evidence_s": _round(evidence, 1), "sentence": sentence}
 
 
 def _minutes(seconds: float) -> str:
@@ -161,7 +168,7 @@ def condition_entry(name: str, result: SearchResult, steps: list[dict[str, Any]]
     A `machine_drift` (`rushhour.scenarios.capacity.anchor`) that saw the machine change marks the
     figure unconfirmed and says so in its summary."""
     changed = bool(machine_drift and machine_drift.get("changed"))
-    undecided = _undecided_fail(result)
+    undecided = _undecided_fail(result, steps)
     summary = _text(result, require_rps) + (f"; not confirmed: {machine_drift['sentence']}" if changed and machine_drift
                                             else "")
     if undecided is not None:

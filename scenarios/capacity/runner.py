@@ -37,7 +37,14 @@ from rushhour.scenarios.capacity.conditions import (
 )
 from rushhour.scenarios.capacity.document import document_of, write_document
 from rushhour.scenarios.capacity.interrupt import interruptible
-from rushhour.scenarios.capacity.job import CapacityJob, retry_rules_for, retry_text, step_rules, with_retry
+from rushhour.scenarios.capacity.job import (
+    CapacityJob,
+    opened_before,
+    retry_rules_for,
+    retry_text,
+    step_rules,
+    with_retry,
+)
 from rushhour.scenarios.capacity.pool_status import settle
 from rushhour.scenarios.capacity.record import condition_entry, step_entry, verdict_of
 from rushhour.scenarios.capacity.search import SearchResult, StepVerdict, search
@@ -232,7 +239,7 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
     def step(rate: float) -> StepVerdict:
         assert runner is not None
         drained_s = _before_step(runner, rate, target, condition)
-        retry = retry_rules_for(result, job.retry_rules, rate)
+        retry, revisit = retry_rules_for(result, job.retry_rules, rate), opened_before(result, rate)
         if retry is not None:  # the retry of a step that ended open: a longer window at its rate
             say(f"[{label}] {retry_text(result.steps[-1], retry, job.retry_max_s)}")
             with _ruled(runner, retry):
@@ -243,7 +250,7 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
         entries.append(step_entry(record, rules=record.rules, slots_per_node=target.slots_per_node,
                                   cost_model=job.cost_model, settle_s=drained_s))
         verdict = with_retry(verdict_of(record), ran_s=record.rules.measure_s, was_retry=retry is not None,
-                             retry=job.retry_rules, max_s=job.retry_max_s)
+                             retry=job.retry_rules, max_s=job.retry_max_s, revisit=revisit)
         went_on = f", going on from step {record.continues}'s load" if record.continues else ""
         took_s = record.assessment.now_s - (record.rules.warmup_s if record.continues else 0.0)  # its own seconds
         say(f"[{label}] step {record.index}: {rate:.1f} req/s for {record.rules.measure_s:g} s{went_on} -> "
