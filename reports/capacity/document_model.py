@@ -325,7 +325,8 @@ class SearchSettings(_Growing):
     step_duration_s: float
     """Seconds measured per step."""
     warmup_s: float
-    """Seconds of warm-up per step."""
+    """Seconds of warm-up of a fresh step planned without the throughput probe (a probed search
+    warms each step up for its queue's relaxation time: every step records its own `warmup_s`)."""
     seed: int | None
     """The seed of the steps' schedules."""
     start_rps: float | None
