@@ -140,7 +140,7 @@ def test_anchors_between_steps_flag_the_searches_a_wandering_machine_lifts_above
     assert isinstance(ends["flagged_among_above"], float) and ends["flagged_among_above"] < between["flagged_among_above"]
 
 
-DEFAULT_SEARCHES = 100
+DEFAULT_SEARCHES = 60
 WANDER_SEARCHES = 60
 
 
