@@ -26,7 +26,7 @@ from rushhour.scenarios.capacity.job import (
     slo_floors,
     step_rules,
 )
-from rushhour.scenarios.capacity.search import SearchSettings
+from rushhour.scenarios.capacity.search import MAX_RETRIES, SearchSettings
 from rushhour.scenarios.cli.errors import BadInput, finite
 from rushhour.scenarios.cli.override_flags import allow_remote_option, override_options
 from rushhour.scenarios.protocols.admission import Context, Needs, Refused, admit
@@ -159,11 +159,10 @@ def _retry_line(job: CapacityJob) -> str:
     retry = job.retry_rules
     if retry is None:
         return "none: a step that ends open is a failure"
-    line = f"a step that ends open once more, {retry.warmup_s:g} s warm-up + up to {retry.measure_s:g} s measured"
     if job.retry_max_s is None:
-        return line
-    return (f"{line}, longer (up to {job.retry_max_s:g} s) where the open step's requests came in clusters "
-            "that ask for more")
+        return f"a step that ends open once more, {retry.warmup_s:g} s warm-up + up to {retry.measure_s:g} s measured"
+    return (f"a step that ends open again (at most {MAX_RETRIES} times while its window grows), {retry.warmup_s:g} s "
+            f"warm-up + {retry.measure_s:g} s to {job.retry_max_s:g} s measured, as its requests' clustering asks")
 
 
 def _calibrate(scenario_spec: str, *, dry_run: bool, target_url: str | None = None, allow_remote: bool = False) -> None:
