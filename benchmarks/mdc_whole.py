@@ -64,6 +64,7 @@ from rushhour.scenarios.capacity.job import (
     RETRY_MAX_S,
     RETRY_S,
     STEP_ANCHOR_S,
+    confirm_rules_for,
     opened_before,
     retry_rules_for,
     step_rules,
@@ -124,7 +125,8 @@ def whole_searches(queue: Queue, *, step_s: float, searches: int, seed: int, pre
     extra = np.zeros(searches)
     for k in range(searches):
         result = SearchResult()
-        rules_for = functools.partial(_rules_for, result, rules, knee_rules, retry_open, throughput, precision)
+        rules_for = functools.partial(_rules_for, result, rules, knee_rules, retry_open, throughput, precision,
+                                      retry_max_s)
         steps = ChainedSteps(queue, rules_for, np.random.default_rng([seed, k]))
         start = _anchor_window(queue, steps, step_s) if anchor else None
         between = _Interleaved(queue, steps, anchor_every_s) if anchor and anchor_every_s else None
@@ -227,13 +229,15 @@ def _anchor_figures(ratio: np.ndarray, flagged: np.ndarray, extra: np.ndarray) -
 
 
 def _rules_for(result: SearchResult, rules: StepRules, knee_rules: StepRules, retry: bool, throughput: float | None,
-               precision: float, rate: float) -> StepRules:
+               precision: float, retry_max_s: float | None, rate: float) -> StepRules:
     """A step's rules: `knee_rules` once the search has seen a failure or, with `retry`, for the
-    retry of a step that ended open (its window the one the open step offered); with a `throughput`,
+    retry of a step that ended open (its window the one the open step offered) and for a step at a
+    rate that passed on a retry (that retry's window); with a `throughput`,
     any but a retry warmed up as a fresh step of a search planned from it is
     (`rushhour.scenarios.capacity.bracket.planned_warmup_s`)."""
-    if retry and (retried := retry_rules_for(result, knee_rules, rate)) is not None:
-        return retried
+    if retry and (longer := retry_rules_for(result, knee_rules, rate)
+                  or confirm_rules_for(result, knee_rules, rate, max_s=retry_max_s)):
+        return longer
     chosen = rules if retry or result.first_fail is None else knee_rules
     if throughput is None:
         return chosen
@@ -329,7 +333,8 @@ def main(steps: str, searches: int, queues: str, wander: str, knee_step: float |
                                            precision=precision, met_error=paired_error() if calibration else ALPHA,
                                            retry_open=retry_open, anchor=anchor, anchor_every_s=anchor_every,
                                            warmup_s=warmup, relaxed=relaxed,
-                                           retry_max_s=retry_max if retry_open else None))
+                                           retry_max_s=retry_max if retry_open and knee_step is not None
+                                           and retry_max is not None and retry_max > knee_step else None))
                 click.echo(_row(rows[-1]))
     if anchor:
         click.echo("\n| queue | machine wander | above truth | flagged [95% CI] | flagged among above | "

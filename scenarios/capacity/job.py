@@ -30,7 +30,7 @@ from rushhour.scenarios.spec.target import TargetProtocol
 from rushhour.traffic_models import TrafficModelError, load_traffic_model
 from rushhour.traffic_models.model import TrafficModel
 
-__all__ = ["RETRY_MARGIN", "RETRY_MAX_S", "RETRY_S", "CapacityJob", "SloFloor", "default_range", "evidence_window_s",
+__all__ = ["RETRY_MARGIN", "RETRY_MAX_S", "RETRY_S", "CapacityJob", "SloFloor", "confirm_rules_for", "default_range", "evidence_window_s",
            "load_mix", "opened_before", "retry_rules_for", "retry_text", "retry_window_s", "select_slos", "slo_floors", "step_rules",
            "with_retry"]
 
@@ -230,6 +230,23 @@ def with_retry(verdict: StepVerdict, *, ran_s: float, was_retry: bool, retry: St
     if was_retry and window <= ran_s:
         return verdict
     return dataclasses.replace(verdict, retry_s=window)
+
+
+def confirm_rules_for(result: SearchResult, retry: StepRules | None, rate: float, *,
+                      max_s: float | None) -> StepRules | None:
+    """With a retry that grows (`max_s`), `retry` with the window of the retry that passed at
+    `rate`, when the search's last step at that rate is such a pass (a step there now is its
+    confirmation): a rate that took a long window to decide is judged again on as long a one, not
+    on a step too short to pass there. None for any other step, and with a fixed retry."""
+    if retry is None or max_s is None:
+        return None
+    at_rate = [s for s in result.steps if s.rate_rps == rate]
+    if len(at_rate) < 2 or at_rate[-1].verdict != "pass":
+        return None
+    opened = at_rate[-2]
+    if not opened.open or opened.retry_s is None:
+        return None
+    return dataclasses.replace(retry, measure_s=opened.retry_s)
 
 
 def opened_before(result: SearchResult, rate: float) -> bool:

@@ -39,6 +39,7 @@ from rushhour.scenarios.capacity.document import document_of, write_document
 from rushhour.scenarios.capacity.interrupt import interruptible
 from rushhour.scenarios.capacity.job import (
     CapacityJob,
+    confirm_rules_for,
     opened_before,
     retry_rules_for,
     retry_text,
@@ -240,9 +241,12 @@ def _search_condition(job: CapacityJob, target: Target, name: str, say: Callable
         assert runner is not None
         drained_s = _before_step(runner, rate, target, condition)
         retry, revisit = retry_rules_for(result, job.retry_rules, rate), opened_before(result, rate)
-        if retry is not None:  # the retry of a step that ended open: a longer window at its rate
+        if retry is not None:
             say(f"[{label}] {retry_text(result.steps[-1], retry, job.retry_max_s)}")
-            with _ruled(runner, retry):
+        # the retry of a step that ended open, or a step at a rate that passed on one: a longer window
+        longer = retry if retry is not None else confirm_rules_for(result, job.retry_rules, rate, max_s=job.retry_max_s)
+        if longer is not None:
+            with _ruled(runner, longer):
                 record = runner.run(rate)
         else:
             record = runner.run(rate)

@@ -21,7 +21,14 @@ from rushhour.scenarios.capacity import runner
 from rushhour.scenarios.capacity.conditions import HEALTHY
 from rushhour.scenarios.capacity.document import document_of
 from rushhour.scenarios.capacity.document import plain as json_ready
-from rushhour.scenarios.capacity.job import RETRY_MAX_S, RETRY_S, opened_before, retry_rules_for, with_retry
+from rushhour.scenarios.capacity.job import (
+    RETRY_MAX_S,
+    RETRY_S,
+    confirm_rules_for,
+    opened_before,
+    retry_rules_for,
+    with_retry,
+)
 from rushhour.scenarios.capacity.record import verdict_of
 from rushhour.scenarios.capacity.search import SearchResult, SearchSettings, StepVerdict
 from rushhour.scenarios.capacity.stepper import StepRecord
@@ -103,6 +110,18 @@ def test_an_open_step_offers_a_retry_as_long_as_its_evidence_asks_within_the_bud
     assert again == (offered if was_retry else None)  # a rate gets its retries once in a search
 
 
+def test_a_rate_that_passed_on_a_grown_retry_is_stepped_again_on_that_retrys_window() -> None:
+    result = SearchResult(steps=[StepVerdict(80.0, "fail", "p99", open=True, retry_s=600.0), StepVerdict(80.0, "pass")])
+    assert confirm_rules_for(result, RETRY, 80.0, max_s=RETRY_MAX_S) == dataclasses.replace(RETRY, measure_s=600.0)
+    assert confirm_rules_for(result, RETRY, 80.0, max_s=None) is None  # a fixed retry's search as it always was
+    assert confirm_rules_for(result, None, 80.0, max_s=RETRY_MAX_S) is None
+    assert confirm_rules_for(result, RETRY, 70.0, max_s=RETRY_MAX_S) is None
+    result.steps.append(StepVerdict(80.0, "fail", "p99", "missed"))  # its last step there is no pass
+    assert confirm_rules_for(result, RETRY, 80.0, max_s=RETRY_MAX_S) is None
+    plain = SearchResult(steps=[StepVerdict(80.0, "pass")])  # passed without a retry
+    assert confirm_rules_for(plain, RETRY, 80.0, max_s=RETRY_MAX_S) is None
+
+
 def test_a_rate_that_ended_open_earlier_in_the_search_is_a_revisit() -> None:
     result = SearchResult(steps=[StepVerdict(40.0, "pass"), StepVerdict(80.0, "fail", "p99", open=True, retry_s=120.0),
                                  StepVerdict(80.0, "pass"), StepVerdict(90.0, "fail", "p99", "missed")])
@@ -182,6 +201,10 @@ def test_a_clustered_open_step_is_retried_for_as_long_as_its_clustering_asks(
     assert grown and all(length == math.ceil(2 * 314 * 60.0 / rate) for rate, length in grown), steps
     assert 72.0 <= entry["capacity_rps"] <= 80.0, steps
     assert any("clustering asks for about" in line for line in said), said
+    # the figure's confirmation is judged on as long a window as the retry that passed there
+    at_figure = [length for rate, length in steps if rate == entry["capacity_rps"]]
+    assert at_figure[0] == RULES.measure_s and at_figure[1:] == [at_figure[1]] * len(at_figure[1:]), steps
+    assert len(at_figure) >= 3 and entry["confirmed"] is True, steps
 
     fixed = _search(monkeypatch, tmp_path / "fixed", RETRY)
     assert fixed["capacity_rps"] <= 60.0  # 120 s never decides it: the rate counts as a failure
