@@ -16,9 +16,12 @@ from tests.support.targets import serve_target
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_no_slo_drill_against_a_service_failing_everything_fails(tmp_path: Path) -> None:
-    with serve_target() as (url, _state):  # it serves no /v1/translate: every request is answered 404
+    # It serves no /v1/translate: every request is answered 404. The lag limit is loosened because a
+    # 3 s drill's lag P99 is its slowest send, which a loaded test machine can push past 50 ms; this
+    # test is about the availability verdict, not the generator's health.
+    with serve_target() as (url, _state):
         scenario = {"name": "noslo", "traffic": {"model": "constant:5", "duration": "3s"}, "slos": [],
-                    "target": {"url": url}, "load": {"request_timeout_s": 5}}
+                    "target": {"url": url}, "load": {"request_timeout_s": 5, "max_lag_p99_ms": 2000}}
         path = tmp_path / "noslo.yaml"
         path.write_text(yaml.safe_dump(scenario))
         result = CliRunner().invoke(run, [str(path), "--out", str(tmp_path / "results"), "--no-probe"])
