@@ -50,7 +50,7 @@ def test_cut_stream_every_fifth_answer_cut_makes_four_in_five_ok(tmp_path: Path)
         state.cut_every = 5
         scenario = {"name": "cut", "traffic": {"model": "constant:5", "duration": "4s"}, "slos": slos,
                     "target": {"url": url, "protocol": "openai-chat", "model": "m", "max_tokens": 10},
-                    "load": {"request_timeout_s": 10}}
+                    "load": {"request_timeout_s": 10, "max_lag_p99_ms": 2000}}
         path = tmp_path / "cut.yaml"
         path.write_text(yaml.safe_dump(scenario))
         result = CliRunner().invoke(run, [str(path), "--out", str(tmp_path / "results")])

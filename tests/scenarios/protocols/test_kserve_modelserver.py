@@ -93,7 +93,7 @@ def chat_url(kserve_url: str) -> str:
 def _drill(tmp_path: Path, url: str, target: Mapping[str, object], slos: list[dict[str, object]],
            *extra: str) -> tuple[int, str, Path]:
     scenario = {"name": "kserve", "traffic": {"model": "constant:4", "duration": "3s"}, "slos": slos,
-                "target": {"url": url, **target}, "load": {"request_timeout_s": 10}}
+                "target": {"url": url, **target}, "load": {"request_timeout_s": 10, "max_lag_p99_ms": 2000}}
     path = tmp_path / "kserve.yaml"
     path.write_text(yaml.safe_dump(scenario))
     out = tmp_path / "results"

@@ -66,7 +66,7 @@ def test_a_target_forging_abort_fault_and_phase_changes_no_verdict_and_keeps_bei
     with serve_handler(_liar(asked, threading.Lock())) as url:
         scenario = {"name": "liar", "traffic": {"model": "constant:5", "duration": "5s"},
                     "slos": [{"name": "availability", "kind": "availability", "objective": 0.9}],
-                    "target": {"url": url}, "load": {"request_timeout_s": 5}}
+                    "target": {"url": url}, "load": {"request_timeout_s": 5, "max_lag_p99_ms": 2000}}
         path = tmp_path / "liar.yaml"
         path.write_text(yaml.safe_dump(scenario))
         result = CliRunner().invoke(run, [str(path), "--out", str(tmp_path / "results"), "--no-probe"])
