@@ -1,7 +1,7 @@
 """Benchmark: the nightly gate's power and false alarms at the standard of proof, every night kept.
 
     python -m benchmarks.gate_nights [--same 30] [--cpu 30] [--cpu-small 10] [--fail-same 10] [--fail-slow 10]
-        [--factor 1.3] [--small-factor 1.15] [--ref HEAD | --snapshot | --working-tree] [--neighbour-cores 2]
+        [--factor 1.3] [--small-factor 1.15] [--small-width N] [--ref HEAD | --snapshot | --working-tree] [--neighbour-cores 2]
         [--duration 240s] [--seed 1] [--quiet-cores 0.5] [--quiet-wait-s 300] [--out results/gate-nights.jsonl]
 
 Real nights on this machine, each one appended to `--out` (JSON lines) the moment it ends, so a
@@ -69,11 +69,17 @@ DECODE_WIDTH_PER_WORK = 4400
 nightly's length: a step's multiply-adds are the query (512 x 512), the feed-forward in (1,024 x
 2,048) and out (2,048 x 512) and the vocabulary (512 x 8,192), 7.6 M, and each unit of width adds
 1,536 (a wider weight also falls out of the caches sooner, so the factor is not linear in it)."""
-EXTRA_WIDTH = {1.3: 1320, 1.15: 800}
+EXTRA_WIDTH = {1.3: 1320, 1.15: 1000}
 """Widths measured to give the protocol's factors (2026-12-05, median quality-node CPU per
-90-character request, 100 requests after 20 of warm-up, `measure_work`): +1,320 gave x1.29 and
-x1.36, +660 x1.08 and x1.10; other factors get `(factor - 1) x DECODE_WIDTH_PER_WORK`. The
-install's real factor is measured again before the first night and recorded in the file's header."""
+90-character request, 100 requests after 20 of warm-up, `measure_work`): +1,320 gave x1.24, x1.29
+and x1.36, +800 x1.08 and +660 x1.08 and x1.10, so x1.15 sits near +1,000; other factors get
+`(factor - 1) x DECODE_WIDTH_PER_WORK`. The install's width and its real factor, measured again
+before the first night, are recorded in the file's header."""
+
+
+def extra_width(factor: float) -> int:
+    """How much wider the candidate's quality decoder feed-forward is for `factor` times the work."""
+    return EXTRA_WIDTH.get(factor, int(round((factor - 1.0) * DECODE_WIDTH_PER_WORK)))
 
 
 def _git(*argv: str) -> str:
@@ -102,16 +108,17 @@ class Bench:
     commit: str
 
 
-def wider_install(base_command: str, workdir: Path, factor: float, commit: str) -> str:
-    """A copy of the baseline's source whose quality decoder does about `factor` times the work,
-    with its own environment sharing the installed dependencies; returns its `rushhour` command."""
+def wider_install(base_command: str, workdir: Path, factor: float, commit: str, extra: int) -> str:
+    """A copy of the baseline's source whose quality decoder feed-forward is `extra` wider, to do
+    about `factor` times the work, with its own environment sharing the installed dependencies;
+    returns its `rushhour` command."""
     source = Path(base_command).parents[1] / "src" if Path(base_command).parents[1].joinpath("src").is_dir() else REPO
-    root = workdir / f"cpu-x{factor:g}-{commit[:12]}"
+    width = QUALITY_DEC_FFN + extra
+    root = workdir / f"cpu-x{factor:g}-w{width}-{commit[:12]}"
     if not (root / "bin" / "rushhour").exists():
         shutil.copytree(source, root / "src", ignore=shutil.ignore_patterns(
             ".git", ".venv", "results", "build", ".rushhour", "__pycache__", "*.egg-info"))
         spec = root / "src" / "reference_server" / "model" / "spec.py"
-        width = QUALITY_DEC_FFN + EXTRA_WIDTH.get(factor, int(round((factor - 1.0) * DECODE_WIDTH_PER_WORK)))
         text = spec.read_text(encoding="utf-8")
         if f"dec_ffn={QUALITY_DEC_FFN}," not in text:
             raise SystemExit(f"{spec} has no quality decoder of feed-forward width {QUALITY_DEC_FFN} to widen; "
@@ -226,6 +233,11 @@ def _factor(args: argparse.Namespace, kind: str) -> float:
     return {"cpu": args.factor, "cpu-small": args.small_factor, "fail-slow": args.factor}.get(kind, 1.0)
 
 
+def _width(args: argparse.Namespace, kind: str) -> int:
+    small = kind == "cpu-small" and args.small_width is not None
+    return int(args.small_width) if small else extra_width(_factor(args, kind))
+
+
 def read_nights(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The file's header (first line) and every night recorded so far."""
     if not path.exists():
@@ -240,6 +252,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         parser.add_argument(f"--{kind}", type=int, default=default, help=f"nights of kind {kind}")
     parser.add_argument("--factor", type=float, default=1.3)
     parser.add_argument("--small-factor", type=float, default=1.15)
+    parser.add_argument("--small-width", type=int, default=None,
+                        help="how much wider the cpu-small install's decoder feed-forward is (default: its factor's)")
     parser.add_argument("--fail-delay-ms", type=float, default=200.0)
     parser.add_argument("--fail-scenario", type=Path, default=REPO / "scenarios" / "nightly.yaml")
     parser.add_argument("--duration", default=None, help="night length (default: the scenario's)")
@@ -284,7 +298,9 @@ def file_header(args: argparse.Namespace, argv: list[str] | None, bench: Bench, 
         check_work(kind, measured.cpu_factor, _factor(args, kind))
     header = {"header": True, "command": "python -m benchmarks.gate_nights " + " ".join(argv or sys.argv[1:]),
               "commit": bench.commit, "work_factor": {kind: round(w.cpu_factor, 3) for kind, w in work.items()},
-              "work": {kind: w.as_record() for kind, w in work.items()}, "cpu_count": os.cpu_count(), "seed": args.seed}
+              "work": {kind: w.as_record() for kind, w in work.items()},
+              "extra_width": {kind: _width(args, kind) for kind in work},
+              "cpu_count": os.cpu_count(), "seed": args.seed}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(header) + "\n", encoding="utf-8")
     return header
@@ -300,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     commit = install_commit(args)
     setup = make_setup(args, workdir)
-    candidates = {kind: wider_install(setup.rushhour, workdir, factor, commit)
+    candidates = {kind: wider_install(setup.rushhour, workdir, factor, commit, _width(args, kind))
                   for kind, factor, count in (("cpu", args.factor, args.cpu), ("cpu-small", args.small_factor,
                                                                                 args.cpu_small)) if count}
     log = workdir / "neighbour.jsonl" if args.neighbour_cores else None

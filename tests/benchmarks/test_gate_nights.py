@@ -5,11 +5,25 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 
-from benchmarks.gate_nights import REPO, Bench, check_work, file_header, install_commit, parse, plan, read_nights
+from benchmarks.gate_nights import (
+    DECODE_WIDTH_PER_WORK,
+    EXTRA_WIDTH,
+    REPO,
+    Bench,
+    check_work,
+    extra_width,
+    file_header,
+    install_commit,
+    parse,
+    plan,
+    read_nights,
+)
 from benchmarks.gate_nights_table import clopper_pearson_lower, markdown, summarise
+from benchmarks.gate_nights_work import WorkMeasure
 
 
 def test_plan_holds_every_night_asked_for_in_an_order_fixed_by_the_seed() -> None:
@@ -74,3 +88,20 @@ def test_check_work_refuses_a_candidate_doing_under_a_quarter_of_the_asked_extra
     check_work("cpu-small", 1.08, 1.15)
     with pytest.raises(SystemExit, match=r"x1\.010 the baseline's CPU per request, outside x1\.038-x1\.300"):
         check_work("cpu-small", 1.01, 1.15)
+
+
+def test_extra_width_uses_the_measured_width_of_a_protocol_factor_and_scales_any_other() -> None:
+    assert all(extra_width(factor) == width for factor, width in EXTRA_WIDTH.items())
+    assert extra_width(1.2) == round(0.2 * DECODE_WIDTH_PER_WORK) and extra_width(1.0) == 0
+    assert EXTRA_WIDTH[1.15] < EXTRA_WIDTH[1.3]
+
+
+def test_a_file_header_records_each_install_s_width_and_small_width_overrides_the_small_one(tmp_path: Path) -> None:
+    measured = WorkMeasure(cpu_ms=(10.0, 12.0), wall_ms=(10.0, 12.0), requests=100)
+    bench = Bench(setup=None, candidates={"cpu": "a", "cpu-small": "b"}, workdir=tmp_path, neighbour_log=None,
+                  commit="c" * 40)
+    for argv, small in (([], EXTRA_WIDTH[1.15]), (["--small-width", "800"], 800)):
+        args = parse(["--out", str(tmp_path / f"{small}.jsonl"), *argv])
+        with patch("benchmarks.gate_nights.measure_work", return_value=measured):
+            header = file_header(args, argv, bench, {})
+        assert header["extra_width"] == {"cpu": EXTRA_WIDTH[1.3], "cpu-small": small}
