@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import gevent
+import httpx
 import numpy as np
 import pytest
 
@@ -23,6 +24,7 @@ from rushhour.scenarios.protocols.outcome import Outcome
 from tests.scenarios.generator.truth import (
     Fate,
     connection_trap,
+    proxied,
     row_schedule,
     run_session,
     share_of,
@@ -70,7 +72,7 @@ def test_failed_and_abandoned_requests_end_when_they_really_ended(
     moved = requests[kind == 5]  # the 3xx is the answer: nothing followed it elsewhere
     assert (moved["status"] == 302).all() and not moved["ok"].any(), moved[["status", "error"]]
     assert (moved["service_ms"] < (truth["answered"] - truth["arrived"]).reindex(moved.index) * 1000 + 500).all()
-    assert trapped == []  # no proxy variable diverted the load
+    assert proxied(trapped) == []  # no proxy variable diverted the load
 
 
 @pytest.mark.slow
@@ -131,3 +133,17 @@ def test_durations_ignore_a_wall_clock_step(tmp_path: Path, monkeypatch: pytest.
     service = (parts["done_s"] - parts["sent_s"]).to_numpy()
     np.testing.assert_allclose(service, 0.1, atol=0.05)
     np.testing.assert_allclose(parts["sent_s"] - parts["intended_s"], 0.0, atol=0.05)
+
+
+def test_the_trap_tells_a_request_sent_to_it_as_a_proxy_from_a_stray_connection() -> None:
+    with connection_trap() as (trap_port, trapped):
+        with httpx.Client(proxy=f"http://127.0.0.1:{trap_port}", timeout=2.0) as client:  # a proxied request
+            with pytest.raises(httpx.HTTPError):
+                client.get("http://127.0.0.1:9/v1/translate")  # never reached: the trap answers nothing
+        with httpx.Client(timeout=2.0) as client:  # a stray request made to the trap's port itself
+            with pytest.raises(httpx.HTTPError):
+                client.get(f"http://127.0.0.1:{trap_port}/healthz")
+        deadline = time.monotonic() + 5.0
+        while len(trapped) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert len(trapped) == 2 and proxied(trapped) == [b"GET http://127.0.0.1:9/v1/translate HTTP/1.1"], trapped

@@ -150,9 +150,12 @@ def truth_server(fate: Callable[[int], Fate]) -> Iterator[tuple[str, Ledger]]:
 
 
 @contextmanager
-def connection_trap() -> Iterator[tuple[int, list[float]]]:
-    """A loopback listener that only counts connections (a proxy nobody should use)."""
-    seen: list[float] = []
+def connection_trap() -> Iterator[tuple[int, list[bytes]]]:
+    """A loopback listener that keeps the first line of every connection (a proxy nobody should use).
+
+    Tests running beside this one may reach its port by chance (a port they thought free), so what
+    counts as diverted load is a request sent to a proxy, which `proxied` picks out."""
+    seen: list[bytes] = []
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
@@ -165,8 +168,13 @@ def connection_trap() -> Iterator[tuple[int, list[float]]]:
                 conn, _ = listener.accept()
             except OSError:
                 continue
-            seen.append(time.time())
-            conn.close()
+            with conn:
+                conn.settimeout(0.5)
+                try:
+                    first = conn.recv(1024)
+                except OSError:
+                    first = b""
+            seen.append(first.split(b"\r\n", 1)[0])
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
@@ -176,6 +184,12 @@ def connection_trap() -> Iterator[tuple[int, list[float]]]:
         stop.set()
         thread.join(timeout=2)
         listener.close()
+
+
+def proxied(seen: list[bytes]) -> list[bytes]:
+    """The request lines a client sent as to a proxy: a CONNECT, or a target in absolute form."""
+    return [line for line in seen
+            if line.startswith(b"CONNECT ") or b" http://" in line or b" https://" in line]
 
 
 def row_schedule(n: int, rate: float, *, deadline_ms: float = 10000.0) -> pd.DataFrame:
