@@ -69,13 +69,13 @@ DECODE_WIDTH_PER_WORK = 4400
 nightly's length: a step's multiply-adds are the query (512 x 512), the feed-forward in (1,024 x
 2,048) and out (2,048 x 512) and the vocabulary (512 x 8,192), 7.6 M, and each unit of width adds
 1,536 (a wider weight also falls out of the caches sooner, so the factor is not linear in it)."""
-EXTRA_WIDTH = {1.3: 1320, 1.15: 800}
+EXTRA_WIDTH = {1.3: 1320, 1.15: 1000}
 """Widths measured to give the protocol's factors (2026-12-05, median quality-node CPU per
 90-character request, 100 requests after 20 of warm-up, `measure_work`): +1,320 gave x1.24, x1.29
-and x1.36, +800 x1.08, +660 x1.08 and x1.10. The CPU measure reads low for the small width: over 10
-real nights the +800 candidate's P50 ratios had a median of x1.12-x1.13 (the +1,320 one's x1.21-x1.23).
-Other factors get `(factor - 1) x DECODE_WIDTH_PER_WORK`. The install's width and its factor,
-measured again before the first night, are recorded in the file's header."""
+and x1.36, +1,000 x1.155 (its median wall time x1.152), +800 x1.08 (over 10 real nights its P50
+ratios had a median of x1.12-x1.13), +660 x1.08 and x1.10. Other factors get `(factor - 1) x
+DECODE_WIDTH_PER_WORK`. The install's width and its factor, measured again before the first night,
+are recorded in the file's header."""
 
 
 def extra_width(factor: float) -> int:

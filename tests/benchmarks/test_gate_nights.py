@@ -100,7 +100,7 @@ def test_a_file_header_records_each_install_s_width_and_small_width_overrides_th
     measured = WorkMeasure(cpu_ms=(10.0, 12.0), wall_ms=(10.0, 12.0), requests=100)
     bench = Bench(setup=None, candidates={"cpu": "a", "cpu-small": "b"}, workdir=tmp_path, neighbour_log=None,
                   commit="c" * 40)
-    for argv, small in (([], EXTRA_WIDTH[1.15]), (["--small-width", "900"], 900)):
+    for argv, small in (([], EXTRA_WIDTH[1.15]), (["--small-width", "800"], 800)):
         args = parse(["--out", str(tmp_path / f"{small}.jsonl"), *argv])
         with patch("benchmarks.gate_nights.measure_work", return_value=measured):
             header = file_header(args, argv, bench, {})
